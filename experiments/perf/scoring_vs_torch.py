@@ -1,0 +1,251 @@
+"""Scoring throughput: jaxcontam vs torch transformers on the same Llama-style weights and tokens.
+
+Builds a random Llama-shaped checkpoint once (safetensors, under the git-ignored
+experiments/perf/cache/), loads it into torch transformers (eager) and into
+jaxcontam, scores the same token batch with both in this process, and prints
+tokens/s, peak memory, their ratio, the machine's measured f32 matmul FLOP/s and
+jaxcontam's fraction of it.
+
+  python experiments/perf/scoring_vs_torch.py                      # CPU: ~60M params, 16 x 512
+  python experiments/perf/scoring_vs_torch.py --vocab 256000 --memory-only   # memory vs vocabulary
+  python experiments/perf/scoring_vs_torch.py --gpu                # 1B Llama shape, bf16, 2048 tokens, MFU
+
+FLOPs per scored token are counted as 2 * (matmul parameters incl. lm_head) +
+4 * layers * seq * hidden (attention scores and values, full square), the usual
+forward-pass convention.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import pathlib
+import threading
+import time
+
+import numpy as np
+
+CACHE = pathlib.Path(__file__).resolve().parent / "cache"
+CPU_SHAPE = {"hidden": 512, "layers": 8, "heads": 8, "kv_heads": 8, "intermediate": 1536, "vocab": 32000}
+GPU_SHAPE = {"hidden": 2048, "layers": 16, "heads": 32, "kv_heads": 8, "intermediate": 8192, "vocab": 128256}
+
+
+def build_checkpoint(shape: dict, max_position: int) -> pathlib.Path:
+    """A random LlamaForCausalLM saved as safetensors (reused when present)."""
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    name = "llama-" + "-".join(f"{k}{v}" for k, v in shape.items()) + f"-pos{max_position}"
+    path = CACHE / name
+    if (path / "model.safetensors").exists() or (path / "model.safetensors.index.json").exists():
+        return path
+    config = LlamaConfig(
+        hidden_size=shape["hidden"], num_hidden_layers=shape["layers"], num_attention_heads=shape["heads"],
+        num_key_value_heads=shape["kv_heads"], intermediate_size=shape["intermediate"], vocab_size=shape["vocab"],
+        max_position_embeddings=max_position, tie_word_embeddings=False, torch_dtype="float32",
+    )
+    torch.manual_seed(0)
+    LlamaForCausalLM(config).save_pretrained(path, safe_serialization=True)
+    return path
+
+
+def flops_per_token(shape: dict, seq: int) -> float:
+    d, layers, v = shape["hidden"], shape["layers"], shape["vocab"]
+    head_dim = d // shape["heads"]
+    attn = d * head_dim * (2 * shape["heads"] + 2 * shape["kv_heads"])
+    mlp = 3 * d * shape["intermediate"]
+    return 2.0 * (layers * (attn + mlp) + v * d) + 4.0 * layers * seq * d
+
+
+class PeakRss:
+    """Peak resident memory above the starting level, sampled every 2 ms from /proc/self/statm."""
+
+    def __enter__(self):
+        self.page = os.sysconf("SC_PAGE_SIZE")
+        self.base = self.peak = self._rss()
+        self.running = True
+        self.thread = threading.Thread(target=self._poll, daemon=True)
+        self.thread.start()
+        return self
+
+    def _rss(self) -> int:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * self.page
+
+    def _poll(self):
+        while self.running:
+            self.peak = max(self.peak, self._rss())
+            time.sleep(0.002)
+
+    def __exit__(self, *exc):
+        self.running = False
+        self.thread.join()
+        self.peak = max(self.peak, self._rss())
+
+    @property
+    def delta_mib(self) -> float:
+        return (self.peak - self.base) / 2**20
+
+
+def best_time(fn, repeats: int, warm: bool = True) -> float:
+    if warm:
+        fn()  # warm-up (compilation, allocator)
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
+def matmul_flops(n: int = 2048) -> float:
+    """The machine's f32 matmul FLOP/s: the better of XLA and torch on an n x n x n product."""
+    import jax
+    import jax.numpy as jnp
+    import torch
+
+    a = jax.random.normal(jax.random.key(0), (n, n), jnp.float32)
+    mm = jax.jit(jnp.dot)
+    t_jax = best_time(lambda: mm(a, a).block_until_ready(), 5)
+    ta = torch.randn(n, n)
+    t_torch = best_time(lambda: torch.mm(ta, ta), 5)
+    return 2.0 * n**3 / min(t_jax, t_torch)
+
+
+def torch_score(path, tokens: np.ndarray, dtype: str, device: str):
+    import torch
+    from transformers import LlamaForCausalLM
+
+    torch_dtype = torch.bfloat16 if dtype == "bfloat16" else torch.float32
+    model = LlamaForCausalLM.from_pretrained(path, dtype=torch_dtype, attn_implementation="eager").to(device).eval()
+    ids = torch.as_tensor(tokens, device=device)
+
+    def run():
+        with torch.inference_mode():
+            logits = model(ids).logits.float()
+            out = torch.log_softmax(logits[:, :-1], -1).gather(-1, ids[:, 1:, None])[..., 0]
+            if device == "cuda":
+                torch.cuda.synchronize()
+            return out
+
+    return run
+
+
+def jax_score(path, tokens: np.ndarray, dtype: str, vocab_block: int):
+    import jaxcontam
+    from jaxcontam.engine.scoring import score_logprobs
+
+    model = jaxcontam.load_model(str(path), dtype=dtype)
+    seqs = [list(map(int, row)) for row in tokens]
+    rows = len(seqs)
+
+    def run():
+        return score_logprobs(model, seqs, rows_per_batch=rows, buckets=(tokens.shape[1],), vocab_block=vocab_block)
+
+    return run, model
+
+
+def memory_by_vocab(args):
+    """Compiled temporaries of one scoring step for a small and a huge vocabulary (weights excluded)."""
+    import jax
+    import jax.numpy as jnp
+
+    import jaxcontam
+    from jaxcontam.engine.scoring import score_step
+
+    for vocab in (32000, args.vocab):
+        shape = dict(CPU_SHAPE, vocab=vocab, layers=2, hidden=256, heads=4, kv_heads=4, intermediate=768)
+        path = build_checkpoint(shape, args.seq)
+        model = jaxcontam.load_model(str(path), dtype="float32")
+        tok = jnp.zeros((args.batch, args.seq), jnp.int32)
+        seg = jnp.ones_like(tok)
+        pos = jnp.broadcast_to(jnp.arange(args.seq, dtype=jnp.int32), tok.shape)
+        compiled = score_step.lower(model.params, model.config, tok, pos, seg, tok, with_stats=True,
+                                    vocab_block=args.vocab_block, use_kernel=False).compile()
+        mem = compiled.memory_analysis()
+        full_logits = args.batch * args.seq * vocab * 4
+        print(json.dumps({
+            "vocab": vocab, "batch": args.batch, "seq": args.seq, "hidden": shape["hidden"],
+            "temp_MiB": round(mem.temp_size_in_bytes / 2**20, 1),
+            "weights_MiB": round(mem.argument_size_in_bytes / 2**20, 1),
+            "full_f32_logits_would_be_MiB": round(full_logits / 2**20, 1),
+        }))
+        del model, compiled
+        jax.clear_caches()
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--batch", type=int, default=16)
+    parser.add_argument("--seq", type=int, default=512)
+    parser.add_argument("--vocab", type=int, default=None)
+    parser.add_argument("--vocab-block", type=int, default=2048)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--memory-only", action="store_true", help="only the vocabulary-vs-memory comparison")
+    parser.add_argument("--gpu", action="store_true", help="1B Llama shape in bfloat16 on the GPU")
+    args = parser.parse_args()
+    if args.memory_only:
+        args.vocab = args.vocab or 256000
+        memory_by_vocab(args)
+        return
+    import jax
+    import torch
+
+    shape = dict(GPU_SHAPE if args.gpu else CPU_SHAPE)
+    if args.vocab:
+        shape["vocab"] = args.vocab
+    if args.gpu:
+        args.seq = 2048 if args.seq == 512 else args.seq
+        args.batch = 8 if args.batch == 16 else args.batch
+    dtype = "bfloat16" if args.gpu else "float32"
+    device = "cuda" if args.gpu else "cpu"
+    if not args.gpu:
+        torch.set_num_threads(os.cpu_count())
+    path = build_checkpoint(shape, max(args.seq, 2048))
+    tokens = np.random.default_rng(0).integers(0, shape["vocab"], size=(args.batch, args.seq)).astype(np.int64)
+    n_tokens = args.batch * (args.seq - 1)
+    flops = flops_per_token(shape, args.seq) * args.batch * args.seq
+
+    jax_run, model = jax_score(path, tokens, dtype, args.vocab_block)
+    torch_run = torch_score(path, tokens, dtype, device)
+    with PeakRss() as jax_mem:
+        jax_run()  # compile + first run
+    with PeakRss() as torch_mem:
+        torch_run()
+    # Interleaved, best of `repeats` each: both see the same background load (the CPU is shared).
+    t_jax, t_torch = float("inf"), float("inf")
+    for _ in range(args.repeats):
+        t_jax = min(t_jax, best_time(jax_run, 1, warm=False))
+        t_torch = min(t_torch, best_time(torch_run, 1, warm=False))
+
+    ours = jax_run()
+    theirs = torch_run().float().cpu().numpy()
+    max_diff = float(np.max(np.abs(np.stack([s.logprobs for s in ours]) - theirs)))
+
+    report = {
+        "device": str(jax.devices()[0]),
+        "shape": shape, "batch": args.batch, "seq": args.seq, "dtype": dtype,
+        "params_M": round(sum(x.size for x in jax.tree.leaves(model.params)) / 1e6, 1),
+        "jaxcontam_tokens_per_s": round(n_tokens / t_jax, 1),
+        "torch_tokens_per_s": round(n_tokens / t_torch, 1),
+        "speedup_vs_torch": round(t_torch / t_jax, 3),
+        "max_abs_logprob_diff": max_diff,
+        "jaxcontam_achieved_GFLOPs": round(flops / t_jax / 1e9, 1),
+    }
+    if args.gpu:
+        peak = {"H100": 989e12, "H200": 989e12}
+        name = torch.cuda.get_device_name()
+        report["gpu"] = name
+        report["mfu"] = round(flops / t_jax / next((v for k, v in peak.items() if k in name), 989e12), 3)
+    else:
+        machine = matmul_flops()
+        report["machine_f32_matmul_GFLOPs"] = round(machine / 1e9, 1)
+        report["fraction_of_matmul_flops"] = round(flops / t_jax / machine, 3)
+        report["jaxcontam_peak_rss_delta_MiB (incl. compile)"] = round(jax_mem.delta_mib, 1)
+        report["torch_peak_rss_delta_MiB"] = round(torch_mem.delta_mib, 1)
+    print(json.dumps(report, indent=1))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,26 @@
+"""jaxcontam: audit language models for benchmark contamination, in JAX.
+
+Heavy submodules (models, engine, n-gram) import JAX lazily so that the command
+line and the data layer start fast.
+"""
+
+__version__ = "0.1.0"
+
+__all__ = ["__version__", "JaxcontamError", "load_model"]
+
+import pathlib as _pathlib
+
+from jaxcontam.errors import JaxcontamError
+
+# `kernels/` sits at the repository top level and installs as `jaxcontam.kernels`; from a source checkout
+# (tests run from the repository root import this copy of the package) it is found beside the package.
+_SOURCE_ROOT = _pathlib.Path(__file__).resolve().parent.parent
+if not (_pathlib.Path(__file__).parent / "kernels").is_dir() and (_SOURCE_ROOT / "kernels" / "__init__.py").is_file():
+    __path__.append(str(_SOURCE_ROOT))
+
+
+def load_model(path_or_id, dtype="float32", mesh=None):
+    """Load a Hugging Face decoder checkpoint into a jaxcontam model (see `jaxcontam.models`)."""
+    from jaxcontam.models.loading import load_model as _load_model
+
+    return _load_model(path_or_id, dtype=dtype, mesh=mesh)

@@ -1,0 +1,192 @@
+"""What an audit runs: models x benchmarks (+ corpora), from a TOML file and/or the command line.
+
+Relative paths in a TOML file are read from the file's folder. Example (the bundled example's audit.toml):
+
+    out = "jaxcontam-audit"
+    [[model]]
+    path = "model"
+    [[benchmark]]
+    name = "gsm8k"
+    path = "gsm8k_test_sample.jsonl"
+    paraphrases = "gsm8k_rephrasings.jsonl"   # a built-in source name or a {id, paraphrase} file
+    ground_truth = "ground_truth.jsonl"       # optional {id, contaminated} rows: known labels to check against
+    [corpus]
+    paths = ["corpus.jsonl.gz"]
+    [pacost]
+    confidence = "answer_logprob"
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from jaxcontam.detect.pacost import PacostSettings
+from jaxcontam.errors import JaxcontamError
+
+EXAMPLE_CONFIG = Path(__file__).resolve().parents[1] / "examples" / "tiny_contaminated" / "audit.toml"
+DEFAULT_OUT = "jaxcontam-audit"
+STAGES = ("pacost", "likelihood")
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelEntry:
+    path: str
+    name: str
+    dtype: str = "float32"
+
+
+@dataclasses.dataclass(frozen=True)
+class BenchmarkEntry:
+    name: str
+    split: str | None = None
+    path: str | None = None
+    fields: dict | None = None
+    paraphrases: str | None = None
+    ground_truth: str | None = None
+    limit: int | None = None
+
+    @property
+    def label(self) -> str:
+        return self.name if self.split is None else f"{self.name}:{self.split}"
+
+
+@dataclasses.dataclass(frozen=True)
+class AuditConfig:
+    models: tuple[ModelEntry, ...]
+    benchmarks: tuple[BenchmarkEntry, ...]
+    corpora: tuple[str, ...] = ()
+    corpus_text_field: str = "text"
+    counts: str | None = None  # a folder of precomputed counts (written by `jaxcontam ngram` or an earlier audit)
+    out: str = DEFAULT_OUT
+    alpha: float = 0.05
+    correction: str = "holm"
+    chunk_size: int = 50
+    pacost: PacostSettings = PacostSettings()
+    rephrase_model: str | None = None
+    gates: dict = dataclasses.field(default_factory=dict)
+    k: float = 0.2
+    ngram: dict = dataclasses.field(default_factory=dict)  # n, mincount, skip_budget, fields, normalize, tokenizer
+    contam: dict = dataclasses.field(default_factory=dict)  # metric, z_crit, min_clean, min_contaminated
+    stages: tuple[str, ...] = STAGES  # which model-based stages run ("pacost", "likelihood")
+
+    def settings(self) -> dict:
+        """Everything that changes results (for the summary and for resuming only matching work)."""
+        return {"alpha": self.alpha, "correction": self.correction, "chunk_size": self.chunk_size,
+                "pacost": dataclasses.asdict(self.pacost), "rephrase_model": self.rephrase_model,
+                "gates": self.gates, "k": self.k, "ngram": self.ngram, "contam": self.contam,
+                "corpora": list(self.corpora), "counts": self.counts}
+
+
+_TOP_KEYS = {"out", "alpha", "correction", "chunk_size", "model", "benchmark", "corpus", "pacost", "likelihood",
+             "ngram", "contam"}
+
+
+def _resolve(base: Path, value: str | None) -> str | None:
+    """A path relative to the config file's folder; names that are not local paths (hub ids) pass through."""
+    if value is None:
+        return None
+    candidate = base / value
+    return str(candidate) if candidate.exists() or value.startswith((".", "/")) else value
+
+
+_TABLE_KEYS = {
+    "model": {"path", "name", "dtype"},
+    "benchmark": {f.name for f in dataclasses.fields(BenchmarkEntry)},
+    "corpus": {"paths", "text_field", "counts"},
+    "pacost": {f.name for f in dataclasses.fields(PacostSettings)} | {"rephrase_model", "gates"},
+    "likelihood": {"k"},
+    "ngram": {"n", "mincount", "skip_budget", "fields", "normalize", "tokenizer"},
+    "contam": {"metric", "z_crit", "min_clean", "min_contaminated"},
+}
+
+
+def _check_keys(table: dict, known: set[str], where: str) -> None:
+    unknown = sorted(set(table) - known)
+    if unknown:
+        raise JaxcontamError(f"{where}: unknown key(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}")
+
+
+def _table(raw: dict, key: str, where: str) -> dict:
+    value = raw.get(key, {})
+    if not isinstance(value, dict):
+        raise JaxcontamError(f"{where}: [{key}] must be a table, got {type(value).__name__}")
+    _check_keys(value, _TABLE_KEYS[key], f"{where} [{key}]")
+    return value
+
+
+def _entries(raw: dict, key: str, where: str) -> list[dict]:
+    """The [[key]] array of tables, each checked for unknown keys and a required name/path."""
+    entries = raw.get(key, [])
+    if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
+        raise JaxcontamError(f"{where}: {key} must be written as [[{key}]] tables")
+    required = "path" if key == "model" else "name"
+    for number, entry in enumerate(entries, start=1):
+        _check_keys(entry, _TABLE_KEYS[key], f"{where} [[{key}]] #{number}")
+        if required not in entry:
+            raise JaxcontamError(f"{where} [[{key}]] #{number}: missing {required!r}")
+    return entries
+
+
+def _model_name(path: str) -> str:
+    return Path(path).name or path
+
+
+def load_config(path: str | Path) -> AuditConfig:
+    """Read an audit TOML file; unknown keys are an error (a typo must not silently change an audit)."""
+    path = Path(path)
+    if not path.is_file():
+        raise JaxcontamError(f"audit config {path} not found: pass an existing TOML file to --config")
+    try:
+        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
+        raise JaxcontamError(f"{path}: not valid TOML ({error})") from None
+    _check_keys(raw, _TOP_KEYS, str(path))
+    base = path.parent
+    models = tuple(ModelEntry(path=_resolve(base, m["path"]), name=m.get("name", _model_name(m["path"])),
+                              dtype=m.get("dtype", "float32")) for m in _entries(raw, "model", str(path)))
+    benchmarks = [BenchmarkEntry(**{**b, **{k: _resolve(base, b.get(k)) for k in ("path", "paraphrases", "ground_truth")}})
+                  for b in _entries(raw, "benchmark", str(path))]
+    corpus = _table(raw, "corpus", str(path))
+    pacost = dict(_table(raw, "pacost", str(path)))
+    rephrase_model = _resolve(base, pacost.pop("rephrase_model", None))
+    gates = pacost.pop("gates", {})
+    pacost_settings = PacostSettings(**pacost)
+    ngram = dict(_table(raw, "ngram", str(path)))
+    if "tokenizer" in ngram:
+        ngram["tokenizer"] = _resolve(base, ngram["tokenizer"])
+    return AuditConfig(
+        models=models, benchmarks=tuple(benchmarks),
+        corpora=tuple(_resolve(base, c) for c in corpus.get("paths", [])),
+        corpus_text_field=corpus.get("text_field", "text"), counts=_resolve(base, corpus.get("counts")),
+        out=raw.get("out", DEFAULT_OUT), alpha=float(raw.get("alpha", 0.05)),
+        correction=raw.get("correction", "holm"), chunk_size=int(raw.get("chunk_size", 50)),
+        pacost=pacost_settings, rephrase_model=rephrase_model, gates=gates,
+        k=float(_table(raw, "likelihood", str(path)).get("k", 0.2)), ngram=ngram,
+        contam=_table(raw, "contam", str(path)),
+    )
+
+
+def with_overrides(config: AuditConfig | None, *, models=(), benchmarks=(), path=None, split=None, corpora=(),
+                   out=None) -> AuditConfig:
+    """The config with command-line models, benchmarks, corpora and output folder taking precedence."""
+    if config is None and not (models and benchmarks):
+        raise JaxcontamError("give both --model and --benchmark (or a --config file); with no arguments at all "
+                             "`jaxcontam audit` audits the bundled example")
+    changes: dict[str, Any] = {}
+    if models:
+        changes["models"] = tuple(ModelEntry(path=m, name=_model_name(m)) for m in models)
+    if benchmarks:
+        if path is not None and len(benchmarks) > 1:
+            raise JaxcontamError("--path names one benchmark's files; give one --benchmark with it, or drop --path")
+        changes["benchmarks"] = tuple(BenchmarkEntry(name=b, split=split, path=path) for b in benchmarks)
+    if corpora:
+        changes["corpora"] = tuple(corpora)
+    if out is not None:
+        changes["out"] = out
+    if config is None:
+        return AuditConfig(models=changes["models"], benchmarks=changes["benchmarks"],
+                           **{k: v for k, v in changes.items() if k not in ("models", "benchmarks")})
+    return dataclasses.replace(config, **changes)

@@ -1,0 +1,54 @@
+"""`jaxcontam audit`: every detector for every (model, benchmark), resumable, with a report."""
+
+from __future__ import annotations
+
+import click
+
+
+@click.command("audit")
+@click.option("--config", "config_path", type=click.Path(dir_okay=False), default=None,
+              help="Audit TOML file (models, benchmarks, corpora, settings). Default: the bundled example.")
+@click.option("--model", "models", multiple=True, help="Model folder or hub id (repeatable; replaces the config's).")
+@click.option("--benchmark", "benchmarks", multiple=True,
+              help="Benchmark name, hub id or file (repeatable; replaces the config's).")
+@click.option("--path", default=None, help="Local files of the one --benchmark given.")
+@click.option("--split", default=None, help="Split of the --benchmark entries.")
+@click.option("--corpus", "corpora", multiple=True, help="Training corpus for ConTAM (repeatable).")
+@click.option("--out", default=None, help="Output folder (default: the config's, else ./jaxcontam-audit).")
+def audit(config_path, models, benchmarks, path, split, corpora, out):
+    """Audit models for benchmark contamination: PaCoST, likelihood detectors and (with a corpus) ConTAM.
+
+    Writes OUT/items.parquet, OUT/summary.json, OUT/plots/*.png and OUT/report.html. Finished work is kept
+    under OUT/state and OUT/counts: rerunning an interrupted command resumes it.
+    """
+    from jaxcontam.audit.config import EXAMPLE_CONFIG, load_config, with_overrides
+    from jaxcontam.audit.run import run_audit
+
+    if config_path is None and not (models or benchmarks or corpora):
+        config_path = EXAMPLE_CONFIG
+        click.echo(f"auditing the bundled example ({EXAMPLE_CONFIG.parent})", err=True)
+    config = load_config(config_path) if config_path is not None else None
+    config = with_overrides(config, models=models, benchmarks=benchmarks, path=path, split=split, corpora=corpora,
+                            out=out)
+    summary = run_audit(config)
+    echo_verdicts(summary, config.out)
+
+
+def echo_verdicts(summary: dict, out) -> None:
+    """One line per (model, benchmark): PaCoST p (adjusted), and the headline ConTAM EPG when there is one."""
+    for run in summary["runs"]:
+        parts = [f"{run['model']} | {run['benchmark']}:{run['split']} ({run['n_items']} items)",
+                 f"acc {run['accuracy']['acc']:.3f}"]
+        pacost = run["pacost"]
+        if pacost is not None:
+            verdict = "CONTAMINATED" if pacost["contaminated"] else "not flagged"
+            parts.append(f"PaCoST[{pacost['confidence']}] p={pacost['pvalue']:.3g} "
+                         f"adj={pacost['pvalue_adjusted']:.3g} {verdict}")
+        contam = run["contam"]
+        if contam is not None:
+            parts.append(f"ConTAM {contam['metric']}: " + (
+                f"EPG={contam['epg']:+.3f} z={contam['z']:.2f} at >= {contam['threshold']:.2f} "
+                f"({contam['frac_contaminated']:.0%} contaminated)" if contam["threshold"] is not None
+                else "no threshold qualifies"))
+        click.echo("  ".join(parts))
+    click.echo(f"report: {out}/report.html  items: {out}/items.parquet  summary: {out}/summary.json")

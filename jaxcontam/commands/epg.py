@@ -1,0 +1,51 @@
+"""`jaxcontam epg`: ConTAM's estimated performance gain from a per-item table of metrics and correctness."""
+
+from __future__ import annotations
+
+import click
+
+
+@click.command("epg")
+@click.option("--items", "items_path", type=click.Path(exists=True, dir_okay=False), required=True,
+              help="items.parquet with one row per item: the ConTAM metric columns and 'correct' (0/1 or a score); "
+                   "an audit's items.parquet works as is.")
+@click.option("--metric", type=click.Choice(["token_match", "ngram_match", "token_extend", "longest_match"]),
+              default="longest_match", show_default=True, help="Headline metric (all four are computed).")
+@click.option("--z-crit", type=float, default=1.645, show_default=True, help="z a threshold must exceed.")
+@click.option("--min-clean", type=click.IntRange(min=1), default=10, show_default=True)
+@click.option("--min-contaminated", type=click.IntRange(min=1), default=10, show_default=True)
+@click.option("--out", required=True, help="Output folder: summary.json and plots/.")
+def epg(items_path, metric, z_crit, min_clean, min_contaminated, out):
+    """EPG curve per metric, the selected threshold and EPG with its CI, per (model, benchmark) in ITEMS."""
+    import json
+    from pathlib import Path
+
+    import pyarrow.parquet as pq
+
+    from jaxcontam.audit.run import json_ready
+    from jaxcontam.audit.summary import contam_summary
+    from jaxcontam.errors import DataError
+    from jaxcontam.ngram.audit import METRICS
+    from jaxcontam.report.plots import contam_curve_png
+
+    rows = pq.read_table(items_path).to_pylist()
+    missing = sorted({"correct", "benchmark", *METRICS} - set(rows[0] if rows else {}))
+    if missing:
+        raise DataError(f"{items_path}: no column(s) {', '.join(missing)}; the table needs the four ConTAM metrics "
+                        "(from `jaxcontam ngram`) and per-item 'correct' (from `jaxcontam audit`) side by side")
+    options = {"metric": metric, "z_crit": z_crit, "min_clean": min_clean, "min_contaminated": min_contaminated}
+    groups: dict[tuple, list[dict]] = {}
+    for row in rows:
+        groups.setdefault((row.get("model", "model"), row["benchmark"], row.get("split", "")), []).append(row)
+    out = Path(out)
+    (out / "plots").mkdir(parents=True, exist_ok=True)
+    runs = []
+    for index, ((model, benchmark, split), group) in enumerate(groups.items()):
+        run = {"model": model, "benchmark": benchmark, "split": split, "n_items": len(group),
+               "contam": contam_summary(group, options)}
+        contam_curve_png(run, out / "plots" / f"contam-{index}.png")
+        runs.append(run)
+        c = run["contam"]
+        click.echo(f"{model} | {benchmark}: " + (f"EPG={c['epg']:+.3f} z={c['z']:.2f} at {metric} >= {c['threshold']:.3g}"
+                                                 if c["threshold"] is not None else c["reason"]))
+    (out / "summary.json").write_text(json.dumps(json_ready({"runs": runs}), indent=2) + "\n")

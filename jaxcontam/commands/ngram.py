@@ -1,0 +1,60 @@
+"""`jaxcontam ngram`: ConTAM n-gram contamination metrics of benchmark items against training corpora."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+
+@click.command("ngram")
+@click.option("--benchmark", "benchmarks", multiple=True, required=True, help="Benchmark name (repeatable).")
+@click.option("--path", type=click.Path(exists=True), default=None, help="Local benchmark file/folder (one benchmark).")
+@click.option("--split", default=None, help="Benchmark split (the loader's default if omitted).")
+@click.option("--corpus", "corpora", multiple=True, required=True,
+              help="Corpus: .txt/.jsonl/.parquet/.npy/.bin file, folder, or hub dataset name (repeatable).")
+@click.option("--tokenizer", required=True,
+              help="Folder with tokenizer.json, a tokenizer.json or .tiktoken file, a hub name, or 'words'.")
+@click.option("--n", type=click.IntRange(min=1), default=8, show_default=True, help="n-gram length in units.")
+@click.option("--mincount", type=click.IntRange(min=1), default=1, show_default=True,
+              help="An n-gram is contaminated when its corpus count is at least this.")
+@click.option("--skip-budget", type=click.IntRange(min=0), default=0, show_default=True,
+              help="Longest gap of unmatched units bridged between two matches (TOKEN_EXTEND, LONGEST_MATCH).")
+@click.option("--fields", default="question,answer", show_default=True,
+              help="Item fields to match: question, answer, choices, context, prompt.")
+@click.option("--normalize", type=click.Choice(["paper", "none", "all"]), default="paper", show_default=True,
+              help="paper: lowercase/strip punctuation for TOKEN_MATCH and NGRAM_MATCH only.")
+@click.option("--text-field", default="text", show_default=True, help="Text field of .jsonl/.parquet corpora.")
+@click.option("--token-dtype", type=click.Choice(["uint16", "uint32"]), default=None,
+              help="Token dtype of .bin corpora.")
+@click.option("--chunk-tokens", type=click.IntRange(min=1024), default=1 << 20, show_default=True,
+              help="Corpus windows per compiled chunk.")
+@click.option("--out", type=click.Path(file_okay=False), required=True, help="Output folder.")
+def ngram(benchmarks, path, split, corpora, tokenizer, n, mincount, skip_budget, fields, normalize, text_field,
+          token_dtype, chunk_tokens, out):
+    """Per-item TOKEN_MATCH, NGRAM_MATCH, TOKEN_EXTEND and LONGEST_MATCH -> OUT/items.parquet.
+
+    Corpus counts are kept in OUT/counts and reused by reruns with other --mincount/--skip-budget.
+    """
+    from jaxcontam.data import load_benchmark
+    from jaxcontam.data.corpus import open_corpus
+    from jaxcontam.errors import DataError
+    from jaxcontam.ngram.audit import NgramSettings, ensure_counts, item_rows, write_items_parquet
+    from jaxcontam.ngram.units import load_units
+
+    if path is not None and len(benchmarks) > 1:
+        raise DataError("--path names one benchmark's files; give one --benchmark with it, or drop --path")
+    settings = NgramSettings(n=n, fields=fields, normalize=normalize)
+    units = load_units(tokenizer)
+    options = {"split": split} if split else {}
+    loaded = [load_benchmark(name, path=path, **options) for name in benchmarks]
+    opened = [(spec, open_corpus(spec, field=text_field, token_dtype=token_dtype)) for spec in corpora]
+    out = Path(out)
+    counted, scanned = ensure_counts(loaded, opened, units, settings, out / "counts", chunk_tokens=chunk_tokens)
+    rows = item_rows(loaded, counted, units, settings, mincount=mincount, skip_budget=skip_budget)
+    write_items_parquet(rows, out / "items.parquet")
+    contaminated = sum(r["longest_match"] > 0 for r in rows)
+    click.echo(
+        f"{'counted' if scanned else 'reused counts from'} {out / 'counts'}; {len(rows)} items, "
+        f"{contaminated} with a contaminated {n}-gram -> {out / 'items.parquet'}"
+    )

@@ -1,0 +1,42 @@
+"""`jaxcontam pacost`: the PaCoST paired confidence test alone, for one model and one benchmark."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import click
+
+from jaxcontam.detect.pacost import CONFIDENCES
+
+
+@click.command("pacost")
+@click.option("--model", required=True, help="Model under test: folder or hub id.")
+@click.option("--benchmark", required=True, help="Benchmark name, hub id or file.")
+@click.option("--path", default=None, help="Local files of the benchmark.")
+@click.option("--split", default=None, help="Benchmark split.")
+@click.option("--paraphrases", default=None,
+              help="Rephrasings: a built-in source (gsm8k_rephrase, gsm_plus, mmlu_rephrase, xcopa_backtranslation) "
+                   "or an {id, paraphrase} file.")
+@click.option("--rephrase-model", default=None, help="A model that rephrases items lacking an accepted rephrasing.")
+@click.option("--confidence", type=click.Choice(CONFIDENCES), default="p_true", show_default=True)
+@click.option("--test", type=click.Choice(["permutation", "t", "wilcoxon", "sign"]), default=None,
+              help="Paired test (default: permutation, which holds its level on P(True)-shaped data).")
+@click.option("--limit", type=click.IntRange(min=1), default=None, help="Audit only the first N items.")
+@click.option("--out", required=True, help="Output folder.")
+def pacost(model, benchmark, path, split, paraphrases, rephrase_model, confidence, test, limit, out):
+    """Answer original and rephrased items, measure confidence, test original > rephrased (PaCoST).
+
+    Writes OUT/items.parquet, OUT/summary.json and OUT/report.html; an interrupted run resumes.
+    """
+    from jaxcontam.audit.config import AuditConfig, BenchmarkEntry, ModelEntry
+    from jaxcontam.audit.run import run_audit
+    from jaxcontam.commands.audit import echo_verdicts
+    from jaxcontam.detect.pacost import PacostSettings
+
+    config = AuditConfig(
+        models=(ModelEntry(path=model, name=model),),
+        benchmarks=(BenchmarkEntry(name=benchmark, split=split, path=path, paraphrases=paraphrases, limit=limit),),
+        out=out, pacost=dataclasses.replace(PacostSettings(), confidence=confidence, test=test),
+        rephrase_model=rephrase_model, stages=("pacost",),
+    )
+    echo_verdicts(run_audit(config), out)

@@ -1,0 +1,103 @@
+"""`jaxcontam score`: per-text log-probs and likelihood membership scores, one JSON line per text."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from jaxcontam.errors import DataError
+
+
+def parse_fields(pairs, allowed) -> dict[str, str]:
+    """`("text=question", ...)` -> {"text": "question"}; names outside `allowed` are an error."""
+    mapping = {name: name for name in allowed}
+    for pair in pairs:
+        name, sep, column = pair.partition("=")
+        if not sep or name not in allowed or not column:
+            raise DataError(f"--field {pair!r}: expected NAME=COLUMN with NAME one of {', '.join(allowed)}, "
+                            "e.g. --field text=question")
+        mapping[name] = column
+    return mapping
+
+
+def read_texts(path: Path, fields: dict[str, str]) -> list[tuple[str, str]]:
+    """(id, text) pairs from .txt (one text per non-empty line) or .jsonl/.json/.csv/.parquet rows.
+
+    The id is the row's `fields["id"]` column when present, else its line/row number.
+    """
+    from jaxcontam.data.records import (
+        base_suffix,
+        position_name,
+        read_rows,
+        require_file,
+        text_field,
+    )
+
+    path = require_file(Path(path), "data file")
+    if base_suffix(path) == ".txt":
+        from jaxcontam.data.records import open_text
+
+        with open_text(path) as handle:
+            return [(str(n), line.rstrip("\n")) for n, line in enumerate(handle, start=1) if line.strip()]
+    texts = []
+    for position, row in read_rows(path):
+        where = position_name(path, position)
+        ident = row.get(fields["id"])
+        texts.append((str(position) if ident is None else str(ident), text_field(row, fields["text"], where)))
+    if not texts:
+        raise DataError(f"{path} has no rows: nothing to score")
+    return texts
+
+
+def tokenize_texts(tokenizer, texts, path) -> list[list[int]]:
+    """Token ids per text (with the tokenizer's special tokens, e.g. BOS)."""
+    if tokenizer is None:
+        raise DataError("the model directory has no tokenizer: add tokenizer.json beside the weights")
+    encoded = [tokenizer.encode(text) for _, text in texts]
+    for (ident, _), ids in zip(texts, encoded):
+        if len(ids) < 2:
+            raise DataError(f"{path}: text {ident!r} has {len(ids)} token(s); scoring needs at least two")
+    return encoded
+
+
+@click.command("score")
+@click.option("--model", "model_path", required=True, help="Model folder (HF safetensors + config + tokenizer).")
+@click.option("--data", "data_path", type=click.Path(dir_okay=False), required=True,
+              help=".txt (one text per line), .jsonl, .json, .csv or .parquet file.")
+@click.option("--field", "field_pairs", multiple=True,
+              help="NAME=COLUMN for NAME in text, id (defaults text=text, id=id; repeatable).")
+@click.option("--out", type=click.Path(dir_okay=False), required=True, help="Output .jsonl, one line per text.")
+@click.option("--k", type=click.FloatRange(0.0, 1.0, min_open=True), default=0.2, show_default=True,
+              help="Fraction of lowest-scoring tokens for Min-K% and Min-K%++.")
+@click.option("--reference-model", default=None, help="Second model folder: adds reference_ratio.")
+@click.option("--dtype", type=click.Choice(["float32", "bfloat16"]), default="float32", show_default=True)
+@click.option("--batch-rows", type=click.IntRange(min=1), default=16, show_default=True, help="Rows per batch.")
+def score(model_path, data_path, field_pairs, out, k, reference_model, dtype, batch_rows):
+    """Write id, num_tokens, token_logprobs, mean_logprob, zlib_ratio, min_k, min_k_plus_plus per text."""
+    import jaxcontam
+    from jaxcontam.detect import likelihood
+    from jaxcontam.engine.scoring import score_logprobs
+
+    texts = read_texts(Path(data_path), parse_fields(field_pairs, ("text", "id")))
+    model = jaxcontam.load_model(model_path, dtype=dtype)
+    token_ids = tokenize_texts(model.tokenizer, texts, data_path)
+    scores = score_logprobs(model, token_ids, with_stats=True, rows_per_batch=batch_rows, progress=True)
+    reference = None
+    if reference_model is not None:
+        ref = jaxcontam.load_model(reference_model, dtype=dtype)
+        reference = score_logprobs(ref, tokenize_texts(ref.tokenizer, texts, data_path),
+                                   rows_per_batch=batch_rows, progress=True)
+    with open(out, "w", encoding="utf-8") as handle:
+        for i, ((ident, text), ids, s) in enumerate(zip(texts, token_ids, scores)):
+            record = {
+                "id": ident,
+                "num_tokens": len(ids),
+                "token_logprobs": [float(x) for x in s.logprobs],
+                **likelihood.detector_scores(s, text, k),
+            }
+            if reference is not None:
+                record["reference_ratio"] = likelihood.reference_ratio(s.logprobs, reference[i].logprobs)
+            handle.write(json.dumps(record) + "\n")
+    click.echo(f"scored {len(texts)} texts -> {out}")

@@ -1,0 +1,250 @@
+"""Lazy corpus readers: documents (text or token arrays) shard by shard, never the whole corpus.
+
+A `Corpus` is an ordered tuple of `CorpusShard`s with stable names, the unit of checkpoint/resume
+and of multi-host splitting (`corpus.split(process_index, process_count)` takes every
+`count`-th shard). A shard is one file (text, JSONL, JSON, Parquet), one fixed chunk of a
+memory-mapped token array (`.npy`, raw `.bin`), or one shard of a hub dataset. Reading a shard
+opens its file only when iterated.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import gzip
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+
+from jaxcontam.data.records import base_suffix, position_name, read_json_records, read_jsonl, read_parquet
+from jaxcontam.errors import DataError
+
+TEXT_SUFFIXES = (".txt", ".md")
+RECORD_SUFFIXES = (".jsonl", ".json", ".parquet")
+TOKEN_SUFFIXES = (".npy", ".bin")
+TOKEN_DTYPES = ("uint16", "uint32")
+DEFAULT_CHUNK_TOKENS = 1 << 24
+HUB_ROWS_PER_SHARD = 100_000
+
+
+@dataclasses.dataclass(frozen=True)
+class Document:
+    """One corpus document: `text` for text corpora, `tokens` (1-D integer array) for pre-tokenized ones."""
+
+    id: str
+    text: str | None = None
+    tokens: np.ndarray | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class CorpusShard:
+    """A stable unit of a corpus: `name` survives reruns; `documents()` reads it lazily."""
+
+    name: str
+    read: Callable[[], Iterator[Document]] = dataclasses.field(repr=False, compare=False)
+
+    def documents(self) -> Iterator[Document]:
+        return self.read()
+
+
+@dataclasses.dataclass(frozen=True)
+class Corpus:
+    """A lazily read corpus: named shards of text or token documents."""
+
+    name: str
+    kind: Literal["text", "tokens"]
+    shards: tuple[CorpusShard, ...]
+
+    def documents(self) -> Iterator[Document]:
+        """All documents, shard by shard, in order."""
+        for shard in self.shards:
+            yield from shard.documents()
+
+    def split(self, index: int, count: int) -> "Corpus":
+        """Shards `index`, `index + count`, ...: `count` disjoint parts that together are the corpus."""
+        if not isinstance(count, int) or count < 1 or not isinstance(index, int) or not 0 <= index < count:
+            raise DataError(f"corpus split needs 0 <= index < count, got index={index!r}, count={count!r}")
+        return dataclasses.replace(self, shards=self.shards[index::count])
+
+
+# Text and record files ---------------------------------------------------------------------
+
+
+def _text_file(path: Path, doc_id: str) -> Iterator[Document]:
+    if path.suffix == ".gz":
+        with gzip.open(path, "rb") as handle:
+            data = handle.read()
+    else:
+        data = path.read_bytes()
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        line = data[: error.start].count(b"\n") + 1
+        raise DataError(f"{path}, line {line}: not valid UTF-8 ({error.reason} at byte {error.start}); "
+                        f"re-encode the corpus file as UTF-8") from None
+    yield Document(id=doc_id, text=text)
+
+
+def _record_file(path: Path, doc_id: str, field: str) -> Iterator[Document]:
+    suffix = base_suffix(path)
+    rows = (read_parquet(path, columns=[field]) if suffix == ".parquet"
+            else read_jsonl(path) if suffix == ".jsonl" else read_json_records(path))
+    for position, row in rows:
+        if field not in row:
+            raise DataError(f"{position_name(path, position)}: no field {field!r}; fields present: "
+                            f"{', '.join(row) or 'none'}. Pass field=<name> (--text-field) for the text column")
+        text = row[field]
+        if not isinstance(text, str):
+            raise DataError(f"{position_name(path, position)}: field {field!r} must be a string, "
+                            f"got {type(text).__name__}")
+        yield Document(id=f"{doc_id}:{position}", text=text)
+
+
+# Token arrays ------------------------------------------------------------------------------
+
+
+def _token_array(path: Path, token_dtype: str | None) -> np.ndarray:
+    """A read-only memory map of a 1-D integer token array (.npy, or raw .bin of `token_dtype`)."""
+    if path.suffix == ".npy":
+        try:
+            array = np.load(path, mmap_mode="r")
+        except ValueError as error:
+            raise DataError(f"{path}: not a readable .npy array ({error})") from None
+        if array.ndim != 1 or not np.issubdtype(array.dtype, np.integer):
+            raise DataError(f"{path}: expected a 1-D integer token array, got shape {array.shape} dtype {array.dtype}")
+        return array
+    if token_dtype not in TOKEN_DTYPES:
+        raise DataError(f"{path}: a raw .bin token file needs token_dtype (--token-dtype) uint16 or uint32, "
+                        f"got {token_dtype!r}")
+    itemsize = np.dtype(token_dtype).itemsize
+    size = path.stat().st_size
+    if size % itemsize:
+        raise DataError(f"{path}: {size} bytes is not a whole number of {token_dtype} tokens; check --token-dtype")
+    if size == 0:
+        return np.zeros(0, dtype=token_dtype)
+    return np.memmap(path, dtype=token_dtype, mode="r")
+
+
+def _token_shards(path: Path, label: str, token_dtype: str | None, chunk_tokens: int) -> list[CorpusShard]:
+    """One shard per `chunk_tokens` slice of the memory-mapped array; the slice is one document."""
+    length = len(_token_array(path, token_dtype))
+
+    def reader(start: int, stop: int, name: str):
+        def read() -> Iterator[Document]:
+            yield Document(id=name, tokens=np.asarray(_token_array(path, token_dtype)[start:stop]))
+
+        return read
+
+    shards = []
+    for start in range(0, length, chunk_tokens):
+        stop = min(start + chunk_tokens, length)
+        name = f"{label}@{start}:{stop}"
+        shards.append(CorpusShard(name, reader(start, stop, name)))
+    return shards
+
+
+# Files and folders -------------------------------------------------------------------------
+
+
+def _kind(path: Path) -> Literal["text", "tokens"] | None:
+    suffix = base_suffix(path)
+    if suffix in TOKEN_SUFFIXES and not path.name.endswith(".gz"):
+        return "tokens"
+    if suffix in TEXT_SUFFIXES + RECORD_SUFFIXES:
+        return "text"
+    return None
+
+
+def _file_shards(path: Path, label: str, field: str, token_dtype: str | None, chunk_tokens: int) -> list[CorpusShard]:
+    kind = _kind(path)
+    if kind == "tokens":
+        return _token_shards(path, label, token_dtype, chunk_tokens)
+    if base_suffix(path) in TEXT_SUFFIXES:
+        return [CorpusShard(label, lambda: _text_file(path, label))]
+    return [CorpusShard(label, lambda: _record_file(path, label, field))]
+
+
+def _local_corpus(root: Path, field: str, token_dtype: str | None, chunk_tokens: int) -> Corpus:
+    if root.is_file():
+        if _kind(root) is None:
+            raise DataError(f"{root}: unsupported corpus file type; expected .txt/.md/.jsonl/.json/.parquet "
+                            f"(optionally .gz) or a .npy/.bin token array")
+        files = [(root, root.name)]
+    else:
+        files = sorted(
+            ((p, p.relative_to(root).as_posix()) for p in root.rglob("*")
+             if p.is_file() and not any(part.startswith(".") for part in p.relative_to(root).parts)
+             and _kind(p) is not None),
+            key=lambda pair: pair[1],
+        )
+        if not files:
+            raise DataError(f"{root}: folder holds no corpus files (.txt/.md/.jsonl/.json/.parquet/.npy/.bin)")
+    kinds = {_kind(p) for p, _ in files}
+    if len(kinds) > 1:
+        tokens = next(label for p, label in files if _kind(p) == "tokens")
+        text = next(label for p, label in files if _kind(p) == "text")
+        raise DataError(f"{root}: mixes token arrays ({tokens}) and text files ({text}); "
+                        f"a corpus is either text or tokens, point at one kind")
+    shards = [s for path, label in files for s in _file_shards(path, label, field, token_dtype, chunk_tokens)]
+    return Corpus(name=root.name, kind=kinds.pop(), shards=tuple(shards))
+
+
+# Hugging Face datasets ---------------------------------------------------------------------
+
+
+def _hub_documents(dataset, prefix: str, field: str) -> Iterator[Document]:
+    for position, row in enumerate(dataset):
+        text = row.get(field)
+        if not isinstance(text, str):
+            raise DataError(f"{prefix} row {position}: field {field!r} must be a string, got {type(text).__name__}; "
+                            f"fields present: {', '.join(row)}. Pass field=<name> (--text-field)")
+        yield Document(id=f"{prefix}:{position}", text=text)
+
+
+def _hub_corpus(spec: str, field: str, split: str, streaming: bool) -> Corpus:
+    import datasets
+
+    try:
+        dataset = datasets.load_dataset(spec, split=split, streaming=streaming)
+    except Exception as error:  # network, auth and unknown-dataset errors come as many types
+        raise DataError(f"{spec!r} is not a local path and loading it from the Hugging Face hub "
+                        f"(split {split!r}) failed: {error}") from None
+    if streaming:
+        count = max(int(getattr(dataset, "n_shards", 1)), 1)
+        parts = [(f"{spec}:{split}/shard{i:05d}-of-{count:05d}", i) for i in range(count)]
+
+        def reader(name: str, index: int):
+            return lambda: _hub_documents(dataset.shard(num_shards=count, index=index), name, field)
+    else:
+        total = len(dataset)
+        parts = [(f"{spec}:{split}/rows{a}-{min(a + HUB_ROWS_PER_SHARD, total)}", a)
+                 for a in range(0, total, HUB_ROWS_PER_SHARD)]
+
+        def reader(name: str, start: int):
+            stop = min(start + HUB_ROWS_PER_SHARD, total)
+            return lambda: _hub_documents(dataset.select(range(start, stop)), name, field)
+
+    return Corpus(name=spec, kind="text", shards=tuple(CorpusShard(name, reader(name, i)) for name, i in parts))
+
+
+def open_corpus(spec: str | Path, *, field: str = "text", token_dtype: str | None = None, split: str = "train",
+                streaming: bool = True, chunk_tokens: int = DEFAULT_CHUNK_TOKENS) -> Corpus:
+    """Open a corpus lazily.
+
+    `spec`: a text file, a folder (recursively: .txt/.md/.jsonl/.json/.parquet/.npy/.bin, text
+    files also .gz), a .jsonl/.json/.parquet file (text in `field`), a .npy or raw .bin token array
+    (.bin needs `token_dtype` uint16|uint32; memory-mapped, one document per `chunk_tokens` shard),
+    or, when no such path exists, a Hugging Face dataset id (`split`, streamed unless `streaming=False`).
+    """
+    if chunk_tokens < 1:
+        raise DataError(f"chunk_tokens must be positive, got {chunk_tokens}")
+    if token_dtype is not None and token_dtype not in TOKEN_DTYPES:
+        raise DataError(f"token_dtype must be one of {', '.join(TOKEN_DTYPES)}, got {token_dtype!r}")
+    path = Path(spec)
+    if path.exists():
+        return _local_corpus(path, field, token_dtype, chunk_tokens)
+    looks_like_a_path = path.suffix.lower() in TEXT_SUFFIXES + RECORD_SUFFIXES + TOKEN_SUFFIXES
+    if looks_like_a_path or str(spec).startswith((".", "/")):
+        raise DataError(f"corpus file {spec} does not exist; check the path")
+    return _hub_corpus(str(spec), field, split, streaming)

@@ -1,0 +1,168 @@
+"""Row readers for JSONL, JSON, CSV and Parquet files that report bad input by file and line.
+
+Every reader yields `(position, row)` pairs, `position` being the 1-based line (JSONL), row
+(CSV, counting the header as line 1) or 0-based record index (JSON list, Parquet), so that
+adapters can name the exact place of a bad value in their errors. Text is decoded strictly as
+UTF-8; `.gz` files are read through gzip.
+"""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import io
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from jaxcontam.errors import DataError
+
+Row = dict[str, Any]
+
+
+def require_file(path: Path, what: str) -> Path:
+    """`path` if it is a file, else a DataError naming it and `what` was expected there."""
+    path = Path(path)
+    if not path.is_file():
+        raise DataError(f"{what} not found: {path} does not exist or is not a file; check the path")
+    return path
+
+
+def open_text(path: Path):
+    """A strict UTF-8 text stream (gzip-decompressed for `.gz`), universal newlines."""
+    raw = gzip.open(path, "rb") if path.suffix == ".gz" else open(path, "rb")
+    return io.TextIOWrapper(raw, encoding="utf-8", errors="strict", newline=None)
+
+
+def base_suffix(path: Path) -> str:
+    """The format suffix, looking through a trailing `.gz` (`a.jsonl.gz` -> `.jsonl`)."""
+    suffixes = [s.lower() for s in path.suffixes]
+    if suffixes and suffixes[-1] == ".gz":
+        suffixes = suffixes[:-1]
+    return suffixes[-1] if suffixes else ""
+
+
+def _not_utf8(path: Path, line: int, error: UnicodeDecodeError) -> DataError:
+    return DataError(
+        f"{path}, line {line}: not valid UTF-8 ({error.reason} at byte {error.start} of the line); "
+        f"re-encode the file as UTF-8"
+    )
+
+
+def _lines(path: Path) -> Iterator[tuple[int, str]]:
+    """Numbered lines, naming the line of any invalid UTF-8."""
+    with gzip.open(path, "rb") if path.suffix == ".gz" else open(path, "rb") as handle:
+        for number, raw in enumerate(handle, start=1):
+            try:
+                yield number, raw.decode("utf-8")
+            except UnicodeDecodeError as error:
+                raise _not_utf8(path, number, error) from None
+
+
+def read_jsonl(path: Path) -> Iterator[tuple[int, Row]]:
+    """(line number, object) for each non-blank line of a JSON-lines file."""
+    for number, line in _lines(path):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as error:
+            raise DataError(f"{path}, line {number}: not valid JSON ({error.msg}); "
+                            f"expected one JSON object per line") from None
+        if not isinstance(row, dict):
+            raise DataError(f"{path}, line {number}: expected a JSON object, got {type(row).__name__}")
+        yield number, row
+
+
+def read_json_records(path: Path) -> Iterator[tuple[int, Row]]:
+    """Records of a `.json` file: a JSON list of objects (index from 0), or JSON lines."""
+    with open_text(path) as handle:
+        try:
+            head = handle.read(1024).lstrip()
+        except UnicodeDecodeError as error:
+            raise _not_utf8(path, 1, error) from None
+    if not head.startswith("["):
+        yield from read_jsonl(path)
+        return
+    try:
+        with open_text(path) as handle:
+            rows = json.load(handle)
+    except UnicodeDecodeError as error:
+        raise DataError(f"{path}: not valid UTF-8 ({error.reason}); re-encode the file as UTF-8") from None
+    except json.JSONDecodeError as error:
+        raise DataError(f"{path}, line {error.lineno}: not valid JSON ({error.msg})") from None
+    for index, row in enumerate(rows):
+        if not isinstance(row, dict):
+            raise DataError(f"{path}, record {index}: expected a JSON object, got {type(row).__name__}")
+        yield index, row
+
+
+def read_csv(path: Path, fieldnames: list[str] | None = None) -> Iterator[tuple[int, Row]]:
+    """(line number, row dict) for each CSV row; the first row is the header unless `fieldnames` is given."""
+    lines = (line for _, line in _lines(path))
+    reader = csv.reader(lines)
+    header = fieldnames
+    for row in reader:
+        number = reader.line_num
+        if header is None:
+            header = [name.strip() for name in row]
+            continue
+        if not row:
+            continue
+        if len(row) != len(header):
+            raise DataError(
+                f"{path}, line {number}: {len(row)} columns, expected {len(header)} ({', '.join(header)})"
+            )
+        yield number, dict(zip(header, row))
+
+
+def read_parquet(path: Path, columns: list[str] | None = None, batch_size: int = 4096) -> Iterator[tuple[int, Row]]:
+    """(row index, row dict) for each Parquet row, read batch by batch."""
+    import pyarrow.parquet as pq
+
+    try:
+        parquet = pq.ParquetFile(path)
+    except Exception as error:  # pyarrow raises several types for a non-Parquet file
+        raise DataError(f"{path}: not a readable Parquet file ({error})") from None
+    missing = [c for c in columns or () if c not in parquet.schema_arrow.names]
+    if missing:
+        raise DataError(
+            f"{path}: no column {', '.join(map(repr, missing))}; columns are {', '.join(parquet.schema_arrow.names)}"
+        )
+    index = 0
+    for batch in parquet.iter_batches(batch_size=batch_size, columns=columns):
+        for row in batch.to_pylist():
+            yield index, row
+            index += 1
+
+
+def read_rows(path: Path) -> Iterator[tuple[int, Row]]:
+    """Rows of a table file chosen by suffix: .jsonl, .json, .csv or .parquet (optionally gzipped text)."""
+    suffix = base_suffix(path)
+    readers = {".jsonl": read_jsonl, ".json": read_json_records, ".csv": read_csv, ".parquet": read_parquet}
+    if suffix not in readers:
+        raise DataError(f"{path}: unsupported file type {suffix!r}; expected .jsonl, .json, .csv or .parquet")
+    return readers[suffix](path)
+
+
+def position_name(path: Path, position: int) -> str:
+    """How an error names a row: `file, line N` (JSONL, CSV), `record N` (JSON), `row N` (Parquet)."""
+    kind = {".parquet": "row", ".json": "record"}.get(base_suffix(path), "line")
+    return f"{path}, {kind} {position}"
+
+
+def field(row: Row, key: str, where: str, expected: str = "a value"):
+    """`row[key]`, or a DataError naming where, the missing field and the fields present."""
+    if key not in row or row[key] is None:
+        present = ", ".join(map(str, row)) or "none"
+        raise DataError(f"{where}: missing field {key!r} ({expected}); fields present: {present}")
+    return row[key]
+
+
+def text_field(row: Row, key: str, where: str) -> str:
+    """A non-empty string field."""
+    value = field(row, key, where, "a non-empty string")
+    if not isinstance(value, str) or not value.strip():
+        raise DataError(f"{where}: field {key!r} must be a non-empty string, got {value!r}")
+    return value

@@ -1,0 +1,53 @@
+"""Our own JAX decoders for Hugging Face checkpoints: llama, mistral, qwen2, qwen3, gemma, gemma2, gpt2, gpt_neox.
+
+Interface used by `jaxcontam.engine` (all functions pure and jit-able with `spec` static):
+
+    model = jaxcontam.load_model(path_or_hub_id, dtype="float32" | "bfloat16", mesh=None) -> Model
+    model.config      ModelSpec: frozen, hashable; vocab_size, hidden_size, num_layers, num_heads, num_kv_heads,
+                      head_dim, max_position, final_logit_softcap (float | None), bos/eos/pad_token_id
+                      (eos_token_ids: all eos ids when the config lists several),
+                      layer_windows, ..., hf_config (the raw config.json dict, excluded from hashing)
+    model.tokenizer   transformers fast tokenizer from the same directory, or None
+    model.params      weights pytree: nested dicts of jax.Arrays, per-layer tensors stacked on axis 0 under
+                      params["layers"]; sharded over the mesh's "model" axis (heads / MLP / vocab) when it has
+                      more than one device, replicated otherwise
+    model.mesh        jax.sharding.Mesh with axes ("data", "model"); default: every device on "data"
+    model.logprobs(token_ids: list[list[int]]) -> list[np.ndarray]   float32 [len-1] per sequence (reference path)
+
+    hidden_states(params, spec, tokens, positions, segment_ids) -> [B, T, D] final-normed hidden, weight dtype
+        int32 [B, T] inputs; segment 0 = padding, 1..k = sequences packed in a row (each with positions from 0);
+        attention is causal by position, within a segment, and within the layer's sliding window.
+    output_projection(params, spec) -> (weight [V, D], bias None)   always the [V, D] layout
+    logits_from_hidden(params, spec, hidden [..., D]) -> float32 [..., V], soft-capped when spec says so
+    init_cache(spec, batch, max_len, dtype) -> {"k", "v": [L, B, max_len, Hkv, Dh], "pos": int32 [B, max_len] (-1)}
+    decode(params, spec, tokens [B, t], positions [B, t], cache, cache_index) -> (hidden [B, t, D], cache)
+        writes the t new keys/values at slots cache_index.. (a traced int is fine); a query at position p sees
+        slots whose stored position q satisfies 0 <= q <= p (and p - q < window on sliding layers); tokens with
+        position < 0 are padding: never attended to.
+"""
+
+from jaxcontam.models.decoder import (
+    decode,
+    hidden_states,
+    init_cache,
+    logits_from_hidden,
+    output_projection,
+)
+from jaxcontam.models.loading import load_model
+from jaxcontam.models.model import Model
+from jaxcontam.models.sharding import make_mesh
+from jaxcontam.models.spec import SUPPORTED_MODEL_TYPES, ModelSpec, from_hf_config
+
+__all__ = [
+    "SUPPORTED_MODEL_TYPES",
+    "Model",
+    "ModelSpec",
+    "decode",
+    "from_hf_config",
+    "hidden_states",
+    "init_cache",
+    "load_model",
+    "logits_from_hidden",
+    "make_mesh",
+    "output_projection",
+]

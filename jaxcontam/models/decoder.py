@@ -1,0 +1,127 @@
+"""The decoder forward: embeddings, a `lax.scan` over the stacked layers, final norm, output projection.
+
+Pure functions of (params, spec, arrays); `spec` is static under jit. Two entry points share the layer code:
+`hidden_states` for packed full sequences (segment-masked causal attention) and `decode` for prefill and
+single-token steps against a KV cache.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+
+from jaxcontam.models import layers
+from jaxcontam.models.spec import ModelSpec
+
+
+def _embed(params: dict, spec: ModelSpec, tokens: jax.Array, positions: jax.Array) -> jax.Array:
+    x = jnp.take(params["embed"], tokens, axis=0)
+    if spec.embed_scale is not None:
+        x = x * jnp.asarray(spec.embed_scale, x.dtype)  # gemma rounds sqrt(d) to the weight dtype too
+    if spec.learned_positions:
+        x = x + jnp.take(params["pos_embed"], jnp.clip(positions, 0, spec.max_position - 1), axis=0)
+    return x
+
+
+def _rope(spec: ModelSpec, positions: jax.Array):
+    return layers.rope_tables(spec, positions) if spec.rotary_dim else (None, None)
+
+
+def _windowed(allowed: jax.Array, q_pos: jax.Array, k_pos: jax.Array, window: jax.Array) -> jax.Array:
+    """Restrict allowed [B, T, S] to keys with q_pos - k_pos < window when window > 0 (0 = global layer)."""
+    inside = (q_pos[:, :, None] - k_pos[:, None, :]) < window
+    return allowed & ((window == 0) | inside)
+
+
+def _layer(spec: ModelSpec, w: dict, x: jax.Array, cos, sin, keys_values):
+    """One decoder layer; keys_values(k, v) -> (all keys, all values, allowed mask, cache outputs)."""
+    h = layers.norm(spec, w["attn_norm"], x)
+    q, k, v = layers.attention_inputs(spec, w, h, cos, sin)
+    k_all, v_all, allowed, carry_out = keys_values(k, v)
+    a = layers.attention_output(spec, w, layers.attend(spec, q, k_all, v_all, allowed))
+    if spec.attn_post_norm:
+        a = layers.norm(spec, w["attn_post_norm"], a)
+    if spec.parallel_residual:
+        return x + a + layers.mlp(spec, w, layers.norm(spec, w["mlp_norm"], x)), carry_out
+    x = x + a
+    m = layers.mlp(spec, w, layers.norm(spec, w["mlp_norm"], x))
+    if spec.mlp_post_norm:
+        m = layers.norm(spec, w["mlp_post_norm"], m)
+    return x + m, carry_out
+
+
+def hidden_states(params: dict, spec: ModelSpec, tokens: jax.Array, positions: jax.Array,
+                  segment_ids: jax.Array) -> jax.Array:
+    """Final-normed hidden states [B, T, D] of int32 [B, T] tokens.
+
+    Attention is causal (by position) and within the same segment; segment 0 is padding, so several
+    sequences can be packed in one row with their own positions starting at 0.
+    """
+    x = _embed(params, spec, tokens, positions)
+    cos, sin = _rope(spec, positions)
+    same = (segment_ids[:, :, None] == segment_ids[:, None, :]) & (segment_ids[:, :, None] > 0)
+    base = same & (positions[:, None, :] <= positions[:, :, None])
+    windows = jnp.asarray(spec.layer_windows, jnp.int32)
+
+    def body(x, layer):
+        w, window = layer
+        allowed = _windowed(base, positions, positions, window)
+        return _layer(spec, w, x, cos, sin, lambda k, v: (k, v, allowed, None))
+
+    x, _ = jax.lax.scan(body, x, (params["layers"], windows))
+    return layers.norm(spec, params["final_norm"], x)
+
+
+def init_cache(spec: ModelSpec, batch: int, max_len: int, dtype) -> dict:
+    """Empty KV cache: k, v [L, B, max_len, Hkv, Dh] in dtype and the position of each slot (-1 = empty)."""
+    shape = (spec.num_layers, batch, max_len, spec.num_kv_heads, spec.head_dim)
+    return {"k": jnp.zeros(shape, dtype), "v": jnp.zeros(shape, dtype),
+            "pos": jnp.full((batch, max_len), -1, jnp.int32)}
+
+
+def decode(params: dict, spec: ModelSpec, tokens: jax.Array, positions: jax.Array, cache: dict,
+           cache_index) -> tuple[jax.Array, dict]:
+    """Run t new tokens [B, t] written at cache slots cache_index..cache_index+t-1; returns (hidden [B, t, D], cache).
+
+    A query at position p attends to cached slots holding positions 0 <= q <= p (and within the layer's
+    sliding window); positions < 0 mark padding, which is never attended to.
+    """
+    x = _embed(params, spec, tokens, positions)
+    cos, sin = _rope(spec, positions)
+    slot_pos = jax.lax.dynamic_update_slice_in_dim(cache["pos"], positions.astype(jnp.int32), cache_index, axis=1)
+    base = ((slot_pos[:, None, :] >= 0) & (slot_pos[:, None, :] <= positions[:, :, None])
+            & (positions[:, :, None] >= 0))
+    windows = jnp.asarray(spec.layer_windows, jnp.int32)
+
+    def body(carry, layer):
+        x, k_cache, v_cache = carry
+        w, window, index = layer
+        allowed = _windowed(base, positions, slot_pos, window)
+
+        def keys_values(k, v):
+            # write only the new slots of this layer, in place, then read the layer's keys and values back
+            start = (index, 0, cache_index, 0, 0)
+            k_all = jax.lax.dynamic_update_slice(k_cache, k[None].astype(k_cache.dtype), start)
+            v_all = jax.lax.dynamic_update_slice(v_cache, v[None].astype(v_cache.dtype), start)
+            return k_all[index], v_all[index], allowed, (k_all, v_all)
+
+        x, (k_cache, v_cache) = _layer(spec, w, x, cos, sin, keys_values)
+        return (x, k_cache, v_cache), None
+
+    layer_index = jnp.arange(spec.num_layers, dtype=jnp.int32)
+    (x, k_all, v_all), _ = jax.lax.scan(body, (x, cache["k"], cache["v"]), (params["layers"], windows, layer_index))
+    return layers.norm(spec, params["final_norm"], x), {"k": k_all, "v": v_all, "pos": slot_pos}
+
+
+def output_projection(params: dict, spec: ModelSpec) -> tuple[jax.Array, None]:
+    """The [V, D] output matrix (the embedding when tied) and its bias (always None for these families)."""
+    return (params["embed"] if spec.tie_word_embeddings else params["lm_head"]), None
+
+
+def logits_from_hidden(params: dict, spec: ModelSpec, hidden: jax.Array) -> jax.Array:
+    """float32 logits [..., V] of hidden [..., D], soft-capped when the model caps them (gemma2)."""
+    weight, _ = output_projection(params, spec)
+    logits = jnp.einsum("...d,vd->...v", hidden, weight, preferred_element_type=jnp.float32)
+    if spec.final_logit_softcap is not None:
+        logits = spec.final_logit_softcap * jnp.tanh(logits / spec.final_logit_softcap)
+    return logits

@@ -1,0 +1,119 @@
+"""The building blocks of every decoder layer, as pure functions over weight dicts.
+
+Norms, softmax and rope angles are computed in float32 whatever the weight dtype, so bfloat16 weights only
+round the matmul inputs; activations come back in the weight dtype.
+"""
+
+from __future__ import annotations
+
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxcontam.models.spec import ModelSpec
+
+
+def norm(spec: ModelSpec, weights: dict, x: jax.Array) -> jax.Array:
+    """RMSNorm (scale by w, or 1 + w for gemma) or LayerNorm with bias, over the last axis."""
+    xf = x.astype(jnp.float32)
+    if spec.norm == "rms":
+        y = xf * jax.lax.rsqrt(jnp.mean(xf * xf, axis=-1, keepdims=True) + spec.norm_eps)
+        return (y * (weights["scale"].astype(jnp.float32) + spec.norm_offset)).astype(x.dtype)
+    mean = jnp.mean(xf, axis=-1, keepdims=True)
+    var = jnp.mean(jnp.square(xf - mean), axis=-1, keepdims=True)
+    y = (xf - mean) * jax.lax.rsqrt(var + spec.norm_eps)
+    return (y * weights["scale"].astype(jnp.float32) + weights["bias"].astype(jnp.float32)).astype(x.dtype)
+
+
+def activation(name: str, x: jax.Array) -> jax.Array:
+    if name == "silu":
+        return jax.nn.silu(x)
+    if name == "gelu_tanh":
+        return jax.nn.gelu(x, approximate=True)
+    if name == "gelu":
+        return jax.nn.gelu(x, approximate=False)
+    if name == "relu":
+        return jax.nn.relu(x)
+    raise ValueError(f"unknown activation {name!r}")  # unreachable: ModelSpec only holds the names above
+
+
+def rope_inverse_frequencies(spec: ModelSpec) -> np.ndarray:
+    """float32 [rotary_dim // 2] inverse frequencies, with linear or Llama 3 scaling, as transformers computes them."""
+    dim = spec.rotary_dim
+    inv = (1.0 / (spec.rope_theta ** (np.arange(0, dim, 2).astype(np.float32) / dim))).astype(np.float32)
+    params = dict(spec.rope_scaling)
+    if spec.rope_type == "linear":
+        return (inv / np.float32(params["factor"])).astype(np.float32)
+    if spec.rope_type == "llama3":
+        factor, low, high = params["factor"], params["low_freq_factor"], params["high_freq_factor"]
+        old_len = params["original_max_position_embeddings"]
+        wavelen = 2 * math.pi / inv
+        scaled = np.where(wavelen > old_len / low, inv / factor, inv)
+        smooth = (old_len / wavelen - low) / (high - low)
+        smoothed = (1 - smooth) * scaled / factor + smooth * scaled
+        medium = ~(wavelen < old_len / high) & ~(wavelen > old_len / low)
+        return np.where(medium, smoothed, scaled).astype(np.float32)
+    return inv
+
+
+def rope_tables(spec: ModelSpec, positions: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """cos, sin float32 [B, T, rotary_dim] for integer positions (halves repeated, rotate-half layout)."""
+    angles = positions.astype(jnp.float32)[..., None] * jnp.asarray(rope_inverse_frequencies(spec))
+    angles = jnp.concatenate([angles, angles], axis=-1)
+    return jnp.cos(angles), jnp.sin(angles)
+
+
+def apply_rope(x: jax.Array, cos: jax.Array, sin: jax.Array) -> jax.Array:
+    """Rotate the first rotary_dim dims of each head of x [B, T, H, Dh] (the rest pass through)."""
+    rot = cos.shape[-1]
+    xr = x[..., :rot].astype(jnp.float32)
+    half = rot // 2
+    rotated = jnp.concatenate([-xr[..., half:], xr[..., :half]], axis=-1)
+    out = xr * cos[:, :, None, :] + rotated * sin[:, :, None, :]
+    return jnp.concatenate([out.astype(x.dtype), x[..., rot:]], axis=-1)
+
+
+def attention_inputs(spec: ModelSpec, w: dict, h: jax.Array, cos, sin):
+    """Project normed hidden h [B, T, D] to q [B, T, H, Dh] and k, v [B, T, Hkv, Dh], with bias, q/k norm, rope."""
+    q = jnp.einsum("btd,dhk->bthk", h, w["wq"])
+    k = jnp.einsum("btd,dhk->bthk", h, w["wk"])
+    v = jnp.einsum("btd,dhk->bthk", h, w["wv"])
+    if spec.qkv_bias:
+        q, k, v = q + w["bq"], k + w["bk"], v + w["bv"]
+    if spec.qk_norm:
+        q, k = norm(spec, w["q_norm"], q), norm(spec, w["k_norm"], k)
+    if spec.rotary_dim:
+        q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)
+    return q, k, v
+
+
+def attend(spec: ModelSpec, q: jax.Array, k: jax.Array, v: jax.Array, allowed: jax.Array) -> jax.Array:
+    """Grouped-query attention of q [B, T, H, Dh] over k, v [B, S, Hkv, Dh] where allowed [B, T, S]; float32 softmax."""
+    batch, length, heads, head_dim = q.shape
+    q = q.reshape(batch, length, spec.num_kv_heads, spec.num_groups, head_dim)
+    scores = jnp.einsum("btkgd,bskd->bkgts", q, k, preferred_element_type=jnp.float32) * spec.attn_scale
+    if spec.attn_logit_softcap is not None:
+        scores = spec.attn_logit_softcap * jnp.tanh(scores / spec.attn_logit_softcap)
+    scores = jnp.where(allowed[:, None, None], scores, jnp.finfo(jnp.float32).min)
+    probs = jax.nn.softmax(scores, axis=-1).astype(v.dtype)
+    out = jnp.einsum("bkgts,bskd->btkgd", probs, v)
+    return out.reshape(batch, length, heads, head_dim)
+
+
+def attention_output(spec: ModelSpec, w: dict, o: jax.Array) -> jax.Array:
+    out = jnp.einsum("bthk,hkd->btd", o, w["wo"])
+    return out + w["bo"] if spec.out_bias else out
+
+
+def mlp(spec: ModelSpec, w: dict, h: jax.Array) -> jax.Array:
+    """Gated (act(h Wg) * h Wu) Wd, or plain act(h Wi + bi) Wo + bo."""
+    if spec.gated_mlp:
+        inner = activation(spec.activation, h @ w["w_gate"]) * (h @ w["w_up"])
+        return inner @ w["w_down"]
+    inner = h @ w["w_in"]
+    if spec.mlp_bias:
+        inner = inner + w["b_in"]
+    out = activation(spec.activation, inner) @ w["w_out"]
+    return out + w["b_out"] if spec.mlp_bias else out

@@ -1,0 +1,196 @@
+"""Load a Hugging Face checkpoint directory (or hub id) into sharded JAX weights.
+
+Only config.json + *.safetensors are read: pickled .bin/.pt/.pth checkpoints are refused because unpickling
+runs arbitrary code, and remote modelling code is never executed. Each weight is read from its memory-mapped
+file and placed per device slice with `jax.make_array_from_callback`, so no full host copy of the model is
+ever assembled: per-layer tensors go to the devices one at a time and are stacked there.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import pathlib
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxcontam.errors import ModelError
+from jaxcontam.models.checkpoint_map import (
+    Entry,
+    canonical_name,
+    checkpoint_entries,
+    full_name,
+)
+from jaxcontam.models.model import Model
+from jaxcontam.models.safetensors_file import TensorInfo, TensorReader, read_header
+from jaxcontam.models.sharding import check_mesh, make_mesh, weight_sharding
+from jaxcontam.models.spec import ModelSpec, from_hf_config
+
+DTYPES = {"float32": np.float32, "bfloat16": jax.numpy.bfloat16}
+PICKLE_PATTERNS = ("*.bin", "*.pt", "*.pth", "*.ckpt")
+HUB_PATTERNS = ["*.json", "*.safetensors", "tokenizer*", "*.model", "*.tiktoken", "merges.txt", "vocab.txt"]
+
+
+def resolve_path(path_or_id: str | pathlib.Path) -> pathlib.Path:
+    """A local directory as is; otherwise a hub id downloaded (config, tokenizer and safetensors only)."""
+    path = pathlib.Path(path_or_id).expanduser()
+    if path.exists():
+        return path
+    text = str(path_or_id)
+    if text.count("/") != 1 or text.startswith((".", "/", "~")):
+        raise ModelError(f"{text}: no such directory, and not a hub id of the form 'owner/name'")
+    try:
+        from huggingface_hub import snapshot_download
+
+        return pathlib.Path(snapshot_download(text, allow_patterns=HUB_PATTERNS))
+    except Exception as exc:  # network, auth or missing repo: all mean the same thing to the user
+        raise ModelError(f"{text}: not a local directory and the hub download failed ({exc}); download the model "
+                         "to a directory (config.json + *.safetensors) and pass its path") from exc
+
+
+def _refuse_pickles(directory: pathlib.Path, found: list[pathlib.Path]) -> None:
+    names = ", ".join(p.name for p in found[:3])
+    raise ModelError(
+        f"{directory}: only pickled weights found ({names}); jaxcontam reads *.safetensors only, because "
+        "unpickling a .bin/.pt/.pth file can run arbitrary code. Convert it once: in Python, "
+        "`AutoModelForCausalLM.from_pretrained(DIR).save_pretrained(OUT, safe_serialization=True)` "
+        "(or torch.load + safetensors.torch.save_file), then load OUT")
+
+
+def weight_files(directory: pathlib.Path) -> list[pathlib.Path]:
+    """The safetensors files of a checkpoint directory, via the index file when there is one."""
+    if directory.is_file():
+        if directory.suffix in (".bin", ".pt", ".pth", ".ckpt"):
+            _refuse_pickles(directory.parent, [directory])
+        raise ModelError(f"{directory}: expected a checkpoint directory with config.json and *.safetensors")
+    index = directory / "model.safetensors.index.json"
+    if index.exists():
+        try:
+            weight_map = json.loads(index.read_text())["weight_map"]
+        except (ValueError, KeyError) as exc:
+            raise ModelError(f"{index}: expected JSON with a 'weight_map' object ({exc}); re-save the model") from exc
+        files = sorted({directory / name for name in weight_map.values()})
+        missing = [f.name for f in files if not f.exists()]
+        if missing:
+            raise ModelError(f"{index}: lists {', '.join(missing)} which are not in {directory}: download all shards")
+        return files
+    files = sorted(directory.glob("*.safetensors"))
+    if files:
+        return files
+    pickles = [p for pattern in PICKLE_PATTERNS for p in sorted(directory.glob(pattern))]
+    if pickles:
+        _refuse_pickles(directory, pickles)
+    raise ModelError(f"{directory}: no *.safetensors weights found; save the model with "
+                     "save_pretrained(..., safe_serialization=True)")
+
+
+def read_config(directory: pathlib.Path) -> ModelSpec:
+    path = directory / "config.json"
+    if not path.exists():
+        raise ModelError(f"{directory}: no config.json; a Hugging Face model directory needs one")
+    try:
+        config = json.loads(path.read_text())
+    except ValueError as exc:
+        raise ModelError(f"{path}: not valid JSON ({exc})") from exc
+    return from_hf_config(config, source=str(path))
+
+
+def _tensor_index(files: list[pathlib.Path], spec: ModelSpec) -> dict[str, tuple[str, TensorInfo]]:
+    """canonical name -> (name in file, info) over all weight files."""
+    index = {}
+    for path in files:
+        for name, info in read_header(path).items():
+            index[canonical_name(name, spec)] = (name, info)
+    return index
+
+
+def _check_entries(entries: list[Entry], index: dict, spec: ModelSpec, directory: pathlib.Path) -> None:
+    """Every tensor present with the shape the config implies, before anything is read."""
+    for entry in entries:
+        for layer in range(spec.num_layers) if entry.per_layer else [None]:
+            source = entry.source.replace("{i}", str(layer)) if layer is not None else entry.source
+            if source not in index:
+                raise ModelError(f"{directory}: missing weight {full_name(entry, layer, spec)!r} "
+                                 f"(needed for {'/'.join(entry.path)}); the checkpoint is incomplete or was saved "
+                                 "for a different model_type")
+            name, info = index[source]
+            if info.shape != entry.source_shape:
+                raise ModelError(f"{info.file}: tensor {name!r} has shape {list(info.shape)} but config.json implies "
+                                 f"{list(entry.source_shape)}; the config and the weights belong to different models")
+
+
+def _place_tensor(entry: Entry, layer: int | None, index: dict, reader: TensorReader, dtype, mesh) -> jax.Array:
+    """One HF tensor, re-laid and converted, placed slice by slice on its devices.
+
+    The callback runs once per device; the converted tensor is kept between those calls only.
+    """
+    source = entry.source.replace("{i}", str(layer)) if layer is not None else entry.source
+    name, info = index[source]
+    converted: list[np.ndarray] = []
+
+    def callback(slices):
+        if not converted:
+            converted.append(np.asarray(entry.extract(reader.read(name, info)), dtype=dtype))
+        return converted[0][slices]
+
+    return jax.make_array_from_callback(entry.shape, weight_sharding(mesh, entry.shape, entry.axes), callback)
+
+
+@functools.cache
+def _stacker(sharding):
+    return jax.jit(lambda pieces: jnp.stack(pieces), out_shardings=sharding)
+
+
+def _place(entry: Entry, index: dict, spec: ModelSpec, reader: TensorReader, dtype, mesh) -> jax.Array:
+    """Build one weight on the mesh; per-layer tensors are placed one by one, then stacked on the devices."""
+    if not entry.per_layer:
+        return _place_tensor(entry, None, index, reader, dtype, mesh)
+    shape = (spec.num_layers, *entry.shape)
+    pieces = [_place_tensor(entry, i, index, reader, dtype, mesh) for i in range(spec.num_layers)]
+    return _stacker(weight_sharding(mesh, shape, (None, *entry.axes)))(pieces)
+
+
+def load_params(directory: pathlib.Path, files: list[pathlib.Path], spec: ModelSpec, dtype, mesh) -> dict:
+    """The weights pytree (nested dicts, per-layer tensors stacked on axis 0) placed on `mesh`."""
+    entries = checkpoint_entries(spec)
+    index = _tensor_index(files, spec)
+    _check_entries(entries, index, spec, directory)
+    reader = TensorReader()
+    params: dict = {}
+    for entry in entries:
+        node = params
+        for key in entry.path[:-1]:
+            node = node.setdefault(key, {})
+        node[entry.path[-1]] = _place(entry, index, spec, reader, dtype, mesh)
+    return params
+
+
+def load_tokenizer(directory: pathlib.Path):
+    """The fast tokenizer saved beside the weights, or None when the directory has none."""
+    if not any((directory / name).exists() for name in ("tokenizer.json", "tokenizer_config.json")):
+        return None
+    from transformers import AutoTokenizer
+
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(str(directory), use_fast=True, trust_remote_code=False)
+    except Exception as exc:  # transformers raises many types for a broken tokenizer
+        raise ModelError(f"{directory}: the tokenizer files cannot be loaded by transformers.AutoTokenizer "
+                         f"({exc}); re-save them with tokenizer.save_pretrained") from exc
+    if not tokenizer.is_fast:
+        raise ModelError(f"{directory}: only a slow (Python) tokenizer is available; save a tokenizer.json with "
+                         "a fast tokenizer (AutoTokenizer.from_pretrained(..., use_fast=True).save_pretrained)")
+    return tokenizer
+
+
+def load_model(path_or_id, dtype: str = "float32", mesh=None) -> Model:
+    """Load config, tokenizer and weights (float32 or bfloat16) onto `mesh` (default: all devices on "data")."""
+    if dtype not in DTYPES:
+        raise ModelError(f"dtype {dtype!r} is not supported: use one of {', '.join(DTYPES)}")
+    directory = resolve_path(path_or_id)
+    files = weight_files(directory)  # refuses pickles and weightless directories before reading the config
+    spec = read_config(directory)
+    mesh = check_mesh(mesh) if mesh is not None else make_mesh()
+    params = load_params(directory, files, spec, DTYPES[dtype], mesh)
+    return Model(config=spec, params=params, tokenizer=load_tokenizer(directory), mesh=mesh, path=directory)

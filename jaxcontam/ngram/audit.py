@@ -1,0 +1,181 @@
+"""Benchmarks x corpora -> reusable counts -> per-item ConTAM metrics (what `jaxcontam ngram` runs).
+
+Counts are kept per *view*: "raw" (text encoded as is) and "normalized" (lowercased, punctuation
+stripped before encoding). `normalize="paper"` takes TOKEN_MATCH and NGRAM_MATCH from the
+normalised view and TOKEN_EXTEND and LONGEST_MATCH from the raw one, as ConTAM does; "none"
+uses raw for all four, "all" normalised for all four. `<out>/counts/<view>.npz` holds the table
+(with back-references) and its counts, with the tokenizer, n, fields, corpora and a checksum, so
+a rerun with other metric options (mincount, skip_budget) reads them instead of rescanning.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from jaxcontam.errors import DataError
+from jaxcontam.ngram.metrics import table_scores
+from jaxcontam.ngram.store import read_npz, write_npz
+from jaxcontam.ngram.stream import CountView, count_corpus, process_checkpoint
+from jaxcontam.ngram.table import ItemUnits, NgramTable, build_table, encode_items, item_segments, parse_fields
+from jaxcontam.ngram.units import normalize_for_matching
+
+METRICS = ("token_match", "ngram_match", "token_extend", "longest_match")
+VIEW_OF_METRIC = {
+    "paper": {"token_match": "normalized", "ngram_match": "normalized", "token_extend": "raw", "longest_match": "raw"},
+    "none": dict.fromkeys(METRICS, "raw"),
+    "all": dict.fromkeys(METRICS, "normalized"),
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class NgramSettings:
+    n: int = 8
+    fields: tuple[str, ...] = ("question", "answer")
+    normalize: str = "paper"
+
+    def __post_init__(self):
+        object.__setattr__(self, "fields", parse_fields(self.fields))
+        if self.normalize not in VIEW_OF_METRIC:
+            raise DataError(f"normalize={self.normalize!r}: choose one of {', '.join(VIEW_OF_METRIC)}")
+        if self.n < 1:
+            raise DataError(f"--n {self.n}: n must be a positive number of units (the paper uses 8)")
+
+    @property
+    def views(self) -> tuple[str, ...]:
+        needed = set(VIEW_OF_METRIC[self.normalize].values())
+        return tuple(v for v in ("raw", "normalized") if v in needed)
+
+
+def _keyed_segments(benchmarks, fields):
+    for benchmark in benchmarks:
+        for item in benchmark:
+            yield f"{benchmark.name}/{item.id}", item_segments(item, fields, benchmark.prompt)
+
+
+def build_tables(benchmarks: Sequence, units, settings: NgramSettings) -> dict[str, NgramTable]:
+    """One table per needed view over all items of all benchmarks."""
+    tables = {}
+    for view in settings.views:
+        transform = normalize_for_matching if view == "normalized" else None
+        items = encode_items(_keyed_segments(benchmarks, settings.fields), units, transform)
+        tables[view] = build_table(items, settings.n)
+    return tables
+
+
+def _header(units, settings: NgramSettings, corpora: Sequence[str], table: NgramTable, view: str) -> dict:
+    # tokenizer first: a different tokenizer is the mismatch users most need named
+    return {
+        "tokenizer_sha256": units.sha256, "tokenizer": units.name, "n": settings.n, "fields": list(settings.fields),
+        "view": view, "corpora": list(corpora), "table_sha256": table.checksum,
+    }
+
+
+def _table_arrays(table: NgramTable, counts: np.ndarray) -> dict[str, np.ndarray]:
+    items = table.items
+    return {
+        "keys": table.keys, "ngrams": table.ngrams, "position_ngram": table.position_ngram, "counts": counts,
+        "item_keys": np.array(items.keys, dtype=str), "item_tokens": items.tokens,
+        "segment_offsets": items.segment_offsets, "item_segments": items.item_segments,
+    }
+
+
+def save_counts(path: str | Path, table: NgramTable, counts: np.ndarray, header: dict) -> None:
+    write_npz(path, _table_arrays(table, counts), header)
+
+
+def load_counts(path: str | Path, expect: dict | None = None) -> tuple[NgramTable, np.ndarray, dict]:
+    """(table, counts, header) from a counts file, refusing other settings or a corrupted file."""
+    arrays, header = read_npz(path, expect)
+    items = ItemUnits(
+        tuple(arrays["item_keys"].tolist()), arrays["item_tokens"], arrays["segment_offsets"], arrays["item_segments"]
+    )
+    table = NgramTable(int(header["n"]), arrays["keys"], arrays["ngrams"], items, arrays["position_ngram"])
+    return table, arrays["counts"], header
+
+
+def ensure_counts(
+    benchmarks: Sequence, corpora: Sequence[tuple[str, object]], units, settings: NgramSettings, counts_dir: str | Path,
+    *, chunk_tokens: int = 1 << 20,
+) -> tuple[dict[str, tuple[NgramTable, np.ndarray]], bool]:
+    """Counts per view, read from `counts_dir` when present, else counted (one pass for all missing views) and saved.
+
+    `corpora` is a list of (name, Corpus). Returns ({view: (table, counts)}, scanned).
+    A counts file from other settings (tokenizer, n, fields, corpora, items) is refused.
+    Under `jax.distributed` every process counts its share and process 0 writes the files.
+    """
+    import jax
+
+    counts_dir = Path(counts_dir)
+    tables = build_tables(benchmarks, units, settings)
+    names = [name for name, _ in corpora]
+    headers = {view: _header(units, settings, names, table, view) for view, table in tables.items()}
+    paths = {view: counts_dir / f"{view}.npz" for view in tables}
+    counted = {view: load_counts(paths[view], headers[view])[:2] for view in tables if paths[view].exists()}
+    missing = [view for view in tables if view not in counted]
+    if not missing:
+        return counted, False
+    views = [CountView(tables[v], normalize=(v == "normalized")) for v in missing]
+    totals = [np.zeros(len(tables[v]), np.int64) for v in missing]
+    checkpoints = [counts_dir / f"checkpoint-{index}.npz" for index in range(len(corpora))]
+    for (_, corpus), checkpoint in zip(corpora, checkpoints):
+        result = count_corpus(views, corpus, units, chunk_tokens=chunk_tokens, checkpoint=checkpoint)
+        totals = [a + b for a, b in zip(totals, result.counts)]
+    for view, counts in zip(missing, totals):
+        if jax.process_index() == 0:
+            save_counts(paths[view], tables[view], counts, headers[view])
+        counted[view] = (tables[view], counts)
+    for checkpoint in checkpoints:
+        process_checkpoint(checkpoint).unlink(missing_ok=True)
+    return {view: counted[view] for view in tables}, True
+
+
+def _span_text(units, segments: list[str], segment_lengths: list[int], start: int, end: int) -> str:
+    """The item text of units [start, end), joining the parts in different segments with a newline."""
+    parts, offset = [], 0
+    for text, length in zip(segments, segment_lengths):
+        a, b = max(start, offset), min(end, offset + length)
+        if a < b:
+            shown, spans = units.shown_text(text), units.char_spans(text)
+            parts.append(shown[spans[a - offset][0] : spans[b - offset - 1][1]])
+        offset += length
+    return "\n".join(parts)
+
+
+def item_rows(
+    benchmarks: Sequence, counted: dict[str, tuple[NgramTable, np.ndarray]], units, settings: NgramSettings,
+    *, mincount: int = 1, skip_budget: int = 0,
+) -> list[dict]:
+    """One dict per item: id, benchmark, num_tokens, the four metrics and the longest matched span's text."""
+    scores = {
+        view: table_scores(table, counts, mincount=mincount, skip_budget=skip_budget)
+        for view, (table, counts) in counted.items()
+    }
+    span_view = VIEW_OF_METRIC[settings.normalize]["longest_match"]
+    span_table = counted[span_view][0]
+    transform = normalize_for_matching if span_view == "normalized" else (lambda s: s)
+    rows, index = [], 0
+    for benchmark in benchmarks:
+        for item in benchmark:
+            segments = [transform(s) for s in item_segments(item, settings.fields, benchmark.prompt)]
+            seg_lengths = span_table.items.segment_lengths(index)
+            best = scores[span_view][index]
+            row = {"benchmark": benchmark.name, "id": item.id, "num_tokens": best.num_units}
+            row.update({m: getattr(scores[VIEW_OF_METRIC[settings.normalize][m]][index], m) for m in METRICS})
+            row["longest_match_text"] = _span_text(units, segments, seg_lengths, *best.longest_span)
+            rows.append(row)
+            index += 1
+    return rows
+
+
+def write_items_parquet(rows: list[dict], path: str | Path) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    columns = ["benchmark", "id", "num_tokens", *METRICS, "longest_match_text"]
+    table = pa.table({c: [r[c] for r in rows] for c in columns})
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    pq.write_table(table, path)

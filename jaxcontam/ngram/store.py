@@ -1,0 +1,72 @@
+"""Saved tables and counts: npz arrays + a JSON header with the settings and a sha256 checksum.
+
+No pickle: arrays are plain numeric/unicode npz members read with `allow_pickle=False`, and the
+header is a JSON string member. `read_npz` refuses (IndexMismatchError) a file whose checksum
+does not match its arrays, or whose header differs from the expected settings (tokenizer, n,
+fields, ...), naming the field, both values and the fix. Writes are atomic (temp file + rename).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from jaxcontam.errors import IndexMismatchError
+
+_HEADER = "__header__"
+FORMAT = "jaxcontam-ngram-v1"
+
+
+def arrays_checksum(arrays: dict[str, np.ndarray]) -> str:
+    digest = hashlib.sha256()
+    for name in sorted(arrays):
+        a = np.ascontiguousarray(arrays[name])
+        digest.update(f"{name}|{a.dtype.str}|{a.shape}|".encode())
+        digest.update(a.tobytes())
+    return digest.hexdigest()
+
+
+def write_npz(path: str | Path, arrays: dict[str, np.ndarray], header: dict[str, Any]) -> None:
+    """Atomically write `arrays` and `header` (plus format and checksum) to `path`."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    full = dict(header, format=FORMAT, sha256=arrays_checksum(arrays))
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            np.savez(f, **arrays, **{_HEADER: np.array(json.dumps(full, sort_keys=True))})
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def read_npz(path: str | Path, expect: dict[str, Any] | None = None) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+    """Read a file written by `write_npz`, verifying its checksum and the `expect`ed header values."""
+    path = Path(path)
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            arrays = {name: data[name] for name in data.files}
+        header = json.loads(str(arrays.pop(_HEADER)))
+    except (OSError, ValueError, KeyError, zipfile.BadZipFile, EOFError) as exc:
+        raise IndexMismatchError(
+            f"{path}: not a readable jaxcontam n-gram file ({exc}); delete it and rerun to rebuild it"
+        ) from exc
+    if header.get("format") != FORMAT:
+        raise IndexMismatchError(f"{path}: format {header.get('format')!r}, expected {FORMAT!r}; delete it and rerun")
+    if arrays_checksum(arrays) != header.get("sha256"):
+        raise IndexMismatchError(f"{path}: checksum mismatch, the file is corrupted; delete it and rerun to rebuild it")
+    for key, value in (expect or {}).items():
+        if header.get(key) != value:
+            raise IndexMismatchError(
+                f"{path}: built with {key}={header.get(key)!r} but {key}={value!r} was requested; "
+                f"rerun with the original setting or use a fresh output folder"
+            )
+    return arrays, header

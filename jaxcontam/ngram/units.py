@@ -1,0 +1,183 @@
+"""Matching units: text -> int32 id sequences (model tokens or normalised words).
+
+`load_units(spec)` accepts
+  - "words": lowercased words with punctuation stripped, each mapped to a stable id
+    (crc32 of its UTF-8 bytes, 31 bits; two words sharing an id are treated as equal);
+  - a local folder holding `tokenizer.json` (any Hugging Face fast tokenizer), a `tokenizer.json`
+    file, or a tiktoken BPE ranks file (`*.tiktoken`, converted to an equivalent byte-level BPE);
+  - anything else is passed to `transformers.AutoTokenizer.from_pretrained` (local folder of
+    another format, or a hub name on machines that can reach the hub).
+Texts are encoded in parallel batches by the Rust `tokenizers` library, without special tokens.
+Every units object carries `name` (what the user gave) and `sha256` (of the tokenizer's full
+serialisation), written into index and count files so a mismatch is caught on load.
+"""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+import hashlib
+import re
+import zlib
+from pathlib import Path
+
+import numpy as np
+
+from jaxcontam.errors import DataError
+
+_PUNCTUATION = re.compile(r"[^\w\s]")
+
+
+def normalize_for_matching(text: str) -> str:
+    """ConTAM/Llama-2 style normalisation: lowercase, punctuation removed, whitespace runs -> one space."""
+    return " ".join(_PUNCTUATION.sub(" ", text.lower()).split())
+
+
+@dataclasses.dataclass(frozen=True)
+class WordUnits:
+    """Normalised words as units; ids are a stable hash, so no vocabulary is needed."""
+
+    name: str = "words"
+    sha256: str = "words-crc32-v1"
+
+    @staticmethod
+    def _words(text: str) -> list[str]:
+        return normalize_for_matching(text).split()
+
+    def encode_batch(self, texts: list[str]) -> list[np.ndarray]:
+        return [
+            np.fromiter((zlib.crc32(w.encode()) & 0x7FFFFFFF for w in self._words(t)), dtype=np.int32)
+            for t in texts
+        ]
+
+    def char_spans(self, text: str) -> list[tuple[int, int]]:
+        """(start, end) character offsets of each unit in `normalize_for_matching(text)`."""
+        return [m.span() for m in re.finditer(r"\S+", normalize_for_matching(text))]
+
+    def shown_text(self, text: str) -> str:
+        """The text that `char_spans` offsets point into."""
+        return normalize_for_matching(text)
+
+
+@dataclasses.dataclass(frozen=True)
+class TokenizerUnits:
+    """Model tokens from a `tokenizers.Tokenizer`."""
+
+    name: str
+    sha256: str
+    tokenizer: object = dataclasses.field(repr=False, compare=False)
+
+    def encode_batch(self, texts: list[str]) -> list[np.ndarray]:
+        encodings = self.tokenizer.encode_batch_fast(list(texts), add_special_tokens=False)
+        return [np.asarray(e.ids, dtype=np.int32) for e in encodings]
+
+    def char_spans(self, text: str) -> list[tuple[int, int]]:
+        """(start, end) character offsets of each token of `text`."""
+        return [tuple(o) for o in self.tokenizer.encode(text, add_special_tokens=False).offsets]
+
+    def shown_text(self, text: str) -> str:
+        return text
+
+
+def load_units(spec: str | Path) -> WordUnits | TokenizerUnits:
+    """Units from a spec string (see module docstring)."""
+    import tokenizers
+
+    if str(spec) == "words":
+        return WordUnits()
+    path = Path(spec)
+    if path.is_dir() and (path / "tokenizer.json").is_file():
+        tokenizer = tokenizers.Tokenizer.from_file(str(path / "tokenizer.json"))
+    elif path.is_file() and path.name.endswith(".json"):
+        tokenizer = tokenizers.Tokenizer.from_file(str(path))
+    elif path.is_file() and path.suffix == ".tiktoken":
+        tokenizer = tokenizer_from_tiktoken(path)
+    else:
+        tokenizer = _auto_tokenizer(str(spec))
+    digest = hashlib.sha256(tokenizer.to_str().encode()).hexdigest()
+    return TokenizerUnits(name=str(spec), sha256=digest, tokenizer=tokenizer)
+
+
+def _auto_tokenizer(spec: str):
+    from transformers import AutoTokenizer
+
+    try:
+        hf = AutoTokenizer.from_pretrained(spec)
+    except (OSError, ValueError) as exc:
+        raise DataError(
+            f"--tokenizer {spec!r}: not a folder with tokenizer.json, a tokenizer.json or .tiktoken file, "
+            f"nor a loadable Hugging Face tokenizer ({exc}); pass a local tokenizer folder or 'words'"
+        ) from exc
+    if not getattr(hf, "is_fast", False):
+        raise DataError(
+            f"--tokenizer {spec!r}: only fast (Rust) tokenizers are supported; convert it to tokenizer.json"
+        )
+    return hf.backend_tokenizer
+
+
+def _byte_to_unicode() -> dict[int, str]:
+    """GPT-2's reversible map from bytes to printable unicode characters (byte-level BPE alphabet)."""
+    printable = list(range(ord("!"), ord("~") + 1)) + list(range(0xA1, 0xAC + 1)) + list(range(0xAE, 0xFF + 1))
+    table, extra = {}, 0
+    for b in range(256):
+        if b in printable:
+            table[b] = chr(b)
+        else:
+            table[b] = chr(256 + extra)
+            extra += 1
+    return table
+
+
+def _bpe_split(token: bytes, ranks: dict[bytes, int], max_rank: int) -> list[bytes]:
+    """Byte-pair merge `token` using only merges of rank < max_rank (tiktoken's algorithm)."""
+    parts = [token[i : i + 1] for i in range(len(token))]
+    while len(parts) > 2:
+        best, best_rank = None, max_rank
+        for i in range(len(parts) - 1):
+            rank = ranks.get(parts[i] + parts[i + 1])
+            if rank is not None and rank < best_rank:
+                best, best_rank = i, rank
+        if best is None:
+            break
+        parts[best : best + 2] = [parts[best] + parts[best + 1]]
+    return parts
+
+
+def tokenizer_from_tiktoken(path: str | Path, special_tokens: dict[str, int] | None = None):
+    """A byte-level BPE `tokenizers.Tokenizer` equivalent to a tiktoken ranks file with GPT-2's split pattern.
+
+    Each token's merge is recovered by running BPE on its bytes with lower-ranked merges only.
+    `special_tokens` defaults to GPT-2's `<|endoftext|>` right after the last rank.
+    """
+    import tokenizers
+    from tokenizers import decoders, models, pre_tokenizers
+
+    ranks: dict[bytes, int] = {}
+    for line_number, line in enumerate(Path(path).read_text().splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            token_b64, rank = line.split()
+            ranks[base64.b64decode(token_b64)] = int(rank)
+        except ValueError as exc:
+            raise DataError(f"{path}:{line_number}: expected '<base64 token> <rank>', got {line[:60]!r}") from exc
+    to_unicode = _byte_to_unicode()
+
+    def as_str(b: bytes) -> str:
+        return "".join(to_unicode[x] for x in b)
+
+    vocab = {as_str(token): rank for token, rank in ranks.items()}
+    merges = []
+    for token, rank in sorted(ranks.items(), key=lambda kv: kv[1]):
+        if len(token) > 1:
+            parts = _bpe_split(token, ranks, rank)
+            if len(parts) != 2:
+                raise DataError(f"{path}: token of rank {rank} cannot be built from two lower-ranked tokens")
+            merges.append((as_str(parts[0]), as_str(parts[1])))
+    tokenizer = tokenizers.Tokenizer(models.BPE(vocab, merges, fuse_unk=False))
+    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
+    tokenizer.decoder = decoders.ByteLevel()
+    if special_tokens is None:
+        special_tokens = {"<|endoftext|>": len(ranks)}
+    tokenizer.add_special_tokens([tokenizers.AddedToken(t, special=True) for t in special_tokens])
+    return tokenizer

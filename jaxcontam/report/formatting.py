@@ -1,0 +1,60 @@
+"""How numbers read in the report: one place, so the tables and the plots agree.
+
+Values come from summary.json, so any of them may be None, NaN or +-Infinity;
+every helper returns text for those instead of raising.
+"""
+
+from __future__ import annotations
+
+import math
+
+MISSING = "n/a"
+
+
+def _finite_or_text(x) -> float | str:
+    """`x` as a float, or the text that stands for it when it is None, NaN or infinite."""
+    if x is None:
+        return MISSING
+    x = float(x)
+    if math.isnan(x):
+        return MISSING
+    if math.isinf(x):
+        return "∞" if x > 0 else "−∞"
+    return x
+
+
+def number(x, digits: int = 3) -> str:
+    """`x` to `digits` significant digits ("0.0312", "1.2e-05", "∞", "n/a")."""
+    x = _finite_or_text(x)
+    return x if isinstance(x, str) else f"{x:.{digits}g}"
+
+
+def percent(fraction, digits: int = 3) -> str:
+    """A fraction in [0, 1] as a percentage ("50%", "33.3%")."""
+    x = _finite_or_text(fraction)
+    return x if isinstance(x, str) else f"{x * 100:.{digits}g}%"
+
+
+def interval(bounds) -> str:
+    """A confidence interval "[a, b]"; an infinite end is open, as in "[0.02, ∞)"."""
+    if bounds is None:
+        return MISSING
+    low, high = bounds
+    left = "(" if _is_infinite(low) else "["
+    right = ")" if _is_infinite(high) else "]"
+    return f"{left}{number(low)}, {number(high)}{right}"
+
+
+def _is_infinite(x) -> bool:
+    return x is not None and math.isinf(float(x))
+
+
+def value(x) -> str:
+    """Any summary value: yes/no for booleans, integers as they are, floats via `number`, text as it is."""
+    if isinstance(x, bool):
+        return "yes" if x else "no"
+    if isinstance(x, int):
+        return str(x)
+    if isinstance(x, str):
+        return x
+    return number(x)

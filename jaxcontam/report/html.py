@@ -1,0 +1,344 @@
+"""report.html: one self-contained page per audit (inline CSS, PNGs as data URIs, no scripts, no links out).
+
+Reads the summary.json dict and the per-item rows of `jaxcontam audit`, writes
+the plots to out_dir/plots/ and embeds them, so the page can be mailed or
+archived on its own. Every piece of text from the inputs is HTML-escaped.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import re
+from html import escape
+from pathlib import Path
+
+from jaxcontam.report import plots
+from jaxcontam.report.formatting import interval, percent, value
+
+LABELS = {
+    "mean_logprob": "mean log-prob", "zlib_ratio": "zlib ratio", "min_k": "Min-K%", "min_k_plus_plus": "Min-K%++",
+    "n": "items", "pacost_pvalue": "PaCoST p", "mean_longest_match": "mean LONGEST_MATCH score",
+}
+
+CSS = """
+body { font: 15px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; color: #222; background: #f6f7f9;
+       margin: 0; }
+main { max-width: 1180px; margin: 0 auto; padding: 24px 28px 60px; }
+header { border-bottom: 3px solid #2471a3; margin-bottom: 18px; }
+h1 { font-size: 26px; margin: 0 0 4px; }
+h2 { font-size: 20px; margin: 34px 0 8px; border-bottom: 1px solid #ccd; padding-bottom: 4px;
+     overflow-wrap: anywhere; }
+h3 { font-size: 16px; margin: 22px 0 6px; color: #2c3e50; }
+section.run { background: #fff; border: 1px solid #dde; border-radius: 6px; padding: 4px 22px 18px;
+              margin-top: 26px; }
+.muted { color: #777; }
+.meta { color: #555; margin: 2px 0 10px; }
+table { border-collapse: collapse; margin: 8px 0 14px; font-variant-numeric: tabular-nums; background: #fff; }
+th, td { border: 1px solid #dde; padding: 4px 9px; text-align: left; vertical-align: top; }
+thead th { background: #eef1f6; font-weight: 600; }
+tbody tr:nth-child(even) { background: #fafbfd; }
+tr.headline td { font-weight: 600; }
+table.facts th { background: #f3f5f9; font-weight: 600; white-space: nowrap; }
+td.model { overflow-wrap: anywhere; max-width: 260px; }
+.badge { display: inline-block; padding: 0 8px; border-radius: 10px; font-size: 13px; font-weight: 600; }
+.badge.bad { background: #f9dcd8; color: #922b21; }
+.badge.ok { background: #d8efdf; color: #1e6b3a; }
+figure { margin: 10px 0; }
+figure img { max-width: 100%; border: 1px solid #e3e6ec; background: #fff; }
+figcaption { color: #555; font-size: 13px; }
+"""
+
+
+def write_report(summary: dict, items: list[dict], out_dir) -> Path:
+    """Write out_dir/plots/*.png and out_dir/report.html for one audit; returns the path of report.html."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    plots_dir = out_dir / "plots"
+    runs, sweep, alpha = summary.get("runs") or [], summary.get("sweep"), summary.get("alpha", 0.05)
+    stems = _plot_stems(runs)
+    figures = [_run_figures(run, _items_of(run, items), plots_dir, stem) for run, stem in zip(runs, stems)]
+    sweep_png = (plots.sweep_pvalues_png(sweep, alpha, plots_dir / "sweep-pvalues.png")
+                 if sweep and sweep.get("labels") else None)
+    body = [_header(summary), _verdict_section(runs, stems), _sweep_section(sweep, alpha, sweep_png)]
+    body += [_run_section(run, stem, figs) for run, stem, figs in zip(runs, stems, figures)]
+    path = out_dir / "report.html"
+    path.write_text(_page("\n".join(body)), encoding="utf-8")
+    return path
+
+
+# ---- files -------------------------------------------------------------------------------------------------------
+
+def _slug(text: str, limit: int = 40) -> str:
+    return re.sub(r"[^a-z0-9._-]+", "-", text.lower()).strip("-.")[:limit] or "run"
+
+
+def _plot_stems(runs: list[dict]) -> list[str]:
+    """A file-name stem per run: readable (model basename, benchmark) and unique (hash of the full names)."""
+    stems, seen = [], set()
+    for run in runs:
+        model, benchmark = str(run.get("model")), str(run.get("benchmark"))
+        digest = hashlib.sha1(f"{model}\0{benchmark}\0{run.get('split')}".encode()).hexdigest()[:8]
+        stem = f"{_slug(model.rstrip('/').rsplit('/', 1)[-1])}-{_slug(benchmark)}-{digest}"
+        unique, copy = stem, 1
+        while unique in seen:  # the same model, benchmark and split twice in one summary
+            copy += 1
+            unique = f"{stem}-{copy}"
+        seen.add(unique)
+        stems.append(unique)
+    return stems
+
+
+def _items_of(run: dict, items: list[dict]) -> list[dict]:
+    return [i for i in items if i.get("model") == run.get("model") and i.get("benchmark") == run.get("benchmark")]
+
+
+def _run_figures(run: dict, items_of_run: list[dict], plots_dir: Path, stem: str) -> dict[str, Path]:
+    """The PNGs of one run, by kind; a kind is absent when its detector did not run."""
+    figures = {}
+    if run.get("pacost"):
+        figures["confidence"] = plots.confidence_png(run, items_of_run, plots_dir / f"{stem}-confidence.png")
+    if run.get("contam"):
+        figures["contam"] = plots.contam_curve_png(run, plots_dir / f"{stem}-contam.png")
+    return figures
+
+
+# ---- HTML building blocks (every input string passes through `_text` or `escape`) -----------------------------------
+
+def _text(x) -> str:
+    """Any summary value as escaped text (numbers to 3 significant digits, None/NaN as n/a, inf as ∞)."""
+    return escape(value(x))
+
+
+def _label(key: str) -> str:
+    return escape(LABELS.get(key, key.replace("_", " ")))
+
+
+def _page(body: str) -> str:
+    return ("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+            "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
+            f"<title>jaxcontam audit report</title>\n<style>{CSS}</style>\n</head>\n"
+            f"<body>\n<main>\n{body}\n</main>\n</body>\n</html>\n")
+
+
+def _table(head: str, rows: list[str], css_class: str = "") -> str:
+    """A table from a ready <thead> and ready <tr> rows."""
+    attribute = f' class="{css_class}"' if css_class else ""
+    return f"<table{attribute}>\n{head}\n<tbody>\n" + "\n".join(rows) + "\n</tbody>\n</table>"
+
+
+def _head(labels: list[str]) -> str:
+    """A one-row <thead> from plain-text labels."""
+    return "<thead><tr>" + "".join(f"<th>{escape(label)}</th>" for label in labels) + "</tr></thead>"
+
+
+def _row(cells: list[str], css_class: str = "") -> str:
+    """A <tr> of ready HTML cells."""
+    attribute = f' class="{css_class}"' if css_class else ""
+    return f"<tr{attribute}>" + "".join(f"<td>{cell}</td>" for cell in cells) + "</tr>"
+
+
+def _facts(pairs: list[tuple[str, str]]) -> str:
+    """A two-column table of (plain-text label, ready HTML value)."""
+    rows = "\n".join(f"<tr><th>{escape(label)}</th><td>{cell}</td></tr>" for label, cell in pairs)
+    return f'<table class="facts">\n<tbody>\n{rows}\n</tbody>\n</table>'
+
+
+def _verdict(contaminated) -> str:
+    if contaminated is None:
+        return _text(None)
+    if contaminated:
+        return '<span class="badge bad">contaminated</span>'
+    return '<span class="badge ok">not detected</span>'
+
+
+def _figure(path: Path, caption: str) -> str:
+    """The PNG at `path` embedded as a data URI, with a plain-text caption."""
+    data = base64.b64encode(path.read_bytes()).decode("ascii")
+    return (f'<figure><img src="data:image/png;base64,{data}" alt="{escape(caption)}">'
+            f"<figcaption>{escape(caption)}</figcaption></figure>")
+
+
+def _not_run(what: str) -> str:
+    return f'<p class="muted">{escape(what)} did not run for this model and benchmark.</p>'
+
+
+# ---- sections ----------------------------------------------------------------------------------------------------
+
+def _header(summary: dict) -> str:
+    runs = summary.get("runs") or []
+    return (f"<header><h1>Benchmark contamination audit</h1>"
+            f"<p class=\"meta\">jaxcontam {_text(summary.get('jaxcontam_version'))} · "
+            f"significance level α = {_text(summary.get('alpha'))} · {len(runs)} model–benchmark runs</p></header>")
+
+
+VERDICT_HEAD = (
+    "<thead><tr><th rowspan=\"2\">Model</th><th rowspan=\"2\">Benchmark</th><th rowspan=\"2\">Items</th>"
+    "<th rowspan=\"2\">Accuracy</th><th colspan=\"4\">PaCoST (model evidence)</th>"
+    "<th colspan=\"5\">ConTAM (corpus evidence)</th></tr>\n"
+    "<tr><th>p</th><th>adjusted p</th><th>effect d<sub>z</sub></th><th>verdict</th>"
+    "<th>metric</th><th>threshold</th><th>contaminated items</th><th>EPG [CI]</th><th>z</th></tr></thead>"
+)
+
+
+def _verdict_section(runs: list[dict], stems: list[str]) -> str:
+    rows = [_verdict_row(run, stem) for run, stem in zip(runs, stems)]
+    return ("<h2>Verdicts</h2>\n<p>PaCoST tests, one-sided, whether the model is more confident on the original "
+            "items than on their rephrasings (p adjusted across the sweep). ConTAM's EPG is the accuracy on the "
+            "full benchmark minus the accuracy on the items below the contamination threshold; z above 1.645 is "
+            "significant at 5%.</p>\n" + _table(VERDICT_HEAD, rows, "verdict"))
+
+
+def _verdict_row(run: dict, stem: str) -> str:
+    model = f'<td class="model"><a href="#run-{stem}">{_text(run.get("model"))}</a></td>'
+    cells = [_text(run.get("benchmark")), _text(run.get("n_items")), _accuracy(run.get("accuracy") or {})]
+    cells += _pacost_cells(run.get("pacost")) + _contam_cells(run.get("contam"))
+    return "<tr>" + model + "".join(_cell(c) for c in cells) + "</tr>"
+
+
+def _cell(cell: str | tuple[str, int]) -> str:
+    """A <td>, or a <td colspan> for a (html, span) pair."""
+    if isinstance(cell, tuple):
+        return f'<td colspan="{cell[1]}" class="muted">{cell[0]}</td>'
+    return f"<td>{cell}</td>"
+
+
+def _accuracy(accuracy: dict) -> str:
+    text = _text(accuracy.get("acc"))
+    if accuracy.get("acc_norm") is not None:
+        text += f' <span class="muted">(norm {_text(accuracy["acc_norm"])})</span>'
+    return text
+
+
+def _pacost_cells(pacost: dict | None) -> list:
+    if not pacost:
+        return [("not run", 4)]
+    return [_text(pacost.get("pvalue")), _text(pacost.get("pvalue_adjusted")), _text(pacost.get("effect_size")),
+            _verdict(pacost.get("contaminated"))]
+
+
+def _contam_cells(contam: dict | None) -> list:
+    if not contam:
+        return [("not run", 5)]
+    threshold = _threshold(contam)
+    if contam.get("threshold") is None:
+        threshold = f'<span class="muted" title="{_text(contam.get("reason"))}">{threshold}</span>'
+    return [_text(str(contam.get("metric")).upper()), threshold, escape(percent(contam.get("frac_contaminated"))),
+            _epg_with_ci(contam), _text(contam.get("z"))]
+
+
+def _threshold(result: dict) -> str:
+    """The selected threshold, or "none" when no threshold was significant."""
+    return "none" if result.get("threshold") is None else _text(result["threshold"])
+
+
+def _epg_with_ci(result: dict) -> str:
+    if result.get("epg") is None:
+        return _text(None)
+    return f"{_text(result['epg'])} {escape(interval(result.get('epg_ci')))}"
+
+
+def _sweep_section(sweep: dict | None, alpha, png: Path | None) -> str:
+    if png is None:
+        return ""
+    head = _head(["model | benchmark", "p", "Holm-adjusted p", "Holm rejects", "BH-adjusted p", "BH rejects"])
+    columns = zip(sweep["labels"], sweep["pvalues"], sweep["holm"]["adjusted"], sweep["holm"]["reject"],
+                  sweep["bh"]["adjusted"], sweep["bh"]["reject"])
+    rows = [_row([_text(x) for x in column]) for column in columns]
+    return (f"<h2>Multiple testing across the sweep</h2>\n<p>Holm controls the chance of any false contamination call "
+            f"(family-wise error) at α = {_text(alpha)}; Benjamini–Hochberg controls the expected share of false "
+            f"calls (false discovery rate).</p>\n"
+            + _figure(png, "PaCoST p-values per model and benchmark, raw and adjusted") + "\n" + _table(head, rows))
+
+
+def _run_section(run: dict, stem: str, figures: dict[str, Path]) -> str:
+    parts = [f'<section class="run" id="run-{stem}">', _run_heading(run),
+             "<h3>PaCoST</h3>", _pacost_details(run.get("pacost"), figures.get("confidence")),
+             "<h3>Likelihood detectors</h3>", _likelihood_table(run.get("likelihood")),
+             "<h3>ConTAM</h3>", _contam_details(run.get("contam"), figures.get("contam"))]
+    if run.get("ground_truth"):
+        parts += ["<h3>Against the ground truth</h3>", _ground_truth_table(run["ground_truth"])]
+    return "\n".join(parts) + "\n</section>"
+
+
+def _run_heading(run: dict) -> str:
+    split = f" ({_text(run.get('split'))})" if run.get("split") else ""
+    title = f"{_text(run.get('model'))} <span class=\"muted\">· {_text(run.get('benchmark'))}{split}</span>"
+    accuracy = _accuracy(run.get("accuracy") or {})
+    return f"<h2>{title}</h2>\n<p class=\"meta\">{_text(run.get('n_items'))} items · accuracy {accuracy}</p>"
+
+
+def _pacost_details(pacost: dict | None, png: Path | None) -> str:
+    if not pacost:
+        return _not_run("PaCoST")
+    reasons = pacost.get("dropped_reasons") or {}
+    dropped = _text(pacost.get("n_dropped"))
+    if reasons:
+        dropped += " (" + ", ".join(f"{_text(n)} {_text(reason)}" for reason, n in reasons.items()) + ")"
+    facts = _facts([
+        ("test", f"{_text(pacost.get('test'))}, alternative {_text(pacost.get('alternative'))}"),
+        ("confidence measure", _text(pacost.get("confidence"))),
+        ("pairs tested", _text(pacost.get("n_pairs"))),
+        ("pairs dropped", dropped),
+        ("mean difference (original − rephrased)", _text(pacost.get("mean_difference"))),
+        ("effect size (Cohen's dz)", _text(pacost.get("effect_size"))),
+        ("confidence interval of the mean difference", escape(interval(pacost.get("ci")))),
+        ("p / adjusted p", f"{_text(pacost.get('pvalue'))} / {_text(pacost.get('pvalue_adjusted'))}"),
+        ("verdict", _verdict(pacost.get("contaminated"))),
+        ("power", _text(pacost.get("power_note"))),
+    ])
+    parts = [facts, _variants_table(pacost)]
+    if png is not None:
+        parts.append(_figure(png, "Confidence on the original against the rephrased question, one point per kept pair"))
+    return "\n".join(part for part in parts if part)
+
+
+def _variants_table(pacost: dict) -> str:
+    """The headline confidence measure beside the others PaCoST also tested (empty when there are none)."""
+    variants = pacost.get("variants") or {}
+    if not variants:
+        return ""
+    head = _head(["confidence measure", "p", "adjusted p", "mean difference", "effect size dz", "CI", "pairs",
+                  "verdict"])
+    measures = [(f"{pacost.get('confidence')} (headline)", pacost, "headline")]
+    measures += [(name, variant, "") for name, variant in variants.items()]
+    rows = [_row([_text(name), _text(v.get("pvalue")), _text(v.get("pvalue_adjusted")),
+                  _text(v.get("mean_difference")), _text(v.get("effect_size")), escape(interval(v.get("ci"))),
+                  _text(v.get("n_pairs")), _verdict(v.get("contaminated"))], css)
+            for name, v, css in measures]
+    return "<p>Other confidence measures:</p>\n" + _table(head, rows)
+
+
+def _likelihood_table(likelihood: dict | None) -> str:
+    if not likelihood:
+        return _not_run("The likelihood detectors")
+    statistics = list(dict.fromkeys(key for summary in likelihood.values() for key in summary))
+    head = "<thead><tr><th>detector</th>" + "".join(f"<th>{_label(s)}</th>" for s in statistics) + "</tr></thead>"
+    rows = [_row([_label(name)] + [_text(summary.get(s)) for s in statistics]) for name, summary in likelihood.items()]
+    return ("<p>Per-item scores summarised over the benchmark. Higher means more likely seen in training, except for "
+            "the ratios (zlib, lowercase, reference), where lower does.</p>\n" + _table(head, rows))
+
+
+def _contam_details(contam: dict | None, png: Path | None) -> str:
+    if not contam:
+        return _not_run("ConTAM")
+    headline = contam.get("metric")
+    head = _head(["metric", "threshold", "contaminated items", "EPG", "EPG CI", "z", "how the threshold was chosen"])
+    rows = [_row([_text(str(name).upper()), _threshold(m), escape(percent(m.get("frac_contaminated"))),
+                  _text(m.get("epg")), escape(interval(m.get("epg_ci"))), _text(m.get("z")), _text(m.get("reason"))],
+                 "headline" if name == headline else "")
+            for name, m in (contam.get("metrics") or {}).items()]
+    parts = [f"<p>Headline metric <strong>{_text(str(headline).upper())}</strong>: {_text(contam.get('reason'))}</p>",
+             _table(head, rows)]
+    if png is not None:
+        parts.append(_figure(png, "EPG against the contamination threshold per metric, with its bootstrap interval "
+                                  "and z; the vertical line marks the selected threshold"))
+    return "\n".join(parts)
+
+
+def _ground_truth_table(ground_truth: dict) -> str:
+    groups = ground_truth.get("groups") or {}
+    columns = list(dict.fromkeys(key for group in groups.values() for key in group))
+    head = "<thead><tr><th>group</th>" + "".join(f"<th>{_label(c)}</th>" for c in columns) + "</tr></thead>"
+    rows = [_row([_text(name)] + [_text(group.get(c)) for c in columns]) for name, group in groups.items()]
+    return "<p>Items whose contamination is known (planted or documented), split by it.</p>\n" + _table(head, rows)

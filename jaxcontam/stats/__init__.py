@@ -1,0 +1,31 @@
+"""Statistics for contamination verdicts: paired tests, corrections, power, EPG and thresholds.
+
+    result = paired_test(p_true_original, p_true_rephrased)           # default: permutation
+    result.pvalue, result.effect_size, result.confidence_interval(0.95)
+    adjust([r.pvalue for r in sweep], method="holm").reject
+    curve = epg_curve(longest_match_scores, correct)
+    select_threshold(curve, z_crit=1.645, min_clean=10, min_contaminated=10).row
+
+Pure numpy/scipy; every test equal to scipy where scipy has it (see tests/test_stats_*.py).
+"""
+
+from jaxcontam.stats.epg import EPGCurve, EPGRow, ThresholdSelection, default_thresholds, epg_curve, select_threshold
+from jaxcontam.stats.multiple import AdjustedPValues, adjust
+from jaxcontam.stats.paired import (
+    ConfidenceInterval,
+    PairedTestResult,
+    cohens_dz,
+    default_paired_method,
+    paired_test,
+)
+from jaxcontam.stats.pairs import DROP_REASONS, FilteredPairs, filter_pairs
+from jaxcontam.stats.power import minimum_detectable_effect, power, sample_size
+from jaxcontam.stats.sharded import ShardedStatistic, sharded_statistic
+from jaxcontam.stats.validation import StatsInputError
+
+__all__ = [
+    "DROP_REASONS", "AdjustedPValues", "ConfidenceInterval", "EPGCurve", "EPGRow", "FilteredPairs",
+    "PairedTestResult", "ShardedStatistic", "StatsInputError", "ThresholdSelection", "adjust", "cohens_dz",
+    "default_paired_method", "default_thresholds", "epg_curve", "filter_pairs", "minimum_detectable_effect",
+    "paired_test", "power", "sample_size", "select_threshold", "sharded_statistic",
+]

@@ -1,0 +1,68 @@
+"""Input checks shared by the statistics functions, raising `StatsInputError` with a fix."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from jaxcontam.errors import JaxcontamError
+
+ALTERNATIVES = ("greater", "less", "two-sided")
+
+
+class StatsInputError(JaxcontamError):
+    """Arrays or settings that a statistical function cannot use as given."""
+
+
+def float_vector(name: str, values) -> np.ndarray:
+    """`values` as a 1-D float64 array; None entries become NaN (a missing value)."""
+    try:
+        array = np.asarray(values, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise StatsInputError(
+            f"{name}: expected a sequence of numbers (None or NaN for missing), could not convert: {exc}"
+        ) from None
+    if array.ndim != 1:
+        raise StatsInputError(f"{name}: expected a 1-D sequence, got shape {array.shape}; pass one value per item")
+    return array
+
+
+def bool_vector(name: str, values, length: int) -> np.ndarray:
+    """`values` as a 1-D bool array of `length` entries."""
+    array = np.asarray(values)
+    if array.ndim != 1 or len(array) != length:
+        raise StatsInputError(f"{name}: expected {length} true/false values (one per pair), got shape {array.shape}")
+    if array.dtype != np.bool_:
+        if not np.isin(array, (0, 1)).all():
+            raise StatsInputError(f"{name}: expected true/false values, got {array[~np.isin(array, (0, 1))][:3]}")
+        array = array.astype(bool)
+    return array
+
+
+def same_length(names: Sequence[str], arrays: Sequence[np.ndarray]) -> None:
+    lengths = {name: len(array) for name, array in zip(names, arrays)}
+    if len(set(lengths.values())) > 1:
+        raise StatsInputError(f"arrays must have one entry per item, got lengths {lengths}; align them by item id")
+
+
+def check_alternative(alternative: str) -> str:
+    if alternative not in ALTERNATIVES:
+        raise StatsInputError(f"alternative={alternative!r}: expected one of {ALTERNATIVES}")
+    return alternative
+
+
+def check_probability(name: str, value: float, *, closed: bool = False) -> float:
+    """A number strictly inside (0, 1) (or in [0, 1] when `closed`)."""
+    value = float(value)
+    inside = 0.0 <= value <= 1.0 if closed else 0.0 < value < 1.0
+    if not inside:
+        interval = "[0, 1]" if closed else "(0, 1)"
+        raise StatsInputError(f"{name}={value}: expected a number in {interval}")
+    return value
+
+
+def check_count(name: str, value: int, minimum: int) -> int:
+    if isinstance(value, bool) or int(value) != value or value < minimum:
+        raise StatsInputError(f"{name}={value!r}: expected an integer >= {minimum}")
+    return int(value)

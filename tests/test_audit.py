@@ -1,0 +1,155 @@
+"""`jaxcontam audit` end to end on a small slice of the bundled example: outputs, resume after SIGKILL, bad input."""
+
+import dataclasses
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pyarrow.parquet as pq
+import pytest
+
+from jaxcontam.audit.config import EXAMPLE_CONFIG, load_config
+from jaxcontam.errors import JaxcontamError
+
+EXAMPLE = EXAMPLE_CONFIG.parent
+
+
+def small_toml(folder, *, limit=8, chunk_size=4, out=None, extra="") -> str:
+    """The bundled example's audit.toml cut to `limit` items per benchmark and short generations."""
+    text = EXAMPLE_CONFIG.read_text()
+    for name in ("model", "gsm8k_test_sample.jsonl", "gsm8k_rephrasings.jsonl", "copa_test_sample.jsonl",
+                 "copa_rephrasings.jsonl", "ground_truth.jsonl", "corpus.jsonl.gz"):
+        text = text.replace(f'"{name}"', json.dumps(str(EXAMPLE / name)))
+    text = text.replace('split = "test"', f'split = "test"\nlimit = {limit}')
+    text = text.replace("max_new_tokens = 200", "max_new_tokens = 48")
+    text = text.replace('out = "jaxcontam-audit"', f"out = {json.dumps(str(out or folder / 'out'))}\n"
+                                                    f"chunk_size = {chunk_size}")
+    path = folder / "audit.toml"
+    path.write_text(text + extra)
+    return str(path)
+
+
+def audit_command(config_path):
+    return [sys.executable, "-m", "jaxcontam.cli", "audit", "--config", config_path]
+
+
+@pytest.fixture(scope="module")
+def finished(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("audit")
+    subprocess.run(audit_command(small_toml(folder)), check=True, capture_output=True, text=True)
+    return folder / "out"
+
+
+def test_audit_writes_items_summary_plots_and_report(finished):
+    rows = pq.read_table(finished / "items.parquet").to_pylist()
+    assert len(rows) == 16 and {r["benchmark"] for r in rows} == {"gsm8k", "copa"}
+    for column in ("p_true_original", "p_true_rephrased", "answer_logprob_original", "min_k_plus_plus",
+                   "zlib_ratio", "longest_match", "token_match", "correct", "ground_truth_contaminated"):
+        assert column in rows[0]
+    summary = json.loads((finished / "summary.json").read_text())
+    assert len(summary["runs"]) == 2
+    for run in summary["runs"]:
+        assert set(run["pacost"]) >= {"test", "pvalue", "pvalue_adjusted", "n_pairs", "n_dropped", "mean_difference",
+                                      "effect_size", "contaminated"}
+        assert set(run["contam"]) >= {"metric", "threshold", "frac_contaminated", "epg", "epg_ci", "z"}
+        assert set(run["likelihood"]) == {"mean_logprob", "zlib_ratio", "min_k", "min_k_plus_plus"}
+        assert run["pacost"]["n_pairs"] + run["pacost"]["n_dropped"] == run["n_items"] == 8
+    html = (finished / "report.html").read_text()
+    assert "data:image/png;base64" in html and len(list((finished / "plots").glob("*.png"))) == 5
+
+
+def test_killed_audit_resumes_to_identical_outputs(finished, tmp_path):
+    config = small_toml(tmp_path)
+    process = subprocess.Popen(audit_command(config), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    state = tmp_path / "out" / "state"
+    deadline = time.time() + 300
+    while time.time() < deadline and process.poll() is None:
+        if any(p.stat().st_size > 0 for p in state.glob("pacost-*.jsonl")):
+            break
+        time.sleep(0.05)
+    assert process.poll() is None, "the audit finished before it could be killed"
+    os.kill(process.pid, signal.SIGKILL)
+    process.wait()
+    assert not (tmp_path / "out" / "summary.json").exists()
+    finished_chunks = sum(len(p.read_text().splitlines()) for p in state.glob("*.jsonl"))
+    assert finished_chunks >= 1
+
+    resumed = subprocess.run(audit_command(config), check=True, capture_output=True, text=True)
+    progress = [line for line in resumed.stderr.splitlines() if ": chunk " in line]
+    assert len(progress) == 8  # 2 stages x 2 benchmarks x 2 chunks
+    computed = [line for line in progress if "reused" not in line]
+    assert len(computed) == 8 - finished_chunks
+    assert pq.read_table(tmp_path / "out" / "items.parquet").equals(pq.read_table(finished / "items.parquet"))
+    assert (tmp_path / "out" / "summary.json").read_text() == (finished / "summary.json").read_text()
+
+
+def test_truncated_last_line_is_redone_and_a_corrupt_line_is_an_error(tmp_path):
+    from jaxcontam.audit.store import StageStore, run_chunked
+
+    store = StageStore(tmp_path, "stage", {"k": 1})
+    run_chunked(store, list(range(6)), 2, lambda chunk: [{"x": x} for x in chunk])
+    text = store.path.read_text()
+    store.path.write_text(text[:-10])  # a kill in the middle of the last write
+    calls = []
+    records = run_chunked(StageStore(tmp_path, "stage", {"k": 1}), list(range(6)), 2,
+                          lambda chunk: calls.append(chunk) or [{"x": x} for x in chunk])
+    assert calls == [[4, 5]] and [r["x"] for r in records] == list(range(6))
+    store.path.write_text("garbage\n" + text)
+    with pytest.raises(JaxcontamError, match="corrupted"):
+        StageStore(tmp_path, "stage", {"k": 1})
+
+
+def config_with(tmp_path, **changes):
+    config = load_config(small_toml(tmp_path))
+    return dataclasses.replace(config, **changes)
+
+
+def test_unknown_model_path_fails_before_any_work(tmp_path):
+    from jaxcontam.audit.config import ModelEntry
+    from jaxcontam.audit.run import run_audit
+
+    config = config_with(tmp_path, models=(ModelEntry(path=str(tmp_path / "nope"), name="nope"),))
+    with pytest.raises(JaxcontamError, match="no such directory"):
+        run_audit(config)
+    assert not (tmp_path / "out").exists()
+
+
+def test_benchmark_without_answers_and_empty_benchmark_are_refused(tmp_path):
+    from jaxcontam.audit.config import BenchmarkEntry
+    from jaxcontam.audit.run import run_audit
+
+    unlabeled = tmp_path / "unlabeled.jsonl"
+    unlabeled.write_text(json.dumps({"question": "What is 2 + 2?", "answer": ""}) + "\n")
+    config = config_with(tmp_path, benchmarks=(BenchmarkEntry(name=str(unlabeled)),))
+    with pytest.raises(JaxcontamError, match="no gold answer"):
+        run_audit(config)
+    empty = dataclasses.replace(config.benchmarks[0], name="gsm8k", path=str(EXAMPLE / "gsm8k_test_sample.jsonl"),
+                                limit=0)
+    with pytest.raises(JaxcontamError, match="has no items"):
+        run_audit(dataclasses.replace(config, benchmarks=(empty,)))
+    assert not (tmp_path / "out").exists()
+
+
+def test_counts_from_another_tokenizer_are_refused(tmp_path, shared_data):
+    from jaxcontam.audit.run import run_audit
+
+    config = config_with(tmp_path, ngram={"tokenizer": str(shared_data / "gpt2_tokenizer_whisper" / "gpt2.tiktoken")},
+                         counts=str(tmp_path / "counts"))
+    from jaxcontam.audit.inputs import check_inputs
+    from jaxcontam.audit.run import ngram_rows
+
+    ngram_rows(config, check_inputs(config), tmp_path / "out")  # counts with the GPT-2 tokenizer
+    with pytest.raises(JaxcontamError, match="tokenizer"):
+        run_audit(dataclasses.replace(config, ngram={}))  # the model's own tokenizer: the saved counts do not match
+
+
+@pytest.mark.parametrize("extra, where", [("\nmodle = 1\n", r"\[pacost\]"),
+                                          ("\n[ngram]\nmincont = 2\n", r"\[ngram\]"),
+                                          ("\n[[benchmark]]\nname = 'copa'\nsplt = 'test'\n", r"\[\[benchmark\]\] #3")])
+def test_unknown_config_key_is_an_error_naming_its_table(tmp_path, extra, where):
+    path = small_toml(tmp_path, extra=extra)
+    with pytest.raises(JaxcontamError, match=where + ": unknown key"):
+        load_config(path)

@@ -1,0 +1,164 @@
+"""Lazy corpus readers: documents, stable shard names, disjoint complete splits, memory-mapped tokens."""
+
+import gzip
+import json
+
+import datasets
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from jaxcontam.data import Corpus, Document, open_corpus
+from jaxcontam.data.corpus import CorpusShard
+from jaxcontam.errors import DataError
+
+
+@pytest.fixture
+def mixed_folder(tmp_path):
+    """A folder with every text format: .txt, .md, .jsonl, .jsonl.gz, .json list, .parquet, hidden and other files."""
+    root = tmp_path / "corpus"
+    (root / "sub").mkdir(parents=True)
+    (root / "a.txt").write_text("first document", encoding="utf-8")
+    (root / "sub" / "b.md").write_text("# second", encoding="utf-8")
+    (root / "c.jsonl").write_text(json.dumps({"text": "c1"}) + "\n\n" + json.dumps({"text": "c3", "x": 1}) + "\n")
+    with gzip.open(root / "sub" / "d.jsonl.gz", "wt", encoding="utf-8") as handle:
+        handle.write(json.dumps({"text": "gz"}) + "\n")
+    (root / "e.json").write_text(json.dumps([{"text": "e0"}, {"text": "e1"}]))
+    pq.write_table(pa.table({"text": ["p0", "p1", "p2"], "other": [1, 2, 3]}), root / "f.parquet")
+    (root / ".hidden.txt").write_text("skip me")
+    (root / "notes.csv").write_text("ignored,file\n")
+    return root
+
+
+def test_folder_reads_each_format_in_path_order_with_stable_ids(mixed_folder):
+    corpus = open_corpus(mixed_folder)
+    assert (corpus.name, corpus.kind) == ("corpus", "text")
+    assert [s.name for s in corpus.shards] == ["a.txt", "c.jsonl", "e.json", "f.parquet", "sub/b.md", "sub/d.jsonl.gz"]
+    docs = list(corpus.documents())
+    assert [(d.id, d.text) for d in docs] == [
+        ("a.txt", "first document"), ("c.jsonl:1", "c1"), ("c.jsonl:3", "c3"), ("e.json:0", "e0"), ("e.json:1", "e1"),
+        ("f.parquet:0", "p0"), ("f.parquet:1", "p1"), ("f.parquet:2", "p2"), ("sub/b.md", "# second"),
+        ("sub/d.jsonl.gz:1", "gz"),
+    ]
+    assert [d.id for d in open_corpus(mixed_folder).documents()] == [d.id for d in docs]
+
+
+@settings(max_examples=25, deadline=None)
+@given(count=st.integers(1, 9), data=st.data())
+def test_splits_are_disjoint_and_together_complete(count, data):
+    shards = tuple(CorpusShard(f"s{i}", lambda i=i: iter([Document(id=f"d{i}", text=str(i))])) for i in range(7))
+    corpus = Corpus(name="c", kind="text", shards=shards)
+    parts = [corpus.split(index, count) for index in range(count)]
+    names = [s.name for part in parts for s in part.shards]
+    assert sorted(names) == sorted(s.name for s in shards) and len(set(names)) == len(names)
+    index = data.draw(st.integers(0, count - 1))
+    assert [d.id for d in parts[index].documents()] == [f"d{i}" for i in range(index, 7, count)]
+
+
+def test_split_rejects_bad_indices(mixed_folder):
+    corpus = open_corpus(mixed_folder)
+    for index, count in ((2, 2), (-1, 2), (0, 0)):
+        with pytest.raises(DataError, match="0 <= index < count"):
+            corpus.split(index, count)
+
+
+def test_real_text_corpora_open_lazily(shared_data):
+    books = open_corpus(shared_data / "corpus_gutenberg" / "books")
+    assert len(books.shards) == 15 and books.shards[0].name == "pg10900.txt"
+    first = next(books.split(1, 4).documents())
+    assert first.id == books.shards[1].name and len(first.text) > 1000
+    pile = open_corpus(shared_data / "mimir_pile_nonmembers" / "europarl")
+    assert [s.name for s in pile.shards] == ["0/test_raw.jsonl.gz", "1/test_raw.jsonl.gz"]
+    assert sum(1 for _ in pile.shards[0].documents()) == 80
+
+
+def test_npy_tokens_are_memory_mapped_chunks(tmp_path):
+    tokens = np.arange(10, dtype=np.uint32) * 7
+    np.save(tmp_path / "t.npy", tokens)
+    corpus = open_corpus(tmp_path / "t.npy", chunk_tokens=4)
+    assert corpus.kind == "tokens"
+    assert [s.name for s in corpus.shards] == ["t.npy@0:4", "t.npy@4:8", "t.npy@8:10"]
+    docs = list(corpus.documents())
+    np.testing.assert_array_equal(np.concatenate([d.tokens for d in docs]), tokens)
+    assert all(not d.tokens.flags.owndata and not d.tokens.flags.writeable for d in docs)
+
+
+@pytest.mark.parametrize("dtype", ["uint16", "uint32"])
+def test_raw_bin_tokens_match_numpy_fromfile(tmp_path, dtype):
+    tokens = np.random.default_rng(0).integers(0, 50_000, size=1001).astype(dtype)
+    tokens.tofile(tmp_path / "train.bin")
+    corpus = open_corpus(tmp_path, token_dtype=dtype, chunk_tokens=300)
+    assert len(corpus.shards) == 4 and corpus.shards[-1].name == "train.bin@900:1001"
+    np.testing.assert_array_equal(np.concatenate([d.tokens for d in corpus.documents()]),
+                                  np.fromfile(tmp_path / "train.bin", dtype=dtype))
+
+
+def test_token_errors_name_the_file_and_the_fix(tmp_path):
+    (tmp_path / "odd.bin").write_bytes(b"\x00\x01\x02")
+    with pytest.raises(DataError, match=r"odd\.bin: a raw \.bin token file needs token_dtype"):
+        open_corpus(tmp_path / "odd.bin")
+    with pytest.raises(DataError, match=r"odd\.bin: 3 bytes is not a whole number of uint16 tokens"):
+        open_corpus(tmp_path / "odd.bin", token_dtype="uint16")
+    np.save(tmp_path / "f.npy", np.ones((2, 2), dtype=np.float32))
+    with pytest.raises(DataError, match=r"f\.npy: expected a 1-D integer token array"):
+        open_corpus(tmp_path / "f.npy")
+    (tmp_path / "a.txt").write_text("text")
+    with pytest.raises(DataError, match="mixes token arrays"):
+        open_corpus(tmp_path, token_dtype="uint16")
+
+
+def test_text_errors_name_file_and_line(tmp_path):
+    (tmp_path / "bad.txt").write_bytes(b"line one\nline \xff two\n")
+    with pytest.raises(DataError, match=r"bad\.txt, line 2: not valid UTF-8"):
+        list(open_corpus(tmp_path / "bad.txt").documents())
+    (tmp_path / "d.jsonl").write_text(json.dumps({"body": "x"}) + "\n")
+    with pytest.raises(DataError, match=r"d\.jsonl, line 1: no field 'text'; fields present: body"):
+        list(open_corpus(tmp_path / "d.jsonl").documents())
+    assert next(open_corpus(tmp_path / "d.jsonl", field="body").documents()).text == "x"
+    with pytest.raises(DataError, match="does not exist"):
+        open_corpus(tmp_path / "missing.jsonl")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(DataError, match="holds no corpus files"):
+        open_corpus(tmp_path / "empty")
+
+
+def _generate(files):
+    for name in files:
+        for k in range(3):
+            yield {"text": f"{name}-{k}", "meta": k}
+
+
+def test_hub_streaming_dataset_shards_stay_stable(monkeypatch):
+    calls = []
+
+    def load_dataset(name, split=None, streaming=False, **kwargs):
+        calls.append((name, split, streaming))
+        if streaming:
+            return datasets.IterableDataset.from_generator(_generate, gen_kwargs={"files": ["f0", "f1", "f2"]})
+        return datasets.Dataset.from_list(list(_generate(["f0", "f1"])))
+
+    monkeypatch.setattr(datasets, "load_dataset", load_dataset)
+    corpus = open_corpus("org/web-corpus")
+    assert calls == [("org/web-corpus", "train", True)] and corpus.kind == "text"
+    assert [s.name for s in corpus.shards] == [f"org/web-corpus:train/shard{i:05d}-of-00003" for i in range(3)]
+    texts = [d.text for d in corpus.split(1, 2).documents()]
+    assert texts == ["f1-0", "f1-1", "f1-2"]
+    assert sorted(d.text for d in corpus.documents()) == sorted(d["text"] for d in _generate(["f0", "f1", "f2"]))
+    eager = open_corpus("org/web-corpus", streaming=False, split="validation")
+    assert calls[-1] == ("org/web-corpus", "validation", False)
+    ids = [d.id for d in eager.documents()]
+    assert ids[:2] == ["org/web-corpus:validation/rows0-6:0", "org/web-corpus:validation/rows0-6:1"]
+    with pytest.raises(DataError, match="field 'content' must be a string"):
+        list(open_corpus("org/web-corpus", field="content").documents())
+
+
+def test_unreachable_hub_dataset_is_explained(monkeypatch):
+    def load_dataset(*args, **kwargs):
+        raise ConnectionError("no network")
+
+    monkeypatch.setattr(datasets, "load_dataset", load_dataset)
+    with pytest.raises(DataError, match="'org/none' is not a local path and loading it .* failed: no network"):
+        open_corpus("org/none")

@@ -57,15 +57,18 @@ class StageStore:
 
 
 def run_chunked(store: StageStore, items: Sequence, chunk_size: int, compute: Callable[[Sequence], list[dict]],
-                progress: Callable[[int, int], None] | None = None) -> list[dict]:
-    """Records of every item in order, computing only the chunks `store` does not hold yet."""
+                progress: Callable[[int, int, bool], None] | None = None) -> list[dict]:
+    """Records of every item in order, computing only the chunks `store` does not hold yet.
+
+    `progress(done, total, reused)` is called after each chunk; `reused` says it came from an earlier run.
+    """
     starts = range(0, len(items), chunk_size)
     for chunk, start in enumerate(starts):
-        if chunk not in store.chunks:
-            records = compute(items[start : start + chunk_size])
-            store.append(chunk, records)
+        reused = chunk in store.chunks
+        if not reused:
+            store.append(chunk, compute(items[start : start + chunk_size]))
         if progress is not None:
-            progress(chunk + 1, len(starts))
+            progress(chunk + 1, len(starts), reused)
     return [record for chunk in range(len(starts)) for record in store.chunks[chunk]]
 
 

@@ -90,7 +90,9 @@ def _plot_stems(runs: list[dict]) -> list[str]:
 
 
 def _items_of(run: dict, items: list[dict]) -> list[dict]:
-    return [i for i in items if i.get("model") == run.get("model") and i.get("benchmark") == run.get("benchmark")]
+    """The item rows of one run: same model, benchmark and split (rows without a split match any)."""
+    return [i for i in items if i.get("model") == run.get("model") and i.get("benchmark") == run.get("benchmark")
+            and i.get("split", run.get("split")) == run.get("split")]
 
 
 def _run_figures(run: dict, items_of_run: list[dict], plots_dir: Path, stem: str) -> dict[str, Path]:

@@ -1,6 +1,5 @@
 """End to end: benchmark items x a corpus -> saved counts -> per-item metrics; reuse and refusals."""
 
-import dataclasses
 import json
 
 import numpy as np
@@ -11,31 +10,7 @@ from jaxcontam.errors import DataError, IndexMismatchError
 from jaxcontam.ngram.audit import NgramSettings, ensure_counts, item_rows, load_counts, write_items_parquet
 from jaxcontam.ngram.units import WordUnits, load_units, normalize_for_matching
 
-
-@dataclasses.dataclass
-class Doc:
-    id: str
-    text: str | None = None
-    tokens: np.ndarray | None = None
-
-
-@dataclasses.dataclass
-class Shard:
-    name: str
-    docs: list
-    reads: int = 0
-
-    def documents(self):
-        self.reads += 1
-        return iter(self.docs)
-
-
-@dataclasses.dataclass
-class ListCorpus:
-    shards: tuple
-
-    def split(self, index, count):
-        return ListCorpus(self.shards[index::count])
+from corpus_doubles import Doc, ListCorpus, Shard
 
 
 @pytest.fixture(scope="module")

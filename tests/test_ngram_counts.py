@@ -1,6 +1,5 @@
 """Streaming counts: chunk/document boundaries, infini-gram agreement on real text, resume, verification."""
 
-import dataclasses
 import os
 import resource
 import subprocess
@@ -18,35 +17,7 @@ from jaxcontam.ngram.stream import CountView, count_corpus
 from jaxcontam.ngram.table import ItemUnits, NgramTable, build_table, encode_items
 from jaxcontam.ngram.units import load_units
 
-
-@dataclasses.dataclass
-class Doc:
-    id: str
-    text: str | None = None
-    tokens: np.ndarray | None = None
-
-
-@dataclasses.dataclass
-class Shard:
-    name: str
-    docs: list
-    reads: int = 0
-    fail_after: int | None = None  # raise after yielding this many documents (an interrupted pass)
-
-    def documents(self):
-        self.reads += 1
-        for i, doc in enumerate(self.docs):
-            if self.fail_after is not None and i >= self.fail_after:
-                raise KeyboardInterrupt("simulated interruption")
-            yield doc
-
-
-@dataclasses.dataclass
-class ListCorpus:
-    shards: tuple
-
-    def split(self, index, count):
-        return ListCorpus(self.shards[index::count])
+from corpus_doubles import Doc, ListCorpus, Shard
 
 
 def items_from_token_lists(token_lists):

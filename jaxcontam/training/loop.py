@@ -2,6 +2,8 @@
 
 One jitted step for the whole run (every batch has the same shape). A `callback(step, tensors)` runs every
 `callback_every` steps on the current weights without leaving the process: the hook for in-training audits.
+With `checkpoints` (orbax, `TrainCheckpoints`) the state is saved every `checkpoints.every` steps and a rerun
+resumes from the latest one, skipping the batches already trained on (the batch stream must be deterministic).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import optax
 
 from jaxcontam.models import decoder
 from jaxcontam.models.spec import ModelSpec, from_hf_config
+from jaxcontam.training.checkpoints import TrainCheckpoints
 from jaxcontam.training.weights import params_from_hf
 
 
@@ -49,7 +52,7 @@ def optimizer(learning_rate: float, steps: int, warmup: int, weight_decay: float
 def train(config: dict, tensors: dict, batches: Iterable[dict], *, steps: int, learning_rate: float = 3e-3,
           warmup: int = 50, weight_decay: float = 0.01, log_every: int = 50,
           log: Callable[[str], None] = print, callback: Callable[[int, dict], None] | None = None,
-          callback_every: int = 0) -> TrainResult:
+          callback_every: int = 0, checkpoints: TrainCheckpoints | None = None) -> TrainResult:
     """Train `tensors` (HF-named float32 arrays) for at most `steps` batches; returns the trained tensors."""
     spec = from_hf_config(config)
     tx = optimizer(learning_rate, steps, warmup, weight_decay)
@@ -62,10 +65,17 @@ def train(config: dict, tensors: dict, batches: Iterable[dict], *, steps: int, l
 
     weights = {k: jnp.asarray(v) for k, v in tensors.items()}
     opt_state = tx.init(weights)
-    losses, seen, start = [], 0, time.perf_counter()
+    resumed = checkpoints.latest_step() if checkpoints is not None else None
+    if resumed:
+        weights, opt_state = checkpoints.restore(resumed, weights, opt_state)
+        log(f"resumed from the checkpoint of step {resumed}")
+    losses, seen, start, trained = [], 0, time.perf_counter(), resumed or 0
     for step, batch in enumerate(batches, start=1):
         if step > steps:
             break
+        if step <= trained:
+            continue
+        trained = step
         weights, opt_state, loss = step_fn(weights, opt_state, batch)
         seen += int(batch["tokens"].size)
         if step % log_every == 0 or step == steps:
@@ -73,5 +83,9 @@ def train(config: dict, tensors: dict, batches: Iterable[dict], *, steps: int, l
             log(f"step {step}/{steps}  loss {losses[-1]:.3f}  {seen / (time.perf_counter() - start):,.0f} tokens/s")
         if callback is not None and callback_every and step % callback_every == 0:
             callback(step, weights)
+        if checkpoints is not None and step % checkpoints.every == 0:
+            checkpoints.save(step, weights, opt_state)
+    if checkpoints is not None and trained and checkpoints.latest_step() != trained:
+        checkpoints.save(trained, weights, opt_state)
     elapsed = time.perf_counter() - start
     return TrainResult({k: np.asarray(v) for k, v in weights.items()}, losses, seen / max(elapsed, 1e-9))

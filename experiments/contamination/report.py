@@ -1,0 +1,234 @@
+"""Tables and plots from the cells of a controlled-contamination run (see run.py).
+
+    python experiments/contamination/report.py experiments/contamination/results
+
+Writes DIR/report.md (power vs rate, copies and form; false-positive rates; the minimum detectable
+contamination per detector; EPG vs copies; audit cost) and DIR/*.png. A detector "detects" a cell when its
+p-value is <= ALPHA: the paired test for PaCoST, the one-sided Mann-Whitney test of contaminated vs clean
+items for the per-item scores (Min-K%++, mean log-prob, ConTAM LONGEST-MATCH), the t-test over shards for
+the sharded test.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import pathlib
+from collections import defaultdict
+
+import numpy as np
+
+ALPHA = 0.05
+DETECTORS = {  # label -> where its p-value (and optional AUC) lives in a benchmark entry
+    "PaCoST answer log-prob": lambda e: (e["pacost"]["pvalue"], None),
+    "PaCoST P(True)": lambda e: (e["pacost"]["variants"]["p_true"]["pvalue"], None),
+    "PaCoST question Min-K%++": lambda e: (e["pacost"]["variants"]["question_min_k_plus_plus"]["pvalue"], None),
+    "Min-K%++": lambda e: (e["likelihood"]["min_k_plus_plus"].get("pvalue"), e["likelihood"]["min_k_plus_plus"].get("auc")),
+    "Mean log-prob": lambda e: (e["likelihood"]["mean_logprob"].get("pvalue"), e["likelihood"]["mean_logprob"].get("auc")),
+    "Sharded test": lambda e: (e["sharded"].get("pvalue"), None),
+    "ConTAM LONGEST-MATCH": lambda e: (e["contam"]["per_metric"]["longest_match"].get("pvalue"),
+                                       e["contam"]["per_metric"]["longest_match"].get("auc")),
+}
+PER_ITEM = {"Min-K%++", "Mean log-prob", "ConTAM LONGEST-MATCH"}  # need contaminated and clean items
+BENCHMARKS = ("gsm8k", "copa")
+
+
+def finite(value) -> bool:
+    return value is not None and isinstance(value, (int, float)) and math.isfinite(value)
+
+
+def load_cells(results: pathlib.Path) -> list[dict]:
+    return [json.loads(p.read_text()) for p in sorted((results / "cells").glob("*.json"))]
+
+
+def outcome(record: dict, benchmark: str, detector: str) -> tuple[float | None, float | None]:
+    pvalue, auc = DETECTORS[detector](record["benchmarks"][benchmark])
+    return (pvalue if finite(pvalue) else None), (auc if finite(auc) else None)
+
+
+def summary_cell(records: list[dict], benchmark: str, detector: str) -> str:
+    """'k/n (p~median, AUC mean)' over the seeds of one grid point; '-' where the detector is undefined."""
+    results = [outcome(r, benchmark, detector) for r in records]
+    pvalues = [p for p, _ in results if p is not None]
+    if not pvalues:
+        return "-"
+    text = f"{sum(p <= ALPHA for p in pvalues)}/{len(pvalues)} (p {np.median(pvalues):.2g}"
+    aucs = [a for _, a in results if a is not None]
+    return text + (f", AUC {np.mean(aucs):.2f})" if aucs else ")")
+
+
+def group(records: list[dict], key) -> dict:
+    grouped = defaultdict(list)
+    for record in records:
+        grouped[key(record["cell"])].append(record)
+    return dict(sorted(grouped.items()))
+
+
+def table(title: str, rows: dict, label: str, benchmark: str) -> list[str]:
+    lines = [f"#### {title}: {benchmark}", "", f"| {label} | seeds | " + " | ".join(DETECTORS) + " |",
+             "|" + "---|" * (len(DETECTORS) + 2)]
+    for value, records in rows.items():
+        lines.append(f"| {value} | {len(records)} | " +
+                     " | ".join(summary_cell(records, benchmark, d) for d in DETECTORS) + " |")
+    return lines + [""]
+
+
+def arm(records: list[dict], name: str) -> list[dict]:
+    return [r for r in records if name in r["cell"]["arms"]]
+
+
+def false_positive_lines(records: list[dict]) -> list[str]:
+    lines = ["### False-positive rate", "",
+             "Cells with nothing injected (0%) and the decontaminated control (50% x 8 copies injected, then "
+             "filtered out of the stream by `DecontaminationFilter`): the share of (cell, benchmark) pairs a "
+             "detector flags at p <= 0.05. Per-item detectors are scored on the control against the items that "
+             "were meant to be injected.", "",
+             "| arm | cells | " + " | ".join(DETECTORS) + " |", "|" + "---|" * (len(DETECTORS) + 2)]
+    for label, chosen in (("0% (null)", [r for r in records if r["cell"]["rate"] == 0]),
+                          ("decontaminated", [r for r in records if r["cell"]["decontaminate"]])):
+        cells = []
+        for detector in DETECTORS:
+            pvalues = [p for r in chosen for b in BENCHMARKS if (p := outcome(r, b, detector)[0]) is not None]
+            cells.append(f"{sum(p <= ALPHA for p in pvalues)}/{len(pvalues)}" if pvalues else "-")
+        lines.append(f"| {label} | {len(chosen)} | " + " | ".join(cells) + " |")
+    dropped = [r["filter"] for r in records if r["cell"]["decontaminate"]]
+    if dropped:
+        lines += ["", "The filter dropped " + "; ".join(
+            f"{d['dropped_injected']} of the injected and {d['dropped_replay']} replayed documents" for d in dropped)
+            + " (one entry per control cell)."]
+    return lines + [""]
+
+
+def minimum_detectable(records: list[dict]) -> list[str]:
+    """Smallest rate from which every seed is detected at every higher rate too (copies 4, prompt + answer)."""
+    rates = group([r for r in arm(records, "rate") if r["cell"]["rate"] > 0], lambda c: c["rate"])
+    lines = ["### Minimum detectable contamination", "",
+             "The smallest contaminated share (4 copies of prompt + answer) from which the detector flags every "
+             "seed at every larger share too.", "", "| detector | " + " | ".join(BENCHMARKS) + " |", "|---|---|---|"]
+    for detector in DETECTORS:
+        cells = []
+        for benchmark in BENCHMARKS:
+            detected = {rate: all((p := outcome(r, benchmark, detector)[0]) is not None and p <= ALPHA for r in rs)
+                        for rate, rs in rates.items()}
+            found = [rate for rate in detected if all(detected[r] for r in detected if r >= rate)]
+            cells.append(f"{min(found):.0%}" if found else "not detected")
+        lines.append(f"| {detector} | " + " | ".join(cells) + " |")
+    return lines + [""]
+
+
+def epg_lines(records: list[dict]) -> list[str]:
+    lines = ["### Accuracy and EPG vs copies", "",
+             "Accuracy on the contaminated and clean items (the truth), and ConTAM's LONGEST-MATCH threshold "
+             "selection (mean over seeds; '-' where no threshold qualifies).", "",
+             "| benchmark | copies | acc contaminated | acc clean | threshold | % marked | EPG |",
+             "|---|---|---|---|---|---|---|"]
+    for benchmark in BENCHMARKS:
+        for copies, rs in group(arm(records, "copies"), lambda c: c["copies"]).items():
+            entries = [r["benchmarks"][benchmark] for r in rs]
+            acc = [np.mean([e["pacost"]["accuracy"][k] for e in entries]) for k in ("contaminated", "clean")]
+            chosen = [e["contam"] for e in entries if e["contam"]["threshold"] is not None]
+            stats = ["-"] * 3 if not chosen else [
+                f"{np.mean([c['threshold'] for c in chosen]):.2f}",
+                f"{np.mean([c['frac_contaminated'] for c in chosen]):.0%}",
+                f"{np.mean([c['epg'] for c in chosen]):+.3f}"]
+            lines.append(f"| {benchmark} | {copies} | {acc[0]:.0%} | {acc[1]:.0%} | " + " | ".join(stats) + " |")
+    return lines + [""]
+
+
+def cost_lines(records: list[dict]) -> list[str]:
+    seconds = defaultdict(list)
+    for record in records:
+        seconds["fine-tune"].append(record["training"]["seconds"])
+        seconds["n-gram counts (both benchmarks)"].append(record["ngram_seconds"])
+        for benchmark in BENCHMARKS:
+            for detector, value in record["benchmarks"][benchmark]["seconds"].items():
+                seconds[f"{detector} ({benchmark})"].append(value)
+    lines = ["### Cost per cell", "", "| stage | mean seconds |", "|---|---|"]
+    lines += [f"| {stage} | {np.mean(values):.1f} |" for stage, values in seconds.items()]
+    return lines + [""]
+
+
+def plot_power(records: list[dict], key: str, arm_name: str, path: pathlib.Path, xlabel: str, log_x: bool) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    points = group([r for r in arm(records, arm_name) if r["cell"]["rate"] > 0], lambda c: c[key])
+    fig, axes = plt.subplots(1, len(BENCHMARKS), figsize=(11, 4), sharey=True)
+    for ax, benchmark in zip(axes, BENCHMARKS):
+        for detector in DETECTORS:
+            xs, ys = [], []
+            for value, rs in points.items():
+                pvalues = [p for r in rs if (p := outcome(r, benchmark, detector)[0]) is not None]
+                if pvalues:
+                    xs.append(value)
+                    ys.append(np.mean([p <= ALPHA for p in pvalues]))
+            ax.plot(xs, ys, marker="o", label=detector)
+        ax.set_title(benchmark)
+        ax.set_xlabel(xlabel)
+        if log_x:
+            ax.set_xscale("log")
+    axes[0].set_ylabel(f"share of seeds detected (p <= {ALPHA})")
+    axes[-1].legend(fontsize=7, loc="lower right")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def plot_training_trace(records: list[dict], path: pathlib.Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(BENCHMARKS), figsize=(11, 4), sharey=True)
+    for ax, benchmark in zip(axes, BENCHMARKS):
+        for record in arm(records, "copies"):
+            if record["cell"]["seed"] != 0:
+                continue
+            trace = record["in_training"]
+            steps = [h["step"] / record["training"]["steps"] for h in trace]
+            ax.plot(steps, [h["min_k_plus_plus_auc"][benchmark] for h in trace], marker="o",
+                    label=f"{record['cell']['copies']} copies")
+        ax.axhline(0.5, color="grey", lw=0.8)
+        ax.set_title(benchmark)
+        ax.set_xlabel("share of the fine-tune done")
+    axes[0].set_ylabel("Min-K%++ AUC (in-training audit)")
+    axes[-1].legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("results", type=pathlib.Path)
+    args = parser.parse_args()
+    records = load_cells(args.results)
+    if not records:
+        raise SystemExit(f"no finished cells under {args.results / 'cells'}: run run.py first")
+    lines = [f"## Results ({len(records)} cells)", "",
+             "Each entry: seeds detected at p <= 0.05 / seeds, the median p-value and, for per-item scores, the "
+             "mean AUC of contaminated vs clean items.", "", "### Power vs contaminated share (4 copies, prompt + answer)", ""]
+    for benchmark in BENCHMARKS:
+        lines += table("share contaminated", group(arm(records, "rate"), lambda c: f"{c['rate']:.0%}"), "share",
+                       benchmark)
+    lines += ["### Power vs copies (50% contaminated, prompt + answer)", ""]
+    for benchmark in BENCHMARKS:
+        lines += table("copies", group(arm(records, "copies"), lambda c: c["copies"]), "copies", benchmark)
+    lines += ["### Power vs form (50% contaminated, 8 copies)", ""]
+    for benchmark in BENCHMARKS:
+        lines += table("form", group(arm(records, "form"), lambda c: c["form"]), "form", benchmark)
+    lines += false_positive_lines(records) + minimum_detectable(records) + epg_lines(records) + cost_lines(records)
+    (args.results / "report.md").write_text("\n".join(lines) + "\n")
+    plot_power(records, "rate", "rate", args.results / "power_vs_rate.png", "share of the benchmark contaminated",
+               False)
+    plot_power(records, "copies", "copies", args.results / "power_vs_copies.png", "copies per item", True)
+    plot_training_trace(records, args.results / "auc_during_training.png")
+    print(args.results / "report.md")
+
+
+if __name__ == "__main__":
+    main()

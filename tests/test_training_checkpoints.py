@@ -1,0 +1,42 @@
+"""Orbax training checkpoints: an interrupted run resumes to exactly the weights of an uninterrupted one."""
+
+import itertools
+
+import numpy as np
+import pytest
+
+from jaxcontam.training import init_hf_tensors, packed_batches, train
+from jaxcontam.training.checkpoints import TrainCheckpoints
+
+TINY = dict(model_type="llama", vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+            num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64, rms_norm_eps=1e-5,
+            hidden_act="silu", tie_word_embeddings=True, rope_theta=10000.0, bos_token_id=1, eos_token_id=2)
+
+
+def _batches():
+    rng = np.random.default_rng(0)
+    docs = [rng.integers(3, 64, 30).tolist() for _ in range(40)]
+    return packed_batches(docs, seq_len=32, batch_size=4, epochs=3, seed=0)
+
+
+def test_an_interrupted_run_resumes_to_the_uninterrupted_weights(tmp_path):
+    quiet = dict(log=lambda _: None, learning_rate=1e-2, warmup=2)
+    whole = train(TINY, init_hf_tensors(TINY), _batches(), steps=6, **quiet)
+    checkpoints = TrainCheckpoints(tmp_path / "ckpt", every=2)
+    train(TINY, init_hf_tensors(TINY), itertools.islice(_batches(), 3), steps=6, checkpoints=checkpoints, **quiet)
+    assert checkpoints.latest_step() == 3  # the interrupted run saved where it stopped
+    messages = []
+    resumed = train(TINY, init_hf_tensors(TINY, seed=1), _batches(), steps=6, checkpoints=checkpoints,
+                    **(quiet | {"log": messages.append}))
+    assert "resumed from the checkpoint of step 3" in messages
+    for name, value in whole.tensors.items():
+        np.testing.assert_allclose(resumed.tensors[name], value, rtol=1e-5, atol=1e-6)
+    restored = TrainCheckpoints(tmp_path / "ckpt", every=2).restore_weights()
+    assert all(np.array_equal(restored[k], v) for k, v in resumed.tensors.items())
+
+
+def test_weights_cannot_be_restored_before_any_save(tmp_path):
+    with pytest.raises(FileNotFoundError, match="no checkpoint"):
+        TrainCheckpoints(tmp_path, every=1).restore_weights()
+    with pytest.raises(ValueError, match="interval"):
+        TrainCheckpoints(tmp_path, every=0)

@@ -177,9 +177,15 @@ def main():
     parser.add_argument("--python-tokens", type=int, default=5_000_000, help="tokens for the (slow) Python scan")
     parser.add_argument("--chunk", type=int, default=1 << 20, help="jaxcontam window starts per chunk")
     parser.add_argument("--skip-infinigram", action="store_true")
+    parser.add_argument("--one-device", action="store_true", help="count on one XLA CPU device (one core)")
     args = parser.parse_args()
 
     import jax
+
+    from jaxcontam.ngram.stream import use_cpu_cores
+
+    if not args.one_device:
+        use_cpu_cores()
 
     from jaxcontam.ngram.table import build_table, encode_items
     from jaxcontam.ngram.units import load_units
@@ -190,7 +196,7 @@ def main():
     table = build_table(encode_items(benchmark_segments(), units), N)
     table_s = time.perf_counter() - start
     cores = len(os.sched_getaffinity(0))
-    print(f"device {jax.devices()[0].platform}, {cores} cores; corpus {len(tokens):,} tokens in {len(offsets) - 1:,} "
+    print(f"device {jax.devices()[0].platform} x{len(jax.local_devices())}, {cores} cores; corpus {len(tokens):,} tokens in {len(offsets) - 1:,} "
           f"documents; table {len(table):,} distinct {N}-grams of {len(table.items.keys):,} items ({table_s:.1f} s)")
 
     run_jaxcontam(table, tokens[: offsets[min(50, len(offsets) - 1)]], offsets[:51], args.chunk)  # compile once

@@ -23,7 +23,6 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 from jaxcontam.errors import DataError, IndexMismatchError
@@ -104,10 +103,18 @@ class ChunkPacker:
 
 
 class _ViewCounter:
-    """Device-side counting of one view's chunks, with lazy overflow handling."""
+    """Device-side counting of one view's chunks, with lazy overflow handling.
+
+    Chunks go round-robin to every local device (one table copy and one counter each), so several
+    GPUs, or several XLA CPU devices (`use_cpu_cores`), count in parallel; the counters are summed
+    at each flush.
+    """
 
     def __init__(self, view: CountView, chunk_starts: int, capacity: int, verify: bool):
-        self.table = device_table(view.table)
+        self.devices = jax.local_devices()
+        table = device_table(view.table)
+        self.tables = [jax.device_put(table, device) for device in self.devices]
+        self.rows = table.rows
         self.chunk_starts, self.capacity, self.verify = chunk_starts, capacity, verify
         self.packer = ChunkPacker(chunk_starts, view.table.n)
         self.flush_every = max(1, (1 << 30) // chunk_starts)  # int32 device counts cannot overflow
@@ -117,14 +124,15 @@ class _ViewCounter:
         self._reset_device()
 
     def _reset_device(self):
-        self.device = jnp.zeros(self.table.rows + 1, jnp.int32)
+        self.device = [jax.device_put(np.zeros(self.rows + 1, np.int32), d) for d in self.devices]
         self.device_rejected: list = []  # per-chunk scalars, fetched at flush (no eager adds per chunk)
         self.pending: list = []
         self.since_flush = 0
+        self.lane = 0
 
-    def _run(self, tokens, segments, capacity):
-        self.device, overflow, rejected = count_chunk(
-            self.table, self.device, tokens, segments, capacity=capacity, verify=self.verify
+    def _run(self, lane, tokens, segments, capacity):
+        self.device[lane], overflow, rejected = count_chunk(
+            self.tables[lane], self.device[lane], tokens, segments, capacity=capacity, verify=self.verify
         )
         self.device_rejected.append(rejected)
         return overflow
@@ -137,10 +145,10 @@ class _ViewCounter:
         packer only once the device has finished reading them.
         """
         while len(self.pending) > keep:
-            overflow, tokens, segments, host = self.pending.pop(0)
+            lane, overflow, tokens, segments, host = self.pending.pop(0)
             if bool(overflow):
-                self._run(tokens, segments, self.chunk_starts)
-                jax.block_until_ready(self.device)
+                self._run(lane, tokens, segments, self.chunk_starts)
+                jax.block_until_ready(self.device[lane])
                 self.capacity = min(self.chunk_starts, 2 * self.capacity)
             self.packer.release(host)
 
@@ -150,9 +158,11 @@ class _ViewCounter:
             self._dispatch(chunk)
 
     def _dispatch(self, chunk):
-        tokens, segments = jnp.asarray(chunk[0]), jnp.asarray(chunk[1])
-        self.pending.append((self._run(tokens, segments, self.capacity), tokens, segments, chunk))
-        self._resolve(keep=2)  # lets the host pack the next chunk while the device counts
+        lane, device = self.lane, self.devices[self.lane]
+        self.lane = (self.lane + 1) % len(self.devices)
+        tokens, segments = jax.device_put(chunk[0], device), jax.device_put(chunk[1], device)
+        self.pending.append((lane, self._run(lane, tokens, segments, self.capacity), tokens, segments, chunk))
+        self._resolve(keep=2 * len(self.devices))  # lets the host pack the next chunks while devices count
         self.since_flush += 1
         if self.since_flush >= self.flush_every:
             self.flush_device()
@@ -164,7 +174,8 @@ class _ViewCounter:
 
     def flush_device(self) -> None:
         self._resolve(keep=0)
-        self.host += np.asarray(self.device[: self.table.rows], dtype=np.int64)
+        for counts in self.device:
+            self.host += np.asarray(counts[: self.rows], dtype=np.int64)
         self.rejected += sum(int(r) for r in self.device_rejected)
         self._reset_device()
 
@@ -228,6 +239,22 @@ def _save_checkpoint(path: Path, views, counters, shards: list[str]) -> None:
         rejected=[c.rejected for c in counters],
     )
     write_npz(path, {f"counts_{i}": c.host for i, c in enumerate(counters)}, header)
+
+
+def use_cpu_cores(cores: int | None = None) -> bool:
+    """Give XLA one CPU device per core (default: every core this process may use), so a CPU-only count
+    runs one chunk per core at a time. Only possible before JAX starts its backends; returns whether it
+    took effect (False when JAX is already running or the user chose a device count)."""
+    import os
+
+    if jax.config.jax_num_cpu_devices != -1 or "xla_force_host_platform_device_count" in os.environ.get(
+            "XLA_FLAGS", ""):
+        return False
+    try:
+        jax.config.update("jax_num_cpu_devices", cores or len(os.sched_getaffinity(0)))
+    except RuntimeError:  # backends already initialised: keep the devices there are
+        return False
+    return True
 
 
 def _sum_over_processes(values: np.ndarray) -> np.ndarray:

@@ -32,6 +32,7 @@ DETECTORS = {  # label -> where its p-value (and optional AUC) lives in a benchm
 }
 PER_ITEM = {"Min-K%++", "Mean log-prob", "ConTAM LONGEST-MATCH"}  # need contaminated and clean items
 BENCHMARKS = ("gsm8k", "copa")
+REFERENCE_COPIES = 4  # the power-vs-share sweep and the minimum detectable share use this many copies
 
 
 def finite(value) -> bool:
@@ -69,13 +70,33 @@ def table(title: str, rows: dict, label: str, benchmark: str) -> list[str]:
     lines = [f"#### {title}: {benchmark}", "", f"| {label} | seeds | " + " | ".join(DETECTORS) + " |",
              "|" + "---|" * (len(DETECTORS) + 2)]
     for value, records in rows.items():
+        value = f"{value:.0%}" if label == "share" else value
         lines.append(f"| {value} | {len(records)} | " +
                      " | ".join(summary_cell(records, benchmark, d) for d in DETECTORS) + " |")
     return lines + [""]
 
 
-def arm(records: list[dict], name: str) -> list[dict]:
-    return [r for r in records if name in r["cell"]["arms"]]
+def select(records: list[dict], *, rate=None, copies=None, form=None) -> list[dict]:
+    """Cells without the decontamination filter matching the given settings (a 0% cell matches any copies
+    and form: nothing was injected)."""
+    def keep(cell):
+        if cell["decontaminate"] or (rate is not None and cell["rate"] != rate):
+            return False
+        return cell["rate"] == 0 or ((copies is None or cell["copies"] == copies) and
+                                     (form is None or cell["form"] == form))
+    return [r for r in records if keep(r["cell"])]
+
+
+def rate_sweep(records):
+    return select(records, copies=REFERENCE_COPIES, form="prompt_answer")
+
+
+def copies_sweep(records):
+    return select(records, rate=0.5, form="prompt_answer")
+
+
+def form_sweep(records):
+    return select(records, rate=0.5, copies=8)
 
 
 def false_positive_lines(records: list[dict]) -> list[str]:
@@ -102,7 +123,7 @@ def false_positive_lines(records: list[dict]) -> list[str]:
 
 def minimum_detectable(records: list[dict]) -> list[str]:
     """Smallest rate from which every seed is detected at every higher rate too (copies 4, prompt + answer)."""
-    rates = group([r for r in arm(records, "rate") if r["cell"]["rate"] > 0], lambda c: c["rate"])
+    rates = group([r for r in rate_sweep(records) if r["cell"]["rate"] > 0], lambda c: c["rate"])
     lines = ["### Minimum detectable contamination", "",
              "The smallest contaminated share (4 copies of prompt + answer) from which the detector flags every "
              "seed at every larger share too.", "", "| detector | " + " | ".join(BENCHMARKS) + " |", "|---|---|---|"]
@@ -124,7 +145,7 @@ def epg_lines(records: list[dict]) -> list[str]:
              "| benchmark | copies | acc contaminated | acc clean | threshold | % marked | EPG |",
              "|---|---|---|---|---|---|---|"]
     for benchmark in BENCHMARKS:
-        for copies, rs in group(arm(records, "copies"), lambda c: c["copies"]).items():
+        for copies, rs in group(copies_sweep(records), lambda c: c["copies"]).items():
             entries = [r["benchmarks"][benchmark] for r in rs]
             acc = [np.mean([e["pacost"]["accuracy"][k] for e in entries]) for k in ("contaminated", "clean")]
             chosen = [e["contam"] for e in entries if e["contam"]["threshold"] is not None]
@@ -149,13 +170,13 @@ def cost_lines(records: list[dict]) -> list[str]:
     return lines + [""]
 
 
-def plot_power(records: list[dict], key: str, arm_name: str, path: pathlib.Path, xlabel: str, log_x: bool) -> None:
+def plot_power(records: list[dict], key: str, path: pathlib.Path, xlabel: str, log_x: bool) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    points = group([r for r in arm(records, arm_name) if r["cell"]["rate"] > 0], lambda c: c[key])
+    points = group([r for r in records if r["cell"]["rate"] > 0], lambda c: c[key])
     fig, axes = plt.subplots(1, len(BENCHMARKS), figsize=(11, 4), sharey=True)
     for ax, benchmark in zip(axes, BENCHMARKS):
         for detector in DETECTORS:
@@ -185,8 +206,8 @@ def plot_training_trace(records: list[dict], path: pathlib.Path) -> None:
 
     fig, axes = plt.subplots(1, len(BENCHMARKS), figsize=(11, 4), sharey=True)
     for ax, benchmark in zip(axes, BENCHMARKS):
-        for record in arm(records, "copies"):
-            if record["cell"]["seed"] != 0:
+        for record in copies_sweep(records):
+            if record["cell"]["seed"] != 0 or record["cell"]["rate"] == 0:
                 continue
             trace = record["in_training"]
             steps = [h["step"] / record["training"]["steps"] for h in trace]
@@ -213,19 +234,19 @@ def main() -> None:
              "Each entry: seeds detected at p <= 0.05 / seeds, the median p-value and, for per-item scores, the "
              "mean AUC of contaminated vs clean items.", "", "### Power vs contaminated share (4 copies, prompt + answer)", ""]
     for benchmark in BENCHMARKS:
-        lines += table("share contaminated", group(arm(records, "rate"), lambda c: f"{c['rate']:.0%}"), "share",
-                       benchmark)
+        lines += table("share contaminated", group(rate_sweep(records), lambda c: c["rate"]), "share", benchmark)
     lines += ["### Power vs copies (50% contaminated, prompt + answer)", ""]
     for benchmark in BENCHMARKS:
-        lines += table("copies", group(arm(records, "copies"), lambda c: c["copies"]), "copies", benchmark)
+        lines += table("copies", group(copies_sweep(records), lambda c: c["copies"]), "copies", benchmark)
     lines += ["### Power vs form (50% contaminated, 8 copies)", ""]
     for benchmark in BENCHMARKS:
-        lines += table("form", group(arm(records, "form"), lambda c: c["form"]), "form", benchmark)
+        lines += table("form", group([r for r in form_sweep(records) if r["cell"]["rate"] > 0],
+                                     lambda c: c["form"]), "form", benchmark)
     lines += false_positive_lines(records) + minimum_detectable(records) + epg_lines(records) + cost_lines(records)
     (args.results / "report.md").write_text("\n".join(lines) + "\n")
-    plot_power(records, "rate", "rate", args.results / "power_vs_rate.png", "share of the benchmark contaminated",
+    plot_power(rate_sweep(records), "rate", args.results / "power_vs_rate.png", "share of the benchmark contaminated",
                False)
-    plot_power(records, "copies", "copies", args.results / "power_vs_copies.png", "copies per item", True)
+    plot_power(copies_sweep(records), "copies", args.results / "power_vs_copies.png", "copies per item", True)
     plot_training_trace(records, args.results / "auc_during_training.png")
     print(args.results / "report.md")
 

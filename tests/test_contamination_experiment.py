@@ -3,6 +3,7 @@ stage (base training with orbax checkpoints, injection, decontamination control,
 n-gram evidence), the report, and resuming a finished grid."""
 
 import json
+import os
 import pathlib
 import subprocess
 import sys
@@ -18,8 +19,11 @@ pytestmark = pytest.mark.skipif(not SHARED.is_dir(), reason="needs ../shared/dat
 
 
 def _run(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, *args], cwd=REPO, capture_output=True, text=True, timeout=600,
-                          check=True)
+    """Run a script of the checkout (with the checkout's package, as the tests import it)."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
+    done = subprocess.run([sys.executable, *args], cwd=REPO, capture_output=True, text=True, timeout=600, env=env)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done
 
 
 @pytest.fixture(scope="module")

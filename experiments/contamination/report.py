@@ -126,14 +126,19 @@ def minimum_detectable(records: list[dict]) -> list[str]:
     rates = group([r for r in rate_sweep(records) if r["cell"]["rate"] > 0], lambda c: c["rate"])
     lines = ["### Minimum detectable contamination", "",
              "The smallest contaminated share (4 copies of prompt + answer) from which the detector flags every "
-             "seed at every larger share too.", "", "| detector | " + " | ".join(BENCHMARKS) + " |", "|---|---|---|"]
+             "seed at every larger share too; a detector that also flags models trained with nothing injected "
+             "(0%) is not calibrated there, whatever its power.", "", "| detector | " + " | ".join(BENCHMARKS) + " |", "|---|---|---|"]
     for detector in DETECTORS:
         cells = []
         for benchmark in BENCHMARKS:
             detected = {rate: all((p := outcome(r, benchmark, detector)[0]) is not None and p <= ALPHA for r in rs)
                         for rate, rs in rates.items()}
             found = [rate for rate in detected if all(detected[r] for r in detected if r >= rate)]
-            cells.append(f"{min(found):.0%}" if found else "not detected")
+            null = [p for r in records if r["cell"]["rate"] == 0
+                    and (p := outcome(r, benchmark, detector)[0]) is not None]
+            false_alarms = sum(p <= ALPHA for p in null)
+            cell = f"{min(found):.0%}" if found else "not detected"
+            cells.append(cell + (f" (but flags {false_alarms}/{len(null)} clean models)" if false_alarms else ""))
         lines.append(f"| {detector} | " + " | ".join(cells) + " |")
     return lines + [""]
 

@@ -177,15 +177,14 @@ def main():
     parser.add_argument("--python-tokens", type=int, default=5_000_000, help="tokens for the (slow) Python scan")
     parser.add_argument("--chunk", type=int, default=1 << 20, help="jaxcontam window starts per chunk")
     parser.add_argument("--skip-infinigram", action="store_true")
-    parser.add_argument("--one-device", action="store_true", help="count on one XLA CPU device (one core)")
+    parser.add_argument("--cpu-devices", type=int, default=None,
+                        help="XLA CPU devices to count on (chunks go round-robin over devices)")
     args = parser.parse_args()
 
     import jax
 
-    from jaxcontam.ngram.stream import use_cpu_cores
-
-    if not args.one_device:
-        use_cpu_cores()
+    if args.cpu_devices:
+        jax.config.update("jax_num_cpu_devices", args.cpu_devices)
 
     from jaxcontam.ngram.table import build_table, encode_items
     from jaxcontam.ngram.units import load_units

@@ -40,10 +40,8 @@ def ngram(benchmarks, path, split, corpora, tokenizer, n, mincount, skip_budget,
     from jaxcontam.data.corpus import open_corpus
     from jaxcontam.errors import DataError
     from jaxcontam.ngram.audit import NgramSettings, ensure_counts, item_rows, write_items_parquet
-    from jaxcontam.ngram.stream import use_cpu_cores
     from jaxcontam.ngram.units import load_units
 
-    use_cpu_cores()  # CPU-only hosts count one chunk per core (no effect on accelerators)
     if path is not None and len(benchmarks) > 1:
         raise DataError("--path names one benchmark's files; give one --benchmark with it, or drop --path")
     settings = NgramSettings(n=n, fields=fields, normalize=normalize)

@@ -105,9 +105,9 @@ class ChunkPacker:
 class _ViewCounter:
     """Device-side counting of one view's chunks, with lazy overflow handling.
 
-    Chunks go round-robin to every local device (one table copy and one counter each), so several
-    GPUs, or several XLA CPU devices (`use_cpu_cores`), count in parallel; the counters are summed
-    at each flush.
+    Chunks go round-robin to every local device (one table copy and one counter each), so the GPUs
+    of a host count in parallel; the counters are summed at each flush. (Several XLA CPU devices on
+    one 2-core host were slower than one: `experiments/perf/ngram_count.py --cpu-devices 2`.)
     """
 
     def __init__(self, view: CountView, chunk_starts: int, capacity: int, verify: bool):
@@ -239,22 +239,6 @@ def _save_checkpoint(path: Path, views, counters, shards: list[str]) -> None:
         rejected=[c.rejected for c in counters],
     )
     write_npz(path, {f"counts_{i}": c.host for i, c in enumerate(counters)}, header)
-
-
-def use_cpu_cores(cores: int | None = None) -> bool:
-    """Give XLA one CPU device per core (default: every core this process may use), so a CPU-only count
-    runs one chunk per core at a time. Only possible before JAX starts its backends; returns whether it
-    took effect (False when JAX is already running or the user chose a device count)."""
-    import os
-
-    if jax.config.jax_num_cpu_devices != -1 or "xla_force_host_platform_device_count" in os.environ.get(
-            "XLA_FLAGS", ""):
-        return False
-    try:
-        jax.config.update("jax_num_cpu_devices", cores or len(os.sched_getaffinity(0)))
-    except RuntimeError:  # backends already initialised: keep the devices there are
-        return False
-    return True
 
 
 def _sum_over_processes(values: np.ndarray) -> np.ndarray:

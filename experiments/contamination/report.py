@@ -113,11 +113,11 @@ def false_positive_lines(records: list[dict]) -> list[str]:
             pvalues = [p for r in chosen for b in BENCHMARKS if (p := outcome(r, b, detector)[0]) is not None]
             cells.append(f"{sum(p <= ALPHA for p in pvalues)}/{len(pvalues)}" if pvalues else "-")
         lines.append(f"| {label} | {len(chosen)} | " + " | ".join(cells) + " |")
-    dropped = [r["filter"] for r in records if r["cell"]["decontaminate"]]
-    if dropped:
-        lines += ["", "The filter dropped " + "; ".join(
-            f"{d['dropped_injected']} of the injected and {d['dropped_replay']} replayed documents" for d in dropped)
-            + " (one entry per control cell)."]
+    controls = [r for r in records if r["cell"]["decontaminate"]]
+    if controls:
+        lines += ["", "The filter dropped, per control cell: " + "; ".join(
+            f"seed {r['cell']['seed']}: {r['filter']['dropped_injected']} of {r['n_injected_documents']} injected and "
+            f"{r['filter']['dropped_replay']} of {r['n_replay_documents']} replayed documents" for r in controls) + "."]
     return lines + [""]
 
 
@@ -125,14 +125,16 @@ def minimum_detectable(records: list[dict]) -> list[str]:
     """Smallest rate from which every seed is detected at every higher rate too (copies 4, prompt + answer)."""
     rates = group([r for r in rate_sweep(records) if r["cell"]["rate"] > 0], lambda c: c["rate"])
     lines = ["### Minimum detectable contamination", "",
-             "The smallest contaminated share (4 copies of prompt + answer) from which the detector flags every "
+             "The smallest contaminated share (4 copies of prompt + answer; shares where a detector is undefined "
+             "are skipped) from which the detector flags every "
              "seed at every larger share too; a detector that also flags models trained with nothing injected "
              "(0%) is not calibrated there, whatever its power.", "", "| detector | " + " | ".join(BENCHMARKS) + " |", "|---|---|---|"]
     for detector in DETECTORS:
         cells = []
         for benchmark in BENCHMARKS:
-            detected = {rate: all((p := outcome(r, benchmark, detector)[0]) is not None and p <= ALPHA for r in rs)
-                        for rate, rs in rates.items()}
+            pvalues = {rate: [outcome(r, benchmark, detector)[0] for r in rs] for rate, rs in rates.items()}
+            detected = {rate: all(p is not None and p <= ALPHA for p in ps) for rate, ps in pvalues.items()
+                        if any(p is not None for p in ps)}  # per-item scores are undefined at 100% (no clean items)
             found = [rate for rate in detected if all(detected[r] for r in detected if r >= rate)]
             null = [p for r in records if r["cell"]["rate"] == 0
                     and (p := outcome(r, benchmark, detector)[0]) is not None]
@@ -211,7 +213,7 @@ def plot_training_trace(records: list[dict], path: pathlib.Path) -> None:
 
     fig, axes = plt.subplots(1, len(BENCHMARKS), figsize=(11, 4), sharey=True)
     for ax, benchmark in zip(axes, BENCHMARKS):
-        for record in copies_sweep(records):
+        for record in sorted(copies_sweep(records), key=lambda r: r["cell"]["copies"]):
             if record["cell"]["seed"] != 0 or record["cell"]["rate"] == 0:
                 continue
             trace = record["in_training"]

@@ -245,7 +245,7 @@ def run_cell(experiment: Experiment, cell: dict) -> dict:
                    callback=callback, callback_every=max(1, steps // finetune["audits"]))
     record["training"] = {"steps": steps, "tokens": steps * base["seq_len"] * base["batch_size"],
                           "seconds": time.perf_counter() - start, "final_loss": result.losses[-1]}
-    record["in_training"] = [{"step": h["step"], "min_k_plus_plus_auc": {
+    record["in_training"] = [{"step": h["step"], "seconds": h["seconds"], "min_k_plus_plus_auc": {
         name: r["likelihood"]["min_k_plus_plus"].get("auc") for name, r in h["results"].items()}}
         for h in callback.history]
 

@@ -199,9 +199,13 @@ def main():
           f"documents; table {len(table):,} distinct {N}-grams of {len(table.items.keys):,} items ({table_s:.1f} s)")
 
     run_jaxcontam(table, tokens[: offsets[min(50, len(offsets) - 1)]], offsets[:51], args.chunk)  # compile once
+    cpu_before = resource.getrusage(resource.RUSAGE_SELF)
     counts, jc_s = run_jaxcontam(table, tokens, offsets, args.chunk)
+    cpu_after = resource.getrusage(resource.RUSAGE_SELF)
+    cpu_s = sum(getattr(cpu_after, f) - getattr(cpu_before, f) for f in ("ru_utime", "ru_stime"))
     rate = len(tokens) / jc_s
-    print(f"jaxcontam   {jc_s:8.2f} s  {rate / 1e6:8.1f} M tokens/s  ({rate / 1e6 / cores:.1f} M/s per core); "
+    print(f"jaxcontam   {jc_s:8.2f} s  {rate / 1e6:8.1f} M tokens/s  ({rate / 1e6 / cores:.1f} M/s per core of the "
+          f"machine; {len(tokens) / cpu_s / 1e6:.1f} M per CPU-second used, {cpu_s / jc_s:.2f} cores busy); "
           f"{int((counts > 0).sum()):,} table n-grams found, {int(counts.sum()):,} occurrences")
 
     py_last = int(np.searchsorted(offsets, min(args.python_tokens, len(tokens)), side="left"))

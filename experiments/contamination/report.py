@@ -186,18 +186,21 @@ def plot_power(records: list[dict], key: str, path: pathlib.Path, xlabel: str, l
     points = group([r for r in records if r["cell"]["rate"] > 0], lambda c: c[key])
     fig, axes = plt.subplots(1, len(BENCHMARKS), figsize=(11, 4), sharey=True)
     for ax, benchmark in zip(axes, BENCHMARKS):
-        for detector in DETECTORS:
+        for index, detector in enumerate(DETECTORS):
             xs, ys = [], []
             for value, rs in points.items():
                 pvalues = [p for r in rs if (p := outcome(r, benchmark, detector)[0]) is not None]
                 if pvalues:
                     xs.append(value)
                     ys.append(np.mean([p <= ALPHA for p in pvalues]))
-            ax.plot(xs, ys, marker="o", label=detector)
+            ax.plot(xs, ys, marker="os^vDxP"[index], linestyle=("-", "--", ":")[index % 3], alpha=0.75,
+                    markersize=9 - index, label=detector)  # distinct styles: overlapping curves stay visible
         ax.set_title(benchmark)
         ax.set_xlabel(xlabel)
         if log_x:
             ax.set_xscale("log")
+            ax.set_xticks(list(points), [str(v) for v in points])
+            ax.minorticks_off()
     axes[0].set_ylabel(f"share of seeds detected (p <= {ALPHA})")
     axes[-1].legend(fontsize=7, loc="lower right")
     fig.tight_layout()

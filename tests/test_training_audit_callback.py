@@ -5,7 +5,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from jaxcontam.detect.sharded_test import shard_bounds
-from jaxcontam.training.audit_callback import fitting_shards, separation
+from jaxcontam.stats import separation
+from jaxcontam.training.audit_callback import fitting_shards
 
 
 @settings(max_examples=80, deadline=None)

@@ -33,9 +33,10 @@ from build_example import SHARED, public_text, sample  # noqa: E402
 from jaxcontam.data import attach_paraphrases, load_benchmark, load_paraphrases  # noqa: E402
 from jaxcontam.detect.pacost import PacostSettings  # noqa: E402
 from jaxcontam.detect.rephrase import choose_attached  # noqa: E402
+from jaxcontam.stats import separation  # noqa: E402
 from jaxcontam.training import init_hf_tensors, packed_batches, save_hf_model, train, train_bpe_tokenizer  # noqa: E402
 from jaxcontam.training.audit_callback import (  # noqa: E402
-    AuditCallback, AuditPlan, AuditTarget, audit_model, model_from_weights, separation)
+    AuditCallback, AuditPlan, AuditTarget, audit_model, model_from_weights)
 from jaxcontam.training.batches import count_steps  # noqa: E402
 from jaxcontam.training.checkpoints import TrainCheckpoints  # noqa: E402
 from jaxcontam.training.injection import FORMS, choose_contaminated, injected_documents, item_text  # noqa: E402

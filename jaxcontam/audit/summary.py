@@ -8,7 +8,7 @@ import numpy as np
 
 from jaxcontam.detect.pacost import PacostSettings, paired_summary, pacost_summary
 from jaxcontam.ngram.audit import METRICS
-from jaxcontam.stats import adjust, epg_curve, select_threshold
+from jaxcontam.stats import adjust, epg_curve, select_threshold, separation
 
 DETECTORS = ("mean_logprob", "zlib_ratio", "min_k", "min_k_plus_plus")
 LOWER_MEANS_SEEN = {"zlib_ratio"}  # every other detector: higher = more likely seen in training
@@ -59,13 +59,7 @@ def contam_summary(rows: list[dict], options: dict) -> dict:
 
 def _auc(scores: np.ndarray, labels: np.ndarray) -> float:
     """P(score of a contaminated item > score of a clean one), ties counted half (Mann-Whitney U / n1 n2)."""
-    from scipy.stats import rankdata
-
-    positives, negatives = labels.sum(), (~labels).sum()
-    if positives == 0 or negatives == 0:
-        return math.nan
-    ranks = rankdata(scores)
-    return float((ranks[labels].sum() - positives * (positives + 1) / 2) / (positives * negatives))
+    return separation(scores, labels)["auc"]
 
 
 def ground_truth_summary(rows: list[dict], pacost: PacostSettings | None, has_contam: bool,

@@ -20,6 +20,7 @@ from jaxcontam.stats.paired import (
 )
 from jaxcontam.stats.pairs import DROP_REASONS, FilteredPairs, filter_pairs
 from jaxcontam.stats.power import minimum_detectable_effect, power, sample_size
+from jaxcontam.stats.separation import separation
 from jaxcontam.stats.sharded import ShardedStatistic, sharded_statistic
 from jaxcontam.stats.validation import StatsInputError
 
@@ -27,5 +28,5 @@ __all__ = [
     "DROP_REASONS", "AdjustedPValues", "ConfidenceInterval", "EPGCurve", "EPGRow", "FilteredPairs",
     "PairedTestResult", "ShardedStatistic", "StatsInputError", "ThresholdSelection", "adjust", "cohens_dz",
     "default_paired_method", "default_thresholds", "epg_curve", "filter_pairs", "minimum_detectable_effect",
-    "paired_test", "power", "sample_size", "select_threshold", "sharded_statistic",
+    "paired_test", "power", "sample_size", "select_threshold", "separation", "sharded_statistic",
 ]

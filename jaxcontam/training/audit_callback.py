@@ -23,16 +23,17 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxcontam.audit.summary import DETECTORS as LIKELIHOOD_SIGNALS
+from jaxcontam.audit.summary import LOWER_MEANS_SEEN
 from jaxcontam.detect.pacost import PacostSettings, pacost_records, pacost_summary
 from jaxcontam.models.model import Model
 from jaxcontam.models.sharding import make_mesh
 from jaxcontam.models.spec import from_hf_config
+from jaxcontam.stats import separation
 from jaxcontam.training.injection import FILE_SEPARATOR
 from jaxcontam.training.weights import params_from_hf
 
 DETECTORS = ("likelihood", "pacost", "sharded")
-LIKELIHOOD_SIGNALS = ("mean_logprob", "zlib_ratio", "min_k", "min_k_plus_plus")
-LOWER_MEANS_SEEN = {"zlib_ratio"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -64,21 +65,6 @@ def model_from_weights(config: dict, tensors: dict, tokenizer, mesh=None) -> Mod
     spec = from_hf_config(config)
     params = params_from_hf({name: jnp.asarray(value) for name, value in tensors.items()}, spec)
     return Model(config=spec, params=params, tokenizer=tokenizer, mesh=mesh or make_mesh())
-
-
-def separation(scores: Sequence[float], labels: Sequence[bool], higher_means_seen: bool = True) -> dict:
-    """AUC of `scores` for contaminated vs clean items (ties count half) and the one-sided Mann-Whitney p."""
-    from scipy.stats import mannwhitneyu
-
-    values = np.asarray(scores, np.float64) * (1.0 if higher_means_seen else -1.0)
-    labels = np.asarray(labels, bool)
-    finite = np.isfinite(values)
-    seen, clean = values[finite & labels], values[finite & ~labels]
-    if seen.size == 0 or clean.size == 0:
-        return {"auc": math.nan, "pvalue": math.nan, "n_contaminated": int(seen.size), "n_clean": int(clean.size)}
-    test = mannwhitneyu(seen, clean, alternative="greater")
-    return {"auc": float(test.statistic / (seen.size * clean.size)), "pvalue": float(test.pvalue),
-            "n_contaminated": int(seen.size), "n_clean": int(clean.size)}
 
 
 def _likelihood(model, target: AuditTarget, plan: AuditPlan) -> tuple[dict, list[dict]]:

@@ -8,9 +8,7 @@ import pytest
 from jaxcontam.training import init_hf_tensors, packed_batches, train
 from jaxcontam.training.checkpoints import TrainCheckpoints
 
-TINY = dict(model_type="llama", vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-            num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64, rms_norm_eps=1e-5,
-            hidden_act="silu", tie_word_embeddings=True, rope_theta=10000.0, bos_token_id=1, eos_token_id=2)
+from test_training import TINY
 
 
 def _batches():

@@ -33,8 +33,9 @@ def test_packing_round_trips_in_input_order(seqs, rows, pack):
     assert sorted(seen) == list(range(len(seqs)))
     for i, s in enumerate(seqs):
         np.testing.assert_array_equal(out[i], s[1:])
-    if not pack:
+    if not pack:  # one sequence per row, and no part-empty batch before the last
         assert all(len({p.row for p in b.placements}) == len(b.placements) for b in batches)
+        assert all(len(b.placements) == rows for b in batches[:-1])
 
 
 def test_short_sequences_share_rows():

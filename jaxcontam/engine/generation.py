@@ -132,21 +132,26 @@ def _generate_bucket(params, spec, tokens, positions, last, lengths, prompt_inde
     return out
 
 
-_SPLIT_PARAMS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_SPLIT_PARAMS: dict[int, tuple] = {}  # id(model) -> (weak reference to it, the params split, their split)
 
 
 def _decode_params(model):
-    """`model.params` split per layer for the decode loop, once per model (redone if its params are replaced)."""
+    """`model.params` split per layer for the decode loop, once per model (redone if its params are replaced).
+
+    Keyed by identity: models are mutable dataclasses, hence unhashable; the entry goes when the model does.
+    """
     from jaxcontam import models
 
-    try:
-        held = _SPLIT_PARAMS.get(model)
-    except TypeError:  # a model object without weak references: split on every call
-        return models.split_layers(model.params)
-    if held is None or held[0] is not model.params:
-        held = (model.params, models.split_layers(model.params))
-        _SPLIT_PARAMS[model] = held
-    return held[1]
+    key = id(model)
+    held = _SPLIT_PARAMS.get(key)
+    if held is None or held[0]() is not model or held[1] is not model.params:
+        try:
+            alive = weakref.ref(model, lambda _, key=key: _SPLIT_PARAMS.pop(key, None))
+        except TypeError:  # an object without weak references: split on every call
+            return models.split_layers(model.params)
+        held = (alive, model.params, models.split_layers(model.params))
+        _SPLIT_PARAMS[key] = held
+    return held[2]
 
 
 def _layout(batch, rows: int, padding: str):

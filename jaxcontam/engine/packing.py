@@ -54,11 +54,9 @@ def default_buckets(max_length: int, smallest: int = 64) -> tuple[int, ...]:
     return tuple(buckets)
 
 
-def _pack_rows(lengths: Sequence[int], indices: Sequence[int], row_length: int, pack: bool) -> list[list[int]]:
+def _pack_rows(lengths: Sequence[int], indices: Sequence[int], row_length: int) -> list[list[int]]:
     """Best-fit-decreasing: each sequence (longest first) goes to the fullest row that still has room."""
     order = sorted(indices, key=lambda i: -lengths[i])
-    if not pack:
-        return [[i] for i in order]
     rows: list[list[int]] = []
     free: list[tuple[int, int]] = []  # (room left, row number), sorted
     for i in order:
@@ -104,8 +102,8 @@ def plan_batches(
 ) -> list[PackedBatch]:
     """Pack `token_ids` into batches of shape [rows_per_batch, bucket] for a few bucket lengths.
 
-    Every sequence must be non-empty and no longer than the largest bucket.
-    Batches come grouped by bucket, so a run compiles one program per bucket.
+    Every sequence must be non-empty and no longer than the largest bucket. Batches come grouped by bucket, so
+    a run compiles one program per bucket. `pack=False` puts one sequence per row (generation, P(True)).
     """
     lengths = [len(t) for t in token_ids]
     for i, n in enumerate(lengths):
@@ -120,14 +118,29 @@ def plan_batches(
             f"sequence {i} has {lengths[i]} tokens, longer than the largest bucket ({buckets[-1]}): "
             f"truncate it or pass a larger bucket (up to the model's max_position)"
         )
+    if not pack:
+        return _unpacked_batches(token_ids, lengths, rows_per_batch, buckets)
     by_bucket: dict[int, list[int]] = {}
     for i, n in enumerate(lengths):
         by_bucket.setdefault(buckets[bisect.bisect_left(buckets, n)], []).append(i)
     batches = []
     for row_length in sorted(by_bucket):
-        rows = _pack_rows(lengths, by_bucket[row_length], row_length, pack)
+        rows = _pack_rows(lengths, by_bucket[row_length], row_length)
         for start in range(0, len(rows), rows_per_batch):
             batches.append(_fill_batch(token_ids, rows[start : start + rows_per_batch], rows_per_batch, row_length))
+    return batches
+
+
+def _unpacked_batches(token_ids, lengths: list[int], rows_per_batch: int, buckets: tuple[int, ...]) -> list[PackedBatch]:
+    """One sequence per row, longest first: every batch but the last is full, and each takes the smallest bucket
+    that holds its longest sequence (a per-bucket split would leave a part-empty batch in every bucket, and each
+    row of a batch costs a full generation loop)."""
+    order = sorted(range(len(lengths)), key=lambda i: -lengths[i])
+    batches = []
+    for start in range(0, len(order), rows_per_batch):
+        members = order[start : start + rows_per_batch]
+        row_length = buckets[bisect.bisect_left(buckets, lengths[members[0]])]
+        batches.append(_fill_batch(token_ids, [[i] for i in members], rows_per_batch, row_length))
     return batches
 
 

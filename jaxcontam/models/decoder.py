@@ -34,12 +34,12 @@ def _windowed(allowed: jax.Array, q_pos: jax.Array, k_pos: jax.Array, window: ja
     return allowed & ((window == 0) | inside)
 
 
-def _layer(spec: ModelSpec, w: dict, x: jax.Array, cos, sin, keys_values):
-    """One decoder layer; keys_values(k, v) -> (all keys, all values, allowed mask, cache outputs)."""
+def _layer(spec: ModelSpec, w: dict, x: jax.Array, cos, sin, attention):
+    """One decoder layer; attention(q, k, v) -> (attention output [B, T, H, Dh], cache outputs)."""
     h = layers.norm(spec, w["attn_norm"], x)
     q, k, v = layers.attention_inputs(spec, w, h, cos, sin)
-    k_all, v_all, allowed, carry_out = keys_values(k, v)
-    a = layers.attention_output(spec, w, layers.attend(spec, q, k_all, v_all, allowed))
+    o, carry_out = attention(q, k, v)
+    a = layers.attention_output(spec, w, o)
     if spec.attn_post_norm:
         a = layers.norm(spec, w["attn_post_norm"], a)
     if spec.parallel_residual:
@@ -67,7 +67,7 @@ def hidden_states(params: dict, spec: ModelSpec, tokens: jax.Array, positions: j
     def body(x, layer):
         w, window = layer
         allowed = _windowed(base, positions, positions, window)
-        return _layer(spec, w, x, cos, sin, lambda k, v: (k, v, allowed, None))
+        return _layer(spec, w, x, cos, sin, lambda q, k, v: (layers.attend(spec, q, k, v, allowed), None))
 
     x, _ = jax.lax.scan(body, x, (params["layers"], windows))
     return layers.norm(spec, params["final_norm"], x)
@@ -81,10 +81,13 @@ def split_layers(params: dict) -> dict:
     """
     if isinstance(params["layers"], list):
         return params
-    stacked = params["layers"]
+    return {**params, "layers": _unstack(params["layers"])}
+
+
+@jax.jit
+def _unstack(stacked: dict) -> list[dict]:
     count = jax.tree.leaves(stacked)[0].shape[0]
-    per_layer = jax.jit(lambda s: [jax.tree.map(lambda a: a[i], s) for i in range(count)])(stacked)
-    return {**params, "layers": per_layer}
+    return [jax.tree.map(lambda a, i=i: a[i], stacked) for i in range(count)]
 
 
 def init_cache(spec: ModelSpec, batch: int, max_len: int, dtype) -> dict:
@@ -117,14 +120,14 @@ def decode(params: dict, spec: ModelSpec, tokens: jax.Array, positions: jax.Arra
                                            cache["v"], strict=True):
         allowed = _windowed(base, positions, slot_pos, jnp.int32(window))
 
-        def keys_values(k, v, k_cache=k_cache, v_cache=v_cache, allowed=allowed):
-            # write only the new slots, in place; attention reads [B, S, Hkv, Dh] views of the [B, Hkv, S, Dh] cache
+        def cached_attention(q, k, v, k_cache=k_cache, v_cache=v_cache, allowed=allowed):
+            # write only the new slots, in place, and attend over the cache in its own [B, Hkv, S, Dh] layout
             start = (0, 0, cache_index, 0)
             k_all = jax.lax.dynamic_update_slice(k_cache, jnp.swapaxes(k, 1, 2).astype(k_cache.dtype), start)
             v_all = jax.lax.dynamic_update_slice(v_cache, jnp.swapaxes(v, 1, 2).astype(v_cache.dtype), start)
-            return jnp.swapaxes(k_all, 1, 2), jnp.swapaxes(v_all, 1, 2), allowed, (k_all, v_all)
+            return layers.attend(spec, q, k_all, v_all, allowed, heads_first=True), (k_all, v_all)
 
-        x, (k_all, v_all) = _layer(spec, w, x, cos, sin, keys_values)
+        x, (k_all, v_all) = _layer(spec, w, x, cos, sin, cached_attention)
         k_out.append(k_all)
         v_out.append(v_all)
     return layers.norm(spec, params["final_norm"], x), {"k": k_out, "v": v_out, "pos": slot_pos}

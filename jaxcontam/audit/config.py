@@ -63,7 +63,7 @@ class AuditConfig:
     out: str = DEFAULT_OUT
     alpha: float = 0.05
     correction: str = "holm"
-    chunk_size: int = 50
+    chunk_size: int = 64  # items per resumable chunk; a multiple of the 16-row batches, so none runs part-empty
     pacost: PacostSettings = PacostSettings()
     rephrase_model: str | None = None
     gates: dict = dataclasses.field(default_factory=dict)
@@ -162,7 +162,7 @@ def load_config(path: str | Path) -> AuditConfig:
         corpora=tuple(_resolve(base, c) for c in corpus.get("paths", [])),
         corpus_text_field=corpus.get("text_field", "text"), counts=_resolve(base, corpus.get("counts")),
         out=raw.get("out", DEFAULT_OUT), alpha=float(raw.get("alpha", 0.05)),
-        correction=raw.get("correction", "holm"), chunk_size=int(raw.get("chunk_size", 50)),
+        correction=raw.get("correction", "holm"), chunk_size=int(raw.get("chunk_size", AuditConfig.chunk_size)),
         pacost=pacost_settings, rephrase_model=rephrase_model, gates=gates,
         k=float(_table(raw, "likelihood", str(path)).get("k", 0.2)), ngram=ngram,
         contam=_table(raw, "contam", str(path)),

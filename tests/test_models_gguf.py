@@ -350,3 +350,39 @@ def test_smollm2_stop_ids_and_chat_template(smollm2):
     assert end_of_turn_id(ours.tokenizer) == im_end
     assert "<|im_start|>" in ours.tokenizer.chat_template
     assert ours.config.num_layers == 30 and ours.config.num_kv_heads == 3 and ours.config.tie_word_embeddings
+
+
+def test_smollm2_chat_ptrue_matches_torch(smollm2):
+    """P(True) of a real instruct model in its chat template: the judge request is the user's turn, the reply opens
+    with "The proposed answer is: (", and A / B are read from torch's next-token softmax there."""
+    from jaxcontam.engine.ptrue import p_true
+
+    ours, reference = smollm2
+    tokenizer = ours.tokenizer
+    pairs = [("What is the capital of France?", "Paris"), ("What is the capital of France?", "Berlin"),
+             ("How many legs does a spider have?", "Eight")]
+    found = p_true(ours, [q for q, _ in pairs], [a for _, a in pairs], chat="auto")
+    a_id, b_id = (tokenizer.encode(letter, add_special_tokens=False)[0] for letter in "AB")
+    for i, (question, answer) in enumerate(pairs):
+        request = (f"Question: {question}\nProposed Answer: {answer}\nIs the proposed answer:\n (A) True\n"
+                   " (B) False")
+        text = tokenizer.apply_chat_template([{"role": "user", "content": request}], tokenize=False,
+                                             add_generation_prompt=True) + "The proposed answer is: ("
+        ids = tokenizer.encode(text, add_special_tokens=False)
+        assert text.startswith("<|im_start|>") and tokenizer.encode(text + "A", add_special_tokens=False)[-1] == a_id
+        with torch.inference_mode():
+            logp = torch.log_softmax(reference(torch.tensor([ids])).logits[0, -1].double(), -1)
+        p_a, p_b = float(logp[a_id].exp()), float(logp[b_id].exp())
+        assert abs(found.p_true[i] - p_a) <= 1e-4 and abs(found.p_false[i] - p_b) <= 1e-4
+        assert abs(found.normalised[i] - p_a / (p_a + p_b)) <= 1e-4
+
+
+def test_smollm2_chat_answer_ends_at_end_of_turn(smollm2):
+    """Asked in its chat template, the instruct model answers and closes its turn with <|im_end|>."""
+    from jaxcontam.engine.chat import chat_text, encode_chat
+
+    ours, _ = smollm2
+    text = chat_text(ours.tokenizer, "What is the capital of France? Answer in one word.", "auto")
+    (answer,) = generate(ours, [encode_chat(ours.tokenizer, text, "auto")], max_new_tokens=24,
+                         stop_token_ids=ours.config.eos_token_ids)
+    assert answer.finish_reason == "stop_token" and "Paris" in answer.text

@@ -16,12 +16,12 @@ Multiple choice follows lm-eval-harness (`TemplateLM._encode_pair`, `HFLM._logli
   the delimiter: `Benchmark.choice_text`), not UTF-8 bytes.
 
 Generative items are answered greedily (stop at EOS or a stop string) and scored by the benchmark (exact
-match after its normalisation, e.g. the GSM8K final number). The answer's log-prob is scored on the
-generated ids themselves, after exactly the prompt ids the model saw: the generated text is cut at the
-first stop string, and the answer's ids are the shortest prefix of the generated ids whose decoded
-text starts with the whole cut text (a token holding the answer's last characters and the start of
-the stop string is kept). Each answer carries its mean log-prob per token given the prompt: the
-likelihood confidence of PaCoST.
+match after its normalisation, e.g. the GSM8K final number). The answer's log-prob is that of the
+generated ids themselves, after exactly the prompt ids the model saw, read from the generation's own
+per-token log-probs (no second pass): the generated text is cut at the first stop string, and the
+answer's ids are the shortest prefix of the generated ids whose decoded text starts with the whole cut
+text (a token holding the answer's last characters and the start of the stop string is kept). Each
+answer carries its mean log-prob per token given the prompt: the likelihood confidence of PaCoST.
 """
 
 from __future__ import annotations
@@ -133,12 +133,8 @@ def _answer_generative(model, benchmark, items, prompts: Sequence[str], max_new_
                            progress=progress)
     cut = [_cut(tok.decode(g.token_ids, skip_special_tokens=True), stop_strings) for g in generations]
     counts = [answer_token_count(tok, g.token_ids, c) if c.strip() else 0 for g, c in zip(generations, cut)]
-    scored = [i for i, n in enumerate(counts) if n]
-    means = [math.nan] * len(items)
-    if scored:
-        pairs = [(prompt_ids[i], list(generations[i].token_ids[:counts[i]])) for i in scored]
-        for i, logprobs in zip(scored, _continuation_logprobs(model, pairs)):
-            means[i] = float(logprobs.mean())
+    # the answer's mean log-prob given the prompt, from the generation's own per-token log-probs (no rescoring)
+    means = [float(np.mean(g.token_logprobs[:n])) if n else math.nan for g, n in zip(generations, counts)]
     texts = [c.strip() for c in cut]
     return [Answer(text=t, choice=None, correct=benchmark.score(item, t) if t else 0.0, correct_norm=None,
                    answer_logprob=m) for item, t, m in zip(items, texts, means)]

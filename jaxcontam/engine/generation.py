@@ -28,11 +28,16 @@ from jaxcontam.errors import JaxcontamError
 
 @dataclasses.dataclass(frozen=True)
 class Generation:
-    """Generated token ids (stop token excluded), their text, and why generation ended."""
+    """Generated token ids (stop token excluded), their text, why generation ended, and each token's log-prob.
+
+    `token_logprobs[j]`: log p(token_ids[j] | prompt, earlier tokens) under the model's own distribution
+    (untempered, full-vocabulary float32 softmax), so a generated answer's likelihood needs no second pass.
+    """
 
     token_ids: list[int]
     text: str | None
     finish_reason: Literal["stop_token", "stop_string", "length"]
+    token_logprobs: list[float] = dataclasses.field(default_factory=list)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -94,7 +99,8 @@ def sample_next(logits: jax.Array, keys: jax.Array, temperature: jax.Array, top_
 @functools.partial(jax.jit, static_argnames=("spec", "max_new_tokens"))
 def _generate_bucket(params, spec, tokens, positions, last, lengths, prompt_index, seed, temperature, top_p,
                      stop_ids, *, max_new_tokens):
-    """Prefill [B, P] prompts and decode up to max_new_tokens; returns int32 [B, max_new_tokens], -1 after a stop.
+    """Prefill [B, P] prompts and decode up to max_new_tokens; returns int32 [B, max_new_tokens] (-1 after a stop)
+    and each token's float32 log-prob under the untempered model.
 
     `params`: best split per layer (`models.split_layers`), so each step reads the weights in place.
     """
@@ -110,26 +116,30 @@ def _generate_bucket(params, spec, tokens, positions, last, lengths, prompt_inde
     def pick(h, step):
         logits = models.logits_from_hidden(params, spec, h).astype(jnp.float32)
         step_keys = jax.vmap(lambda k: jax.random.fold_in(k, step))(keys)
-        return sample_next(logits, step_keys, temperature, top_p)
+        token = sample_next(logits, step_keys, temperature, top_p)
+        chosen = jnp.take_along_axis(logits, token[:, None], axis=-1)[:, 0]
+        return token, chosen - jax.nn.logsumexp(logits, axis=-1)
 
-    first = pick(h_last, 0)
+    first, first_logp = pick(h_last, 0)
     out = jnp.full((batch, max_new_tokens), -1, jnp.int32).at[:, 0].set(first)
+    out_logp = jnp.zeros((batch, max_new_tokens), jnp.float32).at[:, 0].set(first_logp)
     done = jnp.isin(first, stop_ids)
 
     def cond(state):
-        step, _, _, done, _ = state
+        step, _, _, done, _, _ = state
         return (step < max_new_tokens) & ~jnp.all(done)
 
     def body(state):
-        step, token, cache, done, out = state
+        step, token, cache, done, out, out_logp = state
         pos = (lengths + step - 1)[:, None]
         hidden, cache = models.decode(params, spec, token[:, None], pos, cache, prompt_len + step - 1)
-        nxt = pick(hidden[:, 0], step)
+        nxt, logp = pick(hidden[:, 0], step)
         out = out.at[:, step].set(jnp.where(done, -1, nxt))
-        return step + 1, nxt, cache, done | jnp.isin(nxt, stop_ids), out
+        out_logp = out_logp.at[:, step].set(logp)
+        return step + 1, nxt, cache, done | jnp.isin(nxt, stop_ids), out, out_logp
 
-    *_, out = jax.lax.while_loop(cond, body, (jnp.int32(1), first, cache, done, out))
-    return out
+    *_, out, out_logp = jax.lax.while_loop(cond, body, (jnp.int32(1), first, cache, done, out, out_logp))
+    return out, out_logp
 
 
 _SPLIT_PARAMS: dict[int, tuple] = {}  # id(model) -> (weak reference to it, the params split, their split)
@@ -171,18 +181,19 @@ def _layout(batch, rows: int, padding: str):
     return tokens, positions, last, lengths
 
 
-def _truncate(tokens: list[int], stop_ids, tokenizer, stop_strings) -> Generation:
+def _truncate(tokens: list[int], logprobs: list[float], stop_ids, tokenizer, stop_strings) -> Generation:
     reason = "length"
     for j, t in enumerate(tokens):
         if t == -1 or t in stop_ids:
             tokens, reason = tokens[:j], "stop_token"
             break
+    logprobs = logprobs[: len(tokens)]
     text = tokenizer.decode(tokens, skip_special_tokens=True) if tokenizer is not None else None
     if text is not None and stop_strings:
         cuts = [text.find(s) for s in stop_strings if s in text]
         if cuts:
             text, reason = text[: min(cuts)], "stop_string"
-    return Generation(tokens, text, reason)
+    return Generation(tokens, text, reason, logprobs)
 
 
 def generate(
@@ -234,15 +245,16 @@ def generate(
         index = np.zeros(rows, np.int32)
         for p in batch.placements:
             index[p.row] = p.index
-        out = _generate_bucket(
+        out, out_logp = _generate_bucket(
             params, spec,
             *(global_array(a, mesh) for a in (tokens, positions, last, lengths, index)),
             np.uint32(seed), np.float32(temperature), np.float32(top_p), stop,
             max_new_tokens=max_new_tokens,
         )
-        out = fetch(out)
+        out, out_logp = fetch(out), fetch(out_logp)
         for p in batch.placements:
-            results[p.index] = _truncate(out[p.row].tolist(), set(stop.tolist()), model.tokenizer, stop_strings)
+            results[p.index] = _truncate(out[p.row].tolist(), out_logp[p.row].tolist(), set(stop.tolist()),
+                                         model.tokenizer, stop_strings)
             generated += len(results[p.index].token_ids)
         if report is not None:
             done += len(batch.placements)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from jaxcontam.models import layers
+from jaxcontam.models import attention, layers
 from jaxcontam.models.spec import ModelSpec
 
 
@@ -56,18 +56,17 @@ def hidden_states(params: dict, spec: ModelSpec, tokens: jax.Array, positions: j
     """Final-normed hidden states [B, T, D] of int32 [B, T] tokens.
 
     Attention is causal (by position) and within the same segment; segment 0 is padding, so several
-    sequences can be packed in one row with their own positions starting at 0.
+    sequences can be packed in one row with their own positions starting at 0. Memory is linear in T
+    (`attention.packed_attention`).
     """
     x = _embed(params, spec, tokens, positions)
     cos, sin = _rope(spec, positions)
-    same = (segment_ids[:, :, None] == segment_ids[:, None, :]) & (segment_ids[:, :, None] > 0)
-    base = same & (positions[:, None, :] <= positions[:, :, None])
     windows = jnp.asarray(spec.layer_windows, jnp.int32)
 
     def body(x, layer):
         w, window = layer
-        allowed = _windowed(base, positions, positions, window)
-        return _layer(spec, w, x, cos, sin, lambda q, k, v: (layers.attend(spec, q, k, v, allowed), None))
+        return _layer(spec, w, x, cos, sin, lambda q, k, v: (
+            attention.packed_attention(spec, q, k, v, positions, segment_ids, window), None))
 
     x, _ = jax.lax.scan(body, x, (params["layers"], windows))
     return layers.norm(spec, params["final_norm"], x)

@@ -104,6 +104,25 @@ def test_a_corpus_folder_without_text_is_refused_before_the_model(jaxcontam_cli,
     assert "holds no corpus files" in err and "skipped README.md" in err
 
 
+@pytest.mark.parametrize("command", ["audit", "ngram"])
+def test_a_corpus_file_that_is_not_utf8_is_refused_before_any_work(jaxcontam_cli, tmp_path, command):
+    """A Latin-1 file among UTF-8 ones (the shared inaugural-address corpus has one) is named with its line
+    and the fix before the model is loaded or any text is tokenized."""
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "a.txt").write_text("plain text\n" * 3, encoding="utf-8")
+    (corpus / "b.txt").write_bytes("first line\nsecond line, caf\u00e9\n".encode("latin-1"))
+    out = tmp_path / "out"
+    if command == "audit":
+        code, err = jaxcontam_cli("audit", "--model", MODEL, "--benchmark", "copa", "--split", "test",
+                                  "--corpus", corpus, "--out", out)
+    else:
+        code, err = jaxcontam_cli("ngram", "--benchmark", "copa", "--split", "test", "--tokenizer", MODEL,
+                                  "--corpus", corpus, "--out", out)
+    assert code == 2 and MODEL_LOAD_REACHED not in err and not out.exists()
+    assert "b.txt, line 2: not valid UTF-8" in err and "re-encode it as UTF-8" in err
+
+
 def no_test_summary() -> dict:
     """A run whose paraphrases were all rejected: the real paired_summary, round-tripped through summary.json."""
     records = [{"rephrase": None, "p_true_original": 0.9, "p_true_rephrased": math.nan,

@@ -134,18 +134,29 @@ def load_audit_benchmark(entry: BenchmarkEntry, *, needs_rephrasings: bool = Fal
     return AuditBenchmark(entry, benchmark, truth)
 
 
-def _check_corpus(spec: str, text_field: str) -> None:
-    """A local corpus is listed now (non-corpus files skipped and reported, an empty one refused), not after
-    the model work; a name that is no local path must look like a hub dataset id."""
+def _open_local_corpus(spec: str, text_field: str):
+    """A local corpus opened now (its files listed, non-corpus files skipped and reported, an empty or non-UTF-8
+    one refused), not after the model work; None for a hub dataset id, opened when counting."""
     from jaxcontam.data.corpus import open_corpus
 
     if Path(spec).exists():
-        print(f"corpus {spec}: {open_corpus(spec, field=text_field).files}", file=sys.stderr, flush=True)
-    elif "/" not in spec:
+        corpus = open_corpus(spec, field=text_field)
+        print(f"corpus {spec}: {corpus.files}", file=sys.stderr, flush=True)
+        return corpus
+    if "/" not in spec:
         raise DataError(f"corpus {spec!r}: no such file or folder, and not a hub dataset name")
+    return None
 
 
-def check_inputs(config: AuditConfig) -> list[AuditBenchmark]:
+@dataclasses.dataclass(frozen=True)
+class AuditInputs:
+    """What `check_inputs` verified: the loaded benchmarks and the local corpora it opened (each opened once)."""
+
+    benchmarks: list[AuditBenchmark]
+    corpora: dict[str, object]
+
+
+def check_inputs(config: AuditConfig) -> AuditInputs:
     """Load every benchmark and check every model and corpus path; raise on the first problem."""
     from jaxcontam.models.loading import read_config, resolve_path, weight_files
 
@@ -159,10 +170,10 @@ def check_inputs(config: AuditConfig) -> list[AuditBenchmark]:
         directory = resolve_path(model.path)
         read_config(directory)
         weight_files(directory)
-    for corpus in config.corpora:
-        _check_corpus(corpus, config.corpus_text_field)
+    corpora = {spec: _open_local_corpus(spec, config.corpus_text_field) for spec in config.corpora}
     if config.counts and not config.corpora:
         raise JaxcontamError("counts were given without corpora: name the corpora they were counted from "
                              "([corpus] paths or --corpus) so the saved counts can be checked against them")
     needs_rephrasings = "pacost" in config.stages and config.rephrase_model is None
-    return [load_audit_benchmark(entry, needs_rephrasings=needs_rephrasings) for entry in config.benchmarks]
+    benchmarks = [load_audit_benchmark(entry, needs_rephrasings=needs_rephrasings) for entry in config.benchmarks]
+    return AuditInputs(benchmarks, {spec: corpus for spec, corpus in corpora.items() if corpus is not None})

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from jaxcontam import __version__
 from jaxcontam.audit.config import AuditConfig
-from jaxcontam.audit.inputs import AuditBenchmark, check_inputs
+from jaxcontam.audit.inputs import AuditBenchmark, AuditInputs, check_inputs
 from jaxcontam.audit.store import StageStore, fingerprint, run_chunked, write_atomic
 from jaxcontam.audit.summary import run_summary, sweep_corrections
 from jaxcontam.stats import sweep_resamples
@@ -34,7 +34,7 @@ def _progress(label: str):
     return report
 
 
-def ngram_rows(config: AuditConfig, benchmarks: list[AuditBenchmark], out: Path) -> dict | None:
+def ngram_rows(config: AuditConfig, inputs: AuditInputs, out: Path) -> dict | None:
     """(benchmark name, item id) -> ConTAM metrics, or None without corpora. Counts are saved and reused."""
     if not config.corpora:
         return None
@@ -46,10 +46,10 @@ def ngram_rows(config: AuditConfig, benchmarks: list[AuditBenchmark], out: Path)
     tokenizer = options.get("tokenizer") or config.models[0].path
     settings = NgramSettings(n=options["n"], scope=options["scope"], normalize=options["normalize"])
     units = load_units(tokenizer)
-    corpora = [(c, open_corpus(c, field=config.corpus_text_field)) for c in config.corpora]
+    corpora = [(c, inputs.corpora.get(c) or open_corpus(c, field=config.corpus_text_field)) for c in config.corpora]
     counts_dir = Path(config.counts) if config.counts else out / "counts" / fingerprint(
         {"tokenizer": str(tokenizer), "corpora": list(config.corpora), **dataclasses.asdict(settings)})
-    loaded = [b.benchmark for b in benchmarks]
+    loaded = [b.benchmark for b in inputs.benchmarks]
     _say(f"n-gram counts ({settings.n}-grams, scope {settings.scope}) over {len(corpora)} corpus/corpora")
     counted, scanned = ensure_counts(loaded, corpora, units, settings, counts_dir)
     _say(f"  {'counted' if scanned else 'reused'} {counts_dir}")
@@ -168,8 +168,9 @@ def run_audit(config: AuditConfig) -> dict:
     import jaxcontam
 
     out = Path(config.out)
-    benchmarks = check_inputs(config)
-    ngram = ngram_rows(config, benchmarks, out)
+    inputs = check_inputs(config)
+    benchmarks = inputs.benchmarks
+    ngram = ngram_rows(config, inputs, out)
     choices = {b.entry.label: rephrasings(config, b, out) for b in benchmarks}
     rows, runs = [], []
     resamples = sweep_resamples(len(config.models) * len(benchmarks), config.alpha, DEFAULT_RESAMPLES)

@@ -1,0 +1,118 @@
+"""The README's "A real model" tables from the results `run.py` wrote (no model is run here).
+
+Per benchmark: items, accuracy on the original and the rephrased questions, PaCoST's p-value for every
+confidence, how well P(True) (normalised and raw) and the answer log-prob tell the model's right answers from
+its wrong ones (AUC with a bootstrap 95% interval: a confidence that cannot do this cannot show a
+contamination-driven confidence gap either), the likelihood detectors, ConTAM's verdict; then the membership
+contrast and the time each stage took (from the audit log, if given).
+
+  python experiments/real_model/report.py [--results experiments/real_model/results] [--log run.log]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from run import bootstrap_auc  # noqa: E402  (the membership contrast's interval, the same resampling)
+
+CONFIDENCES = ("p_true", "p_true_raw", "answer_logprob", "question_min_k_plus_plus")
+
+
+def auc_with_interval(scores: np.ndarray, labels: np.ndarray):
+    """AUC of finite `scores` for labels True vs False, its bootstrap 95% interval, and the group sizes."""
+    from jaxcontam.stats import separation
+
+    keep = np.isfinite(scores)
+    scores, labels = scores[keep], labels[keep]
+    if labels.all() or not labels.any():
+        return float("nan"), (float("nan"), float("nan")), int(labels.sum()), int((~labels).sum())
+    return separation(scores, labels)["auc"], bootstrap_auc(scores, labels), int(labels.sum()), int((~labels).sum())
+
+
+def pacost_records(state: Path, benchmark: str) -> list[dict]:
+    """Every PaCoST record of one benchmark from the audit's resumable state files."""
+    records = []
+    for path in sorted(state.glob("pacost-*.jsonl")):
+        for line in path.read_text(encoding="utf-8").splitlines():
+            records += [r for r in json.loads(line)["records"] if r["id"].split("/")[0] == benchmark]
+    return records
+
+
+def benchmark_rows(results: Path) -> list[str]:
+    import pandas as pd
+
+    summary = json.loads((results / "audit" / "summary.json").read_text(encoding="utf-8"))
+    items = pd.read_parquet(results / "audit" / "items.parquet")
+    lines = ["| benchmark | items (pairs) | accuracy original / rephrased | PaCoST p: P(True), raw P(True), answer log-prob, "
+             "question Min-K%++ | P(True) AUC right vs wrong [95% CI] | raw P(True) AUC | answer log-prob AUC | "
+             "ConTAM: items with a matched 8-gram, largest LONGEST-MATCH, verdict |", "|---|---|---|---|---|---|---|---|"]
+    for run in summary["runs"]:
+        name = run["benchmark"].split(":")[0]
+        records = pacost_records(results / "audit" / "state", name)
+        correct = np.array([r["correct_original"] for r in records], np.float64)
+        rephrased = np.array([r["correct_rephrased"] for r in records if r["rephrase"] is not None], np.float64)
+        pacost = run["pacost"]
+        pvalues = {pacost["confidence"]: pacost["pvalue"]} | {k: v["pvalue"] for k, v in pacost.get("variants", {}).items()}
+        aucs = []
+        for confidence in ("p_true", "p_true_raw", "answer_logprob"):
+            scores = np.array([r[f"{confidence}_original"] for r in records], np.float64)
+            auc, (low, high), n_right, n_wrong = auc_with_interval(scores, correct > 0.5)
+            aucs.append(f"{auc:.2f} [{low:.2f}, {high:.2f}]" if np.isfinite(auc) else f"n/a ({n_right} right)")
+        verdict = contam_cell(run.get("contam") or {}, items[items["benchmark"] == name])
+        lines.append(f"| {run['benchmark']} | {len(records)} ({pacost['n_pairs']}) | {correct.mean():.2f} / "
+                     f"{rephrased.mean():.2f} | " + ", ".join(f"{pvalues.get(c, float('nan')):.2g}" for c in CONFIDENCES)
+                     + f" | {aucs[0]} | {aucs[1]} | {aucs[2]} | {verdict} |")
+    return lines
+
+
+def contam_cell(contam: dict, items) -> str:
+    """How much of the benchmark the corpus text touches at all, and the EPG verdict (or why there is none)."""
+    if not contam:
+        return "not run"
+    touched = f"{(items['token_match'] > 0).mean():.0%}, {items['longest_match'].max():.3f}"
+    if contam.get("threshold") is None:
+        return f"{touched}; no verdict: {contam.get('reason', 'no threshold')}"
+    return (f"{touched}; {contam['frac_contaminated']:.0%} marked, EPG {contam['epg']:+.3f}, "
+            f"max-z p {contam['pvalue']:.2g}")
+
+
+def membership_rows(results: Path) -> list[str]:
+    found = json.loads((results / "membership.json").read_text(encoding="utf-8"))
+    lines = [f"GSM8K train (possibly seen) vs test, {found['n_train']} + {found['n_test']} items, "
+             f"{found['seconds']:.0f} s:", "", "| detector | AUC [95% CI] | one-sided p |", "|---|---|---|"]
+    for name, entry in found["detectors"].items():
+        lines.append(f"| {name} | {entry['auc']:.3f} [{entry['auc_ci95'][0]:.3f}, {entry['auc_ci95'][1]:.3f}] | "
+                     f"{entry['pvalue']:.2g} |")
+    return lines
+
+
+def stage_times(log: Path) -> list[str]:
+    """Each stage's last reported cumulative time, from the audit's console lines `  <stage> ...: chunk i/n (T s)`."""
+    times: dict[str, str] = {}
+    for line in log.read_text(encoding="utf-8", errors="replace").replace("\r", "\n").splitlines():
+        found = re.match(r"\s+(\w+) (\S+) \| (\S+): chunk \d+/\d+ \((\d+) s\)", line)
+        if found:
+            times[f"{found[1]} {found[3]}"] = found[4]
+    return [f"| {stage} | {seconds} s |" for stage, seconds in times.items()]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--results", type=Path, default=Path(__file__).resolve().parent / "results")
+    parser.add_argument("--log", type=Path, default=None)
+    args = parser.parse_args()
+    print("\n".join(benchmark_rows(args.results)), end="\n\n")
+    print("\n".join(membership_rows(args.results)), end="\n\n")
+    if args.log:
+        print("| stage | time |\n|---|---|\n" + "\n".join(stage_times(args.log)))
+
+
+if __name__ == "__main__":
+    main()

@@ -74,10 +74,16 @@ def init_cache(spec, batch, max_len, dtype):
     return {"x": jnp.zeros((batch, max_len, spec.hidden_size), dtype), "pos": jnp.full((batch, max_len), -1)}
 
 
+def _write(cache, new, cache_index):
+    """new [B, t, ...] into cache [B, S, ...] from slot cache_index (a scalar, or one per row)."""
+    index = jnp.broadcast_to(jnp.asarray(cache_index, jnp.int32), cache.shape[:1])
+    return jax.vmap(lambda c, n, i: jax.lax.dynamic_update_slice_in_dim(c, n, i, axis=0))(cache, new, index)
+
+
 def decode(params, spec, tokens, positions, cache, cache_index):
     x = _embed(params, tokens, positions)
-    xs = jax.lax.dynamic_update_slice_in_dim(cache["x"], x, cache_index, axis=1)
-    ps = jax.lax.dynamic_update_slice_in_dim(cache["pos"], positions, cache_index, axis=1)
+    xs = _write(cache["x"], x, cache_index)
+    ps = _write(cache["pos"], positions, cache_index)
     allowed = (ps[:, None, :] >= 0) & (ps[:, None, :] <= positions[:, :, None]) & (positions[:, :, None] >= 0)
     return _attend(params, x, positions, xs, ps, allowed), {"x": xs, "pos": ps}
 

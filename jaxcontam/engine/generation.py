@@ -1,26 +1,23 @@
 """Batched text generation with a KV cache: greedy, or sampled with temperature and top-p.
 
-Prompts are bucketed into a few fixed lengths and padded on the left (or the
-right: padding slots get position -1 and are masked by the model, so both give
-the same tokens). The whole decode loop (prefill, then one token per step until
-every row has hit a stop token or max_new_tokens) is one jitted program per
-bucket. Sampling keys are derived from (seed, prompt index, step), so a prompt's
-sample does not depend on which other prompts share its batch.
+`rows_per_batch` rows decode together and a finished row takes the next prompt at once (continuous batching,
+`engine.decode_loop`). Prompts enter longest first, a quarter of the rows at a time, each group padded on the
+left (or the right: padding slots get position -1 and are masked by the model, so both give the same tokens) to
+one of a few bucket lengths. Sampling keys are derived from (seed, prompt index, step), so a prompt's sample
+does not depend on which other prompts share its batch.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import functools
 import time
 import weakref
 from collections.abc import Callable, Sequence
 from typing import Literal
 
-import jax
-import jax.numpy as jnp
 import numpy as np
 
+from jaxcontam.engine import decode_loop
 from jaxcontam.engine.distributed import fetch, global_array, model_mesh, rows_for
 from jaxcontam.engine.packing import plan_batches
 from jaxcontam.errors import JaxcontamError
@@ -72,74 +69,6 @@ def _progress_bar(total: int) -> Callable[[Progress], None]:
             bar.close()
 
     return report
-
-
-def sample_next(logits: jax.Array, keys: jax.Array, temperature: jax.Array, top_p: jax.Array) -> jax.Array:
-    """One token per row from float32 logits [B, V]: argmax when temperature == 0, else nucleus sampling.
-
-    A runtime branch, so greedy decoding never pays for the sort over the vocabulary that sampling needs.
-    """
-
-    def greedy(logits):
-        return jnp.argmax(logits, axis=-1).astype(jnp.int32)
-
-    def nucleus(logits):
-        scaled = logits / jnp.maximum(temperature, 1e-6)
-        probs = jax.nn.softmax(scaled, axis=-1)
-        sorted_probs = -jnp.sort(-probs, axis=-1)
-        before = jnp.cumsum(sorted_probs, axis=-1) - sorted_probs  # mass of strictly more likely tokens
-        kept = jnp.where(before < top_p, sorted_probs, jnp.inf)
-        threshold = jnp.min(kept, axis=-1, keepdims=True)  # smallest probability still inside the nucleus
-        masked = jnp.where(probs >= threshold, scaled, -jnp.inf)
-        return jax.vmap(jax.random.categorical)(keys, masked).astype(jnp.int32)
-
-    return jax.lax.cond(temperature > 0, nucleus, greedy, logits)
-
-
-@functools.partial(jax.jit, static_argnames=("spec", "max_new_tokens"))
-def _generate_bucket(params, spec, tokens, positions, last, lengths, prompt_index, seed, temperature, top_p,
-                     stop_ids, *, max_new_tokens):
-    """Prefill [B, P] prompts and decode up to max_new_tokens; returns int32 [B, max_new_tokens] (-1 after a stop)
-    and each token's float32 log-prob under the untempered model.
-
-    `params`: best split per layer (`models.split_layers`), so each step reads the weights in place.
-    """
-    from jaxcontam import models
-
-    batch, prompt_len = tokens.shape
-    dtype = jax.tree.leaves(params)[0].dtype
-    cache = models.init_cache(spec, batch, prompt_len + max_new_tokens, dtype)
-    keys = jax.vmap(lambda i: jax.random.fold_in(jax.random.key(seed), i))(prompt_index)
-    hidden, cache = models.decode(params, spec, tokens, positions, cache, 0)
-    h_last = jnp.take_along_axis(hidden, last[:, None, None], axis=1)[:, 0]
-
-    def pick(h, step):
-        logits = models.logits_from_hidden(params, spec, h).astype(jnp.float32)
-        step_keys = jax.vmap(lambda k: jax.random.fold_in(k, step))(keys)
-        token = sample_next(logits, step_keys, temperature, top_p)
-        chosen = jnp.take_along_axis(logits, token[:, None], axis=-1)[:, 0]
-        return token, chosen - jax.nn.logsumexp(logits, axis=-1)
-
-    first, first_logp = pick(h_last, 0)
-    out = jnp.full((batch, max_new_tokens), -1, jnp.int32).at[:, 0].set(first)
-    out_logp = jnp.zeros((batch, max_new_tokens), jnp.float32).at[:, 0].set(first_logp)
-    done = jnp.isin(first, stop_ids)
-
-    def cond(state):
-        step, _, _, done, _, _ = state
-        return (step < max_new_tokens) & ~jnp.all(done)
-
-    def body(state):
-        step, token, cache, done, out, out_logp = state
-        pos = (lengths + step - 1)[:, None]
-        hidden, cache = models.decode(params, spec, token[:, None], pos, cache, prompt_len + step - 1)
-        nxt, logp = pick(hidden[:, 0], step)
-        out = out.at[:, step].set(jnp.where(done, -1, nxt))
-        out_logp = out_logp.at[:, step].set(logp)
-        return step + 1, nxt, cache, done | jnp.isin(nxt, stop_ids), out, out_logp
-
-    *_, out, out_logp = jax.lax.while_loop(cond, body, (jnp.int32(1), first, cache, done, out, out_logp))
-    return out, out_logp
 
 
 _SPLIT_PARAMS: dict[int, tuple] = {}  # id(model) -> (weak reference to it, the params split, their split)
@@ -216,7 +145,7 @@ def generate(
     Stops a row at any of `stop_token_ids` (default: the model's eos id) or
     after `max_new_tokens`; `stop_strings` cut the decoded text afterwards.
     Deterministic for a given seed. `progress`: True for a progress bar (prompts done, tokens/s, ETA), or a
-    callable given a `Progress` after each batch.
+    callable given a `Progress` whenever prompts finish.
     """
     if padding not in ("left", "right"):
         raise JaxcontamError(f"padding must be 'left' or 'right', got {padding!r}")
@@ -235,28 +164,37 @@ def generate(
                              f"max_position ({spec.max_position}): shorten the prompts or lower max_new_tokens")
     mesh = model_mesh(model)
     rows = rows_for(mesh, rows_per_batch)
-    results: list[Generation | None] = [None] * len(prompts)
-    batches = plan_batches([list(p) for p in prompts], rows_per_batch=rows, buckets=buckets, pack=False)
-    report = _progress_bar(len(prompts)) if progress is True else (progress or None)
-    start, done, generated = time.perf_counter(), 0, 0
+    group = rows_for(mesh, max(1, rows // 4))  # prompts put into freed rows at a time (one prefill)
+    groups = plan_batches([list(p) for p in prompts], rows_per_batch=group, buckets=buckets, pack=False)
+    capacity = max(g.tokens.shape[1] for g in groups) + max_new_tokens
     params = _decode_params(model)
-    for batch in batches:
-        tokens, positions, last, lengths = _layout(batch, rows, padding)
-        index = np.zeros(rows, np.int32)
-        for p in batch.placements:
-            index[p.row] = p.index
-        out, out_logp = _generate_bucket(
-            params, spec,
-            *(global_array(a, mesh) for a in (tokens, positions, last, lengths, index)),
-            np.uint32(seed), np.float32(temperature), np.float32(top_p), stop,
-            max_new_tokens=max_new_tokens,
-        )
-        out, out_logp = fetch(out), fetch(out_logp)
-        for p in batch.placements:
-            results[p.index] = _truncate(out[p.row].tolist(), out_logp[p.row].tolist(), set(stop.tolist()),
-                                         model.tokenizer, stop_strings)
-            generated += len(results[p.index].token_ids)
+    state = decode_loop.empty_rows(params, spec, rows=rows, capacity=capacity, max_new_tokens=max_new_tokens)
+    sampling = (np.uint32(seed), np.float32(temperature), np.float32(top_p), stop)
+    results: list[Generation | None] = [None] * len(prompts)
+    report = _progress_bar(len(prompts)) if progress is True else (progress or None)
+    start, finished, generated = time.perf_counter(), 0, 0
+    free, holder = list(range(rows)), {}  # rows without a prompt; row -> index of the prompt it holds
+    while groups or holder:
+        while groups and len(free) >= len(groups[0].placements):
+            batch = groups.pop(0)
+            targets = np.full(group, rows, np.int32)  # row `rows` does not exist: that prompt slot is dropped
+            index = np.zeros(group, np.int32)
+            for p in batch.placements:
+                targets[p.row], index[p.row] = free.pop(0), p.index
+                holder[int(targets[p.row])] = p.index
+            arrays = (targets, *_layout(batch, group, padding), index)
+            state = decode_loop.fill_rows(params, spec, state, *(global_array(a, mesh) for a in arrays), *sampling,
+                                          capacity=capacity)
+        until_done = len(groups[0].placements) if groups else rows
+        state = decode_loop.decode_rows(params, spec, state, *sampling, np.int32(until_done))
+        done, out, logp = (fetch(state[key]) for key in ("done", "out", "logp"))
+        for row in [r for r in holder if done[r]]:
+            index = holder.pop(row)
+            results[index] = _truncate(out[row].tolist(), logp[row].tolist(), set(stop.tolist()), model.tokenizer,
+                                       stop_strings)
+            generated += len(results[index].token_ids)
+            finished += 1
+            free.append(row)
         if report is not None:
-            done += len(batch.placements)
-            report(Progress(done, len(prompts), generated, time.perf_counter() - start))
+            report(Progress(finished, len(prompts), generated, time.perf_counter() - start))
     return results

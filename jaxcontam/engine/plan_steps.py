@@ -1,8 +1,8 @@
 """The hot steps `jaxcontam plan` compiles, each the engine's own jitted function on abstract inputs.
 
     score     engine.scoring.score_step with full-vocabulary statistics (mu, sigma of log p), B x T tokens
-    generate  engine.generation's decode program: prefill B x P prompt tokens, then N decode steps against the
-              KV cache (the loop's trip count is read as N from its condition)
+    generate  engine.decode_loop's programs as generate runs a batch: prefill B x P prompt tokens into the rows,
+              then N decode steps against the KV cache (the loop's trip count is read as N from its condition)
     p_true    engine.ptrue's judge step: forward B x T, full softmax at each row's last position
     ngram     ngram.lookup.count_chunk as ngram.stream calls it: one chunk of C corpus windows against a table
               of R n-grams on one device (every device counts its own chunks)
@@ -14,10 +14,13 @@ logits) plus causal attention, 4 x heads x head_dim per (query, visible key) pai
 from __future__ import annotations
 
 import dataclasses
+import functools
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxcontam.engine import decode_loop
 from jaxcontam.engine.planning import (
     StepPlan,
     abstract_params,
@@ -68,9 +71,18 @@ def model_flops(spec: ModelSpec, step: str, w: Workload) -> float:
     return w.batch * (2.0 * body * length + 2.0 * head * w.new_tokens + attention_flops(spec, length))
 
 
+@functools.partial(jax.jit, static_argnames=("spec", "capacity"))
+def _generation_round(params, spec, state, targets, tokens, positions, last, lengths, index, seed, temperature,
+                      top_p, stop_ids, until_done, *, capacity):
+    """A batch of prompts as `generate` runs them: put into the rows (prefill), then decoded until all are done."""
+    state = decode_loop.fill_rows(params, spec, state, targets, tokens, positions, last, lengths, index, seed,
+                                  temperature, top_p, stop_ids, capacity=capacity)
+    return decode_loop.decode_rows(params, spec, state, seed, temperature, top_p, stop_ids, until_done)
+
+
 def plan_model_steps(spec: ModelSpec, mesh, dtype, chip: Chip | None, steps, w: Workload) -> list[StepPlan]:
     """Compile the model steps named in `steps` (score, generate, p_true) for `mesh`."""
-    from jaxcontam.engine import generation, ptrue, scoring
+    from jaxcontam.engine import ptrue, scoring
 
     params = abstract_params(spec, dtype, mesh)
     common = {"weights": params, "mesh": mesh, "chip": chip}
@@ -82,14 +94,19 @@ def plan_model_steps(spec: ModelSpec, mesh, dtype, chip: Chip | None, steps, w: 
                                   {"with_stats": True, "vocab_block": 2048, "use_kernel": False},
                                   model_flops=model_flops(spec, "score", w), **common))
     if "generate" in steps:
+        capacity = w.prompt_len + w.new_tokens
+        state = jax.tree.map(lambda x: rows(mesh, x.shape, x.dtype), jax.eval_shape(
+            functools.partial(decode_loop.empty_rows, spec=spec, rows=w.batch, capacity=capacity,
+                              max_new_tokens=w.new_tokens), params))
         prompts = [rows(mesh, (w.batch, w.prompt_len)) for _ in range(2)]
-        per_row = [rows(mesh, (w.batch,)) for _ in range(3)]
+        per_row = [rows(mesh, (w.batch,)) for _ in range(4)]
         scalars = [replicated(mesh, (), jnp.uint32), replicated(mesh, (), jnp.float32),
-                   replicated(mesh, (), jnp.float32), replicated(mesh, (1,), jnp.int32)]
+                   replicated(mesh, (), jnp.float32), replicated(mesh, (1,), jnp.int32),
+                   replicated(mesh, (), jnp.int32)]
         plans.append(compile_step("generate", f"{w.batch} x ({w.prompt_len} + {w.new_tokens})",
-                                  w.batch * w.new_tokens, generation._generate_bucket,
-                                  (params, spec, *prompts, *per_row, *scalars), {"max_new_tokens": w.new_tokens},
-                                  model_flops=model_flops(spec, "generate", w), **common))
+                                  w.batch * w.new_tokens, _generation_round,
+                                  (params, spec, state, per_row[0], *prompts, *per_row[1:], *scalars),
+                                  {"capacity": capacity}, model_flops=model_flops(spec, "generate", w), **common))
     if "p_true" in steps:
         batch = [rows(mesh, (w.batch, w.seq)) for _ in range(3)]
         candidates = [replicated(mesh, (2,), jnp.int32), replicated(mesh, (2, 2), jnp.bool_)]

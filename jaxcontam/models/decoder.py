@@ -101,9 +101,22 @@ def init_cache(spec: ModelSpec, batch: int, max_len: int, dtype) -> dict:
             "pos": jnp.full((batch, max_len), -1, jnp.int32)}
 
 
+def write_slots(cache: jax.Array, new: jax.Array, index, axis: int) -> jax.Array:
+    """`cache` [B, ...] with `new` written in place from slot `index` along `axis`: one index for every row, or
+    an int32 [B] of them (rows that entered the cache at different times; one in-place update per row)."""
+    if jnp.ndim(index) == 0:
+        return jax.lax.dynamic_update_slice_in_dim(cache, new, index, axis=axis)
+    for row in range(cache.shape[0]):
+        start = [row] + [0] * (cache.ndim - 1)
+        start[axis] = index[row]
+        cache = jax.lax.dynamic_update_slice(cache, new[row : row + 1], start)
+    return cache
+
+
 def decode(params: dict, spec: ModelSpec, tokens: jax.Array, positions: jax.Array, cache: dict,
            cache_index) -> tuple[jax.Array, dict]:
     """Run t new tokens [B, t] written at cache slots cache_index..cache_index+t-1; returns (hidden [B, t, D], cache).
+    `cache_index`: a scalar, or an int32 [B] with each row's own slot (`write_slots`).
 
     A query at position p attends to cached slots holding positions 0 <= q <= p (and within the layer's
     sliding window); positions < 0 mark padding, which is never attended to. The layers are unrolled;
@@ -111,7 +124,7 @@ def decode(params: dict, spec: ModelSpec, tokens: jax.Array, positions: jax.Arra
     """
     x = _embed(params, spec, tokens, positions)
     cos, sin = _rope(spec, positions)
-    slot_pos = jax.lax.dynamic_update_slice_in_dim(cache["pos"], positions.astype(jnp.int32), cache_index, axis=1)
+    slot_pos = write_slots(cache["pos"], positions.astype(jnp.int32), cache_index, axis=1)
     base = ((slot_pos[:, None, :] >= 0) & (slot_pos[:, None, :] <= positions[:, :, None])
             & (positions[:, :, None] >= 0))
     k_out, v_out = [], []
@@ -121,9 +134,8 @@ def decode(params: dict, spec: ModelSpec, tokens: jax.Array, positions: jax.Arra
 
         def cached_attention(q, k, v, k_cache=k_cache, v_cache=v_cache, allowed=allowed):
             # write only the new slots, in place, and attend over the cache in its own [B, Hkv, S, Dh] layout
-            start = (0, 0, cache_index, 0)
-            k_all = jax.lax.dynamic_update_slice(k_cache, jnp.swapaxes(k, 1, 2).astype(k_cache.dtype), start)
-            v_all = jax.lax.dynamic_update_slice(v_cache, jnp.swapaxes(v, 1, 2).astype(v_cache.dtype), start)
+            k_all = write_slots(k_cache, jnp.swapaxes(k, 1, 2).astype(k_cache.dtype), cache_index, axis=2)
+            v_all = write_slots(v_cache, jnp.swapaxes(v, 1, 2).astype(v_cache.dtype), cache_index, axis=2)
             return layers.attend(spec, q, k_all, v_all, allowed, heads_first=True), (k_all, v_all)
 
         x, (k_all, v_all) = _layer(spec, w, x, cos, sin, cached_attention)

@@ -1,12 +1,15 @@
-"""Scoring throughput: jaxcontam vs torch transformers on the same Llama-style weights and tokens.
+"""Scoring throughput: jaxcontam vs torch transformers on the same Llama-style weights and text.
 
-Builds a random Llama-shaped checkpoint once (safetensors, under the git-ignored
-experiments/perf/cache/), loads it into torch transformers (eager) and into
-jaxcontam, scores the same token batch with both in this process, and prints
-tokens/s, peak memory, their ratio, the machine's measured f32 matmul FLOP/s and
-jaxcontam's fraction of it.
+Default: SmolLM2-135M-Instruct (the shared GGUF dequantised to float32, see generation_vs_torch.py) on real text
+(GSM8K test problems and solutions, 16 rows of 512 tokens), end to end as a user runs it: raw text in,
+tokenized by each side, per-token log-probs out. `--shape 60m`: a random ~60M-parameter Llama checkpoint built
+once under the git-ignored experiments/perf/cache/, on random tokens. The peer is torch transformers with the
+attention its users get by default (sdpa); `--eager-too` adds a column for attn_implementation="eager". Both run
+in this process, interleaved; prints tokens/s, peak memory, the ratio, the machine's measured f32 matmul FLOP/s
+and jaxcontam's fraction of it.
 
-  python experiments/perf/scoring_vs_torch.py                      # CPU: ~60M params, 16 x 512
+  python experiments/perf/scoring_vs_torch.py                      # CPU: SmolLM2, real text, 16 x 512
+  python experiments/perf/scoring_vs_torch.py --shape 60m          # CPU: ~60M params, random tokens
   python experiments/perf/scoring_vs_torch.py --vocab 256000 --memory-only   # memory vs vocabulary
   python experiments/perf/scoring_vs_torch.py --gpu                # 1B Llama shape, bf16, 2048 tokens, MFU
 
@@ -24,7 +27,11 @@ import pathlib
 import threading
 import time
 
+import sys
+
 import numpy as np
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))  # generation_vs_torch's checkpoint helper
 
 CACHE = pathlib.Path(__file__).resolve().parent / "cache"
 CPU_SHAPE = {"hidden": 512, "layers": 8, "heads": 8, "kv_heads": 8, "intermediate": 1536, "vocab": 32000}
@@ -113,15 +120,17 @@ def matmul_flops(n: int = 2048) -> float:
     return 2.0 * n**3 / min(t_jax, t_torch)
 
 
-def torch_score(path, tokens: np.ndarray, dtype: str, device: str):
+def torch_score(path, tokens, dtype: str, device: str, attention: str | None = None):
+    """A scoring run of torch transformers; `tokens`: an int array, or a callable giving it (tokenization timed)."""
     import torch
     from transformers import LlamaForCausalLM
 
     torch_dtype = torch.bfloat16 if dtype == "bfloat16" else torch.float32
-    model = LlamaForCausalLM.from_pretrained(path, dtype=torch_dtype, attn_implementation="eager").to(device).eval()
-    ids = torch.as_tensor(tokens, device=device)
+    chosen = {"attn_implementation": attention} if attention else {}  # None: transformers' default (sdpa)
+    model = LlamaForCausalLM.from_pretrained(path, dtype=torch_dtype, **chosen).to(device).eval()
 
     def run():
+        ids = torch.as_tensor(tokens() if callable(tokens) else tokens, device=device)
         with torch.inference_mode():
             logits = model(ids).logits.float()
             out = torch.log_softmax(logits[:, :-1], -1).gather(-1, ids[:, 1:, None])[..., 0]
@@ -129,21 +138,43 @@ def torch_score(path, tokens: np.ndarray, dtype: str, device: str):
                 torch.cuda.synchronize()
             return out
 
-    return run
+    return run, model.config._attn_implementation
 
 
-def jax_score(path, tokens: np.ndarray, dtype: str, vocab_block: int):
+def jax_score(path, tokens, dtype: str, vocab_block: int, rows: int, width: int):
+    """A scoring run of jaxcontam; `tokens`: an int array, or a callable giving it (tokenization timed)."""
     import jaxcontam
     from jaxcontam.engine.scoring import score_logprobs
 
     model = jaxcontam.load_model(str(path), dtype=dtype)
-    seqs = [list(map(int, row)) for row in tokens]
-    rows = len(seqs)
 
     def run():
-        return score_logprobs(model, seqs, rows_per_batch=rows, buckets=(tokens.shape[1],), vocab_block=vocab_block)
+        seqs = [list(map(int, row)) for row in (tokens() if callable(tokens) else tokens)]
+        return score_logprobs(model, seqs, rows_per_batch=rows, buckets=(width,), vocab_block=vocab_block)
 
     return run, model
+
+
+def real_text_tokens(batch: int, seq: int):
+    """(checkpoint, tokenize) for SmolLM2 on GSM8K test text: `tokenize()` encodes `batch` raw texts with the
+    model's tokenizer and cuts each to `seq` tokens, as a user's scoring run starts."""
+    import json as json_lib
+
+    from generation_vs_torch import GGUF_FOLDER, float_checkpoint
+    from transformers import AutoTokenizer
+
+    folder = float_checkpoint()
+    tokenizer = AutoTokenizer.from_pretrained(folder)
+    lines = (GGUF_FOLDER.parent / "gsm8k" / "test.jsonl").read_text(encoding="utf-8").splitlines()
+    problems = [f"Question: {r['question']}\nAnswer: {r['answer']}" for r in map(json_lib.loads, lines)]
+    texts = ["\n\n".join(problems[i * 8 : (i + 1) * 8]) for i in range(batch)]  # ~8 problems > 512 tokens
+
+    def tokenize():
+        ids = tokenizer(texts).input_ids
+        assert min(map(len, ids)) >= seq, "a text is shorter than --seq: join more problems"
+        return np.asarray([row[:seq] for row in ids], np.int64)
+
+    return folder, tokenize
 
 
 def memory_by_vocab(args):
@@ -184,6 +215,9 @@ def main():
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--memory-only", action="store_true", help="only the vocabulary-vs-memory comparison")
     parser.add_argument("--gpu", action="store_true", help="1B Llama shape in bfloat16 on the GPU")
+    parser.add_argument("--shape", choices=("smollm2", "60m"), default="smollm2",
+                        help="smollm2: the real model on real text (CPU default); 60m: a random Llama shape")
+    parser.add_argument("--eager-too", action="store_true", help="also time torch with eager attention")
     args = parser.parse_args()
     if args.memory_only:
         args.vocab = args.vocab or 256000
@@ -192,9 +226,6 @@ def main():
     import jax
     import torch
 
-    shape = dict(GPU_SHAPE if args.gpu else CPU_SHAPE)
-    if args.vocab:
-        shape["vocab"] = args.vocab
     if args.gpu:
         args.seq = 2048 if args.seq == 512 else args.seq
         args.batch = 8 if args.batch == 16 else args.batch
@@ -202,34 +233,49 @@ def main():
     device = "cuda" if args.gpu else "cpu"
     if not args.gpu:
         torch.set_num_threads(os.cpu_count())
-    path = build_checkpoint(shape, max(args.seq, 2048))
-    tokens = np.random.default_rng(0).integers(0, shape["vocab"], size=(args.batch, args.seq)).astype(np.int64)
+    if args.shape == "smollm2" and not args.gpu:
+        path, tokens = real_text_tokens(args.batch, args.seq)
+        config = json.loads((path / "config.json").read_text())
+        shape = {"hidden": config["hidden_size"], "layers": config["num_hidden_layers"],
+                 "heads": config["num_attention_heads"], "kv_heads": config["num_key_value_heads"],
+                 "intermediate": config["intermediate_size"], "vocab": config["vocab_size"]}
+    else:
+        shape = dict(GPU_SHAPE if args.gpu else CPU_SHAPE)
+        if args.vocab:
+            shape["vocab"] = args.vocab
+        path = build_checkpoint(shape, max(args.seq, 2048))
+        tokens = np.random.default_rng(0).integers(0, shape["vocab"], size=(args.batch, args.seq)).astype(np.int64)
     n_tokens = args.batch * (args.seq - 1)
     flops = flops_per_token(shape, args.seq) * args.batch * args.seq
 
-    jax_run, model = jax_score(path, tokens, dtype, args.vocab_block)
-    torch_run = torch_score(path, tokens, dtype, device)
+    jax_run, model = jax_score(path, tokens, dtype, args.vocab_block, args.batch, args.seq)
+    peers = {"torch": torch_score(path, tokens, dtype, device)}
+    if args.eager_too:
+        peers["torch_eager"] = torch_score(path, tokens, dtype, device, "eager")
     with PeakRss() as jax_mem:
         jax_run()  # compile + first run
     with PeakRss() as torch_mem:
-        torch_run()
-    # Interleaved, best of `repeats` each: both see the same background load (the CPU is shared).
-    t_jax, t_torch = float("inf"), float("inf")
+        peers["torch"][0]()
+    # Interleaved, best of `repeats` each: every side sees the same background load (the CPU is shared).
+    t_jax, t_peer = float("inf"), dict.fromkeys(peers, float("inf"))
     for _ in range(args.repeats):
         t_jax = min(t_jax, best_time(jax_run, 1, warm=False))
-        t_torch = min(t_torch, best_time(torch_run, 1, warm=False))
+        for name, (run, _) in peers.items():
+            t_peer[name] = min(t_peer[name], best_time(run, 1, warm=False))
 
     ours = jax_run()
-    theirs = torch_run().float().cpu().numpy()
+    theirs = peers["torch"][0]().float().cpu().numpy()
     max_diff = float(np.max(np.abs(np.stack([s.logprobs for s in ours]) - theirs)))
 
     report = {
         "device": str(jax.devices()[0]),
         "shape": shape, "batch": args.batch, "seq": args.seq, "dtype": dtype,
         "params_M": round(sum(x.size for x in jax.tree.leaves(model.params)) / 1e6, 1),
+        "model": "SmolLM2-135M-Instruct f32, GSM8K text" if args.shape == "smollm2" and not args.gpu else "random",
+        "torch_attention": peers["torch"][1],
         "jaxcontam_tokens_per_s": round(n_tokens / t_jax, 1),
-        "torch_tokens_per_s": round(n_tokens / t_torch, 1),
-        "speedup_vs_torch": round(t_torch / t_jax, 3),
+        **{f"{name}_tokens_per_s": round(n_tokens / t, 1) for name, t in t_peer.items()},
+        **{f"speedup_vs_{name}": round(t / t_jax, 3) for name, t in t_peer.items()},
         "max_abs_logprob_diff": max_diff,
         "jaxcontam_achieved_GFLOPs": round(flops / t_jax / 1e9, 1),
     }

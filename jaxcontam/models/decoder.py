@@ -34,11 +34,11 @@ def _windowed(allowed: jax.Array, q_pos: jax.Array, k_pos: jax.Array, window: ja
     return allowed & ((window == 0) | inside)
 
 
-def _layer(spec: ModelSpec, w: dict, x: jax.Array, cos, sin, attention):
-    """One decoder layer; attention(q, k, v) -> (attention output [B, T, H, Dh], cache outputs)."""
+def _layer(spec: ModelSpec, w: dict, x: jax.Array, cos, sin, attend_fn):
+    """One decoder layer; attend_fn(q, k, v) -> (attention output [B, T, H, Dh], cache outputs)."""
     h = layers.norm(spec, w["attn_norm"], x)
     q, k, v = layers.attention_inputs(spec, w, h, cos, sin)
-    o, carry_out = attention(q, k, v)
+    o, carry_out = attend_fn(q, k, v)
     a = layers.attention_output(spec, w, o)
     if spec.attn_post_norm:
         a = layers.norm(spec, w["attn_post_norm"], a)

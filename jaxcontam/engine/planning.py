@@ -25,7 +25,7 @@ import numpy as np
 from jax.sharding import NamedSharding, SingleDeviceSharding
 
 from jaxcontam.engine.hlo_costs import Collective, hlo_costs
-from jaxcontam.engine.tpu_chips import EXAMPLE_TOPOLOGIES, Chip, chip_for
+from jaxcontam.engine.tpu_chips import EXAMPLE_TOPOLOGIES, Chip
 from jaxcontam.errors import JaxcontamError
 from jaxcontam.models.checkpoint_map import checkpoint_entries
 from jaxcontam.models.sharding import make_mesh, weight_sharding

@@ -123,6 +123,15 @@ def test_a_corpus_file_that_is_not_utf8_is_refused_before_any_work(jaxcontam_cli
     assert "b.txt, line 2: not valid UTF-8" in err and "re-encode it as UTF-8" in err
 
 
+@pytest.mark.parametrize("command", ["score", "generate"])
+def test_the_out_folder_is_created_before_the_model(jaxcontam_cli, tmp_path, command):
+    """A missing --out folder used to fail the run after all the model work."""
+    out = tmp_path / "new" / "out.jsonl"
+    code, err = jaxcontam_cli(command, "--model", MODEL, "--data", EXAMPLE / "copa_test_sample.jsonl",
+                              "--field", "text=premise", "--out", out)
+    assert MODEL_LOAD_REACHED in err and out.parent.is_dir()
+
+
 def no_test_summary() -> dict:
     """A run whose paraphrases were all rejected: the real paired_summary, round-tripped through summary.json."""
     records = [{"rephrase": None, "p_true_original": 0.9, "p_true_rephrased": math.nan,

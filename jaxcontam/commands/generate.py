@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from jaxcontam.commands.score import parse_fields, read_texts
+from jaxcontam.commands.score import output_file, parse_fields, read_texts
 from jaxcontam.errors import DataError
 
 
@@ -33,6 +33,7 @@ def generate(model_path, data_path, field_pairs, out, max_new_tokens, temperatur
     from jaxcontam.engine.generation import generate as run_generation
 
     texts = read_texts(Path(data_path), parse_fields(field_pairs, ("text", "id")))
+    out = output_file(out)
     model = jaxcontam.load_model(model_path, dtype=dtype)
     if model.tokenizer is None:
         raise DataError(f"{model_path} has no tokenizer: add tokenizer.json beside the weights")

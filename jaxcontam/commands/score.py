@@ -51,6 +51,16 @@ def read_texts(path: Path, fields: dict[str, str]) -> list[tuple[str, str]]:
     return texts
 
 
+def output_file(out: str) -> Path:
+    """The output path, its folder created now: a missing folder must not fail the run after the model work."""
+    path = Path(out)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise DataError(f"--out {out}: cannot create its folder ({error.strerror}); choose a writable path") from None
+    return path
+
+
 def tokenize_texts(tokenizer, texts, path) -> list[list[int]]:
     """Token ids per text (with the tokenizer's special tokens, e.g. BOS)."""
     if tokenizer is None:
@@ -81,6 +91,7 @@ def score(model_path, data_path, field_pairs, out, k, reference_model, dtype, ba
     from jaxcontam.engine.scoring import score_logprobs
 
     texts = read_texts(Path(data_path), parse_fields(field_pairs, ("text", "id")))
+    out = output_file(out)
     model = jaxcontam.load_model(model_path, dtype=dtype)
     token_ids = tokenize_texts(model.tokenizer, texts, data_path)
     scores = score_logprobs(model, token_ids, with_stats=True, rows_per_batch=batch_rows, progress=True)

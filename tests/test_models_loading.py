@@ -60,8 +60,30 @@ def test_pickle_checkpoint_is_refused(llama_dir, tmp_path):
 def test_unknown_model_type_lists_supported(llama_dir, tmp_path):
     path = copy_checkpoint(llama_dir, tmp_path / "bert", edit_config=lambda c: {**c, "model_type": "bert"})
     with pytest.raises(ModelError, match="'bert' is not supported.*llama, mistral, qwen2, qwen3, gemma, gemma2, "
-                                         "gpt2, gpt_neox"):
+                                         "gemma3_text, olmo2, phi3, mixtral, qwen3_moe, gpt2, gpt_neox"):
         jaxcontam.load_model(path)
+
+
+def test_multimodal_gemma3_points_to_the_text_decoder(llama_dir, tmp_path):
+    path = copy_checkpoint(llama_dir, tmp_path / "gemma3", edit_config=lambda c: {**c, "model_type": "gemma3"})
+    with pytest.raises(ModelError, match="multimodal Gemma 3.*'gemma3_text'"):
+        jaxcontam.load_model(path)
+
+
+@pytest.mark.parametrize("rope", [{"rope_type": "yarn", "factor": 4.0}, {"rope_type": "dynamic", "factor": 2.0}])
+def test_unimplemented_rope_scaling_is_named(llama_dir, tmp_path, rope):
+    path = copy_checkpoint(llama_dir, tmp_path / rope["rope_type"], edit_config=lambda c: {**c, "rope_parameters": {**rope, "rope_theta": 1e4}})
+    with pytest.raises(ModelError, match=f"rope_type' = '{rope['rope_type']}' is not supported.*longrope"):
+        jaxcontam.load_model(path)
+
+
+def test_qwen3_moe_with_dense_layers_is_refused(llama_dir, tmp_path):
+    def moe(config):
+        return {**config, "model_type": "qwen3_moe", "num_experts": 4, "num_experts_per_tok": 2,
+                "moe_intermediate_size": 8, "mlp_only_layers": [0]}
+
+    with pytest.raises(ModelError, match="mlp_only_layers.*an expert block in every layer"):
+        jaxcontam.load_model(copy_checkpoint(llama_dir, tmp_path / "moe", edit_config=moe))
 
 
 def test_missing_weight_is_named(llama_dir, tmp_path):

@@ -3,7 +3,7 @@
 Each `Entry` says which HF tensor (name template, `{i}` = layer index, family prefix such as "model."
 stripped) feeds which parameter, the HF shape the config implies, how to re-lay it (transpose, split heads,
 un-fuse qkv), and the logical axes of the result for sharding. Per-layer entries are stacked on a leading
-layer axis.
+layer axis; mixture-of-experts weights (`{e}` = expert index) are stacked on an expert axis inside the layer.
 """
 
 from __future__ import annotations
@@ -29,10 +29,21 @@ class Entry:
     shape: tuple[int, ...]  # per-layer shape after `extract`
     axes: tuple[str | None, ...]  # logical axis of each dim of `shape`
     extract: Callable[[np.ndarray], np.ndarray]
+    experts: int = 0  # > 0: one HF tensor per expert ("{e}" in source), stacked on the first axis of `shape`
 
     @property
     def per_layer(self) -> bool:
         return "{i}" in self.source
+
+    def sources(self, layer: int | None) -> list[str]:
+        """The HF tensor names (family prefix stripped) that make this parameter of `layer`: one, or one per
+        expert in expert order."""
+        name = self.source.replace("{i}", str(layer)) if layer is not None else self.source
+        return [name.replace("{e}", str(e)) for e in range(self.experts)] if self.experts else [name]
+
+    def assemble(self, tensors: list, stack=np.stack):
+        """The parameter from the HF tensors `sources` names (stacked over experts by `stack`)."""
+        return stack([self.extract(t) for t in tensors]) if self.experts else self.extract(tensors[0])
 
 
 def canonical_name(name: str, spec: ModelSpec) -> str:
@@ -41,10 +52,9 @@ def canonical_name(name: str, spec: ModelSpec) -> str:
     return name.removeprefix(prefix)
 
 
-def full_name(entry: Entry, layer: int | None, spec: ModelSpec) -> str:
-    """The HF tensor name as a *ForCausalLM checkpoint spells it (for error messages)."""
-    name = entry.source.replace("{i}", str(layer)) if layer is not None else entry.source
-    return name if re.match(r"(lm_head|embed_out)\.", name) else PREFIXES.get(spec.model_type, DEFAULT_PREFIX) + name
+def full_name(source: str, spec: ModelSpec) -> str:
+    """An HF tensor name (one of `Entry.sources`) as a *ForCausalLM checkpoint spells it."""
+    return source if re.match(r"(lm_head|embed_out)\.", source) else PREFIXES.get(spec.model_type, DEFAULT_PREFIX) + source
 
 
 def _same(t):
@@ -92,42 +102,89 @@ def _head_entries(spec: ModelSpec) -> list[Entry]:
     return entries
 
 
-def _llama_entries(spec: ModelSpec) -> list[Entry]:
-    """llama, mistral, qwen2, qwen3, gemma, gemma2: separate q/k/v/o Linear and a gated MLP."""
-    d, f, dh = spec.hidden_size, spec.intermediate_size, spec.head_dim
-    h, kv = spec.num_heads, spec.num_kv_heads
+def _split_rows(start: int, stop: int, then=_same):
+    """Rows start:stop of a fused [out, in] Linear weight, then re-laid by `then`."""
+    return lambda t: then(t[start:stop])
+
+
+def _attention_entries(spec: ModelSpec) -> list[Entry]:
+    """q/k/v/o projections: separate Linear layers, or phi3's fused qkv_proj ([q; k; v] along its rows)."""
+    d, dh, h, kv = spec.hidden_size, spec.head_dim, spec.num_heads, spec.num_kv_heads
     a = "layers.{i}.self_attn."
-    m = "layers.{i}.mlp."
-    e = [
-        Entry(("layers", "wq"), a + "q_proj.weight", (h * dh, d), (d, h, dh), (None, "heads", None), _heads_in(h, dh)),
-        Entry(("layers", "wk"), a + "k_proj.weight", (kv * dh, d), (d, kv, dh), (None, "kv_heads", None),
-              _heads_in(kv, dh)),
-        Entry(("layers", "wv"), a + "v_proj.weight", (kv * dh, d), (d, kv, dh), (None, "kv_heads", None),
-              _heads_in(kv, dh)),
-        Entry(("layers", "wo"), a + "o_proj.weight", (d, h * dh), (h, dh, d), ("heads", None, None),
-              _heads_out(h, dh)),
-        Entry(("layers", "w_gate"), m + "gate_proj.weight", (f, d), (d, f), (None, "mlp"), _transpose),
-        Entry(("layers", "w_up"), m + "up_proj.weight", (f, d), (d, f), (None, "mlp"), _transpose),
-        Entry(("layers", "w_down"), m + "down_proj.weight", (d, f), (f, d), ("mlp", None), _transpose),
-    ]
+    shapes = {"q": (h, "heads"), "k": (kv, "kv_heads"), "v": (kv, "kv_heads")}
+    if spec.model_type == "phi3":
+        starts = {"q": 0, "k": h * dh, "v": (h + kv) * dh}
+        e = [Entry(("layers", "w" + n), a + "qkv_proj.weight", ((h + 2 * kv) * dh, d), (d, heads, dh),
+                   (None, axis, None), _split_rows(starts[n], starts[n] + heads * dh, _heads_in(heads, dh)))
+             for n, (heads, axis) in shapes.items()]
+    else:
+        e = [Entry(("layers", "w" + n), a + f"{n}_proj.weight", (heads * dh, d), (d, heads, dh), (None, axis, None),
+                   _heads_in(heads, dh)) for n, (heads, axis) in shapes.items()]
+    e.append(Entry(("layers", "wo"), a + "o_proj.weight", (d, h * dh), (h, dh, d), ("heads", None, None),
+                   _heads_out(h, dh)))
     if spec.qkv_bias:
-        e += [Entry(("layers", "bq"), a + "q_proj.bias", (h * dh,), (h, dh), ("heads", None), _heads_bias(h, dh)),
-              Entry(("layers", "bk"), a + "k_proj.bias", (kv * dh,), (kv, dh), ("kv_heads", None),
-                    _heads_bias(kv, dh)),
-              Entry(("layers", "bv"), a + "v_proj.bias", (kv * dh,), (kv, dh), ("kv_heads", None),
-                    _heads_bias(kv, dh))]
+        e += [Entry(("layers", "b" + n), a + f"{n}_proj.bias", (heads * dh,), (heads, dh), (axis, None),
+                    _heads_bias(heads, dh)) for n, (heads, axis) in shapes.items()]
     if spec.out_bias:
         e.append(Entry(("layers", "bo"), a + "o_proj.bias", (d,), (d,), (None,), _same))
-    if spec.qk_norm:
-        e += [Entry(("layers", "q_norm", "scale"), a + "q_norm.weight", (dh,), (dh,), (None,), _same),
-              Entry(("layers", "k_norm", "scale"), a + "k_norm.weight", (dh,), (dh,), (None,), _same)]
-    e += _norm_entries("attn_norm", "layers.{i}.input_layernorm", spec, layered=True)
-    if spec.model_type == "gemma2":
-        e += _norm_entries("attn_post_norm", "layers.{i}.post_attention_layernorm", spec, layered=True)
-        e += _norm_entries("mlp_norm", "layers.{i}.pre_feedforward_layernorm", spec, layered=True)
-        e += _norm_entries("mlp_post_norm", "layers.{i}.post_feedforward_layernorm", spec, layered=True)
+    if spec.qk_norm:  # over head_dim, or (olmo2) over the whole q / k projection
+        q_size, k_size = (h * dh, kv * dh) if spec.qk_norm == "full" else (dh, dh)
+        e += [Entry(("layers", "q_norm", "scale"), a + "q_norm.weight", (q_size,), (q_size,), (None,), _same),
+              Entry(("layers", "k_norm", "scale"), a + "k_norm.weight", (k_size,), (k_size,), (None,), _same)]
+    return e
+
+
+def _mlp_entries(spec: ModelSpec) -> list[Entry]:
+    """The gated MLP: gate/up/down Linear layers, phi3's fused gate_up_proj ([gate; up] rows), or the experts and
+    router of a mixture-of-experts block."""
+    d, f = spec.hidden_size, spec.intermediate_size
+    m = "layers.{i}.mlp."
+    if spec.num_experts:
+        return _expert_entries(spec)
+    if spec.model_type == "phi3":
+        gate_up = (2 * f, d)
+        return [Entry(("layers", "w_gate"), m + "gate_up_proj.weight", gate_up, (d, f), (None, "mlp"),
+                      _split_rows(0, f, _transpose)),
+                Entry(("layers", "w_up"), m + "gate_up_proj.weight", gate_up, (d, f), (None, "mlp"),
+                      _split_rows(f, 2 * f, _transpose)),
+                Entry(("layers", "w_down"), m + "down_proj.weight", (d, f), (f, d), ("mlp", None), _transpose)]
+    return [Entry(("layers", "w_gate"), m + "gate_proj.weight", (f, d), (d, f), (None, "mlp"), _transpose),
+            Entry(("layers", "w_up"), m + "up_proj.weight", (f, d), (d, f), (None, "mlp"), _transpose),
+            Entry(("layers", "w_down"), m + "down_proj.weight", (d, f), (f, d), ("mlp", None), _transpose)]
+
+
+def _expert_entries(spec: ModelSpec) -> list[Entry]:
+    """Router [D, E] and expert weights stacked as [E, D, F] / [E, F, D], the expert axis split over the mesh."""
+    d, f, count = spec.hidden_size, spec.intermediate_size, spec.num_experts
+    if spec.model_type == "mixtral":
+        block, gate, up, down = "layers.{i}.block_sparse_moe.", "w1", "w3", "w2"
     else:
-        e += _norm_entries("mlp_norm", "layers.{i}.post_attention_layernorm", spec, layered=True)
+        block, gate, up, down = "layers.{i}.mlp.", "gate_proj", "up_proj", "down_proj"
+    expert = block + "experts.{e}."
+    return [
+        Entry(("layers", "router"), block + "gate.weight", (count, d), (d, count), (None, None), _transpose),
+        Entry(("layers", "w_gate"), expert + gate + ".weight", (f, d), (count, d, f), ("experts", None, "mlp"),
+              _transpose, experts=count),
+        Entry(("layers", "w_up"), expert + up + ".weight", (f, d), (count, d, f), ("experts", None, "mlp"),
+              _transpose, experts=count),
+        Entry(("layers", "w_down"), expert + down + ".weight", (d, f), (count, f, d), ("experts", "mlp", None),
+              _transpose, experts=count),
+    ]
+
+
+def _llama_entries(spec: ModelSpec) -> list[Entry]:
+    """The llama-style families: attention, a gated MLP or experts, and the family's norms."""
+    e = _attention_entries(spec) + _mlp_entries(spec)
+    norm = "layers.{i}."
+    if spec.pre_norms:
+        e += _norm_entries("attn_norm", norm + "input_layernorm", spec, layered=True)
+    if spec.attn_post_norm:  # gemma2/3: pre- and post-norms around both blocks; olmo2: post-norms only
+        e += _norm_entries("attn_post_norm", norm + "post_attention_layernorm", spec, layered=True)
+        e += _norm_entries("mlp_post_norm", norm + "post_feedforward_layernorm", spec, layered=True)
+        if spec.pre_norms:
+            e += _norm_entries("mlp_norm", norm + "pre_feedforward_layernorm", spec, layered=True)
+    else:
+        e += _norm_entries("mlp_norm", norm + "post_attention_layernorm", spec, layered=True)
     return e
 
 

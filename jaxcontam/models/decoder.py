@@ -24,8 +24,30 @@ def _embed(params: dict, spec: ModelSpec, tokens: jax.Array, positions: jax.Arra
     return x
 
 
-def _rope(spec: ModelSpec, positions: jax.Array):
-    return layers.rope_tables(spec, positions) if spec.rotary_dim else (None, None)
+def _rope(spec: ModelSpec, positions: jax.Array, lengths: jax.Array | None) -> tuple:
+    """(global, local) rope tables; local is None unless the sliding layers rotate with their own base (gemma3)."""
+    if not spec.rotary_dim:
+        return (None, None), None
+    local = layers.rope_tables(spec, positions, local=True) if spec.local_rope_theta is not None else None
+    return layers.rope_tables(spec, positions, lengths), local
+
+
+def _layer_rope(tables: tuple, window):
+    """The rope tables of a layer: the local ones on sliding layers when there are any."""
+    global_tables, local_tables = tables
+    if local_tables is None:
+        return global_tables
+    if isinstance(window, int):
+        return local_tables if window else global_tables
+    return tuple(jnp.where(window > 0, lo, gl) for lo, gl in zip(local_tables, global_tables, strict=True))
+
+
+def sequence_lengths(positions: jax.Array, segment_ids: jax.Array) -> jax.Array:
+    """int32 [B, T]: the length (last position + 1) of the packed sequence each token belongs to."""
+    batch, length = positions.shape
+    ids = (jnp.arange(batch)[:, None] * (length + 1) + jnp.clip(segment_ids, 0, length)).reshape(-1)
+    last = jax.ops.segment_max(positions.reshape(-1), ids, num_segments=batch * (length + 1))
+    return last[ids].reshape(batch, length) + 1
 
 
 def _windowed(allowed: jax.Array, q_pos: jax.Array, k_pos: jax.Array, window: jax.Array) -> jax.Array:
@@ -34,10 +56,10 @@ def _windowed(allowed: jax.Array, q_pos: jax.Array, k_pos: jax.Array, window: ja
     return allowed & ((window == 0) | inside)
 
 
-def _layer(spec: ModelSpec, w: dict, x: jax.Array, cos, sin, attend_fn):
+def _layer(spec: ModelSpec, w: dict, x: jax.Array, rope: tuple, attend_fn):
     """One decoder layer; attend_fn(q, k, v) -> (attention output [B, T, H, Dh], cache outputs)."""
-    h = layers.norm(spec, w["attn_norm"], x)
-    q, k, v = layers.attention_inputs(spec, w, h, cos, sin)
+    h = layers.norm(spec, w["attn_norm"], x) if spec.pre_norms else x
+    q, k, v = layers.attention_inputs(spec, w, h, *rope)
     o, carry_out = attend_fn(q, k, v)
     a = layers.attention_output(spec, w, o)
     if spec.attn_post_norm:
@@ -45,7 +67,7 @@ def _layer(spec: ModelSpec, w: dict, x: jax.Array, cos, sin, attend_fn):
     if spec.parallel_residual:
         return x + a + layers.mlp(spec, w, layers.norm(spec, w["mlp_norm"], x)), carry_out
     x = x + a
-    m = layers.mlp(spec, w, layers.norm(spec, w["mlp_norm"], x))
+    m = layers.mlp(spec, w, layers.norm(spec, w["mlp_norm"], x) if spec.pre_norms else x)
     if spec.mlp_post_norm:
         m = layers.norm(spec, w["mlp_post_norm"], m)
     return x + m, carry_out
@@ -60,12 +82,13 @@ def hidden_states(params: dict, spec: ModelSpec, tokens: jax.Array, positions: j
     (`attention.packed_attention`).
     """
     x = _embed(params, spec, tokens, positions)
-    cos, sin = _rope(spec, positions)
+    lengths = sequence_lengths(positions, segment_ids) if spec.rope_type == "longrope" else None
+    tables = _rope(spec, positions, lengths)
     windows = jnp.asarray(spec.layer_windows, jnp.int32)
 
     def body(x, layer):
         w, window = layer
-        return _layer(spec, w, x, cos, sin, lambda q, k, v: (
+        return _layer(spec, w, x, _layer_rope(tables, window), lambda q, k, v: (
             attention.packed_attention(spec, q, k, v, positions, segment_ids, window), None))
 
     x, _ = jax.lax.scan(body, x, (params["layers"], windows))
@@ -123,7 +146,10 @@ def decode(params: dict, spec: ModelSpec, tokens: jax.Array, positions: jax.Arra
     pass `split_layers(params)` to avoid slicing each layer's weights out of the stacked arrays.
     """
     x = _embed(params, spec, tokens, positions)
-    cos, sin = _rope(spec, positions)
+    lengths = None
+    if spec.rope_type == "longrope":  # each row is one sequence, as long as its furthest position so far
+        lengths = jnp.broadcast_to(jnp.max(positions, axis=1, keepdims=True) + 1, positions.shape)
+    tables = _rope(spec, positions, lengths)
     slot_pos = write_slots(cache["pos"], positions.astype(jnp.int32), cache_index, axis=1)
     base = ((slot_pos[:, None, :] >= 0) & (slot_pos[:, None, :] <= positions[:, :, None])
             & (positions[:, :, None] >= 0))
@@ -138,7 +164,7 @@ def decode(params: dict, spec: ModelSpec, tokens: jax.Array, positions: jax.Arra
             v_all = write_slots(v_cache, jnp.swapaxes(v, 1, 2).astype(v_cache.dtype), cache_index, axis=2)
             return layers.attend(spec, q, k_all, v_all, allowed, heads_first=True), (k_all, v_all)
 
-        x, (k_all, v_all) = _layer(spec, w, x, cos, sin, cached_attention)
+        x, (k_all, v_all) = _layer(spec, w, x, _layer_rope(tables, window), cached_attention)
         k_out.append(k_all)
         v_out.append(v_all)
     return layers.norm(spec, params["final_norm"], x), {"k": k_out, "v": v_out, "pos": slot_pos}

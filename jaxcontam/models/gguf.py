@@ -78,6 +78,9 @@ def hf_config(reader, path: pathlib.Path) -> dict:
         raise ModelError(f"{path}: GGUF architecture {arch!r} is not supported; supported architectures: "
                          f"{', '.join(ARCHITECTURES)} (mistral models are stored as 'llama')")
     names = {tensor.name: tensor for tensor in reader.tensors}
+    if meta.get(f"{arch}.expert_count"):
+        raise ModelError(f"{path}: a mixture-of-experts GGUF file ({meta.get(f'{arch}.expert_count')} experts); the "
+                         "GGUF loader reads dense models only: load the Hugging Face safetensors checkpoint instead")
     if "rope_freqs.weight" in names:
         raise ModelError(f"{path}: the file stores per-frequency rope factors (rope_freqs.weight, Llama 3.1-style "
                          "rope scaling), which the GGUF loader does not read; load the Hugging Face safetensors "
@@ -148,7 +151,7 @@ def tensor_index(reader, spec: ModelSpec, path: pathlib.Path) -> dict[str, tuple
     index = {}
     for entry in checkpoint_entries(spec):
         for layer in range(spec.num_layers) if entry.per_layer else [None]:
-            source = entry.source.replace("{i}", str(layer)) if layer is not None else entry.source
+            source, = entry.sources(layer)
             hf_name = source if source.startswith("lm_head.") else DEFAULT_PREFIX + source
             name = name_map.get_name(hf_name, try_suffixes=(".weight", ".bias"))
             tensor = stored.get(name)

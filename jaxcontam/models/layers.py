@@ -39,11 +39,15 @@ def activation(name: str, x: jax.Array) -> jax.Array:
     raise ValueError(f"unknown activation {name!r}")  # unreachable: ModelSpec only holds the names above
 
 
-def rope_inverse_frequencies(spec: ModelSpec) -> np.ndarray:
-    """float32 [rotary_dim // 2] inverse frequencies, with linear or Llama 3 scaling, as transformers computes them."""
+def rope_inverse_frequencies(spec: ModelSpec, theta: float | None = None) -> np.ndarray:
+    """float32 [rotary_dim // 2] inverse frequencies, with linear or Llama 3 scaling, as transformers computes them.
+    `theta`: an unscaled base of its own (gemma3's sliding layers)."""
     dim = spec.rotary_dim
-    inv = (1.0 / (spec.rope_theta ** (np.arange(0, dim, 2).astype(np.float32) / dim))).astype(np.float32)
+    base = spec.rope_theta if theta is None else theta
+    inv = (1.0 / (base ** (np.arange(0, dim, 2).astype(np.float32) / dim))).astype(np.float32)
     params = dict(spec.rope_scaling)
+    if theta is not None:
+        return inv
     if spec.rope_type == "linear":
         return (inv / np.float32(params["factor"])).astype(np.float32)
     if spec.rope_type == "llama3":
@@ -58,11 +62,37 @@ def rope_inverse_frequencies(spec: ModelSpec) -> np.ndarray:
     return inv
 
 
-def rope_tables(spec: ModelSpec, positions: jax.Array) -> tuple[jax.Array, jax.Array]:
-    """cos, sin float32 [B, T, rotary_dim] for integer positions (halves repeated, rotate-half layout)."""
-    angles = positions.astype(jnp.float32)[..., None] * jnp.asarray(rope_inverse_frequencies(spec))
+def _longrope_frequencies(spec: ModelSpec, lengths: jax.Array) -> jax.Array:
+    """float32 [B, T, rotary_dim // 2]: each token's inverse frequencies under LongRoPE, from the short factors
+    when its sequence (`lengths`: tokens in the sequence it belongs to) fits the original context, else the long."""
+    shape = np.arange(0, spec.rotary_dim, 2).astype(np.float32) / spec.rotary_dim
+    base = np.float32(spec.rope_theta) ** shape
+    short = 1.0 / (np.asarray(spec.rope_short_factor, np.float32) * base)
+    long = 1.0 / (np.asarray(spec.rope_long_factor, np.float32) * base)
+    beyond = lengths > dict(spec.rope_scaling)["original_max_position_embeddings"]
+    return jnp.where(beyond[..., None], jnp.asarray(long, jnp.float32), jnp.asarray(short, jnp.float32))
+
+
+def rope_tables(spec: ModelSpec, positions: jax.Array, lengths: jax.Array | None = None,
+                local: bool = False) -> tuple[jax.Array, jax.Array]:
+    """cos, sin float32 [B, T, rotary_dim] for integer positions (halves repeated, rotate-half layout).
+
+    `lengths` [B, T]: the length of each token's sequence, which LongRoPE needs to pick its factors; `local`:
+    the tables of gemma3's sliding layers (their own unscaled base).
+    """
+    scale = 1.0
+    if local:
+        inv = jnp.asarray(rope_inverse_frequencies(spec, spec.local_rope_theta))
+    elif spec.rope_type == "longrope":
+        inv = _longrope_frequencies(spec, lengths)
+        scale = dict(spec.rope_scaling)["attention_factor"]
+    else:
+        inv = jnp.asarray(rope_inverse_frequencies(spec))
+    angles = positions.astype(jnp.float32)[..., None] * inv
     angles = jnp.concatenate([angles, angles], axis=-1)
-    return jnp.cos(angles), jnp.sin(angles)
+    if scale == 1.0:
+        return jnp.cos(angles), jnp.sin(angles)
+    return jnp.cos(angles) * scale, jnp.sin(angles) * scale
 
 
 def apply_rope(x: jax.Array, cos: jax.Array, sin: jax.Array) -> jax.Array:
@@ -82,8 +112,11 @@ def attention_inputs(spec: ModelSpec, w: dict, h: jax.Array, cos, sin):
     v = jnp.einsum("btd,dhk->bthk", h, w["wv"])
     if spec.qkv_bias:
         q, k, v = q + w["bq"], k + w["bk"], v + w["bv"]
-    if spec.qk_norm:
+    if spec.qk_norm == "head":
         q, k = norm(spec, w["q_norm"], q), norm(spec, w["k_norm"], k)
+    elif spec.qk_norm == "full":  # olmo2: over all heads of the projection at once
+        q = norm(spec, w["q_norm"], q.reshape(*q.shape[:2], -1)).reshape(q.shape)
+        k = norm(spec, w["k_norm"], k.reshape(*k.shape[:2], -1)).reshape(k.shape)
     if spec.rotary_dim:
         q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)
     return q, k, v
@@ -122,7 +155,9 @@ def attention_output(spec: ModelSpec, w: dict, o: jax.Array) -> jax.Array:
 
 
 def mlp(spec: ModelSpec, w: dict, h: jax.Array) -> jax.Array:
-    """Gated (act(h Wg) * h Wu) Wd, or plain act(h Wi + bi) Wo + bo."""
+    """Gated (act(h Wg) * h Wu) Wd, plain act(h Wi + bi) Wo + bo, or a mixture of gated experts."""
+    if spec.num_experts:
+        return experts(spec, w, h)
     if spec.gated_mlp:
         inner = activation(spec.activation, h @ w["w_gate"]) * (h @ w["w_up"])
         return inner @ w["w_down"]
@@ -131,3 +166,29 @@ def mlp(spec: ModelSpec, w: dict, h: jax.Array) -> jax.Array:
         inner = inner + w["b_in"]
     out = activation(spec.activation, inner) @ w["w_out"]
     return out + w["b_out"] if spec.mlp_bias else out
+
+
+def router_weights(spec: ModelSpec, w: dict, h: jax.Array) -> jax.Array:
+    """float32 [B, T, E]: each token's weight on every expert; zero outside its top k.
+
+    Softmax over all experts in float32, the top k kept, renormalised to sum to 1 when the family does (mixtral
+    always, qwen3_moe with norm_topk_prob).
+    """
+    probs = jax.nn.softmax(jnp.einsum("btd,de->bte", h, w["router"]).astype(jnp.float32), axis=-1)
+    top, chosen = jax.lax.top_k(probs, spec.experts_per_token)
+    if spec.norm_topk_prob:
+        top = top / jnp.sum(top, axis=-1, keepdims=True)
+    return jnp.einsum("btk,btke->bte", top, jax.nn.one_hot(chosen, spec.num_experts, dtype=jnp.float32))
+
+
+def experts(spec: ModelSpec, w: dict, h: jax.Array) -> jax.Array:
+    """Exact top-k mixture of gated experts: no capacity limit, so no token is ever dropped.
+
+    Every expert runs on every token and unchosen experts get weight 0: exact routing with static shapes, the
+    expert axis split over the mesh's "model" axis. It costs num_experts / k times the flops of the chosen
+    experts alone.
+    """
+    weights = router_weights(spec, w, h).astype(h.dtype)
+    gate = jnp.einsum("btd,edf->btef", h, w["w_gate"])
+    inner = activation(spec.activation, gate) * jnp.einsum("btd,edf->btef", h, w["w_up"])
+    return jnp.einsum("btef,efd->btd", inner * weights[..., None], w["w_down"])

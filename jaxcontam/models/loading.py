@@ -136,16 +136,16 @@ def _check_entries(entries: list[Entry], index: dict, spec: ModelSpec, directory
     """Every tensor present with the shape the config implies, before anything is read."""
     for entry in entries:
         for layer in range(spec.num_layers) if entry.per_layer else [None]:
-            source = entry.source.replace("{i}", str(layer)) if layer is not None else entry.source
-            if source not in index:
-                raise ModelError(f"{directory}: missing weight {full_name(entry, layer, spec)!r} "
-                                 f"(needed for {'/'.join(entry.path)}); the checkpoint is incomplete or was saved "
-                                 "for a different model_type")
-            name, info = index[source]
-            if info.shape != entry.source_shape:
-                raise ModelError(f"{info.file}: tensor {name!r} has shape {list(info.shape)} but {config_name} implies "
-                                 f"{list(entry.source_shape)}; the config and the weights belong to different "
-                                 "models")
+            for source in entry.sources(layer):
+                if source not in index:
+                    raise ModelError(f"{directory}: missing weight {full_name(source, spec)!r} "
+                                     f"(needed for {'/'.join(entry.path)}); the checkpoint is incomplete or was saved "
+                                     "for a different model_type")
+                name, info = index[source]
+                if info.shape != entry.source_shape:
+                    raise ModelError(f"{info.file}: tensor {name!r} has shape {list(info.shape)} but {config_name} "
+                                     f"implies {list(entry.source_shape)}; the config and the weights belong to "
+                                     "different models")
 
 
 def _place_tensor(entry: Entry, layer: int | None, index: dict, reader: TensorReader, dtype, mesh) -> jax.Array:
@@ -153,13 +153,12 @@ def _place_tensor(entry: Entry, layer: int | None, index: dict, reader: TensorRe
 
     The callback runs once per device; the converted tensor is kept between those calls only.
     """
-    source = entry.source.replace("{i}", str(layer)) if layer is not None else entry.source
-    name, info = index[source]
+    stored = [index[source] for source in entry.sources(layer)]
     converted: list[np.ndarray] = []
 
     def callback(slices):
         if not converted:
-            converted.append(np.asarray(entry.extract(reader.read(name, info)), dtype=dtype))
+            converted.append(np.asarray(entry.assemble([reader.read(name, info) for name, info in stored]), dtype=dtype))
         return converted[0][slices]
 
     return jax.make_array_from_callback(entry.shape, weight_sharding(mesh, entry.shape, entry.axes), callback)

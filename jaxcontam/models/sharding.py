@@ -1,7 +1,8 @@
 """Device mesh with ("data", "model") axes and the rule table that places each weight on it.
 
-Weights carry logical axis names; `heads`, `kv_heads`, `mlp` and `vocab` map to the mesh's "model" axis
-when it has more than one device and the dimension divides evenly, every other axis is replicated.
+Weights carry logical axis names; `heads`, `kv_heads`, `experts`, `mlp` and `vocab` map to the mesh's "model"
+axis when it has more than one device and the dimension divides evenly, every other axis is replicated. A
+weight is split along its first such dimension (experts before their MLP width).
 Batches are split over "data".
 """
 
@@ -14,7 +15,7 @@ from jaxcontam.errors import ModelError
 
 MESH_AXES = ("data", "model")
 # logical axis name -> mesh axis it is split over
-SHARDING_RULES = {"heads": "model", "kv_heads": "model", "mlp": "model", "vocab": "model"}
+SHARDING_RULES = {"heads": "model", "kv_heads": "model", "experts": "model", "mlp": "model", "vocab": "model"}
 
 
 def make_mesh(data: int | None = None, model: int = 1, devices=None) -> Mesh:
@@ -41,7 +42,7 @@ def weight_sharding(mesh: Mesh, shape: tuple[int, ...], axes: tuple[str | None, 
     spec = []
     for dim, name in zip(shape, axes, strict=True):
         target = SHARDING_RULES.get(name) if size > 1 else None
-        spec.append(target if target is not None and dim % size == 0 else None)
+        spec.append(target if target is not None and target not in spec and dim % size == 0 else None)
     return NamedSharding(mesh, jax.P(*spec))
 
 

@@ -1,18 +1,22 @@
 """`ModelSpec`: one frozen, hashable description of a decoder, normalised from a Hugging Face config.json.
 
-Every family (llama, mistral, qwen2, qwen3, gemma, gemma2, gpt2, gpt_neox) is expressed through the same
-fields, so a single forward implementation covers them all. The spec is a static argument of the jitted
+Every family (llama, mistral, qwen2, qwen3, gemma, gemma2, gemma3_text, olmo2, phi3, mixtral, qwen3_moe, gpt2,
+gpt_neox) is expressed through the same fields, so a single forward implementation covers them all. The spec is a static argument of the jitted
 functions, hence frozen and hashable; the raw config dict rides along but takes no part in hashing.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
 from typing import Any
 
 from jaxcontam.errors import ModelError
 
-SUPPORTED_MODEL_TYPES = ("llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "gpt2", "gpt_neox")
+SUPPORTED_MODEL_TYPES = ("llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "gemma3_text", "olmo2", "phi3",
+                         "mixtral", "qwen3_moe", "gpt2", "gpt_neox")
+_GEMMA = ("gemma", "gemma2", "gemma3_text")
+_MOE = ("mixtral", "qwen3_moe")
 
 # HF activation names -> the activation the forward applies.
 _ACTIVATIONS = {
@@ -23,7 +27,7 @@ _ACTIVATIONS = {
     "gelu": "gelu",
     "relu": "relu",
 }
-_ROPE_TYPES = ("default", "linear", "llama3")
+_ROPE_TYPES = ("default", "linear", "llama3", "longrope")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -47,14 +51,15 @@ class ModelSpec:
     mlp_bias: bool
     qkv_bias: bool
     out_bias: bool
-    qk_norm: bool  # qwen3: RMSNorm over head_dim on q and k before rope
-    attn_post_norm: bool  # gemma2: norm on the attention output before the residual add
-    mlp_post_norm: bool  # gemma2: norm on the MLP output before the residual add
+    qk_norm: str  # RMSNorm on q and k before rope: "" none, "head" over head_dim (qwen3, gemma3), "full" over
+    # the whole projection (olmo2)
+    attn_post_norm: bool  # gemma2/3, olmo2: norm on the attention output before the residual add
+    mlp_post_norm: bool  # gemma2/3, olmo2: norm on the MLP output before the residual add
     parallel_residual: bool  # gpt_neox: x + attn(ln1 x) + mlp(ln2 x)
     learned_positions: bool  # gpt2: wpe table instead of rope
     rotary_dim: int  # dims of each head that rope rotates (partial rotary for gpt_neox)
     rope_theta: float
-    rope_type: str  # "default" | "linear" | "llama3"
+    rope_type: str  # "default" | "linear" | "llama3" | "longrope"
     rope_scaling: tuple[tuple[str, float], ...]  # the scaling parameters, as sorted (name, value) pairs
     embed_scale: float | None  # gemma: sqrt(hidden_size)
     attn_scale: float
@@ -65,6 +70,13 @@ class ModelSpec:
     bos_token_id: int | None
     eos_token_id: int | tuple[int, ...] | None  # one id, or every one as a tuple when there are several
     pad_token_id: int | None
+    pre_norms: bool = True  # norm before attention and MLP (olmo2 has only the post norms)
+    local_rope_theta: float | None = None  # gemma3: sliding layers rotate with this base, unscaled
+    rope_short_factor: tuple[float, ...] = ()  # longrope: per-frequency divisors for sequences within
+    rope_long_factor: tuple[float, ...] = ()  # original_max_position_embeddings, and for longer ones
+    num_experts: int = 0  # mixture of experts (mixtral, qwen3_moe): experts per layer; 0 = a dense MLP
+    experts_per_token: int = 0  # top-k routing
+    norm_topk_prob: bool = True  # renormalise the top-k router probabilities to sum to 1
     hf_config: dict[str, Any] = dataclasses.field(default_factory=dict, compare=False, hash=False, repr=False)
 
     @property
@@ -120,18 +132,42 @@ class _ConfigReader:
         raise ModelError(f"{self.source}: field {field!r} = {value!r} is not supported: {why}")
 
 
-def _rope(reader: _ConfigReader) -> tuple[float, str, tuple[tuple[str, float], ...], float]:
-    """(theta, rope_type, scaling params, partial_rotary_factor) from new-style rope_parameters or old fields."""
+@dataclasses.dataclass(frozen=True)
+class _Rope:
+    theta: float
+    rope_type: str
+    scaling: tuple[tuple[str, float], ...]
+    partial: float
+    short_factor: tuple[float, ...] = ()
+    long_factor: tuple[float, ...] = ()
+    local_theta: float | None = None
+
+
+def _rope(reader: _ConfigReader, model_type: str) -> _Rope:
+    """Rope settings from new-style rope_parameters (per layer type for gemma3) or the older fields."""
     params = dict(reader.get("rope_parameters", {}))
+    local_theta = None
+    if model_type == "gemma3_text":  # global layers: theta and scaling; sliding layers: their own base, unscaled
+        by_type = params if "full_attention" in params or "sliding_attention" in params else {"full_attention": params}
+        params = dict(by_type.get("full_attention", {}))
+        local = by_type.get("sliding_attention", {})
+        if local.get("rope_type", "default") != "default":
+            reader.refuse("rope_parameters.sliding_attention.rope_type", local["rope_type"],
+                          "gemma3's sliding layers are implemented with unscaled rope only")
+        local_theta = float(local.get("rope_theta", reader.get("rope_local_base_freq", 10000.0)))
     if reader.get("rope_scaling"):
         params = {**reader.get("rope_scaling"), **params}
-    theta = params.get("rope_theta", reader.get("rope_theta", reader.get("rotary_emb_base", 10000.0)))
+    default_theta = 1_000_000.0 if model_type == "gemma3_text" else 10000.0
+    theta = params.get("rope_theta", reader.get("rope_theta", reader.get("rotary_emb_base", default_theta)))
     partial = params.get("partial_rotary_factor", reader.get("partial_rotary_factor", reader.get("rotary_pct", 1.0)))
     rope_type = params.get("rope_type", params.get("type", "default"))
+    rope_type = "longrope" if rope_type == "su" else rope_type  # phi3's original name for it
     if rope_type not in _ROPE_TYPES:
         reader.refuse("rope_parameters.rope_type", rope_type,
                       f"jaxcontam implements {', '.join(_ROPE_TYPES)}; a model that needs another scaling would "
                       "get silently wrong log-probs, so it is refused")
+    if rope_type == "longrope":
+        return _longrope(reader, params, float(theta), float(partial))
     keys = {"linear": ("factor",), "llama3": ("factor", "low_freq_factor", "high_freq_factor",
                                               "original_max_position_embeddings")}.get(rope_type, ())
     for key in keys:
@@ -139,7 +175,30 @@ def _rope(reader: _ConfigReader) -> tuple[float, str, tuple[tuple[str, float], .
             raise ModelError(f"{reader.source}: rope_type {rope_type!r} needs rope_parameters.{key}; add it to "
                              "config.json")
     scaling = tuple(sorted((k, float(params[k])) for k in keys))
-    return float(theta), rope_type, scaling, float(partial)
+    return _Rope(float(theta), rope_type, scaling, float(partial), local_theta=local_theta)
+
+
+def _longrope(reader: _ConfigReader, params: dict, theta: float, partial: float) -> _Rope:
+    """LongRoPE (phi3): per-frequency factors, short within the original context and long beyond it, and cos/sin
+    scaled by an attention factor (default sqrt(1 + ln(factor) / ln(original context)), as transformers sets it)."""
+    original = params.get("original_max_position_embeddings", reader.get("original_max_position_embeddings"))
+    if original is None or "short_factor" not in params or "long_factor" not in params:
+        raise ModelError(f"{reader.source}: rope_type 'longrope' needs short_factor, long_factor and "
+                         "original_max_position_embeddings; add them to config.json")
+    head_dim = int(reader.get("head_dim", int(reader.require("hidden_size")) // int(reader.require(
+        "num_attention_heads"))))
+    half = int(head_dim * partial) // 2
+    for key in ("short_factor", "long_factor"):
+        if len(params[key]) != half:
+            reader.refuse(f"rope_parameters.{key}", f"{len(params[key])} values",
+                          f"longrope needs one factor per rotary frequency ({half})")
+    factor = params.get("factor") or int(reader.require("max_position_embeddings")) / float(original)
+    attention = params.get("attention_factor")
+    if attention is None:
+        attention = 1.0 if factor <= 1.0 else (1 + math.log(factor) / math.log(original)) ** 0.5
+    scaling = (("attention_factor", float(attention)), ("original_max_position_embeddings", float(original)))
+    return _Rope(theta, "longrope", scaling, partial, tuple(float(f) for f in params["short_factor"]),
+                 tuple(float(f) for f in params["long_factor"]))
 
 
 def _layer_windows(reader: _ConfigReader, model_type: str, num_layers: int) -> tuple[int, ...]:
@@ -147,11 +206,14 @@ def _layer_windows(reader: _ConfigReader, model_type: str, num_layers: int) -> t
     window = reader.get("sliding_window")
     types = reader.get("layer_types")
     if types is None:
-        if model_type == "mistral":
+        if model_type in ("mistral", "mixtral", "phi3"):
             types = ["sliding_attention"] * num_layers
         elif model_type == "gemma2":
             types = ["sliding_attention" if i % 2 == 0 else "full_attention" for i in range(num_layers)]
-        elif model_type == "qwen2" and reader.get("use_sliding_window", False):
+        elif model_type == "gemma3_text":
+            pattern = int(reader.get("sliding_window_pattern", 6))
+            types = ["sliding_attention" if (i + 1) % pattern else "full_attention" for i in range(num_layers)]
+        elif model_type in ("qwen2", "qwen3", "qwen3_moe") and reader.get("use_sliding_window", False):
             start = reader.get("max_window_layers", num_layers)
             types = ["sliding_attention" if i >= start else "full_attention" for i in range(num_layers)]
         else:
@@ -174,6 +236,9 @@ def from_hf_config(config: dict, source: str = "config.json") -> ModelSpec:
     """Normalise a Hugging Face config dict into a `ModelSpec`, refusing anything the forward does not implement."""
     reader = _ConfigReader(config, source)
     model_type = reader.require("model_type")
+    if model_type == "gemma3":
+        raise ModelError(f"{source}: model_type 'gemma3' is the multimodal Gemma 3 checkpoint; jaxcontam runs Gemma 3's "
+                         "text decoder ('gemma3_text', e.g. google/gemma-3-1b-it): use a text-only checkpoint")
     if model_type not in SUPPORTED_MODEL_TYPES:
         raise ModelError(f"{source}: model_type {model_type!r} is not supported; supported model types: "
                          f"{', '.join(SUPPORTED_MODEL_TYPES)}")
@@ -183,8 +248,8 @@ def from_hf_config(config: dict, source: str = "config.json") -> ModelSpec:
     heads = int(reader.require("num_attention_heads"))
     layers = int(reader.require("num_hidden_layers"))
     head_dim = int(reader.get("head_dim", hidden // heads))
-    theta, rope_type, scaling, partial = _rope(reader)
-    if model_type == "gemma2":
+    rope = _rope(reader, model_type)
+    if model_type in ("gemma2", "gemma3_text"):
         act_name = reader.get("hidden_activation", "gelu_pytorch_tanh")
     elif model_type == "gemma":  # transformers maps gemma's legacy "gelu" to the tanh approximation it was trained with
         act_name = reader.get("hidden_act", "gelu_pytorch_tanh")
@@ -193,11 +258,16 @@ def from_hf_config(config: dict, source: str = "config.json") -> ModelSpec:
         act_name = reader.require("hidden_act")
     if act_name not in _ACTIVATIONS:
         reader.refuse("hidden_act", act_name, f"implemented activations: {', '.join(_ACTIVATIONS)}")
-    gemma = model_type in ("gemma", "gemma2")
+    gemma = model_type in _GEMMA
+    post_norms = model_type in ("gemma2", "gemma3_text", "olmo2")
+    softcaps = model_type in ("gemma2", "gemma3_text")
     neox = model_type == "gpt_neox"
     if not neox and reader.get("mlp_bias", False):
         reader.refuse("mlp_bias", True, "biases on the gated MLP projections are not implemented")
-    qk_scalar = reader.get("query_pre_attn_scalar") if model_type == "gemma2" else None
+    if reader.get("use_bidirectional_attention", False):
+        reader.refuse("use_bidirectional_attention", True, "jaxcontam scores causal language models only")
+    qk_scalar = reader.get("query_pre_attn_scalar") if softcaps else None
+    experts, top_k, expert_size = _experts(reader, model_type)
     return ModelSpec(
         model_type=model_type,
         vocab_size=int(reader.require("vocab_size")),
@@ -206,7 +276,7 @@ def from_hf_config(config: dict, source: str = "config.json") -> ModelSpec:
         num_heads=heads,
         num_kv_heads=heads if neox else int(reader.get("num_key_value_heads", heads)),
         head_dim=head_dim,
-        intermediate_size=int(reader.require("intermediate_size")),
+        intermediate_size=expert_size or int(reader.require("intermediate_size")),
         max_position=int(reader.require("max_position_embeddings")),
         norm="layer" if neox else "rms",
         norm_eps=float(reader.require("layer_norm_eps") if neox else reader.require("rms_norm_eps")),
@@ -216,26 +286,50 @@ def from_hf_config(config: dict, source: str = "config.json") -> ModelSpec:
         mlp_bias=neox,
         qkv_bias=model_type == "qwen2" or bool(reader.get("attention_bias", neox)),
         out_bias=model_type != "qwen2" and bool(reader.get("attention_bias", neox)),
-        qk_norm=model_type == "qwen3",
-        attn_post_norm=model_type == "gemma2",
-        mlp_post_norm=model_type == "gemma2",
+        qk_norm={"qwen3": "head", "qwen3_moe": "head", "gemma3_text": "head", "olmo2": "full"}.get(model_type, ""),
+        attn_post_norm=post_norms,
+        mlp_post_norm=post_norms,
         parallel_residual=neox and bool(reader.get("use_parallel_residual", True)),
         learned_positions=False,
-        rotary_dim=int(head_dim * partial),
-        rope_theta=theta,
-        rope_type=rope_type,
-        rope_scaling=scaling,
+        rotary_dim=int(head_dim * rope.partial),
+        rope_theta=rope.theta,
+        rope_type=rope.rope_type,
+        rope_scaling=rope.scaling,
         embed_scale=float(hidden) ** 0.5 if gemma else None,
         attn_scale=float(qk_scalar if qk_scalar is not None else head_dim) ** -0.5,
-        attn_logit_softcap=_optional_float(reader.get("attn_logit_softcapping")) if model_type == "gemma2" else None,
-        final_logit_softcap=_optional_float(reader.get("final_logit_softcapping")) if model_type == "gemma2" else None,
+        attn_logit_softcap=_optional_float(reader.get("attn_logit_softcapping")) if softcaps else None,
+        final_logit_softcap=_optional_float(reader.get("final_logit_softcapping")) if softcaps else None,
         layer_windows=_layer_windows(reader, model_type, layers),
         tie_word_embeddings=bool(reader.get("tie_word_embeddings", gemma)),
         bos_token_id=_first_id(config.get("bos_token_id")),
         eos_token_id=eos_field(config.get("eos_token_id")),
         pad_token_id=_first_id(config.get("pad_token_id")),
+        pre_norms=model_type != "olmo2",
+        local_rope_theta=rope.local_theta,
+        rope_short_factor=rope.short_factor,
+        rope_long_factor=rope.long_factor,
+        num_experts=experts,
+        experts_per_token=top_k,
+        norm_topk_prob=model_type == "mixtral" or bool(reader.get("norm_topk_prob", False)),
         hf_config=dict(config),
     )
+
+
+def _experts(reader: _ConfigReader, model_type: str) -> tuple[int, int, int]:
+    """(experts per layer, experts per token, expert MLP width) of a mixture-of-experts family; zeros otherwise."""
+    if model_type not in _MOE:
+        return 0, 0, 0
+    experts = int(reader.require("num_local_experts", "num_experts"))
+    top_k = int(reader.require("num_experts_per_tok"))
+    if not 1 <= top_k <= experts:
+        reader.refuse("num_experts_per_tok", top_k, f"needs 1 <= k <= the {experts} experts")
+    if model_type == "mixtral":
+        return experts, top_k, int(reader.require("intermediate_size"))
+    if reader.get("mlp_only_layers", []) or int(reader.get("decoder_sparse_step", 1)) != 1:
+        reader.refuse("mlp_only_layers / decoder_sparse_step",
+                      (reader.get("mlp_only_layers"), reader.get("decoder_sparse_step")),
+                      "jaxcontam implements qwen3_moe with an expert block in every layer")
+    return experts, top_k, int(reader.require("moe_intermediate_size"))
 
 
 def _optional_float(value) -> float | None:
@@ -272,7 +366,7 @@ def _gpt2_spec(reader: _ConfigReader) -> ModelSpec:
         mlp_bias=True,
         qkv_bias=True,
         out_bias=True,
-        qk_norm=False,
+        qk_norm="",
         attn_post_norm=False,
         mlp_post_norm=False,
         parallel_residual=False,

@@ -27,13 +27,13 @@ def init_hf_tensors(config: dict, seed: int = 0, std: float = 0.02) -> dict[str,
     tensors = {}
     for entry in checkpoint_entries(spec):
         for layer in _layer_indices(entry, spec):
-            name = full_name(entry, layer, spec)
-            if name.endswith("norm.weight") or "layernorm" in name or "ln_" in name:
-                tensors[name] = np.ones(entry.source_shape, np.float32)
-            elif name.endswith(".bias"):
-                tensors[name] = np.zeros(entry.source_shape, np.float32)
-            else:
-                tensors[name] = rng.normal(0.0, std, entry.source_shape).astype(np.float32)
+            for name in (full_name(source, spec) for source in entry.sources(layer)):
+                if name.endswith("norm.weight") or "layernorm" in name or "ln_" in name:
+                    tensors[name] = np.ones(entry.source_shape, np.float32)
+                elif name.endswith(".bias"):
+                    tensors[name] = np.zeros(entry.source_shape, np.float32)
+                else:
+                    tensors[name] = rng.normal(0.0, std, entry.source_shape).astype(np.float32)
     return tensors
 
 
@@ -41,7 +41,8 @@ def params_from_hf(tensors: dict, spec: ModelSpec) -> dict:
     """The decoder's params pytree from HF-named tensors (jit-traceable: reshapes, transposes, stacks)."""
     params: dict = {}
     for entry in checkpoint_entries(spec):
-        pieces = [entry.extract(tensors[full_name(entry, layer, spec)]) for layer in _layer_indices(entry, spec)]
+        pieces = [entry.assemble([tensors[full_name(source, spec)] for source in entry.sources(layer)], jnp.stack)
+                  for layer in _layer_indices(entry, spec)]
         value = jnp.stack(pieces) if entry.per_layer else pieces[0]
         node = params
         for key in entry.path[:-1]:

@@ -76,6 +76,31 @@ def test_plan_v5e_every_step(tiny_plan, capsys):
     assert any(c["kind"] == "all-reduce" for c in score["collectives"])  # tensor parallel: partial sums merged
 
 
+TINY_MIXTRAL = {**TINY, "model_type": "mixtral", "num_local_experts": 4, "num_experts_per_tok": 2}
+TINY_GEMMA3 = {**TINY, "model_type": "gemma3_text", "num_hidden_layers": 3, "head_dim": 16, "sliding_window": 16,
+               "hidden_activation": "gelu_pytorch_tanh", "query_pre_attn_scalar": 16, "sliding_window_pattern": 3,
+               "rope_theta": 1e6, "rope_local_base_freq": 1e4}
+
+
+@needs_libtpu
+@pytest.mark.parametrize("config", [TINY_MIXTRAL, TINY_GEMMA3], ids=["mixtral", "gemma3_text"])
+def test_plan_compiles_moe_and_gemma3_for_tpu(config, tmp_path, capsys):
+    """A Mixtral- and a Gemma-3-shaped model compile for a v5e slice; the experts are split over "model"."""
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    main(["plan", "--model", str(path), "--topology", "v5e:2x2", "--mesh", "data=2,model=2", "--batch", "4",
+          "--seq", "64", "--prompt-len", "16", "--new-tokens", "4", "--steps", "score,generate", "--json"])
+    report = json.loads(capsys.readouterr().out)
+    spec = from_hf_config(config)
+    d, f, layers = spec.hidden_size, spec.intermediate_size, spec.num_layers
+    experts = spec.num_experts or 1
+    mlp_bytes = 2 * layers * experts * 3 * d * f  # bf16
+    for step in report["steps"]:
+        assert step["fits"] is True and step["tokens_per_second"] > 0
+        # every MLP (or expert) weight is split over the 2 "model" devices: the rest is far smaller than half of it
+        assert mlp_bytes / 2 <= step["weights_bytes_per_device"] < mlp_bytes / 2 + 0.5 * mlp_bytes, step
+
+
 @needs_libtpu
 def test_plan_prints_a_table(tiny_plan, capsys):
     main(["plan", "--model", str(tiny_plan), "--topology", "v5e:2x2", "--steps", "score", "--batch", "4",

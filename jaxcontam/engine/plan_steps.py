@@ -47,9 +47,12 @@ class Workload:
 
 
 def layer_weights(spec: ModelSpec) -> int:
-    """Matmul weights of one decoder layer (attention projections and MLP)."""
+    """Matmul weights one token goes through in a decoder layer: attention projections and the MLP (for a
+    mixture of experts: the router and the k chosen experts, the model flops MFU counts)."""
     d, dh = spec.hidden_size, spec.head_dim
     attention = d * dh * (2 * spec.num_heads + 2 * spec.num_kv_heads)
+    if spec.num_experts:
+        return attention + d * spec.num_experts + spec.experts_per_token * 3 * d * spec.intermediate_size
     return attention + (3 if spec.gated_mlp else 2) * d * spec.intermediate_size
 
 

@@ -8,6 +8,7 @@ then give the torch model's log-probs. Dequantised values are checked against th
 
 import dataclasses
 import json
+import math
 import re
 
 import gguf
@@ -33,6 +34,11 @@ LAYER_NAMES = {"input_layernorm": "attn_norm", "self_attn.q_proj": "attn_q", "se
                "mlp.down_proj": "ffn_down", "post_attention_layernorm": "ffn_norm"}
 GEMMA2_LAYER_NAMES = {**LAYER_NAMES, "post_attention_layernorm": "post_attention_norm",
                       "pre_feedforward_layernorm": "ffn_norm", "post_feedforward_layernorm": "post_ffw_norm"}
+OLMO2_LAYER_NAMES = {**LAYER_NAMES, "post_attention_layernorm": "post_attention_norm",
+                     "post_feedforward_layernorm": "post_ffw_norm"}
+PHI3_LAYER_NAMES = {**LAYER_NAMES, "self_attn.qkv_proj": "attn_qkv", "mlp.gate_up_proj": "ffn_up"}
+ARCH_LAYER_NAMES = {"gemma2": GEMMA2_LAYER_NAMES, "gemma3": GEMMA2_LAYER_NAMES, "olmo2": OLMO2_LAYER_NAMES,
+                    "phi3": PHI3_LAYER_NAMES}
 TOP_NAMES = {"model.embed_tokens.weight": "token_embd.weight", "model.norm.weight": "output_norm.weight",
              "lm_head.weight": "output.weight"}
 
@@ -48,6 +54,16 @@ FAMILIES = {
     "gemma2": (tf.Gemma2Config, tf.Gemma2ForCausalLM, {"query_pre_attn_scalar": 16, "sliding_window": 4,
                                                         "attn_logit_softcapping": 30.0,
                                                         "final_logit_softcapping": 20.0}),
+    "gemma3": (tf.Gemma3TextConfig, tf.Gemma3ForCausalLM, {
+        "query_pre_attn_scalar": 16, "sliding_window": 4, "layer_types": ["sliding_attention", "full_attention"],
+        "rope_parameters": {"full_attention": {"rope_type": "default", "rope_theta": 50000.0},
+                            "sliding_attention": {"rope_type": "default", "rope_theta": 300.0}}}),
+    "olmo2": (tf.Olmo2Config, tf.Olmo2ForCausalLM, {"pad_token_id": None}),
+    "phi3": (tf.Phi3Config, tf.Phi3ForCausalLM, {"pad_token_id": None, "sliding_window": 5}),
+    "phi3_longrope": (tf.Phi3Config, tf.Phi3ForCausalLM, {
+        "pad_token_id": None, "max_position_embeddings": 256, "original_max_position_embeddings": 8,
+        "rope_parameters": {"rope_type": "longrope", "rope_theta": 10000.0, "short_factor": [1.0 + i for i in range(8)],
+                            "long_factor": [3.0 + 2 * i for i in range(8)]}}),
 }
 
 
@@ -63,7 +79,7 @@ def gguf_name(hf_name: str, arch: str) -> str:
     if hf_name in TOP_NAMES:
         return TOP_NAMES[hf_name]
     layer, module, kind = re.fullmatch(r"model\.layers\.(\d+)\.(.+)\.(weight|bias)", hf_name).groups()
-    return f"blk.{layer}.{(GEMMA2_LAYER_NAMES if arch == 'gemma2' else LAYER_NAMES)[module]}.{kind}"
+    return f"blk.{layer}.{ARCH_LAYER_NAMES.get(arch, LAYER_NAMES)[module]}.{kind}"
 
 
 def random_k_blocks(qtype: gguf.GGMLQuantizationType, rows: int, cols: int, rng) -> np.ndarray:
@@ -111,7 +127,20 @@ def write_gguf(path, model, arch: str, qtype=gguf.GGMLQuantizationType.F32, seed
     writer.add_head_count_kv(config.num_key_value_heads)
     writer.add_key_length(config.head_dim)
     writer.add_value_length(config.head_dim)
-    writer.add_rope_freq_base(config.rope_parameters["rope_theta"])
+    rope = config.rope_parameters
+    if arch == "gemma3":  # global layers' base as the rope base, the sliding layers' as the SWA base
+        writer.add_rope_freq_base(rope["full_attention"]["rope_theta"])
+        writer.add_rope_freq_base_swa(rope["sliding_attention"]["rope_theta"])
+        writer.add_sliding_window_pattern([kind == "sliding_attention" for kind in config.layer_types])
+    else:
+        writer.add_rope_freq_base(rope["rope_theta"])
+    if rope.get("rope_type") == "longrope":  # convert_hf_to_gguf.py's Phi3MiniModel: factors as tensors
+        writer.add_tensor("rope_factors_long.weight", np.asarray(rope["long_factor"], np.float32))
+        writer.add_tensor("rope_factors_short.weight", np.asarray(rope["short_factor"], np.float32))
+        writer.add_rope_scaling_orig_ctx_len(rope["original_max_position_embeddings"])
+        scale = config.max_position_embeddings / rope["original_max_position_embeddings"]
+        writer.add_rope_scaling_attn_factors(math.sqrt(1 + math.log(scale) / math.log(
+            rope["original_max_position_embeddings"])))
     writer.add_layer_norm_rms_eps(config.rms_norm_eps)
     writer.add_bos_token_id(config.bos_token_id)
     writer.add_eos_token_id(config.eos_token_id)
@@ -119,6 +148,7 @@ def write_gguf(path, model, arch: str, qtype=gguf.GGMLQuantizationType.F32, seed
     if arch == "gemma2":
         writer.add_attn_logit_softcapping(config.attn_logit_softcapping)
         writer.add_final_logit_softcapping(config.final_logit_softcapping)
+    if arch in ("gemma2", "gemma3") or (arch == "phi3" and config.sliding_window):
         writer.add_sliding_window(config.sliding_window)
     tied = config.tie_word_embeddings
     with torch.no_grad():
@@ -161,10 +191,13 @@ def assert_logprobs_close(ours, reference, atol):
 @pytest.mark.parametrize("family", list(FAMILIES))
 def test_family_round_trip_matches_torch(family, tmp_path):
     model = torch_model(family)
-    arch = family.removesuffix("_tied")
+    arch = family.removesuffix("_tied").removesuffix("_longrope")
     write_gguf(tmp_path / "model.gguf", model, arch)
     loaded = jaxcontam.load_model(tmp_path)  # a folder holding one .gguf
-    assert loaded.config.model_type == arch and loaded.tokenizer is None
+    assert loaded.config.model_type == {"gemma3": "gemma3_text"}.get(arch, arch) and loaded.tokenizer is None
+    assert loaded.config.layer_windows == {"gemma2": (4, 0), "gemma3": (4, 0), "phi3": (5, 5)}.get(family, (0, 0))
+    if family == "phi3_longrope":  # the 11-token sequence outgrows the original 8 positions: the long factors
+        assert loaded.config.rope_type == "longrope" and loaded.config.rope_long_factor[1] == 5.0
     assert loaded.config.tie_word_embeddings == model.config.tie_word_embeddings
     assert loaded.config.eos_token_ids == (2, 5)
     assert_logprobs_close(loaded.logprobs(SEQS), torch_logprobs(model, SEQS), atol=1e-5)
@@ -204,15 +237,30 @@ def test_unsupported_quant_type_is_named(tmp_path):
         jaxcontam.load_model(tmp_path / "m.gguf")
 
 
-def test_unsupported_architecture_is_named(tmp_path):
-    writer = gguf.GGUFWriter(str(tmp_path / "m.gguf"), "phi3")
+def write_stub_gguf(path, arch: str, **metadata) -> None:
+    """A GGUF file with one tensor and the given uint32 metadata: enough for the architecture checks."""
+    writer = gguf.GGUFWriter(str(path), arch)
     writer.add_block_count(1)
+    for key, value in metadata.items():
+        writer.add_uint32(f"{arch}.{key}", value)
     writer.add_tensor("token_embd.weight", np.zeros((8, 4), np.float32))
     writer.write_header_to_file()
     writer.write_kv_data_to_file()
     writer.write_tensors_to_file()
     writer.close()
-    with pytest.raises(ModelError, match=r"architecture 'phi3' is not supported.*llama, qwen2, qwen3, gemma, gemma2"):
+
+
+def test_unsupported_architecture_is_named(tmp_path):
+    write_stub_gguf(tmp_path / "m.gguf", "mamba")
+    with pytest.raises(ModelError, match=r"architecture 'mamba' is not supported.*llama, qwen2, qwen3, gemma, gemma2, "
+                                         r"gemma3, olmo2, phi3"):
+        jaxcontam.load_model(tmp_path)
+
+
+def test_mixture_of_experts_file_points_to_safetensors(tmp_path):
+    """llama.cpp writes Mixtral as 'llama' with expert tensors: refused by name, not as a missing tensor."""
+    write_stub_gguf(tmp_path / "m.gguf", "llama", expert_count=8)
+    with pytest.raises(ModelError, match=r"mixture-of-experts GGUF file \(8 experts\).*safetensors"):
         jaxcontam.load_model(tmp_path)
 
 

@@ -72,7 +72,8 @@ def test_multimodal_gemma3_points_to_the_text_decoder(llama_dir, tmp_path):
 
 @pytest.mark.parametrize("rope", [{"rope_type": "yarn", "factor": 4.0}, {"rope_type": "dynamic", "factor": 2.0}])
 def test_unimplemented_rope_scaling_is_named(llama_dir, tmp_path, rope):
-    path = copy_checkpoint(llama_dir, tmp_path / rope["rope_type"], edit_config=lambda c: {**c, "rope_parameters": {**rope, "rope_theta": 1e4}})
+    path = copy_checkpoint(llama_dir, tmp_path / rope["rope_type"],
+                           edit_config=lambda c: {**c, "rope_parameters": {**rope, "rope_theta": 1e4}})
     with pytest.raises(ModelError, match=f"rope_type' = '{rope['rope_type']}' is not supported.*longrope"):
         jaxcontam.load_model(path)
 

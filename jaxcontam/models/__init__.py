@@ -1,11 +1,12 @@
 """Our own JAX decoders for Hugging Face checkpoints (safetensors or GGUF): llama, mistral, qwen2, qwen3, gemma,
-gemma2, gpt2, gpt_neox.
+gemma2, gemma3_text, olmo2, phi3, mixtral, qwen3_moe, gpt2, gpt_neox.
 
 Interface used by `jaxcontam.engine` (all functions pure and jit-able with `spec` static):
 
     model = jaxcontam.load_model(path_or_hub_id, dtype="float32" | "bfloat16", mesh=None) -> Model
                       path_or_hub_id: HF checkpoint directory or hub id, a .gguf file, or a directory holding one
-                      (GGUF: llama, qwen2, qwen3, gemma, gemma2; dequantised, see models.gguf)
+                      (GGUF: llama, qwen2, qwen3, gemma, gemma2, gemma3, olmo2, phi3; dequantised, see
+                      models.gguf)
     model.config      ModelSpec: frozen, hashable; vocab_size, hidden_size, num_layers, num_heads, num_kv_heads,
                       head_dim, max_position, final_logit_softcap (float | None), bos/eos/pad_token_id
                       (eos_token_id: one id, or a tuple of every stop id from config.json, generation_config.json,
@@ -13,7 +14,7 @@ Interface used by `jaxcontam.engine` (all functions pure and jit-able with `spec
                       a tuple), layer_windows, ..., hf_config (the raw config dict, excluded from hashing)
     model.tokenizer   transformers fast tokenizer from the same directory (or the GGUF metadata), or None
     model.params      weights pytree: nested dicts of jax.Arrays, per-layer tensors stacked on axis 0 under
-                      params["layers"]; sharded over the mesh's "model" axis (heads / MLP / vocab) when it has
+                      params["layers"]; sharded over the mesh's "model" axis (heads / experts / MLP / vocab) when it has
                       more than one device, replicated otherwise
     model.mesh        jax.sharding.Mesh with axes ("data", "model"); default: every device on "data"
     model.logprobs(token_ids: list[list[int]]) -> list[np.ndarray]   float32 [len-1] per sequence (reference path)

@@ -54,7 +54,9 @@ def canonical_name(name: str, spec: ModelSpec) -> str:
 
 def full_name(source: str, spec: ModelSpec) -> str:
     """An HF tensor name (one of `Entry.sources`) as a *ForCausalLM checkpoint spells it."""
-    return source if re.match(r"(lm_head|embed_out)\.", source) else PREFIXES.get(spec.model_type, DEFAULT_PREFIX) + source
+    if re.match(r"(lm_head|embed_out)\.", source):
+        return source
+    return PREFIXES.get(spec.model_type, DEFAULT_PREFIX) + source
 
 
 def _same(t):

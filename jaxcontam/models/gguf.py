@@ -22,9 +22,11 @@ from jaxcontam.models.gguf_file import GGUFFile, GGUFTensor, read_gguf
 from jaxcontam.models.gguf_tokenizer import gguf_tokenizer
 from jaxcontam.models.spec import ModelSpec, from_hf_config
 
-ARCHITECTURES = ("llama", "qwen2", "qwen3", "gemma", "gemma2")  # llama.cpp writes mistral models as "llama"
+ARCHITECTURES = ("llama", "qwen2", "qwen3", "gemma", "gemma2", "gemma3", "olmo2", "phi3")  # mistral: as "llama"
+MODEL_TYPES = {"gemma3": "gemma3_text"}  # GGUF architecture -> Hugging Face model_type, where they differ
+_GEMMAS = ("gemma", "gemma2", "gemma3_text")
 QUANT_TYPES = ("F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K")
-_ACTIVATIONS = {"gemma": "gelu_pytorch_tanh", "gemma2": "gelu_pytorch_tanh"}  # others: silu
+_ACTIVATIONS = {"gemma": "gelu_pytorch_tanh", "gemma2": "gelu_pytorch_tanh", "gemma3": "gelu_pytorch_tanh"}
 _STOP_KEYS = ("tokenizer.ggml.eos_token_id", "tokenizer.ggml.eot_token_id", "tokenizer.ggml.eom_token_id")
 
 
@@ -91,7 +93,7 @@ def hf_config(reader, path: pathlib.Path) -> dict:
     heads = _uniform(meta.require(f"{arch}.attention.head_count"), "attention.head_count", path)
     head_dim = int(meta.get(f"{arch}.attention.key_length", hidden // heads))
     config = {
-        "model_type": arch,
+        "model_type": MODEL_TYPES.get(arch, arch),
         "vocab_size": int(names["token_embd.weight"].shape[0]),
         "hidden_size": hidden,
         "num_hidden_layers": int(meta.require(f"{arch}.block_count")),
@@ -114,17 +116,21 @@ def hf_config(reader, path: pathlib.Path) -> dict:
     scaling = meta.get(f"{arch}.rope.scaling.type", "none")
     if scaling != "none":  # from_hf_config refuses every type but the ones the decoder implements
         config["rope_scaling"] = {"rope_type": scaling, "factor": float(meta.get(f"{arch}.rope.scaling.factor", 1.0))}
-    if arch == "gemma2":
+    if arch in ("gemma2", "gemma3"):
         config.update(_gemma2_fields(meta, arch, config))
+    if arch == "gemma3":
+        config.update(_gemma3_fields(meta, arch))
+    if arch == "phi3":
+        config.update(_phi3_fields(meta, arch, names))
     return config
 
 
 def _gemma2_fields(meta: _Metadata, arch: str, config: dict) -> dict:
-    """Soft-caps, sliding window and the attention scale, which llama.cpp derives as the HF config does."""
+    """gemma2/3: soft-caps, sliding window and the attention scale, which llama.cpp derives as the HF config does."""
     scale = meta.get(f"{arch}.attention.scale")
     if scale is not None:
         scalar = float(scale) ** -2
-    elif config["num_hidden_layers"] == 46:  # gemma2-27b scales by hidden/heads, the other sizes by head_dim
+    elif config["num_hidden_layers"] == {"gemma2": 46, "gemma3": 62}[arch]:  # 27b: by hidden/heads, else head_dim
         scalar = config["hidden_size"] / config["num_attention_heads"]
     else:
         scalar = config["head_dim"]
@@ -132,6 +138,36 @@ def _gemma2_fields(meta: _Metadata, arch: str, config: dict) -> dict:
             "final_logit_softcapping": meta.get(f"{arch}.final_logit_softcapping"),
             "sliding_window": meta.get(f"{arch}.attention.sliding_window"),
             "query_pre_attn_scalar": scalar}
+
+
+def _gemma3_fields(meta: _Metadata, arch: str) -> dict:
+    """Gemma 3's sliding layers: llama.cpp's pattern (every 6th layer global unless the file says otherwise) and
+    their own rope base (10000 unless stored); rope scaling, when stored, applies to the global layers."""
+    pattern = meta.get(f"{arch}.attention.sliding_window_pattern", 6)
+    fields = {"rope_local_base_freq": float(meta.get(f"{arch}.rope.freq_base_swa", 10000.0))}
+    if isinstance(pattern, list):  # one flag per layer: True = sliding
+        fields["layer_types"] = ["sliding_attention" if flag else "full_attention" for flag in pattern]
+    else:
+        fields["sliding_window_pattern"] = int(pattern)
+    return fields
+
+
+def _phi3_fields(meta: _Metadata, arch: str, names: dict) -> dict:
+    """Phi-3's sliding window and, when the file stores per-frequency factors, its LongRoPE scaling."""
+    fields = {"sliding_window": meta.get(f"{arch}.attention.sliding_window")}
+    if "rope_factors_long.weight" in names and "rope_factors_short.weight" in names:
+        import gguf
+
+        def factors(name):
+            tensor = names[name]
+            return np.asarray(gguf.quants.dequantize(tensor.data, tensor.tensor_type), np.float32).ravel().tolist()
+
+        fields["rope_scaling"] = {
+            "rope_type": "longrope", "long_factor": factors("rope_factors_long.weight"),
+            "short_factor": factors("rope_factors_short.weight"),
+            "original_max_position_embeddings": meta.require(f"{arch}.rope.scaling.original_context_length"),
+            "attention_factor": meta.get(f"{arch}.rope.scaling.attn_factor")}
+    return fields
 
 
 def read_spec(reader, path: pathlib.Path) -> ModelSpec:
@@ -145,7 +181,8 @@ def tensor_index(reader, spec: ModelSpec, path: pathlib.Path) -> dict[str, tuple
     """
     import gguf
 
-    arch = {name: arch for arch, name in gguf.MODEL_ARCH_NAMES.items()}[spec.model_type]
+    arch_name = {model_type: arch for arch, model_type in MODEL_TYPES.items()}.get(spec.model_type, spec.model_type)
+    arch = {name: arch for arch, name in gguf.MODEL_ARCH_NAMES.items()}[arch_name]
     name_map = gguf.get_tensor_name_map(arch, spec.num_layers)
     stored = {tensor.name: tensor for tensor in reader.tensors}
     index = {}
@@ -192,7 +229,7 @@ class GGUFTensorReader:
             weight = unpermute_rotary_rows(weight, self.spec.num_heads)
         elif self.spec.model_type == "llama" and ".attn_k." in name:
             weight = unpermute_rotary_rows(weight, self.spec.num_kv_heads)
-        elif self.spec.model_type in ("gemma", "gemma2") and name.endswith("norm.weight"):
+        elif self.spec.model_type in _GEMMAS and name.endswith("norm.weight"):
             weight = weight - 1.0  # llama.cpp stores gemma's (1 + w) norm scale; the decoder adds the 1 itself
         return weight
 

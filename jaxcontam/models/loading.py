@@ -158,7 +158,8 @@ def _place_tensor(entry: Entry, layer: int | None, index: dict, reader: TensorRe
 
     def callback(slices):
         if not converted:
-            converted.append(np.asarray(entry.assemble([reader.read(name, info) for name, info in stored]), dtype=dtype))
+            tensors = [reader.read(name, info) for name, info in stored]
+            converted.append(np.asarray(entry.assemble(tensors), dtype=dtype))
         return converted[0][slices]
 
     return jax.make_array_from_callback(entry.shape, weight_sharding(mesh, entry.shape, entry.axes), callback)

@@ -1,8 +1,9 @@
 """`ModelSpec`: one frozen, hashable description of a decoder, normalised from a Hugging Face config.json.
 
 Every family (llama, mistral, qwen2, qwen3, gemma, gemma2, gemma3_text, olmo2, phi3, mixtral, qwen3_moe, gpt2,
-gpt_neox) is expressed through the same fields, so a single forward implementation covers them all. The spec is a static argument of the jitted
-functions, hence frozen and hashable; the raw config dict rides along but takes no part in hashing.
+gpt_neox) is expressed through the same fields, so a single forward implementation covers them all. The spec
+is a static argument of the jitted functions, hence frozen and hashable; the raw config dict rides along but
+takes no part in hashing.
 """
 
 from __future__ import annotations
@@ -237,8 +238,9 @@ def from_hf_config(config: dict, source: str = "config.json") -> ModelSpec:
     reader = _ConfigReader(config, source)
     model_type = reader.require("model_type")
     if model_type == "gemma3":
-        raise ModelError(f"{source}: model_type 'gemma3' is the multimodal Gemma 3 checkpoint; jaxcontam runs Gemma 3's "
-                         "text decoder ('gemma3_text', e.g. google/gemma-3-1b-it): use a text-only checkpoint")
+        raise ModelError(f"{source}: model_type 'gemma3' is the multimodal Gemma 3 checkpoint; jaxcontam runs "
+                         "Gemma 3's text decoder ('gemma3_text', e.g. google/gemma-3-1b-it): use a text-only "
+                         "checkpoint")
     if model_type not in SUPPORTED_MODEL_TYPES:
         raise ModelError(f"{source}: model_type {model_type!r} is not supported; supported model types: "
                          f"{', '.join(SUPPORTED_MODEL_TYPES)}")

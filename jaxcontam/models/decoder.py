@@ -11,7 +11,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from jaxcontam.models import attention, layers
+from jaxcontam.models import attention, experts, layers
 from jaxcontam.models.spec import ModelSpec
 
 
@@ -67,7 +67,8 @@ def _layer(spec: ModelSpec, w: dict, x: jax.Array, rope: tuple, attend_fn):
     if spec.parallel_residual:
         return x + a + layers.mlp(spec, w, layers.norm(spec, w["mlp_norm"], x)), carry_out
     x = x + a
-    m = layers.mlp(spec, w, layers.norm(spec, w["mlp_norm"], x) if spec.pre_norms else x)
+    feed_forward = experts.mixture if spec.num_experts else layers.mlp
+    m = feed_forward(spec, w, layers.norm(spec, w["mlp_norm"], x) if spec.pre_norms else x)
     if spec.mlp_post_norm:
         m = layers.norm(spec, w["mlp_post_norm"], m)
     return x + m, carry_out

@@ -155,9 +155,7 @@ def attention_output(spec: ModelSpec, w: dict, o: jax.Array) -> jax.Array:
 
 
 def mlp(spec: ModelSpec, w: dict, h: jax.Array) -> jax.Array:
-    """Gated (act(h Wg) * h Wu) Wd, plain act(h Wi + bi) Wo + bo, or a mixture of gated experts."""
-    if spec.num_experts:
-        return experts(spec, w, h)
+    """Gated (act(h Wg) * h Wu) Wd, or plain act(h Wi + bi) Wo + bo."""
     if spec.gated_mlp:
         inner = activation(spec.activation, h @ w["w_gate"]) * (h @ w["w_up"])
         return inner @ w["w_down"]
@@ -166,29 +164,3 @@ def mlp(spec: ModelSpec, w: dict, h: jax.Array) -> jax.Array:
         inner = inner + w["b_in"]
     out = activation(spec.activation, inner) @ w["w_out"]
     return out + w["b_out"] if spec.mlp_bias else out
-
-
-def router_weights(spec: ModelSpec, w: dict, h: jax.Array) -> jax.Array:
-    """float32 [B, T, E]: each token's weight on every expert; zero outside its top k.
-
-    Softmax over all experts in float32, the top k kept, renormalised to sum to 1 when the family does (mixtral
-    always, qwen3_moe with norm_topk_prob).
-    """
-    probs = jax.nn.softmax(jnp.einsum("btd,de->bte", h, w["router"]).astype(jnp.float32), axis=-1)
-    top, chosen = jax.lax.top_k(probs, spec.experts_per_token)
-    if spec.norm_topk_prob:
-        top = top / jnp.sum(top, axis=-1, keepdims=True)
-    return jnp.einsum("btk,btke->bte", top, jax.nn.one_hot(chosen, spec.num_experts, dtype=jnp.float32))
-
-
-def experts(spec: ModelSpec, w: dict, h: jax.Array) -> jax.Array:
-    """Exact top-k mixture of gated experts: no capacity limit, so no token is ever dropped.
-
-    Every expert runs on every token and unchosen experts get weight 0: exact routing with static shapes, the
-    expert axis split over the mesh's "model" axis. It costs num_experts / k times the flops of the chosen
-    experts alone.
-    """
-    weights = router_weights(spec, w, h).astype(h.dtype)
-    gate = jnp.einsum("btd,edf->btef", h, w["w_gate"])
-    inner = activation(spec.activation, gate) * jnp.einsum("btd,edf->btef", h, w["w_up"])
-    return jnp.einsum("btef,efd->btd", inner * weights[..., None], w["w_down"])

@@ -31,7 +31,7 @@ SMOLLM2 = "SmolLM2-135M-Instruct.Q4_1.gguf"
 LAYER_NAMES = {"input_layernorm": "attn_norm", "self_attn.q_proj": "attn_q", "self_attn.k_proj": "attn_k",
                "self_attn.v_proj": "attn_v", "self_attn.o_proj": "attn_output", "self_attn.q_norm": "attn_q_norm",
                "self_attn.k_norm": "attn_k_norm", "mlp.gate_proj": "ffn_gate", "mlp.up_proj": "ffn_up",
-               "mlp.down_proj": "ffn_down", "post_attention_layernorm": "ffn_norm"}
+               "mlp.down_proj": "ffn_down", "post_attention_layernorm": "ffn_norm", "mlp.gate": "ffn_gate_inp"}
 GEMMA2_LAYER_NAMES = {**LAYER_NAMES, "post_attention_layernorm": "post_attention_norm",
                       "pre_feedforward_layernorm": "ffn_norm", "post_feedforward_layernorm": "post_ffw_norm"}
 OLMO2_LAYER_NAMES = {**LAYER_NAMES, "post_attention_layernorm": "post_attention_norm",
@@ -60,6 +60,9 @@ FAMILIES = {
                             "sliding_attention": {"rope_type": "default", "rope_theta": 300.0}}}),
     "olmo2": (tf.Olmo2Config, tf.Olmo2ForCausalLM, {"pad_token_id": None}),
     "phi3": (tf.Phi3Config, tf.Phi3ForCausalLM, {"pad_token_id": None, "sliding_window": 5}),
+    "mixtral": (tf.MixtralConfig, tf.MixtralForCausalLM, {"num_local_experts": 4, "num_experts_per_tok": 2}),
+    "qwen3_moe": (tf.Qwen3MoeConfig, tf.Qwen3MoeForCausalLM, {"num_experts": 4, "num_experts_per_tok": 2,
+                                                              "moe_intermediate_size": 32, "norm_topk_prob": True}),
     "phi3_longrope": (tf.Phi3Config, tf.Phi3ForCausalLM, {
         "pad_token_id": None, "max_position_embeddings": 256, "original_max_position_embeddings": 8,
         "rope_parameters": {"rope_type": "longrope", "rope_theta": 10000.0, "short_factor": [1.0 + i for i in range(8)],
@@ -150,12 +153,20 @@ def write_gguf(path, model, arch: str, qtype=gguf.GGMLQuantizationType.F32, seed
         writer.add_final_logit_softcapping(config.final_logit_softcapping)
     if arch in ("gemma2", "gemma3") or (arch == "phi3" and config.sliding_window):
         writer.add_sliding_window(config.sliding_window)
+    if getattr(config, "num_experts_per_tok", None):  # llama.cpp stacks each layer's experts in one tensor
+        writer.add_expert_count(config.num_local_experts)
+        writer.add_expert_used_count(config.num_experts_per_tok)
+        if arch == "qwen3moe":
+            writer.add_expert_feed_forward_length(config.moe_intermediate_size)
     tied = config.tie_word_embeddings
     with torch.no_grad():
         for name, param in model.state_dict().items():
             if name == "lm_head.weight" and tied:
                 continue
             weight = param.numpy().astype(np.float32)
+            if weight.ndim == 3:  # transformers' fused experts: [E, 2F, D] gate and up, [E, D, F] down
+                write_experts(writer, name, weight)
+                continue
             if weight.ndim == 2:  # llama.cpp keeps 1-D tensors in F32 and quantises the matrices
                 stored = store(weight, qtype, rng)
                 param.copy_(torch.from_numpy(gguf.quants.dequantize(stored, qtype).reshape(weight.shape)))
@@ -171,6 +182,16 @@ def write_gguf(path, model, arch: str, qtype=gguf.GGMLQuantizationType.F32, seed
     writer.write_kv_data_to_file()
     writer.write_tensors_to_file()
     writer.close()
+
+
+def write_experts(writer, name: str, weight: np.ndarray) -> None:
+    layer = re.search(r"layers\.(\d+)\.", name).group(1)
+    if name.endswith("gate_up_proj"):
+        width = weight.shape[1] // 2
+        writer.add_tensor(f"blk.{layer}.ffn_gate_exps.weight", np.ascontiguousarray(weight[:, :width]))
+        writer.add_tensor(f"blk.{layer}.ffn_up_exps.weight", np.ascontiguousarray(weight[:, width:]))
+    else:
+        writer.add_tensor(f"blk.{layer}.ffn_down_exps.weight", weight)
 
 
 def torch_logprobs(model, seqs):
@@ -191,10 +212,11 @@ def assert_logprobs_close(ours, reference, atol):
 @pytest.mark.parametrize("family", list(FAMILIES))
 def test_family_round_trip_matches_torch(family, tmp_path):
     model = torch_model(family)
-    arch = family.removesuffix("_tied").removesuffix("_longrope")
+    model_type = {"llama_tied": "llama", "phi3_longrope": "phi3", "gemma3": "gemma3_text"}.get(family, family)
+    arch = {"gemma3_text": "gemma3", "mixtral": "llama", "qwen3_moe": "qwen3moe"}.get(model_type, model_type)
     write_gguf(tmp_path / "model.gguf", model, arch)
     loaded = jaxcontam.load_model(tmp_path)  # a folder holding one .gguf
-    assert loaded.config.model_type == {"gemma3": "gemma3_text"}.get(arch, arch) and loaded.tokenizer is None
+    assert loaded.config.model_type == model_type and loaded.tokenizer is None
     assert loaded.config.layer_windows == {"gemma2": (4, 0), "gemma3": (4, 0), "phi3": (5, 5)}.get(family, (0, 0))
     if family == "phi3_longrope":  # the 11-token sequence outgrows the original 8 positions: the long factors
         assert loaded.config.rope_type == "longrope" and loaded.config.rope_long_factor[1] == 5.0
@@ -252,15 +274,14 @@ def write_stub_gguf(path, arch: str, **metadata) -> None:
 
 def test_unsupported_architecture_is_named(tmp_path):
     write_stub_gguf(tmp_path / "m.gguf", "mamba")
-    with pytest.raises(ModelError, match=r"architecture 'mamba' is not supported.*llama, qwen2, qwen3, gemma, gemma2, "
-                                         r"gemma3, olmo2, phi3"):
+    with pytest.raises(ModelError, match=r"architecture 'mamba' is not supported.*llama, qwen2, qwen3, qwen3moe, "
+                                         r"gemma, gemma2, gemma3, olmo2, phi3"):
         jaxcontam.load_model(tmp_path)
 
 
-def test_mixture_of_experts_file_points_to_safetensors(tmp_path):
-    """llama.cpp writes Mixtral as 'llama' with expert tensors: refused by name, not as a missing tensor."""
-    write_stub_gguf(tmp_path / "m.gguf", "llama", expert_count=8)
-    with pytest.raises(ModelError, match=r"mixture-of-experts GGUF file \(8 experts\).*safetensors"):
+def test_experts_of_an_unsupported_family_are_named(tmp_path):
+    write_stub_gguf(tmp_path / "m.gguf", "qwen2", expert_count=8)
+    with pytest.raises(ModelError, match=r"qwen2 GGUF file with 8 experts.*llama \(mixtral\) and qwen3moe only"):
         jaxcontam.load_model(tmp_path)
 
 

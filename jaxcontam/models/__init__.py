@@ -5,8 +5,8 @@ Interface used by `jaxcontam.engine` (all functions pure and jit-able with `spec
 
     model = jaxcontam.load_model(path_or_hub_id, dtype="float32" | "bfloat16", mesh=None) -> Model
                       path_or_hub_id: HF checkpoint directory or hub id, a .gguf file, or a directory holding one
-                      (GGUF: llama, qwen2, qwen3, gemma, gemma2, gemma3, olmo2, phi3; dequantised, see
-                      models.gguf)
+                      (GGUF: llama/mistral/mixtral, qwen2, qwen3, qwen3moe, gemma, gemma2, gemma3, olmo2, phi3;
+                      dequantised, see models.gguf)
     model.config      ModelSpec: frozen, hashable; vocab_size, hidden_size, num_layers, num_heads, num_kv_heads,
                       head_dim, max_position, final_logit_softcap (float | None), bos/eos/pad_token_id
                       (eos_token_id: one id, or a tuple of every stop id from config.json, generation_config.json,

@@ -22,8 +22,12 @@ from jaxcontam.models.gguf_file import GGUFFile, GGUFTensor, read_gguf
 from jaxcontam.models.gguf_tokenizer import gguf_tokenizer
 from jaxcontam.models.spec import ModelSpec, from_hf_config
 
-ARCHITECTURES = ("llama", "qwen2", "qwen3", "gemma", "gemma2", "gemma3", "olmo2", "phi3")  # mistral: as "llama"
-MODEL_TYPES = {"gemma3": "gemma3_text"}  # GGUF architecture -> Hugging Face model_type, where they differ
+# llama.cpp writes mistral models as "llama", and mixtral as "llama" with expert tensors
+ARCHITECTURES = ("llama", "qwen2", "qwen3", "qwen3moe", "gemma", "gemma2", "gemma3", "olmo2", "phi3")
+MODEL_TYPES = {"gemma3": "gemma3_text", "qwen3moe": "qwen3_moe"}  # GGUF architecture -> HF model_type where they differ
+GGUF_ARCHITECTURES = {"mixtral": "llama", **{model_type: arch for arch, model_type in MODEL_TYPES.items()}}
+# expert weights: stacked [E, ...] in one GGUF tensor per layer
+_EXPERT_TENSORS = {"w_gate": "ffn_gate_exps", "w_up": "ffn_up_exps", "w_down": "ffn_down_exps"}
 _GEMMAS = ("gemma", "gemma2", "gemma3_text")
 QUANT_TYPES = ("F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K")
 _ACTIVATIONS = {"gemma": "gelu_pytorch_tanh", "gemma2": "gelu_pytorch_tanh", "gemma3": "gelu_pytorch_tanh"}
@@ -32,11 +36,13 @@ _STOP_KEYS = ("tokenizer.ggml.eos_token_id", "tokenizer.ggml.eot_token_id", "tok
 
 @dataclasses.dataclass(frozen=True)
 class GGUFTensorInfo:
-    """One stored tensor: `shape` in Hugging Face (row-major numpy) order; `tensor` the file's entry."""
+    """One stored tensor: `shape` in Hugging Face (row-major numpy) order; `tensor` the file's entry; `expert`: the
+    index of one expert's slice of a stacked expert tensor (whose `shape` is then the slice's)."""
 
     file: pathlib.Path
     shape: tuple[int, ...]
     tensor: GGUFTensor = dataclasses.field(compare=False, repr=False)
+    expert: int | None = None
 
 
 def open_reader(path: pathlib.Path) -> GGUFFile:
@@ -78,11 +84,11 @@ def hf_config(reader, path: pathlib.Path) -> dict:
     arch = meta.require("general.architecture")
     if arch not in ARCHITECTURES:
         raise ModelError(f"{path}: GGUF architecture {arch!r} is not supported; supported architectures: "
-                         f"{', '.join(ARCHITECTURES)} (mistral models are stored as 'llama')")
+                         f"{', '.join(ARCHITECTURES)} (mistral and mixtral models are stored as 'llama')")
+    if meta.get(f"{arch}.expert_count") and arch not in ("llama", "qwen3moe"):
+        raise ModelError(f"{path}: a {arch} GGUF file with {meta.get(f'{arch}.expert_count')} experts; "
+                         "mixture-of-experts files load for llama (mixtral) and qwen3moe only")
     names = {tensor.name: tensor for tensor in reader.tensors}
-    if meta.get(f"{arch}.expert_count"):
-        raise ModelError(f"{path}: a mixture-of-experts GGUF file ({meta.get(f'{arch}.expert_count')} experts); the "
-                         "GGUF loader reads dense models only: load the Hugging Face safetensors checkpoint instead")
     if "rope_freqs.weight" in names:
         raise ModelError(f"{path}: the file stores per-frequency rope factors (rope_freqs.weight, Llama 3.1-style "
                          "rope scaling), which the GGUF loader does not read; load the Hugging Face safetensors "
@@ -122,7 +128,19 @@ def hf_config(reader, path: pathlib.Path) -> dict:
         config.update(_gemma3_fields(meta, arch))
     if arch == "phi3":
         config.update(_phi3_fields(meta, arch, names))
+    if meta.get(f"{arch}.expert_count"):
+        config.update(_expert_fields(meta, arch))
     return config
+
+
+def _expert_fields(meta: _Metadata, arch: str) -> dict:
+    """Mixture of experts: llama with experts is mixtral; qwen3moe's experts have their own width."""
+    fields = {"num_local_experts": int(meta.get(f"{arch}.expert_count")),
+              "num_experts_per_tok": int(meta.require(f"{arch}.expert_used_count"))}
+    if arch == "llama":
+        return {**fields, "model_type": "mixtral"}
+    return {**fields, "moe_intermediate_size": int(meta.require(f"{arch}.expert_feed_forward_length")),
+            "norm_topk_prob": bool(meta.get(f"{arch}.expert_weights_norm", True))}
 
 
 def _gemma2_fields(meta: _Metadata, arch: str, config: dict) -> dict:
@@ -181,26 +199,38 @@ def tensor_index(reader, spec: ModelSpec, path: pathlib.Path) -> dict[str, tuple
     """
     import gguf
 
-    arch_name = {model_type: arch for arch, model_type in MODEL_TYPES.items()}.get(spec.model_type, spec.model_type)
-    arch = {name: arch for arch, name in gguf.MODEL_ARCH_NAMES.items()}[arch_name]
+    arch = {name: arch for arch, name in gguf.MODEL_ARCH_NAMES.items()}[
+        GGUF_ARCHITECTURES.get(spec.model_type, spec.model_type)]
     name_map = gguf.get_tensor_name_map(arch, spec.num_layers)
     stored = {tensor.name: tensor for tensor in reader.tensors}
     index = {}
     for entry in checkpoint_entries(spec):
         for layer in range(spec.num_layers) if entry.per_layer else [None]:
+            if entry.experts:
+                name = f"blk.{layer}.{_EXPERT_TENSORS[entry.path[-1]]}.weight"
+                tensor = _stored_tensor(stored, name, name, spec, path)
+                for expert, source in enumerate(entry.sources(layer)):
+                    index[source] = (name, GGUFTensorInfo(path, tensor.shape[1:], tensor, expert))
+                continue
             source, = entry.sources(layer)
             hf_name = source if source.startswith("lm_head.") else DEFAULT_PREFIX + source
             name = name_map.get_name(hf_name, try_suffixes=(".weight", ".bias"))
-            tensor = stored.get(name)
-            if tensor is None:
-                raise ModelError(f"{path}: missing tensor {name or hf_name!r} (the {spec.model_type} model needs it "
-                                 f"for {hf_name}); the file is incomplete or was converted for another architecture")
-            if tensor.tensor_type.name not in QUANT_TYPES:
-                raise ModelError(f"{path}: tensor {name!r} is stored as {tensor.tensor_type.name}, which the GGUF "
-                                 f"loader does not dequantise; supported types: {', '.join(QUANT_TYPES)}. "
-                                 "Use a file quantised to one of them")
+            tensor = _stored_tensor(stored, name, hf_name, spec, path)
             index[source] = (name, GGUFTensorInfo(path, tensor.shape, tensor))
     return index
+
+
+def _stored_tensor(stored: dict, name: str | None, hf_name: str, spec: ModelSpec, path: pathlib.Path) -> GGUFTensor:
+    """The file's tensor `name`, refusing a missing one or a quantisation type the loader cannot read."""
+    tensor = stored.get(name)
+    if tensor is None:
+        raise ModelError(f"{path}: missing tensor {name or hf_name!r} (the {spec.model_type} model needs it "
+                         f"for {hf_name}); the file is incomplete or was converted for another architecture")
+    if tensor.tensor_type.name not in QUANT_TYPES:
+        raise ModelError(f"{path}: tensor {name!r} is stored as {tensor.tensor_type.name}, which the GGUF "
+                         f"loader does not dequantise; supported types: {', '.join(QUANT_TYPES)}. "
+                         "Use a file quantised to one of them")
+    return tensor
 
 
 def unpermute_rotary_rows(weight: np.ndarray, heads: int) -> np.ndarray:
@@ -215,23 +245,33 @@ def unpermute_rotary_rows(weight: np.ndarray, heads: int) -> np.ndarray:
 
 
 class GGUFTensorReader:
-    """Dequantises one GGUF tensor at a time to float32 in the Hugging Face layout."""
+    """Dequantises one GGUF tensor at a time to float32 in the Hugging Face layout; a stacked expert tensor is
+    dequantised once and kept while its experts are read one after another."""
 
     def __init__(self, spec: ModelSpec):
         self.spec = spec
+        self._experts: tuple[str, np.ndarray] | None = None
 
     def read(self, name: str, info: GGUFTensorInfo) -> np.ndarray:
-        import gguf
-
-        tensor = info.tensor
-        weight = np.asarray(gguf.quants.dequantize(tensor.data, tensor.tensor_type), np.float32).reshape(info.shape)
-        if self.spec.model_type == "llama" and ".attn_q." in name:
+        if info.expert is not None:
+            if self._experts is None or self._experts[0] != name:
+                self._experts = (name, self._dequantised(info.tensor, info.tensor.shape))
+            return self._experts[1][info.expert]
+        weight = self._dequantised(info.tensor, info.shape)
+        permuted = self.spec.model_type in ("llama", "mixtral")  # llama.cpp's rotary row order
+        if permuted and ".attn_q." in name:
             weight = unpermute_rotary_rows(weight, self.spec.num_heads)
-        elif self.spec.model_type == "llama" and ".attn_k." in name:
+        elif permuted and ".attn_k." in name:
             weight = unpermute_rotary_rows(weight, self.spec.num_kv_heads)
         elif self.spec.model_type in _GEMMAS and name.endswith("norm.weight"):
             weight = weight - 1.0  # llama.cpp stores gemma's (1 + w) norm scale; the decoder adds the 1 itself
         return weight
+
+    @staticmethod
+    def _dequantised(tensor: GGUFTensor, shape) -> np.ndarray:
+        import gguf
+
+        return np.asarray(gguf.quants.dequantize(tensor.data, tensor.tensor_type), np.float32).reshape(shape)
 
 
 def load_gguf_tokenizer(reader: GGUFFile, path: pathlib.Path):

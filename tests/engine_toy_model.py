@@ -1,9 +1,8 @@
-"""A one-layer attention decoder implementing the `jaxcontam.models` function interface.
+"""A one-layer attention decoder implementing the engine's model interface (`jaxcontam.language_model`).
 
 Engine tests use it to check packing, ordering, spans, compile counts and the
 decode loop independently of the real decoders (which are checked against torch
 transformers in their own tests and in tests/test_engine_torch_parity.py).
-Installed with `install(monkeypatch)`.
 """
 
 from __future__ import annotations
@@ -23,6 +22,24 @@ class ToySpec:
     max_position: int = 512
     final_logit_softcap: float | None = None
     eos_token_id: int | None = None
+
+    def hidden_states(self, params, tokens, positions, segment_ids):
+        return hidden_states(params, self, tokens, positions, segment_ids)
+
+    def output_projection(self, params):
+        return params["out"], None
+
+    def logits_from_hidden(self, params, hidden):
+        return logits_from_hidden(params, self, hidden)
+
+    def split_layers(self, params):
+        return params  # one layer: nothing stacked
+
+    def init_cache(self, batch, max_len, dtype):
+        return {"x": jnp.zeros((batch, max_len, self.hidden_size), dtype), "pos": jnp.full((batch, max_len), -1)}
+
+    def decode(self, params, tokens, positions, cache, cache_index):
+        return decode(params, self, tokens, positions, cache, cache_index)
 
 
 def init_params(spec: ToySpec, seed: int = 0):
@@ -55,23 +72,11 @@ def hidden_states(params, spec, tokens, positions, segment_ids):
     return _attend(params, x, positions, x, positions, allowed)
 
 
-def output_projection(params, spec):
-    return params["out"], None
-
-
 def logits_from_hidden(params, spec, hidden):
     z = (hidden @ params["out"]).astype(jnp.float32)
     if spec.final_logit_softcap is not None:
         z = spec.final_logit_softcap * jnp.tanh(z / spec.final_logit_softcap)
     return z
-
-
-def split_layers(params):
-    return params  # one layer: nothing stacked
-
-
-def init_cache(spec, batch, max_len, dtype):
-    return {"x": jnp.zeros((batch, max_len, spec.hidden_size), dtype), "pos": jnp.full((batch, max_len), -1)}
 
 
 def _write(cache, new, cache_index):
@@ -86,17 +91,6 @@ def decode(params, spec, tokens, positions, cache, cache_index):
     ps = _write(cache["pos"], positions, cache_index)
     allowed = (ps[:, None, :] >= 0) & (ps[:, None, :] <= positions[:, :, None]) & (positions[:, :, None] >= 0)
     return _attend(params, x, positions, xs, ps, allowed), {"x": xs, "pos": ps}
-
-
-FUNCTIONS = ("hidden_states", "output_projection", "logits_from_hidden", "split_layers", "init_cache", "decode")
-
-
-def install(monkeypatch):
-    """Point jaxcontam.models' function interface at this toy for the duration of a test."""
-    from jaxcontam import models
-
-    for name in FUNCTIONS:
-        monkeypatch.setattr(models, name, globals()[name], raising=False)
 
 
 def toy_model(spec: ToySpec = ToySpec(), seed: int = 0, tokenizer=None, mesh=None):

@@ -65,8 +65,7 @@ def train_on_canonical_order(model, examples, steps=250):
     return float(value)
 
 
-def test_contaminated_file_is_detected_and_unseen_files_are_not(monkeypatch, truthfulqa_questions):
-    toy.install(monkeypatch)
+def test_contaminated_file_is_detected_and_unseen_files_are_not(truthfulqa_questions):
     model = toy.toy_model(SPEC, seed=1)
     seen = truthfulqa_questions[:32]
     final_loss = train_on_canonical_order(model, seen)
@@ -93,17 +92,15 @@ def test_permutations_keep_each_shards_tokens():
             assert sorted(perm) == sorted(canonical) and perm[0] == 7
 
 
-def test_too_few_examples_is_reported(monkeypatch):
-    toy.install(monkeypatch)
+def test_too_few_examples_is_reported():
     with pytest.raises(JaxcontamError, match="cannot fill 10 shards"):
         sharded_likelihood_test(toy.toy_model(), [[1, 2]] * 5)
 
 
-def test_pvalue_is_the_one_sided_t_over_shard_differences(monkeypatch, truthfulqa_questions):
+def test_pvalue_is_the_one_sided_t_over_shard_differences(truthfulqa_questions):
     """The reported p-value equals scipy's one-sample t-test on the reported shard differences."""
     from scipy import stats
 
-    toy.install(monkeypatch)
     result = sharded_likelihood_test(toy.toy_model(SPEC, seed=2), truthfulqa_questions[:24], num_shards=6,
                                      permutations=3, prefix=[0])
     want = stats.ttest_1samp(result.shard_differences, 0.0, alternative="greater")

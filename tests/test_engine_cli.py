@@ -31,7 +31,6 @@ def texts_file(shared_data, tmp_path):
 
 @pytest.fixture
 def toy_cli(monkeypatch):
-    toy.install(monkeypatch)
     models = {"target": toy.toy_model(seed=0, tokenizer=ByteTokenizer()),
               "ref": toy.toy_model(seed=1, tokenizer=ByteTokenizer())}
     monkeypatch.setattr(jaxcontam, "load_model", lambda path, dtype="float32", mesh=None: models[path])

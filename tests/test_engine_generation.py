@@ -11,8 +11,7 @@ from jaxcontam.engine.sampling import sample_next
 
 
 @pytest.fixture
-def model(monkeypatch):
-    toy.install(monkeypatch)
+def model():
     return toy.toy_model(toy.ToySpec(eos_token_id=7))
 
 

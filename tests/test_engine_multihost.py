@@ -19,11 +19,8 @@ WORKER = textwrap.dedent(
     port, pid, inp, out = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
     jax.distributed.initialize(coordinator_address=f"127.0.0.1:{port}", num_processes=2, process_id=pid)
     import engine_toy_model as toy
-    import jaxcontam.models as models
     from jaxcontam.engine.generation import generate
     from jaxcontam.engine.scoring import score_logprobs
-    for name in toy.FUNCTIONS:
-        setattr(models, name, getattr(toy, name))
     seqs = json.load(open(inp))
     model = toy.toy_model()
     assert model.mesh.shape["data"] == 2 and jax.process_count() == 2
@@ -41,7 +38,7 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def test_two_processes_agree_with_single_process_reference(tmp_path, monkeypatch):
+def test_two_processes_agree_with_single_process_reference(tmp_path):
     rng = np.random.default_rng(3)
     seqs = [rng.integers(0, 61, size=rng.integers(2, 60)).tolist() for _ in range(11)]
     port = free_port()
@@ -61,7 +58,6 @@ def test_two_processes_agree_with_single_process_reference(tmp_path, monkeypatch
     results = [json.loads((tmp_path / f"out{i}.json").read_text()) for i in range(2)]
     assert results[0]["local_devices"] == 1
     reference = toy.toy_model(mesh=None)
-    toy.install(monkeypatch)
     from jaxcontam.engine.generation import generate
 
     sampled = generate(reference, [s[:5] for s in seqs], max_new_tokens=6, temperature=1.0, seed=4, rows_per_batch=2)

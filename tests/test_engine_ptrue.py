@@ -32,8 +32,7 @@ class WordTableTokenizer:
 
 
 @pytest.fixture
-def model(monkeypatch):
-    toy.install(monkeypatch)
+def model():
     return toy.toy_model(toy.ToySpec(final_logit_softcap=4.0), tokenizer=WordTableTokenizer())
 
 

@@ -10,8 +10,7 @@ from jaxcontam.errors import JaxcontamError
 
 
 @pytest.fixture
-def model(monkeypatch):
-    toy.install(monkeypatch)
+def model():
     return toy.toy_model()
 
 

@@ -29,9 +29,7 @@ from jaxcontam.engine.sampling import sample_next
 
 def _pick(params, spec, hidden, index, step, seed, temperature, top_p):
     """Next token of each row from hidden [R, D] and its log-prob under the untempered model."""
-    from jaxcontam import models
-
-    logits = models.logits_from_hidden(params, spec, hidden).astype(jnp.float32)
+    logits = spec.logits_from_hidden(params, hidden).astype(jnp.float32)
     keys = jax.vmap(lambda i, s: jax.random.fold_in(jax.random.fold_in(jax.random.key(seed), i), s))(index, step)
     token = sample_next(logits, keys, temperature, top_p)
     chosen = jnp.take_along_axis(logits, token[:, None], axis=-1)[:, 0]
@@ -41,11 +39,9 @@ def _pick(params, spec, hidden, index, step, seed, temperature, top_p):
 @functools.partial(jax.jit, static_argnames=("spec", "rows", "capacity", "max_new_tokens"))
 def empty_rows(params, spec, *, rows: int, capacity: int, max_new_tokens: int) -> dict:
     """The state of `rows` empty (done) rows with `capacity` cache slots each."""
-    from jaxcontam import models
-
     dtype = jax.tree.leaves(params)[0].dtype
     zeros = jnp.zeros(rows, jnp.int32)
-    return {"cache": models.init_cache(spec, rows, capacity, dtype), "slot": zeros, "position": zeros,
+    return {"cache": spec.init_cache(rows, capacity, dtype), "slot": zeros, "position": zeros,
             "token": zeros, "index": zeros, "count": zeros, "done": jnp.ones(rows, bool),
             "out": jnp.full((rows, max_new_tokens), -1, jnp.int32),
             "logp": jnp.zeros((rows, max_new_tokens), jnp.float32)}
@@ -56,12 +52,10 @@ def fill_rows(params, spec, state, rows, tokens, positions, last, lengths, index
               stop_ids, *, capacity: int):
     """Put n prompts [n, P] (positions -1 on padding) into rows `rows` [n] of `state` (a row index >= B drops that
     prompt: padding of the group), prefill their cache slots [0, P) and sample their first token."""
-    from jaxcontam import models
-
     count, width = tokens.shape
     limit = state["out"].shape[1]
-    fresh = models.init_cache(spec, count, capacity, jax.tree.leaves(params)[0].dtype)
-    hidden, fresh = models.decode(params, spec, tokens, positions, fresh, 0)
+    fresh = spec.init_cache(count, capacity, jax.tree.leaves(params)[0].dtype)
+    hidden, fresh = spec.decode(params, tokens, positions, fresh, 0)
     h_last = jnp.take_along_axis(hidden, last[:, None, None], axis=1)[:, 0]
     first, first_logp = _pick(params, spec, h_last, index, jnp.zeros(count, jnp.int32), seed, temperature, top_p)
 
@@ -78,9 +72,7 @@ def fill_rows(params, spec, state, rows, tokens, positions, last, lengths, index
 
 def _step_each_row(params, spec, tokens, positions, cache, slots):
     """`decode` of one token per row, each row writing its own cache slot (rows entered at different times)."""
-    from jaxcontam import models
-
-    hidden, cache = models.decode(params, spec, tokens[:, None], positions[:, None], cache, slots)
+    hidden, cache = spec.decode(params, tokens[:, None], positions[:, None], cache, slots)
     return hidden[:, 0], cache
 
 

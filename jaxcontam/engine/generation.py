@@ -79,16 +79,14 @@ def _decode_params(model):
 
     Keyed by identity: models are mutable dataclasses, hence unhashable; the entry goes when the model does.
     """
-    from jaxcontam import models
-
     key = id(model)
     held = _SPLIT_PARAMS.get(key)
     if held is None or held[0]() is not model or held[1] is not model.params:
         try:
             alive = weakref.ref(model, lambda _, key=key: _SPLIT_PARAMS.pop(key, None))
         except TypeError:  # an object without weak references: split on every call
-            return models.split_layers(model.params)
-        held = (alive, model.params, models.split_layers(model.params))
+            return model.config.split_layers(model.params)
+        held = (alive, model.params, model.config.split_layers(model.params))
         _SPLIT_PARAMS[key] = held
     return held[2]
 

@@ -137,11 +137,9 @@ def option_token_ids(tokenizer, template: JudgeTemplate) -> tuple[tuple[tuple[in
 @functools.partial(jax.jit, static_argnames=("spec",))
 def _last_position_logprobs(params, spec, tokens, positions, segment_ids, last, candidate_ids, candidate_sets):
     """log p of each candidate set at each row's last prompt token: float32 [B, num_sets]."""
-    from jaxcontam import models
-
-    hidden = models.hidden_states(params, spec, tokens, positions, segment_ids)
+    hidden = spec.hidden_states(params, tokens, positions, segment_ids)
     picked = jnp.take_along_axis(hidden, last[:, None, None], axis=1)[:, 0]
-    logp = jax.nn.log_softmax(models.logits_from_hidden(params, spec, picked).astype(jnp.float32), axis=-1)
+    logp = jax.nn.log_softmax(spec.logits_from_hidden(params, picked).astype(jnp.float32), axis=-1)
     cand = logp[:, candidate_ids]  # [B, C]
     member = candidate_sets[None, :, :]  # [1, S, C] bool
     return jax.nn.logsumexp(jnp.where(member, cand[:, None, :], -jnp.inf), axis=-1)

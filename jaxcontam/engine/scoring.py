@@ -21,7 +21,7 @@ import numpy as np
 
 from jaxcontam.engine.distributed import fetch, global_array, model_mesh, rows_for
 from jaxcontam.engine.packing import PackedBatch, plan_batches, unpack_rows
-from jaxcontam.engine.vocab_blocks import TokenStats, token_logprob_stats
+from jaxcontam.engine.vocab_blocks import TokenStats, logits_logprob_stats, token_logprob_stats
 from jaxcontam.errors import JaxcontamError
 
 _MAX_IN_FLIGHT = 4
@@ -43,10 +43,12 @@ class SequenceScores:
 
 
 def projection_layout(weight: jax.Array, spec) -> str:
-    """'vd' for a [V, D] output matrix (tied embeddings), 'dv' for [D, V]."""
-    if weight.shape == (spec.vocab_size, spec.hidden_size):
+    """'vd' for a [V, D] output matrix (tied embeddings), 'dv' for [D, V]; a model that states no hidden_size
+    (a `LanguageModel`) gives [V, D]."""
+    hidden = spec.hidden_size if spec.hidden_size is not None else weight.shape[-1]
+    if weight.shape == (spec.vocab_size, hidden):
         return "vd"
-    if weight.shape == (spec.hidden_size, spec.vocab_size):
+    if weight.shape == (hidden, spec.vocab_size):
         return "dv"
     raise JaxcontamError(
         f"output projection has shape {weight.shape}, expected ({spec.vocab_size}, {spec.hidden_size}) or "
@@ -62,10 +64,11 @@ def score_step(params, spec, tokens, positions, segment_ids, targets, *, with_st
     Under the caller's mesh (`jax.set_mesh`) the vocabulary head stays split over "model" like the output
     matrix (`token_logprob_stats`), so the [V, D] weight is never gathered.
     """
-    from jaxcontam import models
-
-    hidden = models.hidden_states(params, spec, tokens, positions, segment_ids)
-    weight, bias = models.output_projection(params, spec)
+    hidden = spec.hidden_states(params, tokens, positions, segment_ids)
+    projection = spec.output_projection(params)
+    if projection is None:  # a logits-only model: `hidden` holds its logits
+        return logits_logprob_stats(hidden, targets, softcap=spec.final_logit_softcap, with_stats=with_stats)
+    weight, bias = projection
     kwargs = {
         "bias": bias,
         "layout": projection_layout(weight, spec),

@@ -218,3 +218,18 @@ def token_logprob_stats(
         sums, t = _vocab_parallel(sums_fn, h, weight, tg, bias, layout, softcap, mesh)
     stats = finish(*sums, t, with_stats)
     return jax.tree.map(lambda x: x.reshape(lead), stats)
+
+
+def logits_logprob_stats(logits: jax.Array, targets: jax.Array, *, softcap: float | None = None,
+                         with_stats: bool = False) -> TokenStats:
+    """`token_logprob_stats` for a model that hands over its [..., V] logits (no output matrix to block over):
+    the same log p(target), mu and sigma, from one float32 log-softmax per position."""
+    logp = jax.nn.log_softmax(cap_logits(logits.astype(jnp.float32), softcap), axis=-1)
+    vocab = logp.shape[-1]
+    logprob = jnp.take_along_axis(logp, jnp.clip(targets, 0, vocab - 1)[..., None].astype(jnp.int32), axis=-1)[..., 0]
+    if not with_stats:
+        return TokenStats(logprob)
+    p = jnp.exp(logp)
+    mean = jnp.sum(p * logp, axis=-1)
+    var = jnp.maximum(jnp.sum(p * logp * logp, axis=-1) - mean * mean, 0.0)
+    return TokenStats(logprob, mean, jnp.sqrt(var))

@@ -90,6 +90,37 @@ class ModelSpec:
         """Every id that ends a sequence (generation stops on each), as a tuple."""
         return eos_ids_tuple(self.eos_token_id)
 
+    # The engine's model interface (see `jaxcontam.language_model`), run by jaxcontam's own decoder.
+    def hidden_states(self, params, tokens, positions, segment_ids):
+        from jaxcontam.models import decoder
+
+        return decoder.hidden_states(params, self, tokens, positions, segment_ids)
+
+    def output_projection(self, params):
+        from jaxcontam.models import decoder
+
+        return decoder.output_projection(params, self)
+
+    def logits_from_hidden(self, params, hidden):
+        from jaxcontam.models import decoder
+
+        return decoder.logits_from_hidden(params, self, hidden)
+
+    def split_layers(self, params):
+        from jaxcontam.models import decoder
+
+        return decoder.split_layers(params)
+
+    def init_cache(self, batch: int, max_len: int, dtype):
+        from jaxcontam.models import decoder
+
+        return decoder.init_cache(self, batch, max_len, dtype)
+
+    def decode(self, params, tokens, positions, cache, cache_index):
+        from jaxcontam.models import decoder
+
+        return decoder.decode(params, self, tokens, positions, cache, cache_index)
+
 
 def eos_ids_tuple(value) -> tuple[int, ...]:
     """An eos field as config files write it (int, list or null) -> a tuple of ints."""

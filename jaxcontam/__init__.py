@@ -6,7 +6,7 @@ line and the data layer start fast.
 
 __version__ = "0.1.0"
 
-__all__ = ["__version__", "JaxcontamError", "JaxcontamWarning", "load_model"]
+__all__ = ["__version__", "JaxcontamError", "JaxcontamWarning", "LanguageModel", "Model", "load_model"]
 
 import pathlib as _pathlib
 
@@ -29,3 +29,16 @@ def load_model(path_or_id, dtype="float32", mesh=None):
     from jaxcontam.models.loading import load_model as _load_model
 
     return _load_model(path_or_id, dtype=dtype, mesh=mesh)
+
+
+def __getattr__(name: str):
+    """`jaxcontam.LanguageModel` and `jaxcontam.Model`, imported on first use (they bring JAX in)."""
+    if name == "LanguageModel":
+        from jaxcontam.language_model import LanguageModel
+
+        return LanguageModel
+    if name == "Model":
+        from jaxcontam.models.model import Model
+
+        return Model
+    raise AttributeError(f"module 'jaxcontam' has no attribute {name!r}")

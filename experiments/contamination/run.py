@@ -238,7 +238,7 @@ def run_cell(experiment: Experiment, cell: dict) -> dict:
     base, finetune = grid["base"], grid["finetune"]
     shape = dict(seq_len=base["seq_len"], batch_size=base["batch_size"], seed=cell["seed"])
     steps = count_steps(docs, **shape)
-    callback = AuditCallback(experiment.config, experiment.tokenizer, experiment.targets(masks),
+    callback = AuditCallback.for_hf_weights(experiment.config, experiment.tokenizer, experiment.targets(masks),
                              experiment.plan(["likelihood"]), log=log)
     start = time.perf_counter()
     result = train(experiment.config, experiment.base_weights, packed_batches(docs, **shape), steps=steps,

@@ -1,4 +1,4 @@
-"""`Model`: a loaded decoder (spec, sharded weights, tokenizer, mesh) with a simple reference scoring path."""
+"""`Model`: a model the engine runs (architecture, sharded weights, tokenizer, mesh) with a reference scoring path."""
 
 from __future__ import annotations
 
@@ -12,7 +12,6 @@ import numpy as np
 from jax.sharding import Mesh
 
 from jaxcontam.errors import JaxcontamError
-from jaxcontam.models import decoder
 from jaxcontam.models.sharding import batch_sharding
 from jaxcontam.models.spec import ModelSpec
 
@@ -24,14 +23,15 @@ _LOGIT_BUDGET = 1 << 28  # float32 logits entries per forward chunk (1 GiB)
 def next_token_logprobs(params: dict, spec: ModelSpec, tokens: jax.Array, segment_ids: jax.Array) -> jax.Array:
     """float32 [B, T-1]: log p(tokens[:, t+1] | tokens[:, :t+1]) for right-padded rows (full-vocab softmax)."""
     positions = jnp.broadcast_to(jnp.arange(tokens.shape[1], dtype=jnp.int32), tokens.shape)
-    hidden = decoder.hidden_states(params, spec, tokens, positions, segment_ids)
-    logp = jax.nn.log_softmax(decoder.logits_from_hidden(params, spec, hidden[:, :-1]), axis=-1)
+    hidden = spec.hidden_states(params, tokens, positions, segment_ids)
+    logp = jax.nn.log_softmax(spec.logits_from_hidden(params, hidden[:, :-1]), axis=-1)
     return jnp.take_along_axis(logp, tokens[:, 1:, None], axis=-1)[..., 0]
 
 
 @dataclasses.dataclass
 class Model:
-    """A loaded model: `config` (ModelSpec), `params` (weights pytree on `mesh`), `tokenizer` (or None)."""
+    """A model the engine runs: `config` (its architecture: a `ModelSpec`, or any `jaxcontam.LanguageModel`),
+    `params` (weights pytree on `mesh`), `tokenizer` (or None)."""
 
     config: ModelSpec
     params: dict

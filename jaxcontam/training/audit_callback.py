@@ -1,7 +1,8 @@
 """Contamination detectors run on a model's current weights inside the training process.
 
-`AuditCallback` plugs into `train(..., callback=..., callback_every=N)`: every N steps it wraps the live
-weights as a `Model` (no checkpoint written, no reload) and runs the chosen detectors on each benchmark:
+`AuditCallback` plugs into a training loop (`train(..., callback=..., callback_every=N)`, or any loop that calls
+it with its params): it wraps the live params as a `Model` (no checkpoint written, no reload) and runs the chosen
+detectors on each benchmark:
 
 - `likelihood`: mean log-prob, zlib ratio, Min-K% and Min-K%++ of each item's solved text; with known
   contamination labels, each detector's AUC (contaminated vs clean) and its one-sided Mann-Whitney p-value;
@@ -137,16 +138,29 @@ def audit_model(model, targets: Sequence[AuditTarget], plan: AuditPlan = AuditPl
 
 
 class AuditCallback:
-    """`callback(step, weights)` for `training.train`: audits the live weights; results pile up in `history`."""
+    """`callback(step, params)`: audits the live params of a training run; results pile up in `history`.
 
-    def __init__(self, config: dict, tokenizer, targets: Sequence[AuditTarget], plan: AuditPlan = AuditPlan(),
-                 log: Callable[[str], None] = print):
-        self.config, self.tokenizer, self.targets, self.plan, self.log = config, tokenizer, targets, plan, log
+    `model_fn(params) -> Model` makes the audited model from the params the loop passes, e.g.
+    `lambda params: dataclasses.replace(model, params=params)` for a model wrapped once (`jaxcontam.flax`):
+    its `LanguageModel` stays the same object, so every audit reuses the steps compiled by the first.
+    `log`: where the one-line summary of each audit goes (print, or the user's logger).
+    """
+
+    def __init__(self, model_fn: Callable[[object], Model], targets: Sequence[AuditTarget],
+                 plan: AuditPlan = AuditPlan(), log: Callable[[str], None] = print):
+        self.model_fn, self.targets, self.plan, self.log = model_fn, targets, plan, log
         self.history: list[dict] = []
 
-    def __call__(self, step: int, weights: dict) -> None:
-        jax.block_until_ready(weights)  # steps are dispatched asynchronously: time the audit, not the training
+    @classmethod
+    def for_hf_weights(cls, config: dict, tokenizer, targets: Sequence[AuditTarget], plan: AuditPlan = AuditPlan(),
+                       log: Callable[[str], None] = print) -> AuditCallback:
+        """For `training.train`, whose weights are HF-named tensors of `config`'s decoder."""
+        mesh = make_mesh()
+        return cls(lambda weights: model_from_weights(config, weights, tokenizer, mesh), targets, plan, log)
+
+    def __call__(self, step: int, params) -> None:
+        jax.block_until_ready(params)  # steps are dispatched asynchronously: time the audit, not the training
         start = time.perf_counter()
-        results = audit_model(model_from_weights(self.config, weights, self.tokenizer), self.targets, self.plan)
+        results = audit_model(self.model_fn(params), self.targets, self.plan)
         self.history.append({"step": step, "results": results, "seconds": time.perf_counter() - start})
         self.log(f"step {step}: audit of {', '.join(results)} in {self.history[-1]['seconds']:.1f} s")

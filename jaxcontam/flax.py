@@ -21,7 +21,7 @@ import jax
 from jaxcontam.errors import ModelError
 from jaxcontam.language_model import LanguageModel
 from jaxcontam.models.model import Model
-from jaxcontam.models.sharding import make_mesh
+from jaxcontam.mesh import make_mesh
 
 
 def _mesh_of(params, mesh):

@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 from jaxcontam.cli import main
-from jaxcontam.engine import planning
-from jaxcontam.engine.hlo_costs import hlo_costs
+from jaxcontam.planning import plan as planning
+from jaxcontam.planning.hlo_costs import hlo_costs
 from jaxcontam.errors import JaxcontamError
 from jaxcontam.models.spec import from_hf_config
 
@@ -138,7 +138,7 @@ def test_missing_libtpu_says_how_to_install(monkeypatch):
 
 def test_v4_chip_is_shared_by_its_tensorcores():
     """libtpu shows each v4 TensorCore as a device: a device gets half the chip's published figures."""
-    from jaxcontam.engine.tpu_chips import CHIPS
+    from jaxcontam.planning.tpu_chips import CHIPS
 
     v4 = CHIPS["TPU v4"]
     half = v4.per_device(2)

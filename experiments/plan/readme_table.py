@@ -23,8 +23,8 @@ SEQS = (2048, 8192)
 
 def one_row(model: str, slice_name: str, seq: int) -> dict:
     from jaxcontam.commands.plan import run_plan
-    from jaxcontam.engine import planning
-    from jaxcontam.engine.plan_steps import Workload
+    from jaxcontam.planning import plan as planning
+    from jaxcontam.planning.steps import Workload
 
     topology = SLICES[slice_name]
     devices = planning.topology_devices(topology)

@@ -11,27 +11,19 @@ from __future__ import annotations
 import jax
 import numpy as np
 from jax.experimental import multihost_utils
-from jax.sharding import NamedSharding
 
-
-def default_mesh() -> jax.sharding.Mesh:
-    """All devices on the "data" axis (sharding propagated automatically)."""
-    return jax.make_mesh((jax.device_count(), 1), ("data", "model"), (jax.sharding.AxisType.Auto,) * 2)
+from jaxcontam.mesh import batch_sharding, make_mesh
 
 
 def model_mesh(model) -> jax.sharding.Mesh:
-    return model.mesh if model.mesh is not None else default_mesh()
+    """The model's mesh, or every device on "data"."""
+    return model.mesh if model.mesh is not None else make_mesh()
 
 
 def rows_for(mesh: jax.sharding.Mesh, rows_per_batch: int) -> int:
     """`rows_per_batch` rounded up to a multiple of the "data" axis."""
     data = mesh.shape["data"]
     return -(-rows_per_batch // data) * data
-
-
-def batch_sharding(mesh: jax.sharding.Mesh, ndim: int) -> NamedSharding:
-    """Leading (row) axis over "data", the rest replicated."""
-    return NamedSharding(mesh, jax.P("data", *([None] * (ndim - 1))))
 
 
 def global_array(host: np.ndarray, mesh: jax.sharding.Mesh) -> jax.Array:

@@ -3,7 +3,7 @@ gemma2, gemma3_text, olmo2, phi3, mixtral, qwen3_moe, gpt2, gpt_neox.
 
 Interface used by `jaxcontam.engine` (all functions pure and jit-able with `spec` static):
 
-    model = jaxcontam.load_model(path_or_hub_id, dtype="float32" | "bfloat16", mesh=None) -> Model
+    model = jaxcontam.load_model(path_or_hub_id, dtype="float32" | "bfloat16", mesh=None, fsdp=False) -> Model
                       path_or_hub_id: HF checkpoint directory or hub id, a .gguf file, or a directory holding one
                       (GGUF: llama/mistral/mixtral, qwen2, qwen3, qwen3moe, gemma, gemma2, gemma3, olmo2, phi3;
                       dequantised, see models.gguf)
@@ -15,7 +15,7 @@ Interface used by `jaxcontam.engine` (all functions pure and jit-able with `spec
     model.tokenizer   transformers fast tokenizer from the same directory (or the GGUF metadata), or None
     model.params      weights pytree: nested dicts of jax.Arrays, per-layer tensors stacked on axis 0 under
                       params["layers"]; sharded over the mesh's "model" axis (heads / experts / MLP / vocab) when it has
-                      more than one device, replicated otherwise
+                      more than one device, replicated otherwise; fsdp=True also splits each over "data"
     model.mesh        jax.sharding.Mesh with axes ("data", "model"); default: every device on "data"
     model.logprobs(token_ids: list[list[int]]) -> list[np.ndarray]   float32 [len-1] per sequence (reference path)
 
@@ -44,7 +44,7 @@ from jaxcontam.models.decoder import (
 )
 from jaxcontam.models.loading import load_model
 from jaxcontam.models.model import Model
-from jaxcontam.models.sharding import make_mesh
+from jaxcontam.mesh import make_mesh
 from jaxcontam.models.spec import SUPPORTED_MODEL_TYPES, ModelSpec, from_hf_config
 
 __all__ = [

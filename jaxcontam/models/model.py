@@ -12,7 +12,7 @@ import numpy as np
 from jax.sharding import Mesh
 
 from jaxcontam.errors import JaxcontamError
-from jaxcontam.models.sharding import batch_sharding
+from jaxcontam.mesh import batch_sharding
 from jaxcontam.models.spec import ModelSpec
 
 _LENGTH_BUCKET = 32  # pad lengths up to a multiple of this, so few shapes get compiled

@@ -21,7 +21,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxcontam.engine import decode_loop
-from jaxcontam.engine.planning import (
+from jaxcontam.planning.plan import (
     StepPlan,
     abstract_params,
     compile_step,
@@ -29,7 +29,7 @@ from jaxcontam.engine.planning import (
     replicated,
     rows,
 )
-from jaxcontam.engine.tpu_chips import Chip
+from jaxcontam.planning.tpu_chips import Chip
 from jaxcontam.models.spec import ModelSpec
 
 

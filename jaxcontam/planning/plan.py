@@ -4,8 +4,8 @@ The weights are `jax.ShapeDtypeStruct`s laid out exactly as `models.loading` pla
 checkpoint table and sharding rules), so a TPU slice can be planned on a CPU machine with libtpu installed:
 `jax.experimental.topologies` gives abstract TPU devices, `jit(...).lower(...).compile()` the TPU executable.
 Per step: bytes per device (`memory_analysis`), loop-aware flops, bytes accessed and collectives
-(`engine.hlo_costs`), and a roofline time max(flops / peak, bytes / HBM bandwidth, collective bytes / ICI
-bandwidth) from the chip's published figures (`engine.tpu_chips`). These are compiler estimates, not
+(`planning.hlo_costs`), and a roofline time max(flops / peak, bytes / HBM bandwidth, collective bytes / ICI
+bandwidth) from the chip's published figures (`planning.tpu_chips`). These are compiler estimates, not
 measurements.
 """
 
@@ -24,11 +24,12 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import NamedSharding, SingleDeviceSharding
 
-from jaxcontam.engine.hlo_costs import Collective, hlo_costs
-from jaxcontam.engine.tpu_chips import EXAMPLE_TOPOLOGIES, Chip
+from jaxcontam.planning.hlo_costs import Collective, hlo_costs
+from jaxcontam.planning.tpu_chips import EXAMPLE_TOPOLOGIES, Chip
 from jaxcontam.errors import JaxcontamError
 from jaxcontam.models.checkpoint_map import checkpoint_entries
-from jaxcontam.models.sharding import make_mesh, weight_sharding
+from jaxcontam.mesh import make_mesh, parse_mesh  # noqa: F401  (parse_mesh: `--mesh`, shared with every command)
+from jaxcontam.models.sharding import weight_sharding
 from jaxcontam.models.spec import ModelSpec
 
 STEPS = ("score", "generate", "p_true", "ngram")
@@ -70,18 +71,6 @@ def devices_per_chip(devices) -> int:
     """How many devices share one chip (v4 shows each TensorCore as a device); 1 where chips have no coords."""
     coords = collections.Counter(tuple(getattr(d, "coords", (d.id,))) for d in devices)
     return max(coords.values())
-
-
-def parse_mesh(text: str) -> tuple[int, int]:
-    """"data=2,model=4" -> (2, 4); an axis left out is 1."""
-    sizes = {"data": 1, "model": 1}
-    for part in text.split(","):
-        name, _, value = part.strip().partition("=")
-        if name not in sizes or not value.isdigit() or int(value) < 1:
-            raise JaxcontamError(f"--mesh {text!r}: expected AXIS=SIZE pairs with AXIS in data, model and SIZE >= 1, "
-                                 "e.g. --mesh data=2,model=4")
-        sizes[name] = int(value)
-    return sizes["data"], sizes["model"]
 
 
 def _sharded_dims(spec: ModelSpec) -> dict[str, int]:

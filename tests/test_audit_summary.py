@@ -6,9 +6,10 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from jaxcontam.audit.summary import _auc, contam_summary, sweep_corrections
-from jaxcontam.detect.pacost import PacostSettings, paired_summary
-from jaxcontam.stats import sweep_resamples
+from jaxcontam.audit.summary import sweep_corrections
+from jaxcontam.detect.contam import contam_result
+from jaxcontam.detect.pacost import PacostSettings, paired_verdict
+from jaxcontam.stats import separation, sweep_resamples
 
 
 @settings(max_examples=100, deadline=None)
@@ -18,10 +19,10 @@ def test_auc_is_the_share_of_contaminated_clean_pairs_ordered_right(pairs):
     labels = np.array([label for _, label in pairs])
     positives, negatives = scores[labels], scores[~labels]
     if len(positives) == 0 or len(negatives) == 0:
-        assert math.isnan(_auc(scores, labels))
+        assert math.isnan(separation(scores, labels)["auc"])
         return
     brute = np.mean([(p > n) + 0.5 * (p == n) for p in positives for n in negatives])
-    assert math.isclose(_auc(scores, labels), brute, rel_tol=1e-12)
+    assert math.isclose(separation(scores, labels)["auc"], brute, rel_tol=1e-12)
 
 
 def record(original, rephrased, rephrase="a rephrasing", answer="42"):
@@ -32,7 +33,7 @@ def record(original, rephrased, rephrase="a rephrasing", answer="42"):
 def test_pairs_without_rephrasing_or_answer_are_dropped_and_counted():
     records = [record(0.9, 0.5)] * 6 + [record(0.8, 0.1, rephrase=None), record(0.7, 0.2, answer=""),
                                         record(float("nan"), 0.3)]
-    summary = paired_summary(records, "p_true", PacostSettings(test="t"))
+    summary = paired_verdict(records, "p_true", PacostSettings(test="t")).to_dict()
     assert summary["n_pairs"] == 6 and summary["n_dropped"] == 3
     assert summary["dropped_reasons"] == {"no accepted rephrasing": 1, "no answer to the original": 1,
                                           "original confidence missing": 1}
@@ -44,7 +45,7 @@ def test_contam_headline_is_the_chosen_metrics_selection():
     correct = (rng.uniform(size=400) < np.where(scores >= 0.7, 0.8, 0.3)).astype(float)
     rows = [{m: s for m in ("token_match", "ngram_match", "token_extend", "longest_match")} | {"correct": c}
             for s, c in zip(scores, correct)]
-    summary = contam_summary(rows, {"metric": "ngram_match"})
+    summary = contam_result(rows, {"metric": "ngram_match"}).to_dict()
     chosen = summary["metrics"]["ngram_match"]
     assert summary["metric"] == "ngram_match" and summary["epg"] == chosen["epg"] > 0
     assert abs(summary["threshold"] - 0.7) < 0.1 and summary["z"] > 1.645
@@ -72,7 +73,7 @@ def test_a_large_sweep_can_flag_every_clearly_contaminated_run():
 
     def flagged(resamples):
         runs = [{"model": f"m{i}", "benchmark": "b", "split": "test",
-                 "pacost": paired_summary(records, "p_true", settings_, seed=i, resamples=resamples)}
+                 "pacost": paired_verdict(records, "p_true", settings_, seed=i, resamples=resamples).to_dict()}
                 for i in range(num_runs)]
         sweep_corrections(runs, alpha=alpha, correction="holm")
         return sum(r["pacost"]["contaminated"] for r in runs)

@@ -42,9 +42,9 @@ def test_every_cell_records_every_detector(results):
         record = _cell(results, cell)
         assert set(record["benchmarks"]) == {"gsm8k", "copa"}
         for entry in record["benchmarks"].values():
-            assert {"likelihood", "pacost", "sharded", "contam", "seconds"} <= set(entry)
+            assert {"likelihood", "pacost", "exchangeability", "contam", "seconds"} <= set(entry)
             assert set(entry["pacost"]["variants"]) == {"p_true", "p_true_raw", "question_min_k_plus_plus"}
-            assert entry["sharded"]["shards"] >= 2
+            assert entry["exchangeability"]["chunks"] >= 2
             assert set(entry["contam"]["per_metric"]) == {"token_match", "ngram_match", "token_extend",
                                                           "longest_match"}
         assert [h["step"] for h in record["in_training"]] == sorted({h["step"] for h in record["in_training"]})

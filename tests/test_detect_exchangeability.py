@@ -1,4 +1,4 @@
-"""Oren et al.'s sharded test: p < 0.01 for a model trained on the file in canonical order, not otherwise."""
+"""Oren et al.'s exchangeability test: p < 0.01 for a model trained on the file in canonical order, not otherwise."""
 
 import csv
 
@@ -9,16 +9,16 @@ import numpy as np
 import optax
 import pytest
 
-from jaxcontam.detect.sharded_test import (
-    shard_bounds,
-    shard_sequences,
-    sharded_likelihood_test,
+from jaxcontam.detect.exchangeability import (
+    chunk_bounds,
+    chunk_sequences,
+    exchangeability_test,
 )
 from jaxcontam.engine.vocab_blocks import token_logprob_stats
 from jaxcontam.errors import JaxcontamError
 
 SPEC = toy.ToySpec(vocab_size=97, hidden_size=64, max_position=512)
-SHARDS = 8
+CHUNKS = 8
 
 
 def byte_tokens(text):
@@ -33,8 +33,8 @@ def truthfulqa_questions(shared_data):
 
 
 def train_on_canonical_order(model, examples, steps=250):
-    """Fit the toy decoder to the file's shards in canonical order (the contamination)."""
-    seqs = shard_sequences(examples, shard_bounds(len(examples), SHARDS), 0, np.random.default_rng(0), [0])
+    """Fit the toy decoder to the file's chunks in canonical order (the contamination)."""
+    seqs = chunk_sequences(examples, chunk_bounds(len(examples), CHUNKS), 0, np.random.default_rng(0), [0])
     width = max(map(len, seqs))
     tokens = np.zeros((len(seqs), width), np.int32)
     segments = np.zeros_like(tokens)
@@ -70,40 +70,40 @@ def test_contaminated_file_is_detected_and_unseen_files_are_not(truthfulqa_quest
     seen = truthfulqa_questions[:32]
     final_loss = train_on_canonical_order(model, seen)
     assert final_loss < 1.5  # well below the ~3 nats/byte of English it would need without memorising
-    result = sharded_likelihood_test(model, seen, num_shards=SHARDS, permutations=10, prefix=[0], rows_per_batch=8)
+    result = exchangeability_test(model, seen, num_chunks=CHUNKS, permutations=10, prefix=[0], rows_per_batch=8)
     assert result.pvalue < 0.01
-    assert np.all(result.shard_differences > 0)
+    assert np.all(result.chunk_differences > 0)
     unseen_p = []
     for k in range(1, 5):
         unseen = truthfulqa_questions[32 * k : 32 * (k + 1)]
-        unseen_p.append(sharded_likelihood_test(model, unseen, num_shards=SHARDS, permutations=10, prefix=[0],
+        unseen_p.append(exchangeability_test(model, unseen, num_chunks=CHUNKS, permutations=10, prefix=[0],
                                                 seed=k, rows_per_batch=8).pvalue)
     assert min(unseen_p) > 0.01, unseen_p
 
 
-def test_permutations_keep_each_shards_tokens():
+def test_permutations_keep_each_chunks_tokens():
     examples = [[i, i + 100] for i in range(12)]
-    seqs = shard_sequences(examples, shard_bounds(12, 3), 4, np.random.default_rng(0), [7])
+    seqs = chunk_sequences(examples, chunk_bounds(12, 3), 4, np.random.default_rng(0), [7])
     assert len(seqs) == 3 * 5
-    for shard in range(3):
-        canonical = seqs[shard * 5]
-        assert canonical == [7] + [t for e in examples[shard * 4 : shard * 4 + 4] for t in e]
-        for perm in seqs[shard * 5 + 1 : shard * 5 + 5]:
+    for chunk in range(3):
+        canonical = seqs[chunk * 5]
+        assert canonical == [7] + [t for e in examples[chunk * 4 : chunk * 4 + 4] for t in e]
+        for perm in seqs[chunk * 5 + 1 : chunk * 5 + 5]:
             assert sorted(perm) == sorted(canonical) and perm[0] == 7
 
 
 def test_too_few_examples_is_reported():
-    with pytest.raises(JaxcontamError, match="cannot fill 10 shards"):
-        sharded_likelihood_test(toy.toy_model(), [[1, 2]] * 5)
+    with pytest.raises(JaxcontamError, match="cannot fill 10 chunks"):
+        exchangeability_test(toy.toy_model(), [[1, 2]] * 5)
 
 
-def test_pvalue_is_the_one_sided_t_over_shard_differences(truthfulqa_questions):
-    """The reported p-value equals scipy's one-sample t-test on the reported shard differences."""
+def test_pvalue_is_the_one_sided_t_over_chunk_differences(truthfulqa_questions):
+    """The reported p-value equals scipy's one-sample t-test on the reported chunk differences."""
     from scipy import stats
 
-    result = sharded_likelihood_test(toy.toy_model(SPEC, seed=2), truthfulqa_questions[:24], num_shards=6,
+    result = exchangeability_test(toy.toy_model(SPEC, seed=2), truthfulqa_questions[:24], num_chunks=6,
                                      permutations=3, prefix=[0])
-    want = stats.ttest_1samp(result.shard_differences, 0.0, alternative="greater")
+    want = stats.ttest_1samp(result.chunk_differences, 0.0, alternative="greater")
     assert result.pvalue == pytest.approx(want.pvalue, rel=1e-9)
-    np.testing.assert_allclose(result.shard_differences,
+    np.testing.assert_allclose(result.chunk_differences,
                                result.canonical_logprobs - result.permuted_logprobs.mean(axis=1), rtol=1e-12)

@@ -17,8 +17,8 @@ from jaxcontam.detect.pacost import (
     judge_question,
     judged_answer,
     pacost_records,
-    pacost_summary,
-    paired_summary,
+    pacost_result,
+    paired_verdict,
 )
 from jaxcontam.engine.ptrue import KADAVATH
 from jaxcontam.errors import JaxcontamError
@@ -110,7 +110,7 @@ def test_pairs_are_dropped_only_for_what_the_confidence_needs(drawn):
                       answer_rephrased="a" if ar else "") for o, r, has, ao, ar in drawn]
     for confidence, needs_answers in (("question_min_k_plus_plus", False), ("p_true", True), ("answer_logprob", True)):
         kept = [(o, r) for o, r, has, ao, ar in drawn if has and (not needs_answers or (ao and ar))]
-        summary = paired_summary(records, confidence, PacostSettings(test="t"))
+        summary = paired_verdict(records, confidence, PacostSettings(test="t")).to_dict()
         assert summary["n_pairs"] == (len(kept) if len(kept) >= 2 else 0)
         if len(kept) >= 2 and summary["n_pairs"]:
             d = np.array([o - r for o, r in kept])
@@ -123,7 +123,7 @@ def test_pairs_are_dropped_only_for_what_the_confidence_needs(drawn):
 def test_summary_records_the_preset_and_every_confidence_as_a_variant():
     rng = np.random.default_rng(0)
     records = [record((a, b)) for a, b in rng.uniform(size=(8, 2))]
-    summary = pacost_summary(records, PacostSettings(preset="paper"))
+    summary = pacost_result(records, PacostSettings(preset="paper")).to_dict()
     assert (summary["preset"], summary["template"], summary["confidence"], summary["test"]) == (
         "paper", "pacost", "p_true_raw", "t")
     assert set(summary["variants"]) == set(CONFIDENCES) - {"p_true_raw"}

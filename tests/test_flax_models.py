@@ -25,7 +25,7 @@ from jaxcontam.engine.ptrue import PACOST, option_token_ids, p_true
 from jaxcontam.engine.scoring import score_logprobs
 from jaxcontam.errors import ModelError
 from jaxcontam.language_model import LanguageModel
-from jaxcontam.training.audit_callback import AuditCallback, AuditPlan, AuditTarget
+from jaxcontam.training.audit_callback import AuditCallback, AuditSettings, AuditTarget
 
 MODEL_DIR = Path(jaxcontam.__file__).parent / "examples" / "tiny_contaminated" / "model"
 WIDTH, MAX_POSITION, STEPS = 32, 128, 12
@@ -223,8 +223,8 @@ def test_greedy_generation_equals_the_direct_forward(audited, tokenizer):
 
 
 def test_in_training_audit_equals_the_direct_forward(audited, tokenizer, shared_data, monkeypatch):
-    """`AuditCallback` over the live params, called twice: the likelihood detector's mean log-prob of each item's
-    solved text is the direct one."""
+    """`AuditCallback` over the live params, called every step and auditing every other: the likelihood
+    detector's mean log-prob of each item's solved text is the direct one."""
     model, direct = audited
     monkeypatch.setenv("JAXCONTAM_DATA", str(shared_data))
     copa = load_benchmark("copa", split="test")
@@ -232,11 +232,11 @@ def test_in_training_audit_equals_the_direct_forward(audited, tokenizer, shared_
     logs = []
     callback = AuditCallback(lambda params: dataclasses.replace(model, params=params),
                              [AuditTarget(benchmark, (None,) * 4, (True, False, True, False))],
-                             AuditPlan(detectors=("likelihood",)), log=logs.append)
-    for step in (0, 1):
+                             AuditSettings(detectors=("likelihood",)), log=logs.append, every=2)
+    for step in (0, 1, 2):
         callback(step, model.params)
-    rows = callback.history[-1]["results"][benchmark.name]["rows"]
-    assert len(callback.history) == 2 and logs[-1].startswith("step 1: audit of")
+    rows = callback.history[-1]["results"][benchmark.name].rows
+    assert [h["step"] for h in callback.history] == [0, 2] and logs[-1].startswith("step 2: audit of")
     for row, item in zip(rows, benchmark, strict=True):
         seq = tokenizer.encode(benchmark.solved_text(item))
         logp = log_softmax(direct(seq))[:-1][np.arange(len(seq) - 1), seq[1:]]

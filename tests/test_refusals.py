@@ -15,7 +15,7 @@ import pytest
 import jaxcontam
 from jaxcontam import cli
 from jaxcontam.audit.run import json_ready
-from jaxcontam.detect.pacost import PacostSettings, paired_summary
+from jaxcontam.detect.pacost import PacostSettings, paired_verdict
 from jaxcontam.errors import JaxcontamError
 from jaxcontam.report import write_report
 from jaxcontam.report.formatting import pacost_verdict
@@ -133,10 +133,10 @@ def test_the_out_folder_is_created_before_the_model(jaxcontam_cli, tmp_path, com
 
 
 def no_test_summary() -> dict:
-    """A run whose paraphrases were all rejected: the real paired_summary, round-tripped through summary.json."""
+    """A run whose paraphrases were all rejected: the real paired_verdict, round-tripped through summary.json."""
     records = [{"rephrase": None, "p_true_original": 0.9, "p_true_rephrased": math.nan,
                 "answer_original": "yes", "answer_rephrased": None} for _ in range(5)]
-    pacost = json.loads(json.dumps(json_ready(paired_summary(records, "p_true", PacostSettings()))))
+    pacost = json.loads(json.dumps(json_ready(paired_verdict(records, "p_true", PacostSettings()).to_dict())))
     pacost |= {"pvalue_adjusted": None, "variants": {}}
     run = {"model": "m", "benchmark": "copa", "split": "dev", "n_items": 5, "accuracy": {"acc": 0.6, "acc_norm": None},
            "pacost": pacost, "likelihood": None, "contam": None, "ground_truth": None}

@@ -6,7 +6,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from jaxcontam.data.item import Benchmark, Item
-from jaxcontam.training.injection import FILE_SEPARATOR, choose_contaminated, injected_documents, item_text
+from jaxcontam.detect.exchangeability import ITEM_SEPARATOR
+from jaxcontam.training.injection import choose_contaminated, injected_documents, item_text
 
 
 def _benchmark(n: int) -> Benchmark:
@@ -39,7 +40,7 @@ def test_forms_hold_what_they_say():
     assert item_text(benchmark, item, "question_answer") == "What is 1 plus 1?\n1 + 1 = 2"
     assert item_text(benchmark, item, "prompt_answer") == benchmark.solved_text(item)
     file = injected_documents(benchmark, list(benchmark), np.array([True, False, True]), copies=2, form="file")
-    assert file == [benchmark.solved_text(benchmark[0]) + FILE_SEPARATOR + benchmark.solved_text(benchmark[2])] * 2
+    assert file == [benchmark.solved_text(benchmark[0]) + ITEM_SEPARATOR + benchmark.solved_text(benchmark[2])] * 2
 
 
 def test_bad_settings_are_refused():

@@ -5,8 +5,8 @@
 Writes DIR/report.md (power vs rate, copies and form; false-positive rates; the minimum detectable
 contamination per detector; EPG vs copies; audit cost) and DIR/*.png. A detector "detects" a cell when its
 p-value is <= ALPHA: the paired test for PaCoST, the one-sided Mann-Whitney test of contaminated vs clean
-items for the per-item scores (Min-K%++, mean log-prob, ConTAM LONGEST-MATCH), the t-test over shards for
-the sharded test.
+items for the per-item scores (Min-K%++, mean log-prob, ConTAM LONGEST-MATCH), the t-test over chunks for
+the exchangeability test (Oren et al.).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ DETECTORS = {  # label -> where its p-value (and optional AUC) lives in a benchm
     "PaCoST question Min-K%++": lambda e: (e["pacost"]["variants"]["question_min_k_plus_plus"]["pvalue"], None),
     "Min-K%++": lambda e: (e["likelihood"]["min_k_plus_plus"].get("pvalue"), e["likelihood"]["min_k_plus_plus"].get("auc")),
     "Mean log-prob": lambda e: (e["likelihood"]["mean_logprob"].get("pvalue"), e["likelihood"]["mean_logprob"].get("auc")),
-    "Sharded test": lambda e: (e["sharded"].get("pvalue"), None),
+    "Exchangeability test": lambda e: (e["exchangeability"].get("pvalue"), None),
     "ConTAM LONGEST-MATCH": lambda e: (e["contam"]["per_metric"]["longest_match"].get("pvalue"),
                                        e["contam"]["per_metric"]["longest_match"].get("auc")),
 }
@@ -154,7 +154,8 @@ def epg_lines(records: list[dict]) -> list[str]:
     for benchmark in BENCHMARKS:
         for copies, rs in group(copies_sweep(records), lambda c: c["copies"]).items():
             entries = [r["benchmarks"][benchmark] for r in rs]
-            acc = [np.mean([e["pacost"]["accuracy"][k] for e in entries]) for k in ("contaminated", "clean")]
+            acc = [np.mean([e["ground_truth"]["groups"][k]["accuracy"] for e in entries])
+                   for k in ("contaminated", "clean")]
             chosen = [e["contam"] for e in entries if e["contam"]["threshold"] is not None]
             stats = ["-"] * 3 if not chosen else [
                 f"{np.mean([c['threshold'] for c in chosen]):.2f}",

@@ -10,7 +10,7 @@
    (`jaxcontam.training.injection`). With `decontaminate`, the fine-tune stream first goes through
    jaxcontam's `DecontaminationFilter` (the control arm). An `AuditCallback` runs the likelihood detectors
    on the live weights during the fine-tune; at the end the full audit runs in process: PaCoST (the chosen
-   confidence and its variants), Min-K%++ and other likelihood AUCs against the truth, the sharded test,
+   confidence and its variants), Min-K%++ and other likelihood AUCs against the truth, the exchangeability test,
    and ConTAM's n-gram metrics over everything the model was trained on, with EPG at the selected threshold.
 3. Each finished cell is written to DIR/cells/<cell>.json (a rerun skips it); `report.py` makes the tables.
 """
@@ -36,7 +36,7 @@ from jaxcontam.detect.rephrase import choose_attached  # noqa: E402
 from jaxcontam.stats import separation  # noqa: E402
 from jaxcontam.training import init_hf_tensors, packed_batches, save_hf_model, train, train_bpe_tokenizer  # noqa: E402
 from jaxcontam.training.audit_callback import (  # noqa: E402
-    AuditCallback, AuditPlan, AuditTarget, audit_model, model_from_weights)
+    AuditCallback, AuditSettings, AuditTarget, audit_model, model_from_weights)
 from jaxcontam.training.batches import count_steps  # noqa: E402
 from jaxcontam.training.checkpoints import TrainCheckpoints  # noqa: E402
 from jaxcontam.training.injection import FORMS, choose_contaminated, injected_documents, item_text  # noqa: E402
@@ -140,10 +140,11 @@ class Experiment:
         return [AuditTarget(b, self.rephrasings[b.name], None if masks is None else tuple(masks[b.name].tolist()))
                 for b in self.benchmarks]
 
-    def plan(self, detectors=("likelihood", "pacost", "sharded")) -> AuditPlan:
+    def settings(self, detectors=("likelihood", "pacost", "exchangeability")) -> AuditSettings:
         audit = self.grid["audit"]
-        return AuditPlan(detectors=tuple(detectors), shards=audit["shards"], permutations=audit["permutations"],
-                         pacost=PacostSettings(confidence=audit["confidence"], max_new_tokens=audit["max_new_tokens"]))
+        return AuditSettings(detectors=tuple(detectors), chunks=audit["chunks"], permutations=audit["permutations"],
+                             pacost=PacostSettings(confidence=audit["confidence"],
+                                                   max_new_tokens=audit["max_new_tokens"]))
 
 
 def expand_cells(arms: list[dict]) -> list[dict]:
@@ -195,15 +196,16 @@ def ngram_evidence(experiment: Experiment, corpus_files: list[pathlib.Path], cou
     return {(r["benchmark"], r["id"]): r for r in rows}
 
 
-def contam_result(rows: list[dict]) -> dict:
-    from jaxcontam.audit.summary import contam_summary
+def contam_evidence(rows: list[dict]) -> dict:
+    """ConTAM's verdict and, per metric, its separation of the known-contaminated items (AUC, Mann-Whitney p)."""
+    from jaxcontam.detect.contam import contam_result
     from jaxcontam.ngram.audit import METRICS
 
-    summary = contam_summary(rows, {})
+    summary = contam_result(rows).to_dict()
     result = {k: v for k, v in summary.items() if k != "metrics"}
     result["per_metric"] = {m: {k: v for k, v in summary["metrics"][m].items() if k != "curve"} for m in METRICS}
-    if "contaminated" in rows[0]:
-        labels = [r["contaminated"] for r in rows]
+    if rows[0]["ground_truth_contaminated"] is not None:
+        labels = [r["ground_truth_contaminated"] for r in rows]
         for metric in METRICS:
             result["per_metric"][metric] |= separation([r[metric] for r in rows], labels)
     return result
@@ -239,7 +241,7 @@ def run_cell(experiment: Experiment, cell: dict) -> dict:
     shape = dict(seq_len=base["seq_len"], batch_size=base["batch_size"], seed=cell["seed"])
     steps = count_steps(docs, **shape)
     callback = AuditCallback.for_hf_weights(experiment.config, experiment.tokenizer, experiment.targets(masks),
-                             experiment.plan(["likelihood"]), log=log)
+                                            experiment.settings(["likelihood"]), log=log)
     start = time.perf_counter()
     result = train(experiment.config, experiment.base_weights, packed_batches(docs, **shape), steps=steps,
                    learning_rate=finetune["learning_rate"], warmup=finetune["warmup"], log=log, log_every=steps,
@@ -247,25 +249,22 @@ def run_cell(experiment: Experiment, cell: dict) -> dict:
     record["training"] = {"steps": steps, "tokens": steps * base["seq_len"] * base["batch_size"],
                           "seconds": time.perf_counter() - start, "final_loss": result.losses[-1]}
     record["in_training"] = [{"step": h["step"], "seconds": h["seconds"], "min_k_plus_plus_auc": {
-        name: r["likelihood"]["min_k_plus_plus"].get("auc") for name, r in h["results"].items()}}
+        name: r.likelihood["min_k_plus_plus"].auc for name, r in h["results"].items()}}
         for h in callback.history]
 
     start = time.perf_counter()
     model = model_from_weights(experiment.config, result.tensors, experiment.tokenizer)
-    audit = audit_model(model, experiment.targets(masks), experiment.plan())
+    audit = audit_model(model, experiment.targets(masks), experiment.settings())
     record["audit_seconds"] = time.perf_counter() - start
     start = time.perf_counter()
     evidence = ngram_evidence(experiment, [experiment.out / "base" / "corpus.jsonl.gz", corpus_file],
                               experiment.out / "cells" / cell["id"] / "counts", grid["audit"]["ngram_n"])
     record["ngram_seconds"] = time.perf_counter() - start
     record["benchmarks"] = {}
-    for name, entry in audit.items():
-        rows = entry.pop("rows")
-        for row in rows:
-            row |= {"correct": row["correct_original"]} | {
-                k: v for k, v in evidence[(name, row["id"])].items() if k not in ("benchmark", "id", "span_text")}
-        entry["contam"] = contam_result(rows)
-        record["benchmarks"][name] = entry
+    for name, result in audit.items():
+        rows = [row | {k: v for k, v in evidence[(name, row["id"])].items() if k not in ("benchmark", "id", "span_text")}
+                for row in result.rows]
+        record["benchmarks"][name] = result.to_dict() | {"contam": contam_evidence(rows), "seconds": result.seconds}
     return record
 
 

@@ -83,8 +83,8 @@ def bootstrap_auc(scores: np.ndarray, labels: np.ndarray, resamples: int = 2000,
 def membership(args, out: Path) -> dict:
     """Likelihood detectors on GSM8K train (possibly seen) vs test items."""
     import jaxcontam
-    from jaxcontam.audit.run import likelihood_records
-    from jaxcontam.audit.summary import DETECTORS, LOWER_MEANS_SEEN
+    from jaxcontam.detect.audit_core import likelihood_records
+    from jaxcontam.detect.likelihood import DETECTORS, LOWER_MEANS_SEEN
     from jaxcontam.data import load_benchmark
     from jaxcontam.stats import separation
 

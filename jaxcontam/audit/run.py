@@ -1,5 +1,6 @@
-"""`run_audit`: n-gram evidence, rephrasings, then per model and benchmark PaCoST and likelihood detectors,
-each stage resumable; then items.parquet, summary.json, plots and report.html."""
+"""`run_audit`: n-gram evidence, rephrasings, then per model and benchmark the shared audit core
+(`detect.audit_core`: PaCoST, likelihood detectors, ConTAM's EPG verdict), each stage resumable; then the
+sweep's corrections, items.parquet, summary.json, plots and report.html."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from jaxcontam import __version__
 from jaxcontam.audit.config import AuditConfig
 from jaxcontam.audit.inputs import AuditBenchmark, AuditInputs, check_inputs
 from jaxcontam.audit.store import StageStore, fingerprint, run_chunked, write_atomic
-from jaxcontam.audit.summary import run_summary, sweep_corrections
+from jaxcontam.audit.summary import sweep_corrections
 from jaxcontam.stats import sweep_resamples
 from jaxcontam.stats.paired import DEFAULT_RESAMPLES
 
@@ -68,7 +69,9 @@ def rephrasings(config: AuditConfig, audit_benchmark: AuditBenchmark, out: Path)
     if config.rephrase_model is not None:
         import jaxcontam
 
-        model = jaxcontam.load_model(config.rephrase_model)
+        layout = config.rephrase_mesh or config.mesh
+        model = jaxcontam.load_model(config.rephrase_model, dtype=config.rephrase_dtype, mesh=layout.build(),
+                                     fsdp=layout.fsdp)
 
     def compute(chunk):
         return [dataclasses.asdict(c) for c in rephrase_items(chunk, gates, model=model)]
@@ -82,60 +85,36 @@ def rephrasings(config: AuditConfig, audit_benchmark: AuditBenchmark, out: Path)
                        _progress(f"rephrase {audit_benchmark.entry.label}"))
 
 
-def likelihood_records(model, benchmark, items, k: float) -> list[dict]:
-    """Reference-free detectors of each item's solved text (prompt + gold answer)."""
-    from jaxcontam.detect.likelihood import detector_scores
-    from jaxcontam.engine import score_logprobs
+def audit_one(config: AuditConfig, entry, model, bench: AuditBenchmark, choices: list[dict],
+              ngram: dict | None, resamples: int, out: Path) -> tuple[dict, list[dict]]:
+    """summary.json's entry and the items.parquet rows of one (model, benchmark), through the shared audit core;
+    per-item work is stored in resumable chunks."""
+    from jaxcontam.detect.audit_core import AuditSettings, AuditTarget, audit_benchmark
 
-    texts = [benchmark.solved_text(item) for item in items]
-    scores = score_logprobs(model, [model.tokenizer.encode(t) for t in texts], with_stats=True)
-    return [{"id": item.id, **detector_scores(s, text, k)} for item, text, s in zip(items, texts, scores)]
-
-
-def model_rows(config: AuditConfig, entry, model, audit_benchmark: AuditBenchmark, choices: list[dict],
-               out: Path) -> list[dict]:
-    """PaCoST and likelihood records of every item for one model, from the store where already computed."""
-    from jaxcontam.detect.pacost import pacost_records
-
-    benchmark = audit_benchmark.benchmark
+    benchmark = bench.benchmark
     items = list(benchmark)
     rephrase_of = {c["item_id"]: c["rephrase"] for c in choices}
+    truth = bench.truth
+    target = AuditTarget(benchmark, [rephrase_of[item.id] for item in items],
+                         None if truth is None else [truth.get(item.id) for item in items],
+                         None if ngram is None else {item.id: ngram[(benchmark.name, item.id)] for item in items})
+    settings = AuditSettings(detectors=config.stages, pacost=config.pacost, k=config.k,
+                             contam={"alpha": config.alpha} | config.contam, resamples=resamples)
     key = {"model": str(Path(entry.path).resolve()) if Path(entry.path).exists() else entry.path,
-           "dtype": entry.dtype, "benchmark": audit_benchmark.entry.label, "chunk_size": config.chunk_size}
-    label = f"{entry.name} | {audit_benchmark.entry.label}"
-    empty = [{}] * len(items)
-    pacost = empty if "pacost" not in config.stages else run_chunked(
-        StageStore(out / "state", "pacost", key | {"settings": dataclasses.asdict(config.pacost),
-                                                  "rephrasings": fingerprint(rephrase_of)}),
-        items, config.chunk_size,
-        lambda chunk: pacost_records(model, benchmark, chunk, [rephrase_of[it.id] for it in chunk], config.pacost),
-        _progress(f"pacost {label}"))
-    likelihood = empty if "likelihood" not in config.stages else run_chunked(
-        StageStore(out / "state", "likelihood", key | {"k": config.k}), items, config.chunk_size,
-        lambda chunk: likelihood_records(model, benchmark, chunk, config.k), _progress(f"likelihood {label}"))
-    rows = []
-    for item, choice, p, lik in zip(items, choices, pacost, likelihood):
-        row = {"model": entry.name, "benchmark": benchmark.name, "split": benchmark.split, "id": item.id,
-               "question": item.question, "gold": item.answer_text,
-               "rephrase_source": choice["source"], "rephrase_reason": choice["reason"]}
-        row |= {k: v for k, v in p.items() if k != "id"} | {k: v for k, v in lik.items() if k != "id"}
-        if p:
-            row |= _pacost_columns(row, config.pacost.confidence)
-        truth = audit_benchmark.truth
-        row["ground_truth_contaminated"] = None if truth is None else truth.get(item.id)
-        rows.append(row)
-    return rows
+           "dtype": entry.dtype, "benchmark": bench.entry.label, "chunk_size": config.chunk_size}
+    stage_keys = {"pacost": {"settings": dataclasses.asdict(config.pacost), "rephrasings": fingerprint(rephrase_of)},
+                  "likelihood": {"k": config.k}}
+    label = f"{entry.name} | {bench.entry.label}"
 
+    def run_stage(name, stage_items, compute):
+        store = StageStore(out / "state", name, key | stage_keys[name])
+        return run_chunked(store, stage_items, config.chunk_size, compute, _progress(f"{name} {label}"))
 
-def _pacost_columns(row: dict, confidence: str) -> dict:
-    """Accuracy (on the original questions) and the chosen confidence pair with whether it enters the test."""
-    from jaxcontam.detect.pacost import needs_answer
-
-    original, rephrased = row[f"{confidence}_original"], row[f"{confidence}_rephrased"]
-    answered = not needs_answer(confidence) or bool(row["answer_original"] and row["answer_rephrased"])
-    kept = bool(row["rephrase"]) and answered and all(math.isfinite(v) for v in (original, rephrased))
-    return {"correct": row["correct_original"], "correct_norm": row["correct_norm_original"],
-            "pacost_conf_original": original, "pacost_conf_rephrased": rephrased, "pacost_kept": kept}
+    result = audit_benchmark(model, target, settings, run_stage)
+    rows = [{"model": entry.name, "benchmark": benchmark.name, "split": benchmark.split, "id": item.id,
+             "question": item.question, "gold": item.answer_text, "rephrase_source": choice["source"],
+             "rephrase_reason": choice["reason"]} | row for item, choice, row in zip(items, choices, result.rows)]
+    return {"model": entry.name} | result.to_dict(), rows
 
 
 def json_ready(value):
@@ -176,17 +155,11 @@ def run_audit(config: AuditConfig) -> dict:
     resamples = sweep_resamples(len(config.models) * len(benchmarks), config.alpha, DEFAULT_RESAMPLES)
     for entry in config.models:
         _say(f"model {entry.name} ({entry.path})")
-        model = jaxcontam.load_model(entry.path, dtype=entry.dtype)
+        model = jaxcontam.load_model(entry.path, dtype=entry.dtype, mesh=config.mesh.build(), fsdp=config.mesh.fsdp)
         for audit_benchmark in benchmarks:
-            run_rows = model_rows(config, entry, model, audit_benchmark, choices[audit_benchmark.entry.label], out)
-            if ngram is not None:
-                for row in run_rows:
-                    metrics = ngram[(row["benchmark"], row["id"])]
-                    row |= {k: v for k, v in metrics.items() if k not in ("benchmark", "id")}
-                    row["ngram_num_tokens"] = row.pop("num_tokens")
-            runs.append(run_summary(entry.name, audit_benchmark, run_rows, config.pacost if "pacost" in config.stages
-                                    else None, {"alpha": config.alpha} | config.contam if ngram is not None else None,
-                                    "likelihood" in config.stages, resamples))
+            run, run_rows = audit_one(config, entry, model, audit_benchmark, choices[audit_benchmark.entry.label],
+                                      ngram, resamples, out)
+            runs.append(run)
             rows += run_rows
     summary = {"jaxcontam_version": __version__, "alpha": config.alpha, "correction": config.correction,
                "settings": config.settings(), "runs": runs}

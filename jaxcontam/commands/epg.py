@@ -31,7 +31,7 @@ def epg(items_path, metric, z_crit, min_clean, min_contaminated, alpha, resample
     import pyarrow.parquet as pq
 
     from jaxcontam.audit.run import json_ready
-    from jaxcontam.audit.summary import contam_summary
+    from jaxcontam.detect.contam import contam_result
     from jaxcontam.errors import DataError
     from jaxcontam.ngram.audit import METRICS
     from jaxcontam.report.plots import contam_curve_png
@@ -51,7 +51,7 @@ def epg(items_path, metric, z_crit, min_clean, min_contaminated, alpha, resample
     runs = []
     for index, ((model, benchmark, split), group) in enumerate(groups.items()):
         run = {"model": model, "benchmark": benchmark, "split": split, "n_items": len(group),
-               "contam": contam_summary(group, options)}
+               "contam": contam_result(group, options).to_dict()}
         contam_curve_png(run, out / "plots" / f"contam-{index}.png")
         runs.append(run)
         c = run["contam"]

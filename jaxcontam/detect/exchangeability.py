@@ -1,13 +1,12 @@
-"""The sharded likelihood comparison test of Oren et al. 2023 ("Proving test set contamination").
+"""The exchangeability test of Oren et al. 2023 ("Proving test set contamination in black box language models").
 
-A model that saw a benchmark file during training prefers its canonical order:
-the examples concatenated in file order are more likely than the same examples
-shuffled. The file is cut into contiguous shards; in each shard the log-prob of
-the canonical concatenation is compared with the mean over random within-shard
-permutations, and a one-sided t-test over shards asks whether the canonical
-order is systematically preferred (exchangeability makes the statistic zero-mean
-for an uncontaminated model; the t statistic is `jaxcontam.stats.sharded_statistic`). All permutations of all shards are scored
-together, in the engine's fixed-shape batches.
+A model that saw a benchmark file during training prefers its canonical order: the examples concatenated in
+file order are more likely than the same examples shuffled. The file is cut into contiguous chunks (the
+paper's "shards"; jaxcontam keeps "sharded" for device sharding); in each chunk the log-prob of the canonical
+concatenation is compared with the mean over random within-chunk permutations, and a one-sided t-test over
+chunks asks whether the canonical order is systematically preferred (exchangeability makes the statistic
+zero-mean for an uncontaminated model; `jaxcontam.stats.exchangeability_statistic`). All permutations of all
+chunks are scored together, in the engine's fixed-shape batches.
 """
 
 from __future__ import annotations
@@ -19,68 +18,79 @@ import numpy as np
 
 from jaxcontam.engine.scoring import score_logprobs
 from jaxcontam.errors import JaxcontamError
-from jaxcontam.stats import sharded_statistic
+from jaxcontam.stats import exchangeability_statistic
+
+ITEM_SEPARATOR = "\n\n"  # between items of a benchmark file written out in order (a leaked test file)
 
 
 @dataclasses.dataclass(frozen=True)
-class ShardedTestResult:
-    """statistic: t over shards; pvalue: one-sided (canonical order preferred); per-shard details."""
+class ExchangeabilityTestResult:
+    """statistic: t over chunks; pvalue: one-sided (canonical order preferred); per-chunk details."""
 
     statistic: float
     pvalue: float
-    shard_differences: np.ndarray  # canonical log-prob minus mean permuted log-prob, per shard
-    canonical_logprobs: np.ndarray  # [shards]
-    permuted_logprobs: np.ndarray  # [shards, permutations]
+    chunk_differences: np.ndarray  # canonical log-prob minus mean permuted log-prob, per chunk
+    canonical_logprobs: np.ndarray  # [chunks]
+    permuted_logprobs: np.ndarray  # [chunks, permutations]
 
 
-def shard_bounds(num_examples: int, num_shards: int) -> list[tuple[int, int]]:
-    """Contiguous [start, end) shards whose sizes differ by at most one."""
-    edges = np.linspace(0, num_examples, num_shards + 1).round().astype(int)
+def chunk_bounds(num_examples: int, num_chunks: int) -> list[tuple[int, int]]:
+    """Contiguous [start, end) chunks whose sizes differ by at most one."""
+    edges = np.linspace(0, num_examples, num_chunks + 1).round().astype(int)
     return list(zip(edges[:-1].tolist(), edges[1:].tolist()))
 
 
-def shard_sequences(examples, bounds, permutations: int, rng: np.random.Generator, prefix: Sequence[int]):
-    """Token sequences to score: per shard the canonical order, then `permutations` shuffled orders."""
+def fitting_chunks(lengths: Sequence[int], max_tokens: int, at_least: int) -> int | None:
+    """The fewest contiguous chunks (>= at_least, >= 2 items each) whose summed lengths all fit max_tokens."""
+    for chunks in range(at_least, len(lengths) // 2 + 1):
+        if all(sum(lengths[a:b]) <= max_tokens for a, b in chunk_bounds(len(lengths), chunks)):
+            return chunks
+    return None
+
+
+def chunk_sequences(examples, bounds, permutations: int, rng: np.random.Generator, prefix: Sequence[int]):
+    """Token sequences to score: per chunk the canonical order, then `permutations` shuffled orders."""
     sequences = []
     for start, end in bounds:
-        shard = examples[start:end]
-        orders = [np.arange(len(shard))] + [rng.permutation(len(shard)) for _ in range(permutations)]
+        chunk = examples[start:end]
+        orders = [np.arange(len(chunk))] + [rng.permutation(len(chunk)) for _ in range(permutations)]
         for order in orders:
-            sequences.append(list(prefix) + [t for i in order for t in shard[i]])
+            sequences.append(list(prefix) + [t for i in order for t in chunk[i]])
     return sequences
 
 
-def sharded_likelihood_test(
+def exchangeability_test(
     model,
     example_token_ids: Sequence[Sequence[int]],
     *,
-    num_shards: int = 10,
+    num_chunks: int = 10,
     permutations: int = 25,
     seed: int = 0,
     prefix: Sequence[int] = (),
     rows_per_batch: int = 16,
-) -> ShardedTestResult:
+) -> ExchangeabilityTestResult:
     """Run the test on a benchmark given as one token list per example, in canonical (file) order.
 
     `prefix` (e.g. the BOS id) starts every concatenation and is not scored.
-    Each example's tokens should include its separator (e.g. a trailing newline)
+    Each example's tokens should include its separator (e.g. `ITEM_SEPARATOR`)
     so that every ordering has exactly the same tokens.
     """
     examples = [list(e) for e in example_token_ids]
-    if num_shards < 2:
-        raise JaxcontamError(f"num_shards must be >= 2 for a t-test over shards, got {num_shards}")
-    if len(examples) < 2 * num_shards:
+    if num_chunks < 2:
+        raise JaxcontamError(f"num_chunks must be >= 2 for a t-test over chunks, got {num_chunks}")
+    if len(examples) < 2 * num_chunks:
         raise JaxcontamError(
-            f"{len(examples)} examples cannot fill {num_shards} shards of at least two: lower num_shards"
+            f"{len(examples)} examples cannot fill {num_chunks} chunks of at least two: lower num_chunks"
         )
     if permutations < 1:
         raise JaxcontamError(f"permutations must be >= 1, got {permutations}")
     if any(len(e) == 0 for e in examples):
         raise JaxcontamError("an example has no tokens: drop empty examples before the test")
-    bounds = shard_bounds(len(examples), num_shards)
-    sequences = shard_sequences(examples, bounds, permutations, np.random.default_rng(seed), prefix)
+    bounds = chunk_bounds(len(examples), num_chunks)
+    sequences = chunk_sequences(examples, bounds, permutations, np.random.default_rng(seed), prefix)
     start = max(1, len(prefix))
     scores = score_logprobs(model, sequences, [(start, len(s)) for s in sequences], rows_per_batch=rows_per_batch)
-    totals = np.array([s.logprobs.astype(np.float64).sum() for s in scores]).reshape(num_shards, permutations + 1)
-    result = sharded_statistic(totals[:, 0], totals[:, 1:], alternative="greater")
-    return ShardedTestResult(result.statistic, result.pvalue, result.shard_differences, totals[:, 0], totals[:, 1:])
+    totals = np.array([s.logprobs.astype(np.float64).sum() for s in scores]).reshape(num_chunks, permutations + 1)
+    result = exchangeability_statistic(totals[:, 0], totals[:, 1:], alternative="greater")
+    return ExchangeabilityTestResult(result.statistic, result.pvalue, result.chunk_differences, totals[:, 0],
+                                     totals[:, 1:])

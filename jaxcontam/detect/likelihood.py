@@ -16,6 +16,9 @@ import numpy as np
 
 from jaxcontam.errors import JaxcontamError
 
+DETECTORS = ("mean_logprob", "zlib_ratio", "min_k", "min_k_plus_plus")  # what `detector_scores` returns
+LOWER_MEANS_SEEN = frozenset({"zlib_ratio", "lowercase_ratio", "reference_ratio"})  # the rest: higher = seen
+
 
 def _as_logprobs(token_logprobs) -> np.ndarray:
     lp = np.asarray(token_logprobs, dtype=np.float64)

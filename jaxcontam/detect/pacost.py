@@ -29,7 +29,7 @@ from jaxcontam.engine import p_true, score_logprobs
 from jaxcontam.engine.chat import check_chat_mode, uses_chat
 from jaxcontam.engine.ptrue import TEMPLATES
 from jaxcontam.errors import JaxcontamError
-from jaxcontam.stats import default_paired_method, minimum_detectable_effect, paired_test
+from jaxcontam.stats import PairedTestResult, default_paired_method, minimum_detectable_effect, paired_test
 from jaxcontam.stats.paired import DEFAULT_RESAMPLES
 
 CONFIDENCES = ("p_true", "p_true_raw", "answer_logprob", "question_min_k_plus_plus")
@@ -157,12 +157,63 @@ def _answered(records, side: str) -> np.ndarray:
     return np.array([bool(r[f"answer_{side}"]) for r in records])
 
 
-def paired_summary(records, confidence: str, settings: PacostSettings, seed: int = 0,
-                   resamples: int = DEFAULT_RESAMPLES) -> dict:
-    """The paired test of one confidence over `records` as a JSON-ready dict (pairs dropped with reasons).
+@dataclasses.dataclass(frozen=True)
+class PairedVerdict:
+    """The paired test of one confidence: `status` is "tested" or "no test: <reason>" (then `pvalue` is NaN and
+    `contaminated` is no verdict); `result` is the underlying `stats.PairedTestResult` when a test ran."""
+
+    test: str
+    confidence: str
+    alternative: str
+    status: str
+    pvalue: float
+    n_pairs: int
+    n_dropped: int
+    dropped_reasons: dict
+    mean_difference: float
+    effect_size: float
+    ci: tuple[float, float]
+    contaminated: bool
+    power_note: str
+    pvalue_detail: str | None = None
+    result: PairedTestResult | None = dataclasses.field(default=None, repr=False, compare=False)
+
+    def to_dict(self) -> dict:
+        """JSON-ready (summary.json's layout); `pvalue_detail` only where a test ran."""
+        fields = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "result"}
+        fields["ci"] = list(self.ci)
+        if self.pvalue_detail is None:
+            fields.pop("pvalue_detail")
+        return fields
+
+
+@dataclasses.dataclass(frozen=True)
+class PacostResult:
+    """PaCoST on one benchmark: the verdict on the chosen confidence and every other confidence as a variant."""
+
+    preset: str
+    template: str
+    chat_template: str
+    chat_used: bool
+    verdict: PairedVerdict
+    variants: dict[str, PairedVerdict]
+
+    def to_dict(self) -> dict:
+        return {"preset": self.preset, "template": self.template, "chat_template": self.chat_template,
+                "chat_used": self.chat_used} | self.verdict.to_dict() | {
+            "variants": {name: v.to_dict() for name, v in self.variants.items()}}
+
+
+def _no_test(base: dict, reason: str, power_note: str) -> PairedVerdict:
+    return PairedVerdict(**base, status=f"no test: {reason}", pvalue=math.nan, mean_difference=math.nan,
+                         effect_size=math.nan, ci=(math.nan, math.nan), contaminated=False, power_note=power_note)
+
+
+def paired_verdict(records, confidence: str, settings: PacostSettings, seed: int = 0,
+                   resamples: int = DEFAULT_RESAMPLES) -> PairedVerdict:
+    """The paired test of one confidence over `records` (pairs dropped with reasons).
 
     A pair is dropped for a missing answer only when the confidence measures the answer (`needs_answer`).
-    `status` is "tested" or "no test: <reason>" (then `pvalue` is NaN and `contaminated` is no verdict).
     `resamples`: Monte Carlo flips when the permutation test cannot enumerate (a sweep sizes it with
     `stats.sweep_resamples`, so the p-value floor 1 / (1 + resamples) never blocks the correction).
     """
@@ -173,38 +224,33 @@ def paired_summary(records, confidence: str, settings: PacostSettings, seed: int
     base = {"test": settings.test, "confidence": confidence, "alternative": settings.alternative,
             "n_pairs": 0, "n_dropped": len(records), "dropped_reasons": {"no accepted rephrasing": no_rephrase}}
     if len(kept) < 2:
-        return base | {"pvalue": math.nan, "mean_difference": math.nan, "effect_size": math.nan,
-                       "ci": [math.nan, math.nan], "contaminated": False,
-                       "status": f"no test: only {len(kept)} item(s) have an accepted rephrasing",
-                       "power_note": f"only {len(kept)} item(s) have an accepted rephrasing: no test"}
+        reason = f"only {len(kept)} item(s) have an accepted rephrasing"
+        return _no_test(base, reason, f"{reason}: no test")
     try:
         answered = {f"answered_{side}": _answered([records[i] for i in kept], side)
                     for side in ("original", "rephrased")} if needs_answer(confidence) else {}
         result = paired_test([original[i] for i in kept], [rephrased[i] for i in kept], method=settings.test,
                              alternative=settings.alternative, seed=seed, resamples=resamples, **answered)
     except JaxcontamError as error:  # too few usable pairs: reported, not fatal for the sweep
-        return base | {"pvalue": math.nan, "mean_difference": math.nan, "effect_size": math.nan,
-                       "ci": [math.nan, math.nan], "contaminated": False, "status": f"no test: {error}",
-                       "power_note": str(error)}
+        return _no_test(base, str(error), str(error))
     interval = result.confidence_interval(1 - settings.alpha)
     mde = minimum_detectable_effect(result.n, alpha=settings.alpha, alternative=settings.alternative) \
         if result.n >= 3 else math.nan
     reasons = dict(result.drop_reasons) | ({"no accepted rephrasing": no_rephrase} if no_rephrase else {})
-    return {
-        "test": result.method, "confidence": confidence, "alternative": result.alternative,
-        "pvalue": result.pvalue, "n_pairs": result.n, "n_dropped": result.n_dropped + no_rephrase,
-        "dropped_reasons": reasons, "mean_difference": result.mean_difference, "effect_size": result.effect_size,
-        "ci": [interval.low, interval.high], "contaminated": bool(result.pvalue <= settings.alpha),
-        "status": "tested", "pvalue_detail": result.detail,
-        "power_note": f"with {result.n} pairs the minimum detectable effect at 80% power is d_z = {mde:.2g}",
-    }
+    return PairedVerdict(
+        test=result.method, confidence=confidence, alternative=result.alternative, status="tested",
+        pvalue=result.pvalue, n_pairs=result.n, n_dropped=result.n_dropped + no_rephrase, dropped_reasons=reasons,
+        mean_difference=result.mean_difference, effect_size=result.effect_size, ci=(interval.low, interval.high),
+        contaminated=bool(result.pvalue <= settings.alpha), pvalue_detail=result.detail, result=result,
+        power_note=f"with {result.n} pairs the minimum detectable effect at 80% power is d_z = {mde:.2g}")
 
 
-def pacost_summary(records, settings: PacostSettings, seed: int = 0, resamples: int = DEFAULT_RESAMPLES) -> dict:
+def pacost_result(records, settings: PacostSettings, seed: int = 0,
+                  resamples: int = DEFAULT_RESAMPLES) -> PacostResult:
     """The verdict on the chosen confidence, with every other confidence as a variant."""
-    summary = {"preset": settings.preset, "template": settings.template, "chat_template": settings.chat_template,
-               "chat_used": any(bool(r.get("chat")) for r in records)} | paired_summary(
-        records, settings.confidence, settings, seed, resamples)
-    summary["variants"] = {c: paired_summary(records, c, settings, seed, resamples) for c in CONFIDENCES
-                           if c != settings.confidence}
-    return summary
+    return PacostResult(
+        preset=settings.preset, template=settings.template, chat_template=settings.chat_template,
+        chat_used=any(bool(r.get("chat")) for r in records),
+        verdict=paired_verdict(records, settings.confidence, settings, seed, resamples),
+        variants={c: paired_verdict(records, c, settings, seed, resamples) for c in CONFIDENCES
+                  if c != settings.confidence})

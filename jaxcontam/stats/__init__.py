@@ -20,6 +20,7 @@ from jaxcontam.stats.epg import (
     max_z_test,
     select_threshold,
 )
+from jaxcontam.stats.exchangeability import ExchangeabilityStatistic, exchangeability_statistic
 from jaxcontam.stats.multiple import AdjustedPValues, adjust, sweep_resamples
 from jaxcontam.stats.paired import (
     ConfidenceInterval,
@@ -31,13 +32,12 @@ from jaxcontam.stats.paired import (
 from jaxcontam.stats.pairs import DROP_REASONS, FilteredPairs, filter_pairs
 from jaxcontam.stats.power import minimum_detectable_effect, power, sample_size
 from jaxcontam.stats.separation import separation
-from jaxcontam.stats.sharded import ShardedStatistic, sharded_statistic
 from jaxcontam.stats.validation import StatsInputError
 
 __all__ = [
-    "DROP_REASONS", "AdjustedPValues", "ConfidenceInterval", "EPGCurve", "EPGRow", "FilteredPairs",
-    "MaxZTestResult", "PairedTestResult", "ShardedStatistic", "StatsInputError", "ThresholdSelection", "adjust",
-    "cohens_dz", "default_paired_method", "default_thresholds", "epg_curve", "filter_pairs", "max_z_test",
-    "minimum_detectable_effect", "paired_test", "power", "sample_size", "select_threshold", "separation",
-    "sharded_statistic", "sweep_resamples",
+    "DROP_REASONS", "AdjustedPValues", "ConfidenceInterval", "EPGCurve", "EPGRow", "ExchangeabilityStatistic",
+    "FilteredPairs", "MaxZTestResult", "PairedTestResult", "StatsInputError", "ThresholdSelection", "adjust",
+    "cohens_dz", "default_paired_method", "default_thresholds", "epg_curve", "exchangeability_statistic",
+    "filter_pairs", "max_z_test", "minimum_detectable_effect", "paired_test", "power", "sample_size",
+    "select_threshold", "separation", "sweep_resamples",
 ]

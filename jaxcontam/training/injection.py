@@ -8,7 +8,7 @@ inserted, so every detector can be scored against the truth:
 - `prompt_answer`: the benchmark's verbalised prompt followed by the answer (`Benchmark.solved_text`), i.e.
   exactly the text an evaluation shows the model plus its answer;
 - `file`: the contaminated items' `prompt_answer` texts concatenated in benchmark order, as one document (a
-  leaked test file), which is what the sharded test of Oren et al. is built to detect.
+  leaked test file), which is what the exchangeability test of Oren et al. is built to detect.
 Each form is inserted `copies` times; `file` as `copies` copies of the whole document.
 """
 
@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from jaxcontam.detect.exchangeability import ITEM_SEPARATOR
+
 FORMS = ("question", "question_answer", "prompt_answer", "file")
-FILE_SEPARATOR = "\n\n"
 
 
 def choose_contaminated(num_items: int, rate: float, rng: np.random.Generator) -> np.ndarray:
@@ -48,5 +49,5 @@ def injected_documents(benchmark, items, contaminated: np.ndarray, *, copies: in
     if not texts:
         return []
     if form == "file":
-        return [FILE_SEPARATOR.join(texts)] * copies
+        return [ITEM_SEPARATOR.join(texts)] * copies
     return [text for text in texts for _ in range(copies)]

@@ -1,0 +1,86 @@
+"""ConTAM's verdict on one benchmark (arXiv 2411.03923): EPG curve, selected threshold and the max-z test.
+
+Per n-gram metric: the EPG curve over thresholds, the paper's threshold (largest z above z_crit with enough
+clean and contaminated items), and `max_z_test`, the calibrated p-value of "some threshold shows a gain" over
+the same search (`significant` is pvalue <= alpha). Only the headline metric's verdict is a pre-specified
+test; the other metrics are for comparison (four tests, no correction).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from jaxcontam.ngram.audit import METRICS
+from jaxcontam.stats import EPGCurve, epg_curve, max_z_test, select_threshold
+
+DEFAULTS = {"metric": "longest_match", "z_crit": 1.645, "min_clean": 10, "min_contaminated": 10,
+            "alpha": 0.05, "resamples": 9999, "seed": 0}
+EPG_CI_NOTE = ("epg_ci is a bootstrap interval with the threshold held at the selected value: it is conditional on "
+               "that choice and ignores the threshold search; pvalue accounts for the search")
+
+
+@dataclasses.dataclass(frozen=True)
+class MetricVerdict:
+    """One metric: the selected threshold's row (None when none qualifies, with `reason`) and the max-z test."""
+
+    threshold: float | None
+    frac_contaminated: float | None
+    epg: float | None
+    epg_ci: tuple[float, float] | None
+    z: float | None
+    accuracy_difference: float | None
+    reason: str | None
+    max_z: float
+    max_z_threshold: float | None
+    pvalue: float
+    significant: bool
+    n_resamples: int
+    curve: EPGCurve = dataclasses.field(repr=False, compare=False)
+
+    def to_dict(self, with_curve: bool = True) -> dict:
+        fields = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "curve"}
+        fields["epg_ci"] = None if self.epg_ci is None else list(self.epg_ci)
+        return fields | ({"curve": self.curve.to_dicts()} if with_curve else {})
+
+
+@dataclasses.dataclass(frozen=True)
+class ContamResult:
+    """Every metric's verdict; `metric` names the headline one."""
+
+    metric: str
+    alpha: float
+    metrics: dict[str, MetricVerdict]
+
+    @property
+    def headline(self) -> MetricVerdict:
+        return self.metrics[self.metric]
+
+    def to_dict(self) -> dict:
+        return {"metric": self.metric, "alpha": self.alpha, **self.headline.to_dict(with_curve=False),
+                "epg_ci_note": EPG_CI_NOTE, "metrics": {m: v.to_dict() for m, v in self.metrics.items()}}
+
+
+def metric_verdict(scores, correct, options: dict) -> MetricVerdict:
+    curve = epg_curve(scores, correct)
+    chosen = select_threshold(curve, z_crit=options["z_crit"], min_clean=options["min_clean"],
+                              min_contaminated=options["min_contaminated"])
+    test = max_z_test(scores, correct, min_clean=options["min_clean"], min_contaminated=options["min_contaminated"],
+                      resamples=options["resamples"], seed=options["seed"])
+    row = chosen.row
+    return MetricVerdict(
+        threshold=None if row is None else row.threshold,
+        frac_contaminated=None if row is None else row.frac_contaminated,
+        epg=None if row is None else row.epg,
+        epg_ci=None if row is None else (row.epg_ci_low, row.epg_ci_high),
+        z=None if row is None else row.z,
+        accuracy_difference=None if row is None else row.accuracy_difference,
+        reason=chosen.reason, max_z=test.statistic, max_z_threshold=test.threshold, pvalue=test.pvalue,
+        significant=bool(test.pvalue <= options["alpha"]), n_resamples=test.n_resamples, curve=curve)
+
+
+def contam_result(rows: list[dict], options: dict | None = None) -> ContamResult:
+    """ConTAM over per-item rows holding each metric and `correct`; `options` override `DEFAULTS`."""
+    options = DEFAULTS | (options or {})
+    correct = [r["correct"] for r in rows]
+    metrics = {m: metric_verdict([r[m] for r in rows], correct, options) for m in METRICS}
+    return ContamResult(metric=options["metric"], alpha=options["alpha"], metrics=metrics)

@@ -24,11 +24,12 @@ if not (_pathlib.Path(__file__).parent / "kernels").is_dir() and (_SOURCE_ROOT /
     __path__.append(str(_SOURCE_ROOT))
 
 
-def load_model(path_or_id, dtype="float32", mesh=None):
-    """Load a Hugging Face decoder checkpoint into a jaxcontam model (see `jaxcontam.models`)."""
+def load_model(path_or_id, dtype="float32", mesh=None, fsdp=False):
+    """Load a Hugging Face decoder checkpoint into a jaxcontam model (see `jaxcontam.models`); `mesh` places it
+    (`jaxcontam.mesh.make_mesh(data, model)`), `fsdp=True` also splits each weight over the mesh's "data" axis."""
     from jaxcontam.models.loading import load_model as _load_model
 
-    return _load_model(path_or_id, dtype=dtype, mesh=mesh)
+    return _load_model(path_or_id, dtype=dtype, mesh=mesh, fsdp=fsdp)
 
 
 def __getattr__(name: str):

@@ -33,7 +33,7 @@ def texts_file(shared_data, tmp_path):
 def toy_cli(monkeypatch):
     models = {"target": toy.toy_model(seed=0, tokenizer=ByteTokenizer()),
               "ref": toy.toy_model(seed=1, tokenizer=ByteTokenizer())}
-    monkeypatch.setattr(jaxcontam, "load_model", lambda path, dtype="float32", mesh=None: models[path])
+    monkeypatch.setattr(jaxcontam, "load_model", lambda path, dtype="float32", mesh=None, fsdp=False: models[path])
     return models
 
 

@@ -14,6 +14,10 @@ Relative paths in a TOML file are read from the file's folder. Example (the bund
     paths = ["corpus.jsonl.gz"]
     [pacost]
     confidence = "answer_logprob"
+
+Optional placement (`jaxcontam.mesh`): `[mesh] data = 2, model = 4, fsdp = false` for the audited models (data
+left out: the devices the model axis leaves), and `[pacost] rephrase_dtype = "bfloat16"`,
+`rephrase_mesh = {data = 8, model = 1, fsdp = false}` for the rephrase model (default: float32 on `[mesh]`).
 """
 
 from __future__ import annotations
@@ -25,9 +29,11 @@ from typing import Any
 
 from jaxcontam.detect.pacost import PacostSettings
 from jaxcontam.errors import JaxcontamError
+from jaxcontam.mesh import MeshSettings
 
 EXAMPLE_CONFIG = Path(__file__).resolve().parents[1] / "examples" / "tiny_contaminated" / "audit.toml"
 DEFAULT_OUT = "jaxcontam-audit"
+DTYPES = ("float32", "bfloat16")
 STAGES = ("pacost", "likelihood")
 
 
@@ -66,6 +72,9 @@ class AuditConfig:
     chunk_size: int = 64  # items per resumable chunk; a multiple of the 16-row batches, so none runs part-empty
     pacost: PacostSettings = PacostSettings()
     rephrase_model: str | None = None
+    rephrase_dtype: str = "float32"
+    rephrase_mesh: MeshSettings | None = None  # None: the audited models' `mesh`
+    mesh: MeshSettings = MeshSettings()  # where the audited models' weights go (default: every device on "data")
     gates: dict = dataclasses.field(default_factory=dict)
     k: float = 0.2
     ngram: dict = dataclasses.field(default_factory=dict)  # n, mincount, skip_budget, scope, normalize, tokenizer
@@ -76,12 +85,13 @@ class AuditConfig:
         """Everything that changes results (for the summary and for resuming only matching work)."""
         return {"alpha": self.alpha, "correction": self.correction, "chunk_size": self.chunk_size,
                 "pacost": dataclasses.asdict(self.pacost), "rephrase_model": self.rephrase_model,
+                "rephrase_dtype": self.rephrase_dtype,
                 "gates": self.gates, "k": self.k, "ngram": self.ngram, "contam": self.contam,
                 "corpora": list(self.corpora), "counts": self.counts}
 
 
 _TOP_KEYS = {"out", "alpha", "correction", "chunk_size", "model", "benchmark", "corpus", "pacost", "likelihood",
-             "ngram", "contam"}
+             "ngram", "contam", "mesh"}
 
 
 def _resolve(base: Path, value: str | None) -> str | None:
@@ -96,10 +106,12 @@ _TABLE_KEYS = {
     "model": {"path", "name", "dtype"},
     "benchmark": {f.name for f in dataclasses.fields(BenchmarkEntry)},
     "corpus": {"paths", "text_field", "counts"},
-    "pacost": {f.name for f in dataclasses.fields(PacostSettings)} | {"rephrase_model", "gates"},
+    "pacost": {f.name for f in dataclasses.fields(PacostSettings)} | {"rephrase_model", "rephrase_dtype",
+                                                                      "rephrase_mesh", "gates"},
     "likelihood": {"k"},
     "ngram": {"n", "mincount", "skip_budget", "scope", "normalize", "tokenizer"},
     "contam": {"metric", "z_crit", "min_clean", "min_contaminated", "resamples", "seed"},
+    "mesh": {"data", "model", "fsdp"},
 }
 
 
@@ -130,6 +142,29 @@ def _entries(raw: dict, key: str, where: str) -> list[dict]:
     return entries
 
 
+def mesh_settings(table, where: str) -> MeshSettings:
+    """A `[mesh]`-style table {data, model, fsdp} (inline or not); data left out: the devices model leaves."""
+    if not isinstance(table, dict):
+        raise JaxcontamError(f"{where}: expected a table of data, model, fsdp, got {table!r}; write e.g. "
+                             "{data = 2, model = 4} (or a [mesh] table)")
+    _check_keys(table, _TABLE_KEYS["mesh"], where)
+    for axis in ("data", "model"):
+        value = table.get(axis, 1)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise JaxcontamError(f"{where}: {axis} = {value!r} is not a number of devices; write a whole number "
+                                 f">= 1, e.g. {axis} = 2 (data x model must equal the device count)")
+    fsdp = table.get("fsdp", False)
+    if not isinstance(fsdp, bool):
+        raise JaxcontamError(f"{where}: fsdp = {fsdp!r} must be true or false, e.g. fsdp = true")
+    return MeshSettings(data=table.get("data"), model=table.get("model", 1), fsdp=fsdp)
+
+
+def _dtype(value, where: str) -> str:
+    if value not in DTYPES:
+        raise JaxcontamError(f"{where}: dtype {value!r} is not supported; use one of {', '.join(DTYPES)}")
+    return value
+
+
 def _model_name(path: str) -> str:
     return Path(path).name or path
 
@@ -152,6 +187,11 @@ def load_config(path: str | Path) -> AuditConfig:
     corpus = _table(raw, "corpus", str(path))
     pacost = dict(_table(raw, "pacost", str(path)))
     rephrase_model = _resolve(base, pacost.pop("rephrase_model", None))
+    rephrase_dtype = _dtype(pacost.pop("rephrase_dtype", "float32"), f"{path} [pacost] rephrase_dtype")
+    rephrase_mesh = pacost.pop("rephrase_mesh", None)
+    if rephrase_mesh is not None:
+        rephrase_mesh = mesh_settings(rephrase_mesh, f"{path} [pacost] rephrase_mesh")
+    mesh = mesh_settings(raw.get("mesh", {}), f"{path} [mesh]")
     gates = pacost.pop("gates", {})
     pacost_settings = PacostSettings(**pacost)
     ngram = dict(_table(raw, "ngram", str(path)))
@@ -163,15 +203,17 @@ def load_config(path: str | Path) -> AuditConfig:
         corpus_text_field=corpus.get("text_field", "text"), counts=_resolve(base, corpus.get("counts")),
         out=raw.get("out", DEFAULT_OUT), alpha=float(raw.get("alpha", 0.05)),
         correction=raw.get("correction", "holm"), chunk_size=int(raw.get("chunk_size", AuditConfig.chunk_size)),
-        pacost=pacost_settings, rephrase_model=rephrase_model, gates=gates,
+        pacost=pacost_settings, rephrase_model=rephrase_model, rephrase_dtype=rephrase_dtype,
+        rephrase_mesh=rephrase_mesh, mesh=mesh, gates=gates,
         k=float(_table(raw, "likelihood", str(path)).get("k", 0.2)), ngram=ngram,
         contam=_table(raw, "contam", str(path)),
     )
 
 
 def with_overrides(config: AuditConfig | None, *, models=(), benchmarks=(), path=None, split=None, corpora=(),
-                   out=None) -> AuditConfig:
-    """The config with command-line models, benchmarks, corpora and output folder taking precedence."""
+                   out=None, mesh: str | None = None, fsdp: bool | None = None) -> AuditConfig:
+    """The config with command-line models, benchmarks, corpora, output folder and mesh (`--mesh data=D,model=M`,
+    `--fsdp/--no-fsdp`) taking precedence."""
     if config is None and not (models and benchmarks):
         raise JaxcontamError("give both --model and --benchmark (or a --config file); with no arguments at all "
                              "`jaxcontam audit` audits the bundled example")
@@ -186,6 +228,10 @@ def with_overrides(config: AuditConfig | None, *, models=(), benchmarks=(), path
         changes["corpora"] = tuple(corpora)
     if out is not None:
         changes["out"] = out
+    if mesh is not None or fsdp is not None:
+        base = config.mesh if config is not None else MeshSettings()
+        given = MeshSettings.from_option(mesh) if mesh is not None else base
+        changes["mesh"] = dataclasses.replace(given, fsdp=base.fsdp if fsdp is None else fsdp)
     if config is None:
         return AuditConfig(models=changes["models"], benchmarks=changes["benchmarks"],
                            **{k: v for k, v in changes.items() if k not in ("models", "benchmarks")})

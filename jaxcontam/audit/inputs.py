@@ -166,6 +166,9 @@ def check_inputs(config: AuditConfig) -> AuditInputs:
     labels = [entry.label for entry in config.benchmarks]
     if len(set(labels)) != len(labels):
         raise JaxcontamError(f"benchmark listed twice in the audit: {labels}; give each name:split once")
+    config.mesh.build()  # a mesh that does not match the devices is refused before any work
+    if config.rephrase_model is not None:
+        (config.rephrase_mesh or config.mesh).build()
     for model in config.models:
         directory = resolve_path(model.path)
         read_config(directory)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import click
 
+from jaxcontam.commands.mesh_options import mesh_options
+
 
 @click.command("audit")
 @click.option("--config", "config_path", type=click.Path(dir_okay=False), default=None,
@@ -15,7 +17,8 @@ import click
 @click.option("--split", default=None, help="Split of the --benchmark entries.")
 @click.option("--corpus", "corpora", multiple=True, help="Training corpus for ConTAM (repeatable).")
 @click.option("--out", default=None, help="Output folder (default: the config's, else ./jaxcontam-audit).")
-def audit(config_path, models, benchmarks, path, split, corpora, out):
+@mesh_options
+def audit(config_path, models, benchmarks, path, split, corpora, out, mesh, fsdp):
     """Audit models for benchmark contamination: PaCoST, likelihood detectors and (with a corpus) ConTAM.
 
     Writes OUT/items.parquet, OUT/summary.json, OUT/plots/*.png and OUT/report.html. Finished work is kept
@@ -29,7 +32,7 @@ def audit(config_path, models, benchmarks, path, split, corpora, out):
         click.echo(f"auditing the bundled example ({EXAMPLE_CONFIG.parent})", err=True)
     config = load_config(config_path) if config_path is not None else None
     config = with_overrides(config, models=models, benchmarks=benchmarks, path=path, split=split, corpora=corpora,
-                            out=out)
+                            out=out, mesh=mesh, fsdp=fsdp)
     summary = run_audit(config)
     echo_verdicts(summary, config.out)
 

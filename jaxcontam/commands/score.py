@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from jaxcontam.commands.mesh_options import mesh_layout, mesh_options
 from jaxcontam.errors import DataError
 
 
@@ -84,20 +85,22 @@ def tokenize_texts(tokenizer, texts, path) -> list[list[int]]:
 @click.option("--reference-model", default=None, help="Second model folder: adds reference_ratio.")
 @click.option("--dtype", type=click.Choice(["float32", "bfloat16"]), default="float32", show_default=True)
 @click.option("--batch-rows", type=click.IntRange(min=1), default=16, show_default=True, help="Rows per batch.")
-def score(model_path, data_path, field_pairs, out, k, reference_model, dtype, batch_rows):
+@mesh_options
+def score(model_path, data_path, field_pairs, out, k, reference_model, dtype, batch_rows, mesh, fsdp):
     """Write id, num_tokens, token_logprobs, mean_logprob, zlib_ratio, min_k, min_k_plus_plus per text."""
     import jaxcontam
     from jaxcontam.detect import likelihood
     from jaxcontam.engine.scoring import score_logprobs
 
+    layout, device_mesh = mesh_layout(mesh, fsdp)
     texts = read_texts(Path(data_path), parse_fields(field_pairs, ("text", "id")))
     out = output_file(out)
-    model = jaxcontam.load_model(model_path, dtype=dtype)
+    model = jaxcontam.load_model(model_path, dtype=dtype, mesh=device_mesh, fsdp=layout.fsdp)
     token_ids = tokenize_texts(model.tokenizer, texts, data_path)
     scores = score_logprobs(model, token_ids, with_stats=True, rows_per_batch=batch_rows, progress=True)
     reference = None
     if reference_model is not None:
-        ref = jaxcontam.load_model(reference_model, dtype=dtype)
+        ref = jaxcontam.load_model(reference_model, dtype=dtype, mesh=device_mesh, fsdp=layout.fsdp)
         reference = score_logprobs(ref, tokenize_texts(ref.tokenizer, texts, data_path),
                                    rows_per_batch=batch_rows, progress=True)
     with open(out, "w", encoding="utf-8") as handle:

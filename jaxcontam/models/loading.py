@@ -27,7 +27,8 @@ from jaxcontam.models.checkpoint_map import (
 from jaxcontam.models.gguf import GGUFTensorReader, load_gguf_tokenizer, open_reader, read_spec, tensor_index
 from jaxcontam.models.model import Model
 from jaxcontam.models.safetensors_file import TensorInfo, TensorReader, read_header
-from jaxcontam.models.sharding import check_mesh, make_mesh, weight_sharding
+from jaxcontam.mesh import check_mesh, make_mesh
+from jaxcontam.models.sharding import LAYERS, warn_unsplit, weight_sharding
 from jaxcontam.models.spec import ModelSpec, from_hf_config
 from jaxcontam.models.stop_ids import generation_config_ids, tokenizer_stop_ids, with_stop_ids
 
@@ -148,7 +149,8 @@ def _check_entries(entries: list[Entry], index: dict, spec: ModelSpec, directory
                                      "different models")
 
 
-def _place_tensor(entry: Entry, layer: int | None, index: dict, reader: TensorReader, dtype, mesh) -> jax.Array:
+def _place_tensor(entry: Entry, layer: int | None, index: dict, reader: TensorReader, dtype, mesh,
+                  fsdp: bool = False) -> jax.Array:
     """One HF tensor, re-laid and converted, placed slice by slice on its devices.
 
     The callback runs once per device; the converted tensor is kept between those calls only.
@@ -162,7 +164,7 @@ def _place_tensor(entry: Entry, layer: int | None, index: dict, reader: TensorRe
             converted.append(np.asarray(entry.assemble(tensors), dtype=dtype))
         return converted[0][slices]
 
-    return jax.make_array_from_callback(entry.shape, weight_sharding(mesh, entry.shape, entry.axes), callback)
+    return jax.make_array_from_callback(entry.shape, weight_sharding(mesh, entry.shape, entry.axes, fsdp), callback)
 
 
 @functools.cache
@@ -170,34 +172,39 @@ def _stacker(sharding):
     return jax.jit(lambda pieces: jnp.stack(pieces), out_shardings=sharding)
 
 
-def _place(entry: Entry, index: dict, spec: ModelSpec, reader: TensorReader, dtype, mesh) -> jax.Array:
+def _place(entry: Entry, index: dict, spec: ModelSpec, reader: TensorReader, dtype, mesh,
+           fsdp: bool = False) -> jax.Array:
     """Build one weight on the mesh; per-layer tensors are placed one by one, then stacked on the devices."""
     if not entry.per_layer:
-        return _place_tensor(entry, None, index, reader, dtype, mesh)
+        return _place_tensor(entry, None, index, reader, dtype, mesh, fsdp)
     shape = (spec.num_layers, *entry.shape)
-    pieces = [_place_tensor(entry, i, index, reader, dtype, mesh) for i in range(spec.num_layers)]
-    return _stacker(weight_sharding(mesh, shape, (None, *entry.axes)))(pieces)
+    pieces = [_place_tensor(entry, i, index, reader, dtype, mesh, fsdp) for i in range(spec.num_layers)]
+    return _stacker(weight_sharding(mesh, shape, (LAYERS, *entry.axes), fsdp))(pieces)
 
 
-def load_params(directory: pathlib.Path, files: list[pathlib.Path], spec: ModelSpec, dtype, mesh) -> dict:
+def load_params(directory: pathlib.Path, files: list[pathlib.Path], spec: ModelSpec, dtype, mesh,
+                fsdp: bool = False) -> dict:
     """The weights pytree (nested dicts, per-layer tensors stacked on axis 0) placed on `mesh`."""
-    return place_params(spec, _tensor_index(files, spec), TensorReader(), dtype, mesh, directory, "config.json")
+    return place_params(spec, _tensor_index(files, spec), TensorReader(), dtype, mesh, directory, "config.json",
+                        fsdp)
 
 
-def place_params(spec: ModelSpec, index: dict, reader, dtype, mesh, source: pathlib.Path, config_name: str) -> dict:
-    """Check and place every weight `spec` needs.
+def place_params(spec: ModelSpec, index: dict, reader, dtype, mesh, source: pathlib.Path, config_name: str,
+                 fsdp: bool = False) -> dict:
+    """Check and place every weight `spec` needs (fsdp: also split over "data", see `models.sharding`).
 
     `index` maps HF tensor names (family prefix stripped) to (stored name, info with .shape and .file);
     `reader.read(name, info)` returns the stored tensor in the HF layout; `config_name` names the config in errors.
     """
     entries = checkpoint_entries(spec)
     _check_entries(entries, index, spec, source, config_name)
+    warn_unsplit(entries, mesh, source)
     params: dict = {}
     for entry in entries:
         node = params
         for key in entry.path[:-1]:
             node = node.setdefault(key, {})
-        node[entry.path[-1]] = _place(entry, index, spec, reader, dtype, mesh)
+        node[entry.path[-1]] = _place(entry, index, spec, reader, dtype, mesh, fsdp)
     return params
 
 
@@ -218,11 +225,13 @@ def load_tokenizer(directory: pathlib.Path):
     return tokenizer
 
 
-def load_model(path_or_id, dtype: str = "float32", mesh=None) -> Model:
+def load_model(path_or_id, dtype: str = "float32", mesh=None, fsdp: bool = False) -> Model:
     """Load config, tokenizer and weights (float32 or bfloat16) onto `mesh` (default: all devices on "data").
 
     `path_or_id`: a Hugging Face checkpoint directory or hub id, a .gguf file, or a directory holding one.
     The spec's `eos_token_id` carries every stop id of config, generation_config.json and tokenizer.
+    `fsdp=True` also splits each weight over the mesh's "data" axis (`models.sharding`): each device holds
+    1/(data x model) of the weights, gathered layer by layer inside the jitted steps; log-probs are unchanged.
     """
     if dtype not in DTYPES:
         raise ModelError(f"dtype {dtype!r} is not supported: use one of {', '.join(DTYPES)}")
@@ -230,20 +239,20 @@ def load_model(path_or_id, dtype: str = "float32", mesh=None) -> Model:
     files = weight_files(directory)  # refuses pickles and weightless directories before reading the config
     mesh = check_mesh(mesh) if mesh is not None else make_mesh()
     if files[0].suffix == ".gguf":
-        return _load_gguf(files[0], DTYPES[dtype], mesh)
+        return _load_gguf(files[0], DTYPES[dtype], mesh, fsdp)
     spec = read_config(directory)
-    params = load_params(directory, files, spec, DTYPES[dtype], mesh)
+    params = load_params(directory, files, spec, DTYPES[dtype], mesh, fsdp)
     tokenizer = load_tokenizer(directory)
     spec = with_stop_ids(spec, generation_config_ids(directory), tokenizer_stop_ids(tokenizer))
     return Model(config=spec, params=params, tokenizer=tokenizer, mesh=mesh, path=directory)
 
 
-def _load_gguf(path: pathlib.Path, dtype, mesh) -> Model:
+def _load_gguf(path: pathlib.Path, dtype, mesh, fsdp: bool = False) -> Model:
     """Config, weights (dequantised) and tokenizer from one GGUF file."""
     reader = open_reader(path)
     spec = read_spec(reader, path)
     params = place_params(spec, tensor_index(reader, spec, path), GGUFTensorReader(spec), dtype, mesh, path,
-                          "the GGUF metadata")
+                          "the GGUF metadata", fsdp)
     tokenizer = load_gguf_tokenizer(reader, path)
     spec = with_stop_ids(spec, generation_config_ids(path.parent), tokenizer_stop_ids(tokenizer))
     return Model(config=spec, params=params, tokenizer=tokenizer, mesh=mesh, path=path)

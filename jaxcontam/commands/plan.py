@@ -50,7 +50,7 @@ def _collective_lines(plan) -> list[str]:
 
 
 def step_record(plan, chip, devices: int) -> dict:
-    from jaxcontam.engine.planning import mfu
+    from jaxcontam.planning.plan import mfu
 
     return {
         "step": plan.step, "shape": plan.shape, "tokens_per_call": plan.tokens,
@@ -71,8 +71,8 @@ def run_plan(model, topology, mesh, dtype, steps, workload) -> dict:
     """Compile the requested steps and return the JSON-ready report."""
     import jax.numpy as jnp
 
-    from jaxcontam.engine import planning, plan_steps
-    from jaxcontam.engine.tpu_chips import chip_for
+    from jaxcontam.planning import plan as planning, steps as plan_steps
+    from jaxcontam.planning.tpu_chips import chip_for
 
     spec = read_spec(model)
     devices = planning.topology_devices(topology)
@@ -126,7 +126,7 @@ def print_report(report: dict) -> None:
     for row in table:
         click.echo("  ".join(str(v).ljust(n) for v, n in zip(row, widths)).rstrip())
     click.echo("(bytes per device in GiB; TFLOP, GB moved and collective GB per device per call)\n\ncollectives:")
-    from jaxcontam.engine.hlo_costs import Collective
+    from jaxcontam.planning.hlo_costs import Collective
 
     for s in report["steps"]:
         plan = type("P", (), {"step": s["step"], "collectives": [Collective(**c) for c in s["collectives"]]})
@@ -154,8 +154,8 @@ def print_report(report: dict) -> None:
 def plan(model, topology, mesh, dtype, batch, seq, prompt_len, new_tokens, chunk_tokens, table_rows, steps,
          as_json):
     """Compile the audit's hot steps for a TPU slice (no TPU, no weights needed) and estimate memory and speed."""
-    from jaxcontam.engine.plan_steps import Workload
-    from jaxcontam.engine.planning import STEPS
+    from jaxcontam.planning.steps import Workload
+    from jaxcontam.planning.plan import STEPS
     from jaxcontam.errors import JaxcontamError
 
     chosen = tuple(s.strip() for s in steps.split(",") if s.strip())

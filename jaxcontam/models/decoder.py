@@ -127,14 +127,17 @@ def init_cache(spec: ModelSpec, batch: int, max_len: int, dtype) -> dict:
 
 def write_slots(cache: jax.Array, new: jax.Array, index, axis: int) -> jax.Array:
     """`cache` [B, ...] with `new` written in place from slot `index` along `axis`: one index for every row, or
-    an int32 [B] of them (rows that entered the cache at different times; one in-place update per row)."""
+    an int32 [B] of them (rows that entered the cache at different times: one scatter over all rows, so a decode
+    step stays a handful of operations however many rows it has)."""
     if jnp.ndim(index) == 0:
         return jax.lax.dynamic_update_slice_in_dim(cache, new, index, axis=axis)
-    for row in range(cache.shape[0]):
-        start = [row] + [0] * (cache.ndim - 1)
-        start[axis] = index[row]
-        cache = jax.lax.dynamic_update_slice(cache, new[row : row + 1], start)
-    return cache
+    count = new.shape[axis]
+    rows = jnp.arange(cache.shape[0])[:, None]
+    slots = index[:, None] + jnp.arange(count)[None, :]  # [B, t]
+    where = (rows,) + (slice(None),) * (axis - 1) + (slots,)
+    # numpy indexing puts the [B, t] advanced-index dimensions first: bring `new`'s t axis next to B
+    return cache.at[where].set(jnp.moveaxis(new, axis, 1).astype(cache.dtype), mode="drop",
+                               unique_indices=True, indices_are_sorted=True)
 
 
 def decode(params: dict, spec: ModelSpec, tokens: jax.Array, positions: jax.Array, cache: dict,

@@ -17,8 +17,12 @@ from jaxcontam.errors import JaxcontamError
 EXAMPLE = EXAMPLE_CONFIG.parent
 
 
+EXCHANGEABILITY = "\n[exchangeability]\nchunks = 2\npermutations = 2\n"
+
+
 def small_toml(folder, *, limit=8, chunk_size=4, out=None, extra="") -> str:
-    """The bundled example's audit.toml cut to `limit` items per benchmark and short generations."""
+    """The bundled example's audit.toml cut to `limit` items per benchmark and short generations, with Oren et
+    al.'s exchangeability test turned on."""
     text = EXAMPLE_CONFIG.read_text()
     for name in ("model", "gsm8k_test_sample.jsonl", "gsm8k_rephrasings.jsonl", "copa_test_sample.jsonl",
                  "copa_rephrasings.jsonl", "ground_truth.jsonl", "corpus.jsonl.gz"):
@@ -28,7 +32,7 @@ def small_toml(folder, *, limit=8, chunk_size=4, out=None, extra="") -> str:
     text = text.replace('out = "jaxcontam-audit"', f"out = {json.dumps(str(out or folder / 'out'))}\n"
                                                     f"chunk_size = {chunk_size}")
     path = folder / "audit.toml"
-    path.write_text(text + extra)
+    path.write_text(text + EXCHANGEABILITY + extra)
     return str(path)
 
 
@@ -57,7 +61,11 @@ def test_audit_writes_items_summary_plots_and_report(finished):
         assert set(run["contam"]) >= {"metric", "threshold", "frac_contaminated", "epg", "epg_ci", "z"}
         assert set(run["likelihood"]) == {"mean_logprob", "zlib_ratio", "min_k", "min_k_plus_plus"}
         assert run["pacost"]["n_pairs"] + run["pacost"]["n_dropped"] == run["n_items"] == 8
+        exchangeability = run["exchangeability"]  # 8 items in the fewest chunks (>= 2) that fit 512 tokens
+        assert exchangeability["status"] == "tested" and exchangeability["chunks"] in (2, 3, 4)
+        assert 0 <= exchangeability["pvalue"] <= 1 and exchangeability["permutations"] == 2
     html = (finished / "report.html").read_text()
+    assert "Exchangeability (Oren et al.)" in html
     assert "data:image/png;base64" in html and len(list((finished / "plots").glob("*.png"))) == 5
 
 
@@ -168,7 +176,7 @@ def test_counts_from_another_tokenizer_are_refused(tmp_path, shared_data):
         run_audit(dataclasses.replace(config, ngram={}))  # the model's own tokenizer: the saved counts do not match
 
 
-@pytest.mark.parametrize("extra, where", [("\nmodle = 1\n", r"\[pacost\]"),
+@pytest.mark.parametrize("extra, where", [("\nmodle = 1\n", r"\[exchangeability\]"),
                                           ("\n[ngram]\nmincont = 2\n", r"\[ngram\]"),
                                           ("\n[[benchmark]]\nname = 'copa'\nsplt = 'test'\n", r"\[\[benchmark\]\] #3")])
 def test_unknown_config_key_is_an_error_naming_its_table(tmp_path, extra, where):

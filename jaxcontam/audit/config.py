@@ -34,7 +34,7 @@ from jaxcontam.mesh import MeshSettings
 EXAMPLE_CONFIG = Path(__file__).resolve().parents[1] / "examples" / "tiny_contaminated" / "audit.toml"
 DEFAULT_OUT = "jaxcontam-audit"
 DTYPES = ("float32", "bfloat16")
-STAGES = ("pacost", "likelihood")
+STAGES = ("pacost", "likelihood")  # the default model-based stages; [exchangeability] adds Oren et al.'s test
 
 
 @dataclasses.dataclass(frozen=True)
@@ -79,7 +79,8 @@ class AuditConfig:
     k: float = 0.2
     ngram: dict = dataclasses.field(default_factory=dict)  # n, mincount, skip_budget, scope, normalize, tokenizer
     contam: dict = dataclasses.field(default_factory=dict)  # metric, z_crit, min_clean, min_contaminated, resamples, seed
-    stages: tuple[str, ...] = STAGES  # which model-based stages run ("pacost", "likelihood")
+    stages: tuple[str, ...] = STAGES  # which model-based stages run ("pacost", "likelihood", "exchangeability")
+    exchangeability: dict = dataclasses.field(default_factory=dict)  # chunks, permutations (when the stage runs)
 
     def settings(self) -> dict:
         """Everything that changes results (for the summary and for resuming only matching work)."""
@@ -87,11 +88,12 @@ class AuditConfig:
                 "pacost": dataclasses.asdict(self.pacost), "rephrase_model": self.rephrase_model,
                 "rephrase_dtype": self.rephrase_dtype,
                 "gates": self.gates, "k": self.k, "ngram": self.ngram, "contam": self.contam,
+                "stages": list(self.stages), "exchangeability": self.exchangeability,
                 "corpora": list(self.corpora), "counts": self.counts}
 
 
 _TOP_KEYS = {"out", "alpha", "correction", "chunk_size", "model", "benchmark", "corpus", "pacost", "likelihood",
-             "ngram", "contam", "mesh"}
+             "exchangeability", "ngram", "contam", "mesh"}
 
 
 def _resolve(base: Path, value: str | None) -> str | None:
@@ -109,6 +111,7 @@ _TABLE_KEYS = {
     "pacost": {f.name for f in dataclasses.fields(PacostSettings)} | {"rephrase_model", "rephrase_dtype",
                                                                       "rephrase_mesh", "gates"},
     "likelihood": {"k"},
+    "exchangeability": {"chunks", "permutations"},
     "ngram": {"n", "mincount", "skip_budget", "scope", "normalize", "tokenizer"},
     "contam": {"metric", "z_crit", "min_clean", "min_contaminated", "resamples", "seed"},
     "mesh": {"data", "model", "fsdp"},
@@ -206,8 +209,20 @@ def load_config(path: str | Path) -> AuditConfig:
         pacost=pacost_settings, rephrase_model=rephrase_model, rephrase_dtype=rephrase_dtype,
         rephrase_mesh=rephrase_mesh, mesh=mesh, gates=gates,
         k=float(_table(raw, "likelihood", str(path)).get("k", 0.2)), ngram=ngram,
-        contam=_table(raw, "contam", str(path)),
+        contam=_table(raw, "contam", str(path)), **_exchangeability(raw, str(path)),
     )
+
+
+def _exchangeability(raw: dict, where: str) -> dict:
+    """An [exchangeability] table turns on Oren et al.'s test of the items in benchmark order."""
+    if "exchangeability" not in raw:
+        return {}
+    table = _table(raw, "exchangeability", where)
+    for key, value in table.items():
+        if not isinstance(value, int) or value < (2 if key == "chunks" else 1):
+            raise JaxcontamError(f"{where} [exchangeability] {key} = {value!r}: use an integer >= "
+                                 f"{2 if key == 'chunks' else 1}, e.g. chunks = 10, permutations = 10")
+    return {"stages": STAGES + ("exchangeability",), "exchangeability": table}
 
 
 def with_overrides(config: AuditConfig | None, *, models=(), benchmarks=(), path=None, split=None, corpora=(),

@@ -79,7 +79,8 @@ def rephrasings(config: AuditConfig, audit_benchmark: AuditBenchmark, out: Path)
     if model is None:
         return compute(items)
     store = StageStore(out / "state", "rephrase", {"benchmark": audit_benchmark.entry.label,
-                                                   "model": config.rephrase_model, "gates": config.gates,
+                                                   "model": config.rephrase_model, "dtype": config.rephrase_dtype,
+                                                   "gates": config.gates,
                                                    "chunk_size": config.chunk_size})
     return run_chunked(store, items, config.chunk_size, compute,
                        _progress(f"rephrase {audit_benchmark.entry.label}"))
@@ -99,7 +100,8 @@ def audit_one(config: AuditConfig, entry, model, bench: AuditBenchmark, choices:
                          None if truth is None else [truth.get(item.id) for item in items],
                          None if ngram is None else {item.id: ngram[(benchmark.name, item.id)] for item in items})
     settings = AuditSettings(detectors=config.stages, pacost=config.pacost, k=config.k,
-                             contam={"alpha": config.alpha} | config.contam, resamples=resamples)
+                             contam={"alpha": config.alpha} | config.contam, resamples=resamples,
+                             **config.exchangeability)
     key = {"model": str(Path(entry.path).resolve()) if Path(entry.path).exists() else entry.path,
            "dtype": entry.dtype, "benchmark": bench.entry.label, "chunk_size": config.chunk_size}
     stage_keys = {"pacost": {"settings": dataclasses.asdict(config.pacost), "rephrasings": fingerprint(rephrase_of)},

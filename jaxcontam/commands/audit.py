@@ -49,6 +49,10 @@ def echo_verdicts(summary: dict, out) -> None:
             verdict = pacost_verdict(pacost)
             parts.append(f"PaCoST[{pacost['confidence']}] p={pacost['pvalue']:.3g} "
                          f"adj={pacost['pvalue_adjusted']:.3g} {verdict}")
+        exchangeability = run.get("exchangeability")
+        if exchangeability is not None:
+            parts.append(f"exchangeability p={exchangeability['pvalue']:.3g}" if exchangeability["status"] == "tested"
+                         else f"exchangeability {exchangeability['status']}")
         contam = run["contam"]
         if contam is not None:
             verdict = "gain significant" if contam["significant"] else "no significant gain"

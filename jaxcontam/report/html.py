@@ -273,6 +273,8 @@ def _run_section(run: dict, stem: str, figures: dict[str, Path]) -> str:
              "<h3>PaCoST</h3>", _pacost_details(run.get("pacost"), figures.get("confidence")),
              "<h3>Likelihood detectors</h3>", _likelihood_table(run.get("likelihood")),
              "<h3>ConTAM</h3>", _contam_details(run.get("contam"), figures.get("contam"))]
+    if run.get("exchangeability"):
+        parts += ["<h3>Exchangeability (Oren et al.)</h3>", _exchangeability_details(run["exchangeability"])]
     if run.get("ground_truth"):
         parts += ["<h3>Against the ground truth</h3>", _ground_truth_table(run["ground_truth"])]
     return "\n".join(parts) + "\n</section>"
@@ -324,6 +326,15 @@ def _variants_table(pacost: dict) -> str:
                   _text(v.get("n_pairs")), _test_verdict(v)], css)
             for name, v, css in measures]
     return "<p>Other confidence measures:</p>\n" + _table(head, rows)
+
+
+def _exchangeability_details(result: dict) -> str:
+    if result.get("status") != "tested":
+        return f"<p>{_text(result.get('status'))}</p>"
+    return ("<p>Is the benchmark's canonical item order more likely than shuffled orders (a model that saw the file "
+            "prefers it)? One-sided t-test over chunks of contiguous items.</p>\n" + _facts([
+                ("chunks x permutations", f"{_text(result.get('chunks'))} x {_text(result.get('permutations'))}"),
+                ("t statistic", _text(result.get("statistic"))), ("p", _text(result.get("pvalue")))]))
 
 
 def _likelihood_table(likelihood: dict | None) -> str:

@@ -54,7 +54,7 @@ def test_plan_v5e_every_step(tiny_plan, capsys):
           "--json"])
     report = json.loads(capsys.readouterr().out)
     assert [s["step"] for s in report["steps"]] == ["score", "generate", "p_true", "ngram"]
-    assert report["chip"]["name"] == "v5e" and report["mesh"] == {"data": 4, "model": 2}
+    assert report["chip"]["name"] == "v5e" and report["mesh"] == {"data": 4, "model": 2, "fsdp": False}
     spec = from_hf_config(TINY)
     d, v, f, layers = spec.hidden_size, spec.vocab_size, spec.intermediate_size, spec.num_layers
     head_dim, heads, kv = spec.head_dim, spec.num_heads, spec.num_kv_heads
@@ -99,6 +99,19 @@ def test_plan_compiles_moe_and_gemma3_for_tpu(config, tmp_path, capsys):
         assert step["fits"] is True and step["tokens_per_second"] > 0
         # every MLP (or expert) weight is split over the 2 "model" devices: the rest is far smaller than half of it
         assert mlp_bytes / 2 <= step["weights_bytes_per_device"] < mlp_bytes / 2 + 0.5 * mlp_bytes, step
+
+
+@needs_libtpu
+def test_plan_with_fsdp_holds_a_quarter_of_the_weights_per_device(tiny_plan, capsys):
+    """data=4, model=2: fsdp splits every weight over "data" too, so a device holds 1/8 instead of 1/2."""
+    held = {}
+    for flag in ([], ["--fsdp"]):
+        main(["plan", "--model", str(tiny_plan), "--topology", "v5e:2x4", "--mesh", "data=4,model=2", "--batch",
+              "8", "--seq", "64", "--steps", "score", "--json", *flag])
+        report = json.loads(capsys.readouterr().out)
+        held[bool(flag)] = report["steps"][0]["weights_bytes_per_device"]
+        assert report["mesh"]["fsdp"] is bool(flag) and report["steps"][0]["fits"]
+    assert 3.5 < held[False] / held[True] <= 4.0
 
 
 @needs_libtpu

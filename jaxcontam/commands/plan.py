@@ -67,7 +67,7 @@ def step_record(plan, chip, devices: int) -> dict:
     }
 
 
-def run_plan(model, topology, mesh, dtype, steps, workload) -> dict:
+def run_plan(model, topology, mesh, dtype, steps, workload, fsdp: bool = False) -> dict:
     """Compile the requested steps and return the JSON-ready report."""
     import jax.numpy as jnp
 
@@ -84,13 +84,13 @@ def run_plan(model, topology, mesh, dtype, steps, workload) -> dict:
     else:
         data, model_axis = planning.parse_mesh(mesh)
     device_mesh = planning.plan_mesh(spec, devices, data, model_axis)
-    plans = plan_steps.plan_model_steps(spec, device_mesh, jnp.dtype(dtype), chip, steps, workload)
+    plans = plan_steps.plan_model_steps(spec, device_mesh, jnp.dtype(dtype), chip, steps, workload, fsdp)
     if "ngram" in steps:
         plans.append(plan_steps.plan_ngram_step(devices, chip, workload))
     return {
         "note": "compiler estimates (XLA's compiled program and published chip figures), not measurements",
         "model": model, "model_type": spec.model_type, "topology": topology, "devices": len(devices),
-        "device_kind": devices[0].device_kind, "mesh": {"data": data, "model": model_axis}, "dtype": dtype,
+        "device_kind": devices[0].device_kind, "mesh": {"data": data, "model": model_axis, "fsdp": fsdp}, "dtype": dtype,
         "chip": None if published is None else {
             "name": published.name, "source": published.source, "peak_flops_per_device": chip.peak_flops,
             "hbm_bytes_per_device": chip.hbm_bytes, "hbm_bandwidth_per_device": chip.hbm_bandwidth,
@@ -103,7 +103,7 @@ def print_report(report: dict) -> None:
     chip = report["chip"]
     click.echo(f"{report['model']} ({report['model_type']}, {report['dtype']}) on {report['topology']}: "
                f"{report['devices']} x {report['device_kind']}, mesh data={report['mesh']['data']} x "
-               f"model={report['mesh']['model']}")
+               f"model={report['mesh']['model']}" + (", fsdp" if report['mesh'].get('fsdp') else ""))
     if chip is None:
         click.echo("no published figures for this device: memory and costs only, no roofline")
     else:
@@ -139,6 +139,7 @@ def print_report(report: dict) -> None:
 @click.option("--topology", default="v5e:2x4", show_default=True,
               help="TPU topology known to libtpu (v5e:2x2, v5e:2x4, v5p:2x2x1, v4:2x2x1, ...) or 'local'.")
 @click.option("--mesh", default=None, help="data=D,model=M (default: the largest model axis that divides).")
+@click.option("--fsdp", is_flag=True, help="Split every weight over \"data\" too (as `load_model(..., fsdp=True)`).")
 @click.option("--dtype", type=click.Choice(["bfloat16", "float32"]), default="bfloat16", show_default=True)
 @click.option("--batch", type=click.IntRange(min=1), default=8, show_default=True, help="Rows per call.")
 @click.option("--seq", type=click.IntRange(min=2), default=2048, show_default=True,
@@ -151,7 +152,7 @@ def print_report(report: dict) -> None:
               help="Benchmark n-grams in the count table.")
 @click.option("--steps", default="score,generate,p_true,ngram", show_default=True, help="Comma-separated steps.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
-def plan(model, topology, mesh, dtype, batch, seq, prompt_len, new_tokens, chunk_tokens, table_rows, steps,
+def plan(model, topology, mesh, fsdp, dtype, batch, seq, prompt_len, new_tokens, chunk_tokens, table_rows, steps,
          as_json):
     """Compile the audit's hot steps for a TPU slice (no TPU, no weights needed) and estimate memory and speed."""
     from jaxcontam.planning.steps import Workload
@@ -164,7 +165,7 @@ def plan(model, topology, mesh, dtype, batch, seq, prompt_len, new_tokens, chunk
         raise JaxcontamError(f"--steps {steps!r}: unknown step(s) {unknown}; choose from {', '.join(STEPS)}")
     workload = Workload(batch=batch, seq=seq, prompt_len=prompt_len, new_tokens=new_tokens,
                         chunk_tokens=chunk_tokens, table_rows=table_rows)
-    report = run_plan(model, topology, mesh, dtype, chosen, workload)
+    report = run_plan(model, topology, mesh, dtype, chosen, workload, fsdp)
     if as_json:
         click.echo(json.dumps(report, indent=2))
     else:

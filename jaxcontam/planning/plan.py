@@ -29,7 +29,7 @@ from jaxcontam.planning.tpu_chips import EXAMPLE_TOPOLOGIES, Chip
 from jaxcontam.errors import JaxcontamError
 from jaxcontam.models.checkpoint_map import checkpoint_entries
 from jaxcontam.mesh import make_mesh, parse_mesh  # noqa: F401  (parse_mesh: `--mesh`, shared with every command)
-from jaxcontam.models.sharding import weight_sharding
+from jaxcontam.models.sharding import LAYERS, weight_sharding
 from jaxcontam.models.spec import ModelSpec
 
 STEPS = ("score", "generate", "p_true", "ngram")
@@ -97,16 +97,17 @@ def plan_mesh(spec: ModelSpec, devices, data: int, model: int):
     return make_mesh(data, model, devices=devices)
 
 
-def abstract_params(spec: ModelSpec, dtype, mesh) -> dict:
-    """The weights pytree as ShapeDtypeStructs, sharded as `models.loading.place_params` places real weights."""
+def abstract_params(spec: ModelSpec, dtype, mesh, fsdp: bool = False) -> dict:
+    """The weights pytree as ShapeDtypeStructs, sharded as `models.loading.place_params` places real weights
+    (`fsdp`: each weight also split over "data")."""
     params: dict = {}
     for entry in checkpoint_entries(spec):
         shape = (spec.num_layers, *entry.shape) if entry.per_layer else entry.shape
-        axes = (None, *entry.axes) if entry.per_layer else entry.axes
+        axes = (LAYERS, *entry.axes) if entry.per_layer else entry.axes
         node = params
         for key in entry.path[:-1]:
             node = node.setdefault(key, {})
-        node[entry.path[-1]] = jax.ShapeDtypeStruct(shape, dtype, sharding=weight_sharding(mesh, shape, axes))
+        node[entry.path[-1]] = jax.ShapeDtypeStruct(shape, dtype, sharding=weight_sharding(mesh, shape, axes, fsdp))
     return params
 
 

@@ -83,11 +83,13 @@ def _generation_round(params, spec, state, targets, tokens, positions, last, len
     return decode_loop.decode_rows(params, spec, state, seed, temperature, top_p, stop_ids, until_done)
 
 
-def plan_model_steps(spec: ModelSpec, mesh, dtype, chip: Chip | None, steps, w: Workload) -> list[StepPlan]:
-    """Compile the model steps named in `steps` (score, generate, p_true) for `mesh`."""
+def plan_model_steps(spec: ModelSpec, mesh, dtype, chip: Chip | None, steps, w: Workload,
+                     fsdp: bool = False) -> list[StepPlan]:
+    """Compile the model steps named in `steps` (score, generate, p_true) for `mesh` (`fsdp`: weights also split
+    over "data", gathered layer by layer inside the step)."""
     from jaxcontam.engine import ptrue, scoring
 
-    params = abstract_params(spec, dtype, mesh)
+    params = abstract_params(spec, dtype, mesh, fsdp)
     common = {"weights": params, "mesh": mesh, "chip": chip}
     plans = []
     if "score" in steps:

@@ -1,6 +1,9 @@
-"""Query-blocked attention over packed rows against attention written from its definition (float64 loops)."""
+"""Query-blocked attention over packed rows against attention written from its definition (float64 loops); the
+platform paths (the TPU splash kernel in Pallas interpret mode, cuDNN lowered for CUDA) against the jnp path."""
 
+import jax
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -71,3 +74,114 @@ def test_blocked_attention_is_attention(rows, width, block, window, softcap, see
     real = segments > 0
     np.testing.assert_allclose(found[real], expected[real], atol=2e-5)
     assert np.isfinite(found).all()
+
+
+# The platform paths: the splash kernel (TPU; here in Pallas interpret mode) and cuDNN (lowered for CUDA).
+
+def random_inputs(rows, width, seed=0):
+    rng = np.random.default_rng(seed)
+    positions, segments = packed_rows(rows, width)
+    q = rng.normal(size=(len(rows), width, HEADS, HEAD_DIM))
+    k, v = (rng.normal(size=(len(rows), width, KV_HEADS, HEAD_DIM)) for _ in range(2))
+    return [jnp.asarray(x, jnp.float32) for x in (q, k, v)] + [jnp.asarray(positions), jnp.asarray(segments)]
+
+
+@pytest.mark.parametrize("window,softcap", [(0, None), (7, 2.0), (0, 2.0)])
+def test_splash_kernel_equals_the_jnp_path(window, softcap):
+    """Interpret mode (a few seconds): packed segments, padding inside and after the rows, T=200 padded to 256
+    for the kernel, grouped key/value heads, a sliding window and gemma2's soft-capping; float32 within 1e-5."""
+    spec = spec_with(softcap)
+    q, k, v, positions, segments = random_inputs([[50, 30, 60], [100, 20], [3]], 200)
+    splash = packed_attention(spec, q, k, v, positions, segments, jnp.int32(window), implementation="splash")
+    portable = packed_attention(spec, q, k, v, positions, segments, jnp.int32(window), implementation="jnp")
+    real = np.asarray(segments) > 0
+    np.testing.assert_allclose(np.asarray(splash)[real], np.asarray(portable)[real], atol=1e-5, rtol=0)
+    assert not np.asarray(splash)[~real].any()  # padding queries give 0
+
+
+def random_params(spec, seed=0):
+    from jaxcontam.models.checkpoint_map import checkpoint_entries
+
+    rng = np.random.default_rng(seed)
+    params: dict = {}
+    for entry in checkpoint_entries(spec):
+        node = params
+        for key in entry.path[:-1]:
+            node = node.setdefault(key, {})
+        shape = (spec.num_layers, *entry.shape) if entry.per_layer else entry.shape
+        node[entry.path[-1]] = jnp.asarray(rng.normal(0.0, 0.3, shape), jnp.float32)
+    return params
+
+
+def test_decoder_forward_with_splash_equals_jnp(monkeypatch):
+    """gemma2-shaped layers (window 6, global, window 6; soft-capping): the layer scan passes the window traced,
+    the splash path switches between one kernel per window. JAXCONTAM_ATTENTION forces the path."""
+    from jaxcontam.models import decoder
+
+    config = tf.Gemma2Config(vocab_size=11, hidden_size=32, intermediate_size=8, num_hidden_layers=3,
+                             num_attention_heads=HEADS, num_key_value_heads=KV_HEADS, head_dim=HEAD_DIM,
+                             sliding_window=6, attn_logit_softcapping=2.0, query_pre_attn_scalar=HEAD_DIM,
+                             max_position_embeddings=256)
+    spec = from_hf_config(config.to_dict())
+    assert spec.layer_windows == (6, 0, 6)
+    params = random_params(spec)
+    positions, segments = packed_rows([[40, 30, 20], [120]], 130)
+    tokens = jnp.asarray(np.random.default_rng(2).integers(0, 11, positions.shape), jnp.int32)
+    found = {}
+    for path in ("splash", "jnp"):
+        monkeypatch.setenv("JAXCONTAM_ATTENTION", path)  # read when traced: a new function, so a new trace
+
+        def forward(*args):
+            return decoder.hidden_states(params, spec, *args)
+
+        args = (tokens, jnp.asarray(positions), jnp.asarray(segments))
+        assert ("pallas_call" in str(jax.make_jaxpr(forward)(*args))) == (path == "splash")
+        found[path] = np.asarray(jax.jit(forward)(*args))
+    real = segments > 0
+    np.testing.assert_allclose(found["splash"][real], found["jnp"][real], atol=1e-5, rtol=0)
+
+
+def test_one_sequence_per_row_is_what_cudnn_takes():
+    from jaxcontam.models.attention import one_sequence_per_row
+
+    def check(rows, width):
+        positions, segments = packed_rows(rows, width)
+        return bool(one_sequence_per_row(jnp.asarray(positions), jnp.asarray(segments)))
+
+    assert check([[5], [8], [0]], 8)  # one sequence each, trailing padding (and an empty row)
+    assert not check([[5], [3, 4]], 8)  # a packed row
+    positions, segments = packed_rows([[6]], 8)
+    positions[0, 3] = 7
+    assert not one_sequence_per_row(jnp.asarray(positions), jnp.asarray(segments))
+
+
+def test_cudnn_path_lowers_to_the_cudnn_flash_kernel_for_cuda(monkeypatch):
+    """No GPU or cuDNN here: jax asks cuDNN's version and the GPU's compute capability while tracing, so those two
+    checks are stubbed (cuDNN 9.10, pre-Hopper), and the program is lowered (not compiled) for CUDA. The bf16,
+    sliding-window model lowers to cuDNN's fused attention call inside a cond whose other branch is the jnp path
+    (packed rows); a soft-capped model never reaches cuDNN."""
+    from jax._src.cudnn import fused_attention_stablehlo as cudnn
+
+    monkeypatch.setattr(cudnn, "check_cudnn_version", lambda: 91000)
+    monkeypatch.setattr(cudnn, "check_compute_capability", lambda capability: False)
+    monkeypatch.setattr(cudnn, "is_cuda_compute_capability_equal", lambda capability: False)
+    q, k, v, positions, segments = (jax.ShapeDtypeStruct(x.shape, jnp.bfloat16 if x.ndim == 4 else x.dtype)
+                                    for x in random_inputs([[9]], 16))
+    for softcap, fused in ((None, True), (2.0, False)):
+        spec = spec_with(softcap)
+        traced = jax.jit(lambda *a, spec=spec: packed_attention(spec, *a, 3, implementation="cudnn")).trace(
+            q, k, v, positions, segments)
+        text = traced.lower(lowering_platforms=("cuda",)).as_text()
+        assert ("__cudnn$fmhaSoftmax" in text) == fused
+        if fused:
+            assert "stablehlo.if" in text or "stablehlo.case" in text  # cuDNN or, for packed rows, the jnp path
+
+
+def test_the_path_follows_the_mesh_platform(monkeypatch):
+    from jaxcontam.models.attention import choose_implementation
+
+    monkeypatch.delenv("JAXCONTAM_ATTENTION", raising=False)
+    assert choose_implementation() == "jnp"  # CPU
+    assert choose_implementation("splash") == "splash"
+    monkeypatch.setenv("JAXCONTAM_ATTENTION", "cudnn")
+    assert choose_implementation() == "cudnn"

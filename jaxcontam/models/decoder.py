@@ -80,7 +80,9 @@ def hidden_states(params: dict, spec: ModelSpec, tokens: jax.Array, positions: j
 
     Attention is causal (by position) and within the same segment; segment 0 is padding, so several
     sequences can be packed in one row with their own positions starting at 0. Memory is linear in T
-    (`attention.packed_attention`).
+    (`attention.packed_attention`). On TPU the splash kernel masks by index within the row, which equals
+    masking by position when each segment is one contiguous run of its row with positions rising by 1 (as
+    `engine.packing` builds rows; not checked): for other positions set JAXCONTAM_ATTENTION=jnp.
     """
     x = _embed(params, spec, tokens, positions)
     lengths = sequence_lengths(positions, segment_ids) if spec.rope_type == "longrope" else None

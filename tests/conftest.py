@@ -5,6 +5,9 @@ import pathlib
 
 import pytest
 
+# the two test workers (and their subprocesses) may each load libtpu to compile for TPU topologies
+os.environ.setdefault("ALLOW_MULTIPLE_LIBTPU_LOAD", "1")
+
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
 SHARED_DATA = pathlib.Path(os.environ.get("JAXCONTAM_SHARED_DATA", REPO_ROOT.parent / "shared" / "data"))
 

@@ -40,6 +40,28 @@ def test_hlo_costs_count_every_loop_trip():
     assert costs.bytes_accessed >= 4 * (batch * width + layers * width * width)  # every weight read at least once
 
 
+SPLASH_HLO = """HloModule splash
+
+ENTRY %main (q: bf16[2,2,128,1024], k: bf16[2,1,128,1024], v: bf16[2,1,1024,128]) -> bf16[2,2,1024,128] {
+  %q = bf16[2,2,128,1024]{3,2,1,0} parameter(0)
+  %k = bf16[2,1,128,1024]{3,2,1,0} parameter(1)
+  %v = bf16[2,1,1024,128]{3,2,1,0} parameter(2)
+  %blocks = s8[1,2,2]{2,1,0} constant({ { { 1, 0 }, { 2, 1 } } })
+  ROOT %splash_mha_fwd_segmented.1 = bf16[2,2,1024,128]{3,2,1,0} custom-call(%blocks, %q, %k, %v), custom_call_target="tpu_custom_call"
+}
+"""
+
+
+def test_splash_kernel_costs_its_visited_blocks():
+    """The Mosaic call XLA cannot see into: causal 1024 tokens in 512-blocks visit 3 of 4 (q, k) blocks; each
+    costs QK^T and PV, 2 x 512 x 512 x 128 flops each per head, for 2 rows x 2 query heads; and the third block
+    re-reads one 512-key block of k and v beyond reading every operand once."""
+    costs = hlo_costs(SPLASH_HLO)
+    assert costs.flops == 3 * 2 * (2 * 512 * 512 * 128) * 2 * 2
+    operands = 2 * (2 * 2 * 128 * 1024 + 2 * 1 * 128 * 1024 + 2 * 1 * 1024 * 128) + 2 * 2 * 2 * 1024 * 128 + 4
+    assert costs.bytes_accessed == operands + (2 * 1 * 512 * 128 * 2) * 2
+
+
 @pytest.fixture(scope="module")
 def tiny_plan(tmp_path_factory):
     config = tmp_path_factory.mktemp("plan") / "config.json"

@@ -8,6 +8,9 @@ computation by how often it runs (the product of the trip counts of the loops ar
   roofline needs; elementwise work is ignored);
 - bytes accessed: operands + result of every instruction outside fused computations (a fusion reads its
   inputs from and writes its output to memory once; inside it values stay on chip);
+- the TPU splash attention kernel (a Mosaic custom call XLA cannot see into): its score and value matmuls over
+  the key blocks its block mask visits (the mask is a constant operand of the call), and its reads of those
+  key/value blocks (`_splash_costs`);
 - collectives: every all-gather / all-reduce / reduce-scatter / all-to-all / collective-permute with its result
   shape and bytes, and how many times it runs.
 
@@ -177,11 +180,49 @@ def _window_taps(rest: str, lhs_labels: str, lhs_dims: list[int]) -> int:
     return taps
 
 
+_SPLASH_MATMULS = {"fwd": 2, "dq": 3, "dkv": 4}  # [Tq, Tk] matmuls per visited block: QK, PV (+ backward's)
+
+
+def _constant_values(rest: str) -> list[int]:
+    """The integers of a constant's literal (`rest`: what follows `constant(`, i.e. "{ ... }), metadata=...")."""
+    literal = re.match(r"\s*(\{[^)]*\})\)", rest)
+    return [int(v) for v in re.findall(r"-?\d+", literal.group(1))] if literal else []
+
+
+def _splash_costs(instruction: _Instruction, instructions: dict[str, _Instruction]) -> tuple[float, float]:
+    """(flops, extra bytes) of one splash attention call, from its block mask and its q, k, v operands.
+
+    A visited block of bq queries x bk keys costs 2 bq bk Dh flops per matmul and head; each visited block reads
+    its bk keys and values again (the generic count reads every operand once).
+    """
+    kind = next((k for k in _SPLASH_MATMULS if f"splash_mha_{k}" in instruction.name), None)
+    operands = [instructions[o] for o in re.findall(r"%([\w.-]+)", instruction.rest.split(")")[0])
+                if o in instructions]
+    masks = [o for o in operands if o.op == "constant" and _arrays(o.shape) and _arrays(o.shape)[0][0] == "s8"
+             and len(_arrays(o.shape)[0][1]) == 3]
+    floats = [a for o in operands for a in _arrays(o.shape) if a[0] in ("bf16", "f16", "f32") and len(a[1]) == 4]
+    if kind is None or not masks or len(floats) < 3:
+        return 0.0, 0.0
+    (mask_heads, q_blocks, k_blocks) = _arrays(masks[0].shape)[0][1]
+    visited = sum(v != 0 for v in _constant_values(masks[0].rest))
+    (q_type, q_dims), (k_type, k_dims), (v_type, v_dims) = floats[:3]
+    batch, heads = q_dims[0], q_dims[1]
+    head_dim = min(v_dims[2:])  # v is [B, Hkv, Tk, Dh]; q and k may be sequence-minor
+    q_len, k_len = math.prod(q_dims[2:]) // head_dim, math.prod(k_dims[2:]) // head_dim
+    per_head = 1 if mask_heads == heads else heads  # a mask shared by every head counts once per head
+    flops = 2.0 * _SPLASH_MATMULS[kind] * batch * per_head * visited * (q_len // q_blocks) * (k_len // k_blocks) \
+        * head_dim
+    kv_bytes = (_DTYPE_BYTES[k_type] * math.prod(k_dims) + _DTYPE_BYTES[v_type] * math.prod(v_dims)) / k_blocks
+    block_reads = visited / mask_heads  # (q block, k block) pairs, each reading one block of k and v for all heads
+    return flops, max(0.0, block_reads - k_blocks) * kv_bytes
+
+
 def hlo_costs(text: str) -> HloCosts:
     """Flops, bytes accessed and collectives of an optimized HLO module (`compiled.as_text()`), loops counted."""
     computations, entry, fused = _parse(text)
     runs, unknown = _multipliers(computations, entry)
     shapes = {i.name: i.shape for body in computations.values() for i in body}
+    instructions = {i.name: i for body in computations.values() for i in body}
     flops = traffic = 0.0
     collectives = []
     for name, body in computations.items():
@@ -189,6 +230,9 @@ def hlo_costs(text: str) -> HloCosts:
         for instruction in body:
             if instruction.op in ("dot", "convolution"):
                 flops += times * _dot_flops(instruction, shapes)
+            if instruction.op == "custom-call" and 'custom_call_target="tpu_custom_call"' in instruction.rest:
+                kernel_flops, kernel_bytes = _splash_costs(instruction, instructions)
+                flops, traffic = flops + times * kernel_flops, traffic + times * kernel_bytes
             if name in fused or instruction.op in _NO_TRAFFIC:
                 continue
             operands = re.findall(r"%([\w.-]+)", instruction.rest.split(")")[0])

@@ -1,8 +1,9 @@
 """Loop-aware costs of a compiled program, read from its optimized HLO text.
 
 XLA's `cost_analysis()` counts the body of a while loop once, whatever its trip count: a `lax.scan` over 32
-layers reports the flops of one layer. This module re-counts from `compiled.as_text()`, weighting every
-computation by how often it runs (the product of the trip counts of the loops around it):
+layers reports the flops of one layer. This module re-counts from the optimized HLO text (with its constants
+written out: `planning.plan.program_text`), weighting every computation by how often it runs (the product of the
+trip counts of the loops around it):
 
 - flops: 2 x output elements x contracted elements of every dot and convolution (matmuls are what the
   roofline needs; elementwise work is ignored);
@@ -189,22 +190,53 @@ def _constant_values(rest: str) -> list[int]:
     return [int(v) for v in re.findall(r"-?\d+", literal.group(1))] if literal else []
 
 
-def _splash_costs(instruction: _Instruction, instructions: dict[str, _Instruction]) -> tuple[float, float]:
+def _producer(name: str, index: int | None, instructions: dict[str, _Instruction], parents: dict[str, str],
+              loops: dict[str, _Instruction], depth: int = 0) -> _Instruction | None:
+    """The instruction whose value `name` carries (element `index` of it when `name` is a tuple), followed through
+    copies, bitcasts, tuples and loop parameters back to where it was made (e.g. a constant hoisted out of a
+    loop)."""
+    instruction = instructions.get(name)
+    if instruction is None or depth > 64:
+        return None
+    operands = re.findall(r"%([\w.-]+)", instruction.rest.split(")")[0])
+    if instruction.op in ("copy", "copy-start", "copy-done", "bitcast") and operands:
+        return _producer(operands[0], index, instructions, parents, loops, depth + 1)
+    if instruction.op == "get-tuple-element" and operands:
+        element = int(re.search(r"index=(\d+)", instruction.rest).group(1))
+        found = _producer(operands[0], element, instructions, parents, loops, depth + 1)
+        return found if index is None or found is None else _producer(found.name, index, instructions, parents,
+                                                                        loops, depth + 1)
+    if instruction.op == "tuple" and index is not None and index < len(operands):
+        return _producer(operands[index], None, instructions, parents, loops, depth + 1)
+    if instruction.op == "parameter" and index is not None:
+        loop = loops.get(parents.get(name, ""))
+        init = re.findall(r"%([\w.-]+)", loop.rest.split(")")[0]) if loop else []
+        return _producer(init[0], index, instructions, parents, loops, depth + 1) if init else None
+    return instruction if index is None else None
+
+
+def _splash_costs(instruction: _Instruction, instructions: dict[str, _Instruction], parents: dict[str, str],
+                  loops: dict[str, _Instruction]) -> tuple[float, float]:
     """(flops, extra bytes) of one splash attention call, from its block mask and its q, k, v operands.
 
-    A visited block of bq queries x bk keys costs 2 bq bk Dh flops per matmul and head; each visited block reads
-    its bk keys and values again (the generic count reads every operand once).
+    The kernel's scalar operands come first: (data_next,) block_mask (0 skip, 1 partial, 2 full per (query block,
+    key block)), (mask_next,); the block mask is a constant, often hoisted out of the layer loop. A visited block
+    of bq queries x bk keys costs 2 bq bk Dh flops per matmul and head, and reads its bk keys and values again
+    (the generic count reads every operand once). A block mask that cannot be traced counts every block.
     """
     kind = next((k for k in _SPLASH_MATMULS if f"splash_mha_{k}" in instruction.name), None)
     operands = [instructions[o] for o in re.findall(r"%([\w.-]+)", instruction.rest.split(")")[0])
                 if o in instructions]
-    masks = [o for o in operands if o.op == "constant" and _arrays(o.shape) and _arrays(o.shape)[0][0] == "s8"
-             and len(_arrays(o.shape)[0][1]) == 3]
+    scalars = [o for o in operands if _arrays(o.shape) and _arrays(o.shape)[0][0] == "s8"
+               and len(_arrays(o.shape)[0][1]) == 3]
     floats = [a for o in operands for a in _arrays(o.shape) if a[0] in ("bf16", "f16", "f32") and len(a[1]) == 4]
-    if kind is None or not masks or len(floats) < 3:
+    if kind is None or not scalars or len(floats) < 3:
         return 0.0, 0.0
-    (mask_heads, q_blocks, k_blocks) = _arrays(masks[0].shape)[0][1]
-    visited = sum(v != 0 for v in _constant_values(masks[0].rest))
+    mask = scalars[1] if len(scalars) > 1 else scalars[0]
+    (mask_heads, q_blocks, k_blocks) = _arrays(mask.shape)[0][1]
+    source = _producer(mask.name, None, instructions, parents, loops)
+    values = _constant_values(source.rest) if source is not None and source.op == "constant" else []
+    visited = sum(v != 0 for v in values) if values else mask_heads * q_blocks * k_blocks
     (q_type, q_dims), (k_type, k_dims), (v_type, v_dims) = floats[:3]
     batch, heads = q_dims[0], q_dims[1]
     head_dim = min(v_dims[2:])  # v is [B, Hkv, Tk, Dh]; q and k may be sequence-minor
@@ -223,6 +255,9 @@ def hlo_costs(text: str) -> HloCosts:
     runs, unknown = _multipliers(computations, entry)
     shapes = {i.name: i.shape for body in computations.values() for i in body}
     instructions = {i.name: i for body in computations.values() for i in body}
+    parents = {i.name: name for name, body in computations.items() for i in body}
+    loops = {callee: i for body in computations.values() for i in body if i.op == "while"
+             for callee in re.findall(r"\bbody=%([\w.-]+)", i.rest)}
     flops = traffic = 0.0
     collectives = []
     for name, body in computations.items():
@@ -231,7 +266,7 @@ def hlo_costs(text: str) -> HloCosts:
             if instruction.op in ("dot", "convolution"):
                 flops += times * _dot_flops(instruction, shapes)
             if instruction.op == "custom-call" and 'custom_call_target="tpu_custom_call"' in instruction.rest:
-                kernel_flops, kernel_bytes = _splash_costs(instruction, instructions)
+                kernel_flops, kernel_bytes = _splash_costs(instruction, instructions, parents, loops)
                 flops, traffic = flops + times * kernel_flops, traffic + times * kernel_bytes
             if name in fused or instruction.op in _NO_TRAFFIC:
                 continue

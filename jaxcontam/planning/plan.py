@@ -156,13 +156,26 @@ def mfu(plan: StepPlan, chip: Chip | None, devices: int) -> float | None:
     return plan.model_flops / (plan.seconds * chip.peak_flops * devices)
 
 
+def program_text(compiled) -> str:
+    """The optimized HLO with every constant written out (`as_text()` elides large ones as {...}, and the splash
+    kernel's block masks are constants `hlo_costs` reads); `as_text()` where jaxlib has no print options."""
+    try:
+        from jaxlib import _hlo
+
+        options = _hlo.HloPrintOptions()
+        options.print_large_constants = True
+        return compiled.runtime_executable().hlo_modules()[0].to_string(options)
+    except (ImportError, AttributeError, IndexError):
+        return compiled.as_text()
+
+
 def compile_step(step: str, shape: str, tokens: int, jitted, args, kwargs, *, weights, mesh, chip: Chip | None,
                  model_flops: float | None) -> StepPlan:
     """Lower and compile `jitted(*args, **kwargs)` on `mesh`; read memory, loop-aware costs and the roofline."""
     with jax.set_mesh(mesh):
         compiled = jitted.lower(*args, **kwargs).compile()
     memory = compiled.memory_analysis()
-    costs = hlo_costs(compiled.as_text())
+    costs = hlo_costs(program_text(compiled))
     seconds = bound = None
     if chip is not None:
         times = {"compute": costs.flops / chip.peak_flops, "hbm": costs.bytes_accessed / chip.hbm_bandwidth}

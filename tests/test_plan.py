@@ -40,6 +40,22 @@ def test_hlo_costs_count_every_loop_trip():
     assert costs.bytes_accessed >= 4 * (batch * width + layers * width * width)  # every weight read at least once
 
 
+def test_hlo_costs_share_a_conditionals_runs_among_its_branches():
+    """Each of L layers runs one of two branches (a sliding or a global layer): L x the branches' mean matmul."""
+    batch, width, layers = 8, 32, 4
+
+    def stack(x, weights, kinds):
+        def layer(h, inputs):
+            w, kind = inputs
+            return jax.lax.switch(kind, [lambda h: jnp.tanh(h @ w), lambda h: jnp.tanh((h @ w) @ w)], h), None
+        return jax.lax.scan(layer, x, (weights, kinds))[0]
+
+    compiled = jax.jit(stack).lower(jax.ShapeDtypeStruct((batch, width), jnp.float32),
+                                    jax.ShapeDtypeStruct((layers, width, width), jnp.float32),
+                                    jax.ShapeDtypeStruct((layers,), jnp.int32)).compile()
+    assert hlo_costs(compiled.as_text()).flops == pytest.approx(layers * 1.5 * 2 * batch * width * width)
+
+
 SPLASH_HLO = """HloModule splash
 
 ENTRY %main (q: bf16[2,2,128,1024], k: bf16[2,1,128,1024], v: bf16[2,1,1024,128]) -> bf16[2,2,1024,128] {

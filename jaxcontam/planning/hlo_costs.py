@@ -43,7 +43,7 @@ class Collective:
     kind: str
     shape: str
     bytes: int
-    count: int
+    count: float  # fractional inside a conditional branch (branches share its runs)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -115,12 +115,13 @@ def _trip_count(instruction: _Instruction, computations) -> int | None:
     return None
 
 
-def _multipliers(computations, entry) -> tuple[dict[str, int], int]:
-    """How many times each computation runs per execution of the entry; loops with unknown trip counts."""
-    runs: dict[str, int] = {}
+def _multipliers(computations, entry) -> tuple[dict[str, float], int]:
+    """How many times each computation runs per execution of the entry (a conditional's branches share its
+    runs equally); loops with unknown trip counts."""
+    runs: dict[str, float] = {}
     unknown = 0
 
-    def visit(name: str, times: int) -> None:
+    def visit(name: str, times: float) -> None:
         nonlocal unknown
         runs[name] = runs.get(name, 0) + times
         for instruction in computations.get(name, []):
@@ -132,8 +133,9 @@ def _multipliers(computations, entry) -> tuple[dict[str, int], int]:
             for key, callee in re.findall(r"\b(calls|body|condition|to_apply)=%([\w.-]+)", instruction.rest):
                 visit(callee, times * (trips if key in ("body", "condition") else 1))
             for group in re.findall(r"branch_computations=\{([^}]*)\}", instruction.rest):
-                for callee in re.findall(r"%([\w.-]+)", group):
-                    visit(callee, times)
+                branches = re.findall(r"%([\w.-]+)", group)
+                for callee in branches:  # one branch runs per execution: weighted equally (gemma2's windows)
+                    visit(callee, times / len(branches))
 
     visit(entry, 1)
     return runs, unknown

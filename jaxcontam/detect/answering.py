@@ -110,25 +110,13 @@ def _answer_multiple_choice(model, benchmark, items, prompts: Sequence[str], cha
 
 def answer_token_count(tokenizer, token_ids: Sequence[int], answer: str) -> int:
     """How many of `token_ids` make up `answer`, the start of their decoded text: the shortest prefix whose
-    decoded text starts with `answer` (all of them if none does, e.g. after decoder clean-up).
-
-    Binary search (log2 n decodes, not n): a prefix that covers the answer stays covering it when extended.
-    """
-    def covers(count: int) -> bool:
-        return tokenizer.decode(token_ids[:count], skip_special_tokens=True).startswith(answer)
-
+    decoded text starts with `answer` (all of them if none does, e.g. after decoder clean-up)."""
     if not answer:
         return 0
-    if not covers(len(token_ids)):
-        return len(token_ids)
-    low, high = 1, len(token_ids)  # covers(high) holds
-    while low < high:
-        middle = (low + high) // 2
-        if covers(middle):
-            high = middle
-        else:
-            low = middle + 1
-    return high
+    for count in range(1, len(token_ids) + 1):
+        if tokenizer.decode(token_ids[:count], skip_special_tokens=True).startswith(answer):
+            return count
+    return len(token_ids)
 
 
 def _cut(text: str, stops: Sequence[str]) -> str:

@@ -173,7 +173,15 @@ def compile_step(step: str, shape: str, tokens: int, jitted, args, kwargs, *, we
                  model_flops: float | None) -> StepPlan:
     """Lower and compile `jitted(*args, **kwargs)` on `mesh`; read memory, loop-aware costs and the roofline."""
     with jax.set_mesh(mesh):
-        compiled = jitted.lower(*args, **kwargs).compile()
+        lowered = jitted.lower(*args, **kwargs)
+        try:
+            compiled = lowered.compile()
+        except jax.errors.JaxRuntimeError as exc:  # XLA refuses a program whose buffers exceed the device's HBM
+            if "RESOURCE_EXHAUSTED" not in str(exc):
+                raise
+            raise JaxcontamError(f"{step} ({shape}) does not fit: XLA's compiler says "
+                                 f"{str(exc).splitlines()[0].split('RESOURCE_EXHAUSTED:')[-1].strip()} Use a smaller "
+                                 "--batch or --seq, a larger model axis, or --fsdp.") from exc
     memory = compiled.memory_analysis()
     costs = hlo_costs(program_text(compiled))
     seconds = bound = None

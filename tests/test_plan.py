@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import re
 from pathlib import Path
 
 import jax
@@ -150,6 +151,17 @@ def test_plan_with_fsdp_holds_a_quarter_of_the_weights_per_device(tiny_plan, cap
         held[bool(flag)] = report["steps"][0]["weights_bytes_per_device"]
         assert report["mesh"]["fsdp"] is bool(flag) and report["steps"][0]["fits"]
     assert 3.5 < held[False] / held[True] <= 4.0
+
+
+@needs_libtpu
+def test_a_batch_beyond_the_hbm_is_refused_with_the_fix(capsys):
+    """XLA's compiler refuses the program; plan says so with its numbers and what to change, no traceback."""
+    with pytest.raises(SystemExit) as exit_info:
+        main(["plan", "--model", str(REPO / "experiments" / "plan" / "configs" / "Llama-3.2-1B.json"), "--topology",
+              "v5e:2x2", "--batch", "2048", "--seq", "2048", "--steps", "score"])
+    error = capsys.readouterr().err
+    assert exit_info.value.code == 2 and "Traceback" not in error
+    assert re.search(r"score \(2048 x 2048\) does not fit: .*HBM.*--batch or --seq.*--fsdp", error), error
 
 
 @needs_libtpu

@@ -88,6 +88,7 @@ def test_audit_values_on_the_bundled_example(finished):
         assert run["pacost"]["status"] == "tested" and run["pacost"]["confidence"] == "answer_logprob"
         # 8 items cannot leave >= 10 clean and >= 10 contaminated: no threshold search, so no test and no verdict
         assert run["contam"]["pvalue"] is None and run["contam"]["significant"] is False
+        assert run["contam"]["status"].startswith("no test: no threshold leaves >= 10 clean")
         assert run["ground_truth"]["auc"]["longest_match"] == 1.0
 
 

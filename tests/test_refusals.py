@@ -2,6 +2,7 @@
 test ran says "no test: <reason>", never a verdict; third-party notices that mislead a jaxcontam user stay off
 the console (issue 18)."""
 
+import html
 import json
 import math
 import os
@@ -18,7 +19,9 @@ from jaxcontam.audit.run import json_ready
 from jaxcontam.detect.pacost import PacostSettings, paired_verdict
 from jaxcontam.errors import JaxcontamError
 from jaxcontam.report import write_report
-from jaxcontam.report.formatting import pacost_verdict
+from jaxcontam.commands.audit import echo_verdicts
+from jaxcontam.detect.contam import contam_result
+from jaxcontam.report.formatting import gain_verdict, pacost_verdict
 
 EXAMPLE = Path(jaxcontam.__file__).parent / "examples" / "tiny_contaminated"
 MODEL = EXAMPLE / "model"
@@ -157,6 +160,31 @@ def test_no_test_reads_as_no_test_in_the_console_and_the_report(tmp_path):
     page = write_report(summary, [], tmp_path).read_text(encoding="utf-8")
     assert "no test: only 0 item(s) have an accepted rephrasing" in page
     assert "not detected" not in page and "badge bad" not in page
+
+
+def contam_rows(n: int) -> list[dict]:
+    """`n` items whose four ConTAM metrics are one spread of scores, half answered right."""
+    return [{**dict.fromkeys(("token_match", "ngram_match", "token_extend", "longest_match"), i / n),
+             "correct": float(i % 2)} for i in range(n)]
+
+
+def test_contam_without_a_sized_threshold_reads_as_no_test_not_as_no_gain(tmp_path, capsys):
+    small = contam_result(contam_rows(15), {"resamples": 99}).to_dict()  # 15 items: never 10 clean and 10 marked
+    reason = "no test: no threshold leaves >= 10 clean and >= 10 contaminated items (15 items)"
+    assert small["status"] == reason and math.isnan(small["pvalue"]) and small["significant"] is False
+    assert all(m["status"] == reason for m in small["metrics"].values())
+    assert gain_verdict(small) == reason
+    assert contam_result(contam_rows(40), {"resamples": 99}).to_dict()["status"] == "tested"
+    assert gain_verdict({"pvalue": float("nan"), "reason": "r"}) == "no test: r"  # a summary from before `status`
+    assert gain_verdict({"pvalue": 0.2, "significant": False}) == "no significant gain"
+
+    summary = no_test_summary()
+    summary["runs"][0]["contam"] = json.loads(json.dumps(json_ready(small)))
+    echo_verdicts(summary, tmp_path)
+    line = capsys.readouterr().out.splitlines()[0]
+    assert f"max-z test: {reason}" in line and "gain" not in line
+    page = write_report(summary, [], tmp_path).read_text(encoding="utf-8")
+    assert html.escape(reason) in page and "not detected" not in page and "badge bad" not in page
 
 
 def test_transformers_pytorch_notice_stays_off_the_console():

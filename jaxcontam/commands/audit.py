@@ -38,27 +38,29 @@ def audit(config_path, models, benchmarks, path, split, corpora, out, mesh, fsdp
 
 
 def echo_verdicts(summary: dict, out) -> None:
-    """One line per (model, benchmark): PaCoST p (adjusted), and the headline ConTAM EPG when there is one."""
-    from jaxcontam.report.formatting import pacost_verdict
+    """One line per (model, benchmark): PaCoST p (adjusted), and the headline ConTAM EPG when there is one; a test
+    that could not run reads "no test: <reason>", never as a verdict."""
+    from jaxcontam.report.formatting import gain_verdict, number, pacost_verdict, test_status
 
     for run in summary["runs"]:
         parts = [f"{run['model']} | {run['benchmark']}:{run['split']} ({run['n_items']} items)",
                  f"acc {run['accuracy']['acc']:.3f}"]
         pacost = run["pacost"]
         if pacost is not None:
-            verdict = pacost_verdict(pacost)
-            parts.append(f"PaCoST[{pacost['confidence']}] p={pacost['pvalue']:.3g} "
-                         f"adj={pacost['pvalue_adjusted']:.3g} {verdict}")
+            parts.append(f"PaCoST[{pacost['confidence']}] p={number(pacost['pvalue'])} "
+                         f"adj={number(pacost['pvalue_adjusted'])} {pacost_verdict(pacost)}"
+                         if test_status(pacost) == "tested" else f"PaCoST[{pacost['confidence']}]: {test_status(pacost)}")
         exchangeability = run.get("exchangeability")
         if exchangeability is not None:
-            parts.append(f"exchangeability p={exchangeability['pvalue']:.3g}" if exchangeability["status"] == "tested"
-                         else f"exchangeability {exchangeability['status']}")
+            parts.append(f"exchangeability p={number(exchangeability['pvalue'])}"
+                         if exchangeability["status"] == "tested" else f"exchangeability {exchangeability['status']}")
         contam = run["contam"]
         if contam is not None:
-            verdict = "gain significant" if contam["significant"] else "no significant gain"
+            test = (f"max-z test p={number(contam['pvalue'])} {gain_verdict(contam)}" if test_status(contam) == "tested"
+                    else f"max-z test: {test_status(contam)}")
             parts.append(f"ConTAM {contam['metric']}: " + (
                 f"EPG={contam['epg']:+.3f} z={contam['z']:.2f} at >= {contam['threshold']:.2f} "
                 f"({contam['frac_contaminated']:.0%} contaminated)" if contam["threshold"] is not None
-                else "no threshold qualifies") + f"; max-z test p={contam['pvalue']:.3g} {verdict}")
+                else "no threshold qualifies") + f"; {test}")
         click.echo("  ".join(parts))
     click.echo(f"report: {out}/report.html  items: {out}/items.parquet  summary: {out}/summary.json")

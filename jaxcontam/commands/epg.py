@@ -57,7 +57,10 @@ def epg(items_path, metric, z_crit, min_clean, min_contaminated, alpha, resample
         c = run["contam"]
         selected = (f"EPG={c['epg']:+.3f} z={c['z']:.2f} at {metric} >= {c['threshold']:.3g}"
                     if c["threshold"] is not None else c["reason"])
-        verdict = ("significant" if c["significant"] else "not significant") + f" at alpha={alpha}"
-        click.echo(f"{model} | {benchmark}: {selected}; max-z test p={c['pvalue']:.3g} ({verdict}, "
-                   f"{c['n_resamples']} permutations)")
+        if c["status"] == "tested":
+            verdict = ("significant" if c["significant"] else "not significant") + f" at alpha={alpha}"
+            test = f"max-z test p={c['pvalue']:.3g} ({verdict}, {c['n_resamples']} permutations)"
+        else:
+            test = f"max-z test: {c['status']}"
+        click.echo(f"{model} | {benchmark}: {selected}; {test}")
     (out / "summary.json").write_text(json.dumps(json_ready({"runs": runs}), indent=2) + "\n")

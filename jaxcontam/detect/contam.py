@@ -9,6 +9,7 @@ test; the other metrics are for comparison (four tests, no correction).
 from __future__ import annotations
 
 import dataclasses
+import math
 
 from jaxcontam.ngram.audit import METRICS
 from jaxcontam.stats import EPGCurve, epg_curve, max_z_test, select_threshold
@@ -21,7 +22,11 @@ EPG_CI_NOTE = ("epg_ci is a bootstrap interval with the threshold held at the se
 
 @dataclasses.dataclass(frozen=True)
 class MetricVerdict:
-    """One metric: the selected threshold's row (None when none qualifies, with `reason`) and the max-z test."""
+    """One metric: the selected threshold's row (None when none qualifies, with `reason`) and the max-z test.
+
+    `status` is "tested", or "no test: <reason>" when no threshold is sized for the max-z test (then `pvalue` is
+    NaN and `significant` False, which is no verdict).
+    """
 
     threshold: float | None
     frac_contaminated: float | None
@@ -35,6 +40,7 @@ class MetricVerdict:
     pvalue: float
     significant: bool
     n_resamples: int
+    status: str
     curve: EPGCurve = dataclasses.field(repr=False, compare=False)
 
     def to_dict(self, with_curve: bool = True) -> dict:
@@ -67,6 +73,9 @@ def metric_verdict(scores, correct, options: dict) -> MetricVerdict:
     test = max_z_test(scores, correct, min_clean=options["min_clean"], min_contaminated=options["min_contaminated"],
                       resamples=options["resamples"], seed=options["seed"])
     row = chosen.row
+    status = "tested" if not math.isnan(test.pvalue) else (
+        f"no test: no threshold leaves >= {options['min_clean']} clean and >= {options['min_contaminated']} "
+        f"contaminated items ({len(correct)} items)")
     return MetricVerdict(
         threshold=None if row is None else row.threshold,
         frac_contaminated=None if row is None else row.frac_contaminated,
@@ -75,7 +84,7 @@ def metric_verdict(scores, correct, options: dict) -> MetricVerdict:
         z=None if row is None else row.z,
         accuracy_difference=None if row is None else row.accuracy_difference,
         reason=chosen.reason, max_z=test.statistic, max_z_threshold=test.threshold, pvalue=test.pvalue,
-        significant=bool(test.pvalue <= options["alpha"]), n_resamples=test.n_resamples, curve=curve)
+        significant=bool(test.pvalue <= options["alpha"]), n_resamples=test.n_resamples, status=status, curve=curve)
 
 
 def contam_result(rows: list[dict], options: dict | None = None) -> ContamResult:

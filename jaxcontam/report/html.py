@@ -14,7 +14,7 @@ from html import escape
 from pathlib import Path
 
 from jaxcontam.report import plots
-from jaxcontam.report.formatting import interval, pacost_status, percent, value
+from jaxcontam.report.formatting import interval, percent, test_status, value
 
 LABELS = {
     "mean_logprob": "mean log-prob", "zlib_ratio": "zlib ratio", "min_k": "Min-K%", "min_k_plus_plus": "Min-K%++",
@@ -155,12 +155,12 @@ def _verdict(contaminated) -> str:
     return '<span class="badge ok">not detected</span>'
 
 
-def _test_verdict(result: dict) -> str:
-    """A paired-test result's verdict badge, or "no test: <reason>" when no test ran (never "not detected")."""
-    status = pacost_status(result)
+def _test_verdict(result: dict, key: str = "contaminated") -> str:
+    """A test's verdict badge (from `key`), or "no test: <reason>" when no test ran (never "not detected")."""
+    status = test_status(result)
     if status != "tested":
         return f'<span class="badge none">{escape(status)}</span>'
-    return _verdict(result.get("contaminated"))
+    return _verdict(result.get(key))
 
 
 def _figure(path: Path, caption: str) -> str:
@@ -241,7 +241,7 @@ def _contam_cells(contam: dict | None) -> list:
         threshold = f'<span class="muted" title="{_text(contam.get("reason"))}">{threshold}</span>'
     return [_text(str(contam.get("metric")).upper()), threshold, escape(percent(contam.get("frac_contaminated"))),
             _epg_with_ci(contam), _text(contam.get("z")), _text(contam.get("pvalue")),
-            _verdict(contam.get("significant"))]
+            _test_verdict(contam, "significant")]
 
 
 def _threshold(result: dict) -> str:
@@ -356,12 +356,12 @@ def _contam_details(contam: dict | None, png: Path | None) -> str:
     rows = [_row([_text(str(name).upper()), _threshold(m), escape(percent(m.get("frac_contaminated"))),
                   _text(m.get("epg")), escape(interval(m.get("epg_ci"))), _text(m.get("z")), _text(m.get("reason")),
                   f"{_text(m.get('max_z'))} ({_text(m.get('max_z_threshold'))})", _text(m.get("pvalue")),
-                  _verdict(m.get("significant"))],
+                  _test_verdict(m, "significant")],
                  "headline" if name == headline else "")
             for name, m in (contam.get("metrics") or {}).items()]
     test = (f"Max-z permutation test ({_text(contam.get('n_resamples'))} permutations, "
             f"α = {_text(contam.get('alpha'))}): p = {_text(contam.get('pvalue'))}, "
-            f"{_verdict(contam.get('significant'))}. "
+            f"{_test_verdict(contam, 'significant')}. "
             "p is for the headline metric's search over thresholds; the other metrics are shown for comparison. "
             "The EPG interval is a bootstrap with the threshold held at the selected value: conditional on that "
             "choice, it does not account for the search.")

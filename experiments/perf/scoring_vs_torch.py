@@ -167,7 +167,8 @@ def real_text_tokens(batch: int, seq: int):
     tokenizer = AutoTokenizer.from_pretrained(folder)
     lines = (GGUF_FOLDER.parent / "gsm8k" / "test.jsonl").read_text(encoding="utf-8").splitlines()
     problems = [f"Question: {r['question']}\nAnswer: {r['answer']}" for r in map(json_lib.loads, lines)]
-    texts = ["\n\n".join(problems[i * 8 : (i + 1) * 8]) for i in range(batch)]  # ~8 problems > 512 tokens
+    per = max(8, seq // 48)  # ~8 problems > 512 tokens
+    texts = ["\n\n".join(problems[i * per : (i + 1) * per]) for i in range(batch)]
 
     def tokenize():
         ids = tokenizer(texts).input_ids

@@ -52,7 +52,8 @@ def benchmark_rows(results: Path) -> list[str]:
     items = pd.read_parquet(results / "audit" / "items.parquet")
     lines = ["| benchmark | items (pairs) | accuracy original / rephrased | PaCoST p: P(True), raw P(True), answer log-prob, "
              "question Min-K%++ | P(True) AUC right vs wrong [95% CI] | raw P(True) AUC | answer log-prob AUC | "
-             "ConTAM: items with a matched 8-gram, largest LONGEST-MATCH, verdict |", "|---|---|---|---|---|---|---|---|"]
+             "exchangeability p (benchmark order) | ConTAM: items with a matched 8-gram, largest LONGEST-MATCH, verdict |",
+             "|---|---|---|---|---|---|---|---|---|"]
     for run in summary["runs"]:
         name = run["benchmark"].split(":")[0]
         records = pacost_records(results / "audit" / "state", name)
@@ -68,8 +69,18 @@ def benchmark_rows(results: Path) -> list[str]:
         verdict = contam_cell(run.get("contam") or {}, items[items["benchmark"] == name])
         lines.append(f"| {run['benchmark']} | {len(records)} ({pacost['n_pairs']}) | {correct.mean():.2f} / "
                      f"{rephrased.mean():.2f} | " + ", ".join(f"{pvalues.get(c, float('nan')):.2g}" for c in CONFIDENCES)
-                     + f" | {aucs[0]} | {aucs[1]} | {aucs[2]} | {verdict} |")
+                     + f" | {aucs[0]} | {aucs[1]} | {aucs[2]} | {exchangeability_cell(run.get('exchangeability'))} | "
+                     f"{verdict} |")
     return lines
+
+
+def exchangeability_cell(result: dict | None) -> str:
+    """Oren et al.'s one-sided p (canonical order more likely than shuffles), or why no test ran."""
+    if not result:
+        return "not run"
+    if result["status"] != "tested":
+        return result["status"]
+    return f"{result['pvalue']:.2g} ({result['chunks']} chunks x {result['permutations']} shuffles)"
 
 
 def contam_cell(contam: dict, items) -> str:
@@ -77,8 +88,10 @@ def contam_cell(contam: dict, items) -> str:
     if not contam:
         return "not run"
     touched = f"{(items['token_match'] > 0).mean():.0%}, {items['longest_match'].max():.3f}"
+    if contam.get("status", "tested") != "tested":
+        return f"{touched}; {contam['status']}"
     if contam.get("threshold") is None:
-        return f"{touched}; no verdict: {contam.get('reason', 'no threshold')}"
+        return f"{touched}; {contam.get('reason', 'no threshold')}; max-z p {contam['pvalue']:.2g}"
     return (f"{touched}; {contam['frac_contaminated']:.0%} marked, EPG {contam['epg']:+.3f}, "
             f"max-z p {contam['pvalue']:.2g}")
 

@@ -6,13 +6,17 @@ Writes to --out (default experiments/real_model/results):
                   items of each), every detector: PaCoST with P(True) (normalised and raw), the answer log-prob
                   and question Min-K%++ as variants, the likelihood detectors, and ConTAM against the public
                   corpus text at hand (Gutenberg books, Shakespeare, MIMIR Pile documents) in the model's own
-                  tokens. The console log has each stage's time.
+                  tokens; with --exchangeability also Oren et al.'s test of the items in benchmark order
+                  (--chunks, --permutations; it scores chunks x (1 + permutations) sequences of ~2k tokens per
+                  benchmark: GSM8K alone had not finished after 25 min on 2 CPU cores). The console log has each
+                  stage's time.
   membership.json the likelihood detectors on GSM8K *train* vs *test* items: SmolLM2's instruction data is
                   reported to draw on GSM8K-derived math sets (reported, not verified here), so train items are
                   "possibly seen". AUC per detector with a bootstrap 95% interval and the one-sided
                   Mann-Whitney p, with the time it took.
 
 Usage: .venv/bin/python experiments/real_model/run.py [--gsm8k 100] [--copa 100] [--mmlu 30] [--membership 200]
+       [--exchangeability [--chunks 10] [--permutations 25]]
 """
 
 from __future__ import annotations
@@ -50,7 +54,7 @@ def mmlu_folder(out: Path, per_subject: int) -> Path:
 
 
 def audit_config(args, out: Path):
-    from jaxcontam.audit.config import AuditConfig, BenchmarkEntry, ModelEntry
+    from jaxcontam.audit.config import STAGES, AuditConfig, BenchmarkEntry, ModelEntry
     from jaxcontam.detect.pacost import PacostSettings
 
     benchmarks = (
@@ -63,6 +67,9 @@ def audit_config(args, out: Path):
         models=(ModelEntry(path=str(MODEL), name="SmolLM2-135M-Instruct-Q4_1"),), benchmarks=benchmarks,
         corpora=tuple(str(SHARED / c) for c in CORPORA), out=str(out / "audit"),
         pacost=PacostSettings(max_new_tokens=args.max_new_tokens),
+        **({"stages": STAGES + ("exchangeability",),
+            "exchangeability": {"chunks": args.chunks, "permutations": args.permutations}}
+           if args.exchangeability else {}),
     )
 
 
@@ -121,6 +128,10 @@ def main() -> None:
     parser.add_argument("--mmlu", type=int, default=30, help="items per MMLU subject")
     parser.add_argument("--membership", type=int, default=200, help="GSM8K items per split")
     parser.add_argument("--max-new-tokens", type=int, default=256)
+    parser.add_argument("--exchangeability", action="store_true",
+                        help="also run Oren et al.'s test (chunks x (1 + permutations) long sequences: slow on CPU)")
+    parser.add_argument("--chunks", type=int, default=10, help="exchangeability test: chunks of consecutive items")
+    parser.add_argument("--permutations", type=int, default=25, help="exchangeability test: shuffles per chunk")
     parser.add_argument("--skip-audit", action="store_true")
     parser.add_argument("--out", type=Path, default=Path(__file__).resolve().parent / "results")
     args = parser.parse_args()

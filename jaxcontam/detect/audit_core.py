@@ -134,7 +134,7 @@ def exchangeability_result(model, benchmark, settings: AuditSettings) -> Exchang
                                      "no chunking of the items (>= 2 per chunk) fits the model's context")
     prefix = [tokenizer.bos_token_id] if tokenizer.bos_token_id is not None else []
     test = exchangeability_test(model, examples, num_chunks=chunks, permutations=settings.permutations,
-                                seed=settings.seed, prefix=prefix)
+                                seed=settings.seed, prefix=prefix, progress=True)
     return ExchangeabilityResult(chunks, settings.permutations, test)
 
 

@@ -68,10 +68,12 @@ def exchangeability_test(
     seed: int = 0,
     prefix: Sequence[int] = (),
     rows_per_batch: int = 16,
+    progress: bool = False,
 ) -> ExchangeabilityTestResult:
     """Run the test on a benchmark given as one token list per example, in canonical (file) order.
 
-    `prefix` (e.g. the BOS id) starts every concatenation and is not scored.
+    `prefix` (e.g. the BOS id) starts every concatenation and is not scored. `progress`: a bar per scored batch
+    on stderr (chunks x (1 + permutations) long sequences take minutes on a real model).
     Each example's tokens should include its separator (e.g. `ITEM_SEPARATOR`)
     so that every ordering has exactly the same tokens.
     """
@@ -89,7 +91,8 @@ def exchangeability_test(
     bounds = chunk_bounds(len(examples), num_chunks)
     sequences = chunk_sequences(examples, bounds, permutations, np.random.default_rng(seed), prefix)
     start = max(1, len(prefix))
-    scores = score_logprobs(model, sequences, [(start, len(s)) for s in sequences], rows_per_batch=rows_per_batch)
+    scores = score_logprobs(model, sequences, [(start, len(s)) for s in sequences], rows_per_batch=rows_per_batch,
+                            progress=progress)
     totals = np.array([s.logprobs.astype(np.float64).sum() for s in scores]).reshape(num_chunks, permutations + 1)
     result = exchangeability_statistic(totals[:, 0], totals[:, 1:], alternative="greater")
     return ExchangeabilityTestResult(result.statistic, result.pvalue, result.chunk_differences, totals[:, 0],

@@ -17,8 +17,9 @@ temporaries per v5e chip). `packed_attention` picks one of three paths, each lin
   soft-capped model (gemma2), float32 activations, and shapes cuDNN refuses when traced (head_dim, GPU).
 - "jnp" (CPU, everything else): rows longer than one block go flash-style: queries in blocks of `BLOCK`, each
   walking the keys `BLOCK` at a time with a running max, sum and weighted value sum (online softmax, float32),
-  its mask built per key block from positions and segment ids. Temporaries are a few [B, H, BLOCK, BLOCK]
-  tiles, whatever T; rows of up to `BLOCK` tokens run as one dense block.
+  its mask built per key block from positions and segment ids; a key block that no query of the block may see
+  (causal future, other segments, outside a window) is skipped by a `lax.cond`. Temporaries are a few
+  [B, H, BLOCK, BLOCK] tiles, whatever T; rows of up to `BLOCK` tokens run as one dense block.
 
 The path follows the platform of the current mesh's devices (`jax.set_mesh`; without one, the default
 backend), so a program planned for a TPU topology on a CPU host gets the TPU path. `implementation=` or the
@@ -77,13 +78,13 @@ def _query_block(spec: ModelSpec, q, q_pos, q_seg, key_blocks, window):
     q = q.reshape(batch, size, spec.num_kv_heads, spec.num_groups, head_dim)
     floor = jnp.finfo(jnp.float32).min
 
-    def visit(carry, keys):
+    def update(carry, keys, allowed):
         top, total, weighted = carry
-        k, v, k_pos, k_seg = keys
+        k, v = keys[:2]
         scores = jnp.einsum("btkgd,bskd->bkgts", q, k, preferred_element_type=jnp.float32) * spec.attn_scale
         if spec.attn_logit_softcap is not None:
             scores = spec.attn_logit_softcap * jnp.tanh(scores / spec.attn_logit_softcap)
-        allowed = allowed_keys(q_pos, q_seg, k_pos, k_seg, window)[:, None, None]
+        allowed = allowed[:, None, None]
         scores = jnp.where(allowed, scores, floor)
         new_top = jnp.maximum(top, scores.max(axis=-1))
         probs = jnp.where(allowed, jnp.exp(scores - new_top[..., None]), 0.0)
@@ -91,7 +92,13 @@ def _query_block(spec: ModelSpec, q, q_pos, q_seg, key_blocks, window):
         total = total * rescale + probs.sum(axis=-1)
         weighted = weighted * rescale[..., None] + jnp.einsum("bkgts,bskd->bkgtd", probs.astype(v.dtype), v,
                                                               preferred_element_type=jnp.float32)
-        return (new_top, total, weighted), None
+        return new_top, total, weighted
+
+    def visit(carry, keys):
+        # A key block no query of this block may see (a later block under the causal mask, another row's
+        # segments, outside a sliding window) is skipped: about half the tiles of a long causal row.
+        allowed = allowed_keys(q_pos, q_seg, keys[2], keys[3], window)
+        return jax.lax.cond(allowed.any(), update, lambda carry, *_: carry, carry, keys, allowed), None
 
     stats = (batch, spec.num_kv_heads, spec.num_groups, size)
     start = (jnp.full(stats, floor), jnp.zeros(stats, jnp.float32), jnp.zeros((*stats, head_dim), jnp.float32))

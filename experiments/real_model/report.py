@@ -50,10 +50,12 @@ def benchmark_rows(results: Path) -> list[str]:
 
     summary = json.loads((results / "audit" / "summary.json").read_text(encoding="utf-8"))
     items = pd.read_parquet(results / "audit" / "items.parquet")
+    exchangeability = any(run.get("exchangeability") for run in summary["runs"])  # run.py --exchangeability
     lines = ["| benchmark | items (pairs) | accuracy original / rephrased | PaCoST p: P(True), raw P(True), answer log-prob, "
              "question Min-K%++ | P(True) AUC right vs wrong [95% CI] | raw P(True) AUC | answer log-prob AUC | "
-             "exchangeability p (benchmark order) | ConTAM: items with a matched 8-gram, largest LONGEST-MATCH, verdict |",
-             "|---|---|---|---|---|---|---|---|---|"]
+             + ("exchangeability p (benchmark order) | " if exchangeability else "")
+             + "ConTAM: items with a matched 8-gram, largest LONGEST-MATCH, verdict |",
+             "|---|---|---|---|---|---|---|---|" + ("---|" if exchangeability else "")]
     for run in summary["runs"]:
         name = run["benchmark"].split(":")[0]
         records = pacost_records(results / "audit" / "state", name)
@@ -69,8 +71,9 @@ def benchmark_rows(results: Path) -> list[str]:
         verdict = contam_cell(run.get("contam") or {}, items[items["benchmark"] == name])
         lines.append(f"| {run['benchmark']} | {len(records)} ({pacost['n_pairs']}) | {correct.mean():.2f} / "
                      f"{rephrased.mean():.2f} | " + ", ".join(f"{pvalues.get(c, float('nan')):.2g}" for c in CONFIDENCES)
-                     + f" | {aucs[0]} | {aucs[1]} | {aucs[2]} | {exchangeability_cell(run.get('exchangeability'))} | "
-                     f"{verdict} |")
+                     + f" | {aucs[0]} | {aucs[1]} | {aucs[2]} | "
+                     + (f"{exchangeability_cell(run.get('exchangeability'))} | " if exchangeability else "")
+                     + f"{verdict} |")
     return lines
 
 
@@ -87,9 +90,11 @@ def contam_cell(contam: dict, items) -> str:
     """How much of the benchmark the corpus text touches at all, and the EPG verdict (or why there is none)."""
     if not contam:
         return "not run"
+    from jaxcontam.report.formatting import test_status
+
     touched = f"{(items['token_match'] > 0).mean():.0%}, {items['longest_match'].max():.3f}"
-    if contam.get("status", "tested") != "tested":
-        return f"{touched}; {contam['status']}"
+    if test_status(contam) != "tested":
+        return f"{touched}; {test_status(contam)}"
     if contam.get("threshold") is None:
         return f"{touched}; {contam.get('reason', 'no threshold')}; max-z p {contam['pvalue']:.2g}"
     return (f"{touched}; {contam['frac_contaminated']:.0%} marked, EPG {contam['epg']:+.3f}, "

@@ -1,7 +1,9 @@
-"""Shared fixtures: the real public data beside the checkout (../shared/data)."""
+"""Shared fixtures: the real public data beside the checkout (../shared/data), and the command line with model
+loading replaced by a marker (for refusals that must come before any model work)."""
 
 import os
 import pathlib
+import warnings
 
 import pytest
 
@@ -20,3 +22,37 @@ def shared_data() -> pathlib.Path:
             f"{SHARED_DATA} not found: clone jaxcontam beside the shared/ folder or set JAXCONTAM_SHARED_DATA"
         )
     return SHARED_DATA
+
+
+MODEL_LOAD_REACHED = "MODEL LOAD REACHED"
+
+
+@pytest.fixture
+def jaxcontam_cli(shared_data, monkeypatch, capsys):
+    """Runs the command line in-process with model loading replaced by a marker error: (exit code, stderr).
+
+    A refusal must come before the marker (`MODEL_LOAD_REACHED`): no model is loaded, nothing is computed.
+    """
+    import jaxcontam
+    import jaxcontam.models.loading as loading
+    from jaxcontam import cli
+    from jaxcontam.errors import JaxcontamError
+
+    def reached(*args, **kwargs):
+        raise JaxcontamError(MODEL_LOAD_REACHED)
+
+    monkeypatch.setenv("JAXCONTAM_DATA", str(shared_data))
+    monkeypatch.setattr(jaxcontam, "load_model", reached)
+    monkeypatch.setattr(loading, "load_model", reached)
+    monkeypatch.setattr(warnings, "showwarning", warnings.showwarning)  # main() installs its own
+
+    def run(*args) -> tuple[int, str]:
+        capsys.readouterr()
+        try:
+            cli.main([str(a) for a in args])
+            code = 0
+        except SystemExit as exit:
+            code = exit.code
+        return code, capsys.readouterr().err
+
+    return run

@@ -18,7 +18,6 @@ import pytest
 from jax.sharding import AbstractMesh
 
 import jaxcontam
-from jaxcontam import cli
 from jaxcontam.audit.config import EXAMPLE_CONFIG, load_config, with_overrides
 from jaxcontam.errors import JaxcontamError
 from jaxcontam.mesh import MeshSettings, mesh_sizes, parse_mesh
@@ -174,47 +173,22 @@ def test_one_parser_for_plan_commands_and_config():
     assert dict(MeshSettings().build().shape) == {"data": 1, "model": 1}  # default: every device on "data"
 
 
-@pytest.fixture
-def marked_cli(monkeypatch, capsys, shared_data):
-    """The command line in-process with model loading replaced by a marker error: (exit code, stderr)."""
-    import jaxcontam.models.loading as loading
-
-    def reached(*args, **kwargs):
-        raise JaxcontamError("MODEL LOAD REACHED")
-
-    monkeypatch.setenv("JAXCONTAM_DATA", str(shared_data))
-    monkeypatch.setattr(jaxcontam, "load_model", reached)
-    monkeypatch.setattr(loading, "load_model", reached)
-    monkeypatch.setattr(warnings, "showwarning", warnings.showwarning)
-
-    def run(*args) -> tuple[int, str]:
-        capsys.readouterr()
-        try:
-            cli.main([str(a) for a in args])
-            code = 0
-        except SystemExit as exit:
-            code = exit.code
-        return code, capsys.readouterr().err
-
-    return run
-
-
-def test_commands_refuse_a_mesh_that_is_not_the_device_count_before_loading(marked_cli, tmp_path):
+def test_commands_refuse_a_mesh_that_is_not_the_device_count_before_loading(jaxcontam_cli, tmp_path):
     texts = tmp_path / "t.txt"
     texts.write_text("a b c\n")
     common = ["--data", texts, "--out", tmp_path / "o.jsonl", "--model", "m"]
     for command in ("score", "generate"):
-        code, err = marked_cli(command, *common, "--mesh", "data=2,model=4")
+        code, err = jaxcontam_cli(command, *common, "--mesh", "data=2,model=4")
         assert code == 2 and "mesh data=2,model=4 needs 8 devices but 1 are available" in err, err
         assert "choose data x model = 1, e.g. data=1,model=1" in err and "MODEL LOAD REACHED" not in err
-        code, err = marked_cli(command, *common, "--mesh", "data=two")
+        code, err = jaxcontam_cli(command, *common, "--mesh", "data=two")
         assert code == 2 and "--mesh 'data=two': expected AXIS=SIZE" in err and "MODEL LOAD REACHED" not in err
-    code, err = marked_cli("audit", "--config", EXAMPLE_CONFIG, "--mesh", "model=2", "--out", tmp_path / "a")
+    code, err = jaxcontam_cli("audit", "--config", EXAMPLE_CONFIG, "--mesh", "model=2", "--out", tmp_path / "a")
     assert code == 2 and "needs 2 devices but 1 are available" in err and "MODEL LOAD REACHED" not in err
-    code, err = marked_cli("pacost", "--model", EXAMPLE_CONFIG.parent / "model", "--benchmark", "copa", "--split",
+    code, err = jaxcontam_cli("pacost", "--model", EXAMPLE_CONFIG.parent / "model", "--benchmark", "copa", "--split",
                            "test", "--rephrase-model", "r", "--rephrase-mesh", "data=4", "--out", tmp_path / "p")
     assert code == 2 and "mesh data=4,model=1 needs 4 devices" in err and "MODEL LOAD REACHED" not in err
-    code, err = marked_cli("score", *common)  # no --mesh: the default mesh, and the model is loaded
+    code, err = jaxcontam_cli("score", *common)  # no --mesh: the default mesh, and the model is loaded
     assert "MODEL LOAD REACHED" in err
 
 

@@ -8,54 +8,22 @@ import math
 import os
 import subprocess
 import sys
-import warnings
 from pathlib import Path
 
 import pytest
+from conftest import MODEL_LOAD_REACHED
 
 import jaxcontam
 from jaxcontam import cli
 from jaxcontam.audit.run import json_ready
-from jaxcontam.detect.pacost import PacostSettings, paired_verdict
-from jaxcontam.errors import JaxcontamError
-from jaxcontam.report import write_report
 from jaxcontam.commands.audit import echo_verdicts
 from jaxcontam.detect.contam import contam_result
+from jaxcontam.detect.pacost import PacostSettings, paired_verdict
+from jaxcontam.report import write_report
 from jaxcontam.report.formatting import gain_verdict, pacost_verdict
 
 EXAMPLE = Path(jaxcontam.__file__).parent / "examples" / "tiny_contaminated"
 MODEL = EXAMPLE / "model"
-
-MODEL_LOAD_REACHED = "MODEL LOAD REACHED"
-
-
-@pytest.fixture
-def jaxcontam_cli(shared_data, monkeypatch, capsys):
-    """Runs the command line in-process with model loading replaced by a marker error: (exit code, stderr).
-
-    A refusal must come before the marker: no model is loaded, nothing is computed.
-    """
-    import jaxcontam.models.loading as loading
-
-    def reached(*args, **kwargs):
-        raise JaxcontamError(MODEL_LOAD_REACHED)
-
-    monkeypatch.setenv("JAXCONTAM_DATA", str(shared_data))
-    monkeypatch.setattr(jaxcontam, "load_model", reached)
-    monkeypatch.setattr(loading, "load_model", reached)
-    monkeypatch.setattr(warnings, "showwarning", warnings.showwarning)  # main() installs its own
-
-    def run(*args) -> tuple[int, str]:
-        capsys.readouterr()
-        try:
-            cli.main([str(a) for a in args])
-            code = 0
-        except SystemExit as exit:
-            code = exit.code
-        return code, capsys.readouterr().err
-
-    return run
-
 
 def test_paraphrases_covering_none_of_the_selection_are_refused_before_the_model(jaxcontam_cli, tmp_path):
     out = tmp_path / "out"

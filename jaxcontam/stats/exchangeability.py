@@ -11,8 +11,8 @@ from __future__ import annotations
 import dataclasses
 
 import numpy as np
-from scipy import stats as scipy_stats
 
+from jaxcontam.stats.batched import t_pvalues
 from jaxcontam.stats.validation import StatsInputError, check_alternative
 
 
@@ -43,18 +43,8 @@ def exchangeability_statistic(canonical_logliks, permuted_logliks,
     if not (np.isfinite(canonical).all() and np.isfinite(permuted).all()):
         raise StatsInputError("log-likelihoods must be finite; rescore the chunks that produced NaN or inf")
     differences = canonical - permuted.mean(axis=1)
+    statistic, pvalue = t_pvalues(differences, alternative)  # identical likelihoods: t = 0, p = 1
     mean = float(differences.mean())
     se = float(differences.std(ddof=1) / np.sqrt(r))
-    if se > 0:
-        statistic = mean / se
-    else:
-        statistic = 0.0 if mean == 0 else float(np.copysign(np.inf, mean))
     df = r - 1
-    if alternative == "greater":
-        pvalue = scipy_stats.t.sf(statistic, df)
-    elif alternative == "less":
-        pvalue = scipy_stats.t.cdf(statistic, df)
-    else:
-        pvalue = 2.0 * scipy_stats.t.sf(abs(statistic), df)
-    pvalue = 1.0 if se == 0 and mean == 0 else float(min(1.0, pvalue))  # identical likelihoods: no evidence
-    return ExchangeabilityStatistic(float(statistic), pvalue, df, mean, se, differences)
+    return ExchangeabilityStatistic(float(statistic[0]), float(pvalue[0]), df, mean, se, differences)

@@ -28,7 +28,7 @@ def naive_stats(hidden, weight, targets, bias=None, layout="vd", softcap=None):
     logp = z - np.log(np.exp(z - z.max(-1, keepdims=True)).sum(-1, keepdims=True)) - z.max(-1, keepdims=True)
     p = np.exp(logp)
     mu = (p * logp).sum(-1)
-    sigma = np.sqrt((p * logp**2).sum(-1) - mu**2)
+    sigma = np.sqrt((p * (logp - mu[..., None]) ** 2).sum(-1))  # E[(x - mu)^2]: never negative by cancellation
     lp = np.take_along_axis(logp, np.asarray(targets).reshape(-1, 1), axis=1)[:, 0]
     shape = targets.shape
     return lp.reshape(shape), mu.reshape(shape), sigma.reshape(shape)

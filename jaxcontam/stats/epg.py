@@ -90,11 +90,20 @@ class EPGCurve:
 
 
 def default_thresholds(scores: np.ndarray, max_thresholds: int = MAX_THRESHOLDS) -> np.ndarray:
-    """The distinct finite scores, or `max_thresholds` of them at evenly spaced quantiles when there are more."""
-    distinct = np.unique(scores[np.isfinite(scores)])
+    """The thresholds that leave some item clean: every distinct finite score above the lowest one, or, when
+    there are more than `max_thresholds`, that many evenly spaced quantiles of the items scoring above the lowest.
+
+    For ConTAM's metrics (in [0, 1], most items exactly 0) these are the non-zero scores, and the smallest of them
+    leaves exactly the zero-score items clean. A threshold at the lowest score leaves no item clean (EPG is
+    undefined there), and quantiles over all items would spend the grid on the zeros: 90% of them at 0 when 90%
+    of the items score 0.
+    """
+    finite = scores[np.isfinite(scores)]
+    above = finite[finite > finite.min()] if finite.size else finite
+    distinct = np.unique(above)
     if len(distinct) <= max_thresholds:
         return distinct
-    return np.unique(np.quantile(scores, np.linspace(0.0, 1.0, max_thresholds), method="inverted_cdf"))
+    return np.unique(np.quantile(above, np.linspace(0.0, 1.0, max_thresholds), method="inverted_cdf"))
 
 
 def _items(caller: str, scores, correct) -> tuple[np.ndarray, np.ndarray]:

@@ -58,20 +58,23 @@ def ptrue_pairs(shape: PTrueShape, n: int, datasets: int, rng: np.random.Generat
 
 
 def epg_benchmark(n: int, rng: np.random.Generator, *, accuracy: float, zero_share: float, gain: float = 0.0,
-                  gain_share: float = 0.0):
+                  gain_share: float = 0.0, decimals: int | None = 2):
     """(scores, correct), each [n]: LONGEST_MATCH-like match scores and 0/1 correctness of one benchmark.
 
     Real LONGEST_MATCH scores lie in [0, 1], are mostly exactly 0 (no n-gram of
     the item is in the corpus), are ratios of token counts (ties) and pile up at
     1 (items found verbatim): a `zero_share` of items score 0, 2% of the others
-    1, the rest Beta(0.7, 2) rounded to 2 decimals. Correctness is
+    1, the rest Beta(0.7, 2) rounded to `decimals` (None: not rounded, every
+    score distinct, as token-count ratios of long items). Correctness is
     Bernoulli(accuracy), independent of the scores (the null), except that the
     `gain_share` of items with the highest scores (ties broken at random) are
     correct with probability min(1, accuracy + gain): contamination that helps.
     """
     u = rng.random(n)
-    scores = np.where(u < zero_share, 0.0, np.where(u < zero_share + 0.02 * (1 - zero_share), 1.0,
-                                                    np.round(rng.beta(0.7, 2.0, n), 2)))
+    matched = rng.beta(0.7, 2.0, n)
+    if decimals is not None:
+        matched = np.round(matched, decimals)
+    scores = np.where(u < zero_share, 0.0, np.where(u < zero_share + 0.02 * (1 - zero_share), 1.0, matched))
     rank = np.lexsort((rng.random(n), scores))  # ascending score, random among ties
     boosted = np.zeros(n, bool)
     boosted[rank[n - int(round(gain_share * n)):]] = True

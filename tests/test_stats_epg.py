@@ -17,7 +17,7 @@ from scipy import stats as scipy_stats
 from jaxcontam.detect.contam import contam_result
 from jaxcontam.cli import cli
 from jaxcontam.errors import JaxcontamError
-from jaxcontam.stats import epg_curve, max_z_test, select_threshold
+from jaxcontam.stats import default_thresholds, epg_curve, max_z_test, select_threshold
 from jaxcontam.stats.bootstrap import resample_counts
 from jaxcontam.stats.simulation import epg_benchmark
 
@@ -78,8 +78,9 @@ def test_bootstrap_interval_equals_a_hand_rolled_bootstrap():
 def test_rows_match_the_definitions(items):
     scores = np.array([s for s, _ in items], dtype=float)
     correct = np.array([c for _, c in items], dtype=float)
-    curve = epg_curve(scores, correct, resamples=20)
-    assert [row.threshold for row in curve] == sorted(set(scores.tolist()))
+    # the default grid: every score that leaves some item clean (contaminated means score >= threshold)
+    assert [row.threshold for row in epg_curve(scores, correct, resamples=1)] == sorted(set(scores.tolist()))[1:]
+    curve = epg_curve(scores, correct, thresholds=sorted(set(scores.tolist())), resamples=20)
     for row in curve:
         contaminated = scores >= row.threshold
         assert row.n_contaminated == contaminated.sum() and row.n_clean == (~contaminated).sum()
@@ -105,7 +106,83 @@ def test_default_grid_is_capped():
     scores = np.random.default_rng(2).random(5000)
     curve = epg_curve(scores, scores > 0.5, resamples=20, max_thresholds=50)
     assert len(curve) == 50
-    assert curve[0].threshold == scores.min() and curve[-1].threshold == scores.max()
+    assert curve[0].threshold == np.sort(scores)[1] and curve[-1].threshold == scores.max()
+
+
+def order_statistic_grid(values: np.ndarray, count: int) -> set[float]:
+    """The empirical quantiles at p = j / (count - 1), j = 0..count-1, from the definition: the smallest value v
+    with #{values <= v} >= p * m (m values), i.e. the ceil(j m / (count - 1))-th smallest (integer arithmetic)."""
+    ordered, m = sorted(values.tolist()), len(values)
+    return {ordered[max(-(-j * m // (count - 1)), 1) - 1] for j in range(count)}
+
+
+def mmlu_shaped_scores(distinct_nonzero: int, seed: int = 0) -> np.ndarray:
+    """14,042 items (MMLU's test set), 90% scoring exactly 0, the 1,404 others taking `distinct_nonzero` values."""
+    rng = np.random.default_rng(seed)
+    values = rng.choice(np.arange(1, 10_001) / 10_000, distinct_nonzero, replace=False)
+    nonzero = np.concatenate([values, rng.choice(values, 1404 - distinct_nonzero)])
+    scores = np.concatenate([np.zeros(14_042 - 1404), nonzero])
+    return rng.permutation(scores)
+
+
+def test_grid_spreads_over_the_nonzero_scores_of_a_mostly_zero_benchmark():
+    """Issue 25: 14,042 items, 90% zeros, 1,364 distinct scores gave 22 thresholds (quantiles over all items,
+    the zeros included), 21 of them above 0. The grid is now 200 quantiles of the non-zero scores."""
+    scores = mmlu_shaped_scores(1364)
+    nonzero = scores[scores > 0]
+    assert len(np.unique(nonzero)) == 1364 and np.mean(scores == 0) == pytest.approx(0.9, abs=1e-3)
+    grid = default_thresholds(scores)
+    assert set(grid.tolist()) == order_statistic_grid(nonzero, 200)
+    assert len(grid) == 200 and grid[0] == nonzero.min() and grid[-1] == nonzero.max()
+    # the lowest threshold leaves exactly the zero-score items clean: "no match" versus "any match"
+    curve = epg_curve(scores, np.arange(14_042) % 2, resamples=1)
+    assert curve[0].n_clean == np.sum(scores == 0) and curve[-1].n_contaminated == np.sum(scores == nonzero.max())
+    # consecutive thresholds are 1,404 / 199 = 7.06 non-zero items apart, give or take a tie (40 repeated values)
+    gaps = -np.diff([row.n_contaminated for row in curve])
+    assert gaps.min() >= 6 and gaps.max() <= 8
+
+
+def test_grid_is_every_nonzero_score_when_there_are_at_most_200():
+    scores = mmlu_shaped_scores(200, seed=1)
+    assert default_thresholds(scores).tolist() == sorted(set(scores.tolist()) - {0.0})
+    assert len(default_thresholds(mmlu_shaped_scores(201, seed=1))) < 201  # one more: quantiles
+
+
+def test_max_z_test_searches_the_nonzero_grid():
+    """The search a permutation redoes is the one on the observed data: the grid comes from the scores (never
+    permuted), and the largest z over it, computed here from the definition, is the test's statistic."""
+    scores = mmlu_shaped_scores(1364, seed=2)
+    rng = np.random.default_rng(3)
+    correct = (rng.random(14_042) < np.where(scores >= np.quantile(scores[scores > 0], 0.9), 0.8, 0.5)).astype(float)
+    grid = sorted(order_statistic_grid(scores[scores > 0], 200))
+    best, searched = -np.inf, 0
+    for tau in grid:
+        clean = scores < tau
+        if clean.sum() >= 10 and (~clean).sum() >= 10:
+            searched += 1
+            best = max(best, (correct.mean() - correct[clean].mean()) / (correct.std() / np.sqrt(clean.sum())))
+    result = max_z_test(scores, correct, resamples=199)
+    assert result.n_thresholds == searched >= 190 and result.statistic == pytest.approx(best, rel=1e-9)
+    assert result.pvalue <= 0.05 and result.threshold > 0  # the gain planted on the top 1% of items is found
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.one_of(st.just(0), st.integers(0, 400)), min_size=1, max_size=300), st.integers(2, 40))
+def test_grid_properties(values, max_thresholds):
+    scores = np.array(values, dtype=float)
+    grid = default_thresholds(scores, max_thresholds)
+    above = np.unique(scores[scores > scores.min()])
+    assert np.all(np.diff(grid) > 0) and set(grid.tolist()) <= set(above.tolist())
+    assert len(grid) <= max_thresholds
+    if len(above) <= max_thresholds:
+        assert grid.tolist() == above.tolist()
+    else:
+        assert grid[0] == above[0] and grid[-1] == above[-1]
+    for tau in grid:  # every threshold leaves some item clean and some contaminated
+        assert (scores < tau).any() and (scores >= tau).any()
+    # a strictly increasing relabelling of the scores relabels the grid
+    relabel = lambda x: x ** 3 + 7 * x - 5  # noqa: E731
+    assert default_thresholds(relabel(scores), max_thresholds).tolist() == relabel(grid).tolist()
 
 
 @pytest.mark.parametrize("scores, correct, message", [

@@ -25,9 +25,10 @@ performance and is standard normal for large N under that null.
 Neither z is a test once the threshold is chosen by the largest z:
 `select_threshold` compares the best of up to 200 thresholds with 1.645. On
 simulated benchmarks where performance is independent of the score, that rule
-finds a threshold on 12% of them when no item scores 0 (18% at 1,000-2,000
-items) and on under 1% when most items score 0 (where the paper's z is far
-below the finite-population one); experiments/stats/README.md has the figures.
+finds a threshold on 12-29% of them when no item scores 0 (25% with continuous
+scores at 500 items) and on none when 90% of the items score 0 (where the
+paper's z is far below the finite-population one); experiments/stats/README.md
+has the table.
 `max_z_test` compares the largest z with its permutation distribution
 (performance shuffled over items, the whole threshold search redone each
 time), which holds its level whichever z is maximised.

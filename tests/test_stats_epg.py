@@ -4,6 +4,8 @@ distribution and on simulated null benchmarks."""
 
 import itertools
 import json
+import pathlib
+import re
 
 import numpy as np
 import pyarrow as pa
@@ -313,15 +315,17 @@ ALPHA = 0.05
 
 
 def test_max_z_test_holds_its_level_on_simulated_null_benchmarks():
-    """300 benchmarks, 100-2000 items, accuracy 0.1-0.9, 0-95% zero scores; correctness independent of scores.
+    """300 benchmarks, 100-2000 items, accuracy 0.1-0.9, 0-95% zero scores, the others continuous (a quantile grid
+    beyond 200 distinct ones) or 2 decimals; correctness independent of scores.
 
-    experiments/stats/epg_calibration.py runs the same with 1,500 benchmarks (README: EPG section).
+    experiments/stats/epg_calibration.py runs 1,000 per shape and size (experiments/stats/README.md: EPG section).
     """
     count, rng = 300, np.random.default_rng(2024)
     rejected = 0
     for index in range(count):
         n = int(np.exp(rng.uniform(np.log(100), np.log(2001))))
-        scores, correct = epg_benchmark(n, rng, accuracy=rng.uniform(0.1, 0.9), zero_share=rng.uniform(0.0, 0.95))
+        scores, correct = epg_benchmark(n, rng, accuracy=rng.uniform(0.1, 0.9), zero_share=rng.uniform(0.0, 0.95),
+                                        decimals=(None, 2)[index % 2])
         rejected += max_z_test(scores, correct, resamples=99, seed=index).pvalue <= ALPHA
     low, high = scipy_stats.binom.interval(0.99, count, ALPHA)
     assert low <= rejected <= high
@@ -341,6 +345,49 @@ def test_planted_gain_is_found():
 def test_max_z_test_bad_input(kwargs, message):
     with pytest.raises(JaxcontamError, match=message):
         max_z_test([0.1, 0.2, 0.3], [1, 0, 1], **kwargs)
+
+
+STATS_README = pathlib.Path(__file__).resolve().parents[1] / "experiments" / "stats" / "README.md"
+
+
+def readme_flag_rate(scores: str, n: int) -> float:
+    """The paper's rule's flag rate that experiments/stats/README.md reports for null benchmarks of this shape."""
+    pattern = rf"^\| {re.escape(scores)} \| {n:,} \| [^|]+ \| [^|]+ \| ([0-9.]+) \["  # scores | n | grid | no test
+    return float(re.search(pattern, STATS_README.read_text(), re.M).group(1))
+
+
+def paper_rule_by_definition(scores: np.ndarray, correct: np.ndarray) -> bool:
+    """ConTAM's rule from the paper's definitions: some threshold of the grid (every score leaving an item clean,
+    or 200 quantiles of those items) has >= 10 clean and >= 10 contaminated items and
+    z = (Perf(full) - Perf(clean)) / (sigma / sqrt(N_clean)) > 1.645."""
+    above = scores[scores > scores.min()]
+    grid = set(above.tolist()) if len(set(above.tolist())) <= 200 else order_statistic_grid(above, 200)
+    clean = scores[None, :] < np.array(sorted(grid))[:, None]  # [threshold, item]
+    n_clean = clean.sum(1)
+    sized = (n_clean >= 10) & (len(scores) - n_clean >= 10)
+    if correct.std() == 0 or not sized.any():
+        return False
+    epg = correct.mean() - (clean[sized] @ correct) / n_clean[sized]
+    return bool(np.any(epg / (correct.std() / np.sqrt(n_clean[sized])) > 1.645))
+
+
+@pytest.mark.parametrize("scores, zero_share, decimals", [
+    ("continuous", 0.0, None), ("2 decimals", 0.0, 2), ("90% zeros, continuous", 0.9, None)])
+def test_paper_rule_flags_the_share_of_null_benchmarks_the_readme_reports(scores, zero_share, decimals):
+    """Issue 25: with continuous scores at 500 items the rule flags about a quarter of null benchmarks, not 12-18%.
+    200 fresh null benchmarks per shape (another seed than epg_calibration.py): the share the paper's rule flags,
+    computed from its definition, has a 99% interval that holds the README's figure."""
+    count, rng, flagged = 200, np.random.default_rng(25), 0
+    for _ in range(count):
+        s, correct = epg_benchmark(500, rng, accuracy=rng.uniform(0.1, 0.9), zero_share=zero_share,
+                                   decimals=decimals)
+        flag = paper_rule_by_definition(s, correct)
+        assert (select_threshold(epg_curve(s, correct, resamples=1)).row is not None) == flag
+        flagged += flag
+    interval = scipy_stats.binomtest(flagged, count).proportion_ci(0.99, method="exact")
+    assert interval.low <= readme_flag_rate(scores, 500) <= interval.high
+    if zero_share == 0:  # the rule is no 5% test where most items match somewhere
+        assert interval.low > ALPHA
 
 
 def planted_rows(gain: float, seed: int = 11) -> list[dict]:

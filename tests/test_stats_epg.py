@@ -133,6 +133,7 @@ def test_grid_spreads_over_the_nonzero_scores_of_a_mostly_zero_benchmark():
     scores = mmlu_shaped_scores(1364)
     nonzero = scores[scores > 0]
     assert len(np.unique(nonzero)) == 1364 and np.mean(scores == 0) == pytest.approx(0.9, abs=1e-3)
+    assert len({tau for tau in order_statistic_grid(scores, 200) if tau > 0}) == 20  # the old grid: over all items
     grid = default_thresholds(scores)
     assert set(grid.tolist()) == order_statistic_grid(nonzero, 200)
     assert len(grid) == 200 and grid[0] == nonzero.min() and grid[-1] == nonzero.max()
@@ -182,8 +183,10 @@ def test_grid_properties(values, max_thresholds):
         assert grid[0] == above[0] and grid[-1] == above[-1]
     for tau in grid:  # every threshold leaves some item clean and some contaminated
         assert (scores < tau).any() and (scores >= tau).any()
-    # a strictly increasing relabelling of the scores relabels the grid
-    relabel = lambda x: x ** 3 + 7 * x - 5  # noqa: E731
+    # a strictly increasing relabelling of the scores (exact on these integers) relabels the grid
+    def relabel(x):
+        return x ** 3 + 7 * x - 5
+
     assert default_thresholds(relabel(scores), max_thresholds).tolist() == relabel(grid).tolist()
 
 

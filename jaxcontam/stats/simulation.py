@@ -64,8 +64,8 @@ def epg_benchmark(n: int, rng: np.random.Generator, *, accuracy: float, zero_sha
     Real LONGEST_MATCH scores lie in [0, 1], are mostly exactly 0 (no n-gram of
     the item is in the corpus), are ratios of token counts (ties) and pile up at
     1 (items found verbatim): a `zero_share` of items score 0, 2% of the others
-    1, the rest Beta(0.7, 2) rounded to `decimals` (None: not rounded, every
-    score distinct, as token-count ratios of long items). Correctness is
+    1, the rest Beta(0.7, 2) rounded to `decimals` (None: not rounded, so these
+    are all distinct, as token-count ratios of long items). Correctness is
     Bernoulli(accuracy), independent of the scores (the null), except that the
     `gain_share` of items with the highest scores (ties broken at random) are
     correct with probability min(1, accuracy + gain): contamination that helps.

@@ -46,7 +46,7 @@ def vocab_size_of(forward: Callable, head: Callable | None, params) -> int:
     if head is not None:
         shape = jax.eval_shape(head, params).shape
         if len(shape) != 2:
-            raise ModelError(f"head(params) gave shape {shape}; it must be the [V, D] output matrix (pass vocab_size=)")
+            raise ModelError(f"head(params) gave shape {shape}; it must be the [V, D] output matrix")
         return int(shape[0])
     probe = jax.ShapeDtypeStruct((1, 2), jnp.int32)
     out = jax.eval_shape(forward, params, probe, probe, probe)
@@ -54,18 +54,20 @@ def vocab_size_of(forward: Callable, head: Callable | None, params) -> int:
     if shape is None or len(shape) != 3 or tuple(shape[:2]) != (1, 2):
         found = f"shape {tuple(shape)}" if shape is not None else type(out).__name__
         raise ModelError(f"the model gave {found} for tokens of shape (1, 2); it must return [B, T, V] logits "
-                         "(return the logits alone, e.g. `lambda p, t: apply(p, t)[0]` for a tuple output)")
+                         "(wrap a model that returns (logits, extras): `lambda p, t: apply(p, t)[0]`)")
     return int(shape[2])
 
 
 def wrap_functions(params, *, forward: Callable, head: Callable | None, packing: bool, vocab_size: int | None,
                    max_position: int | None, tokenizer, mesh, eos_token_id: Sequence[int]) -> Model:
     """A `Model` from forward(params, tokens, positions, segment_ids) giving hidden states (when head(params)
-    -> [V, D] is given) or logits."""
-    if vocab_size is None:
-        vocab_size = vocab_size_of(forward, head, params)
+    -> [V, D] is given) or logits; a `vocab_size` given must be the one the output has."""
+    found = vocab_size_of(forward, head, params)
+    if vocab_size is not None and vocab_size != found:
+        raise ModelError(f"vocab_size={vocab_size}, but the model's output has {found} entries per token: leave "
+                         "vocab_size out (it is read from the output) or fix it")
     is_hidden = head is not None
-    config = LanguageModel(vocab_size=vocab_size, max_position=max_position, hidden=forward if is_hidden else None,
+    config = LanguageModel(vocab_size=found, max_position=max_position, hidden=forward if is_hidden else None,
                            head=head, logits=None if is_hidden else forward, eos_token_id=tuple(eos_token_id),
                            packing=packing)
     return Model(config=config, params=params, tokenizer=tokenizer, mesh=mesh_of(params, mesh))
@@ -78,9 +80,10 @@ def from_fn(apply: Callable, params, *, head: Callable | None = None, packing: b
 
     `head(params) -> [V, D]`: `apply` gives final hidden states [B, T, D] instead, and scoring runs the blockwise
     log-softmax without holding [B, T, V] logits. `packing=True`: `apply(params, tokens, positions, segment_ids)`
-    keeps packed sequences apart (see the module docstring). `vocab_size`: read from the output when not given;
+    keeps packed sequences apart (see the module docstring). `vocab_size`: read from the output (checked if given);
     `max_position`: no limit when not given. During training, audit the live weights with
     `dataclasses.replace(model, params=params)`: the compiled steps are reused.
     """
-    return wrap_functions(params, forward=as_engine_call(apply, packing), head=head, packing=packing, vocab_size=vocab_size, max_position=max_position, tokenizer=tokenizer,
-                          mesh=mesh, eos_token_id=eos_token_id)
+    return wrap_functions(params, forward=as_engine_call(apply, packing), head=head, packing=packing,
+                          vocab_size=vocab_size, max_position=max_position, tokenizer=tokenizer, mesh=mesh,
+                          eos_token_id=eos_token_id)

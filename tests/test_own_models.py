@@ -130,7 +130,7 @@ def test_packing_this_model_would_give_wrong_scores(own):
     got = score_logprobs(packed, seqs, rows_per_batch=2)
     worst = max(np.abs(s.logprobs - own_log_softmax(forward, seq)[np.arange(len(seq) - 1), seq[1:]]).max()
                 for seq, s in zip(seqs, got, strict=True))
-    assert worst > 1e-2
+    assert worst > 1.0  # measured: 2.4 (NNX), 2.5 (Linen), 4.1 (pure function) nats
 
 
 def test_greedy_generation_equals_an_argmax_loop_on_the_full_prefix(own):
@@ -167,7 +167,9 @@ def test_a_model_that_does_not_return_logits_is_refused_with_the_fix():
     params = fn_params()
     with pytest.raises(ModelError, match=r"gave shape \(1, 37\).*must return \[B, T, V\] logits"):
         jaxcontam.from_fn(lambda p, tokens: fn_logits(p, tokens)[:, -1], params)
-    with pytest.raises(ModelError, match="gave tuple.*return the logits alone"):
+    with pytest.raises(ModelError, match=r"gave tuple.*\(logits, extras\)"):
         jaxcontam.from_fn(lambda p, tokens: (fn_logits(p, tokens), None), params)
+    with pytest.raises(ModelError, match="vocab_size=40, but the model's output has 37 entries"):
+        jaxcontam.from_fn(fn_logits, params, vocab_size=40)
     with pytest.raises(ModelError, match="hidden= and head= go together"):
         jaxcontam.flax.from_nnx(NNXTiny(nnx.Rngs(0)), hidden=lambda m, tokens: m(tokens))

@@ -8,6 +8,7 @@ other numbers: the check can fail.
 """
 
 import dataclasses
+from pathlib import Path
 
 import flax.linen as nn
 import jax
@@ -19,6 +20,7 @@ from flax import nnx
 import jaxcontam
 import jaxcontam.flax
 from jaxcontam.engine.generation import generate
+from jaxcontam.engine.packing import packs_rows, plan_batches
 from jaxcontam.engine.scoring import score_logprobs
 from jaxcontam.errors import ModelError
 from jaxcontam.language_model import NO_LENGTH_LIMIT, ModelInterface
@@ -149,6 +151,14 @@ def test_greedy_generation_equals_an_argmax_loop_on_the_full_prefix(own):
         for generation, (tokens, logps) in zip(got, expected, strict=True):
             assert generation.token_ids == tokens, padding
             np.testing.assert_allclose(generation.token_logprobs, logps, atol=1e-5, rtol=0)
+
+
+def test_the_built_in_decoders_declare_packing_and_stay_packed():
+    """jaxcontam's own decoders mask by segment ids: the engine keeps packing their rows (no slowdown for them)."""
+    config = jaxcontam.load_model(Path(jaxcontam.__file__).parent / "examples" / "tiny_contaminated" / "model").config
+    assert isinstance(config, ModelInterface) and packs_rows(config)
+    batches = plan_batches(ragged_sequences(), rows_per_batch=2, pack=packs_rows(config))
+    assert max(len(b.placements) for b in batches) > 2  # more sequences than rows in some batch: rows are shared
 
 
 def test_from_fn_with_a_head_scores_through_the_blockwise_vocabulary():

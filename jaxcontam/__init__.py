@@ -6,7 +6,8 @@ line and the data layer start fast.
 
 __version__ = "0.1.0"
 
-__all__ = ["__version__", "JaxcontamError", "JaxcontamWarning", "LanguageModel", "Model", "load_model"]
+__all__ = ["__version__", "JaxcontamError", "JaxcontamWarning", "LanguageModel", "Model", "ModelInterface", "from_fn",
+           "load_model"]
 
 import pathlib as _pathlib
 
@@ -33,11 +34,15 @@ def load_model(path_or_id, dtype="float32", mesh=None, fsdp=False):
 
 
 def __getattr__(name: str):
-    """`jaxcontam.LanguageModel` and `jaxcontam.Model`, imported on first use (they bring JAX in)."""
-    if name == "LanguageModel":
-        from jaxcontam.language_model import LanguageModel
+    """`jaxcontam.LanguageModel`, `ModelInterface`, `Model` and `from_fn`, imported on first use (they bring JAX in)."""
+    if name in ("LanguageModel", "ModelInterface"):
+        from jaxcontam import language_model
 
-        return LanguageModel
+        return getattr(language_model, name)
+    if name == "from_fn":
+        from jaxcontam.functional import from_fn
+
+        return from_fn
     if name == "Model":
         from jaxcontam.models.model import Model
 

@@ -1,10 +1,12 @@
-"""Audit a Flax model as it is: `from_nnx` and `from_linen` wrap it as a `jaxcontam.Model` the engine runs.
+"""Audit a Flax model as it is: `from_nnx(module)` and `from_linen(apply_fn, params)` wrap it as a `jaxcontam.Model`.
 
-You point jaxcontam at two things of your model: its final hidden states and its output matrix (then scoring
-runs the blockwise vocabulary log-softmax and the Min-K%++ statistics without holding [B, T, V] logits), or
-only its logits. The accessors get arrays laid out as `jaxcontam.language_model` describes them: tokens,
-positions from 0 within each sequence, and segment ids that tell sequences packed in one row apart (0 =
-padding), which the model's attention must respect.
+A module whose `__call__(tokens)` gives [B, T, V] logits needs nothing more: the vocabulary size is read from the
+output's shape and no length limit is imposed unless `max_position` is given. The engine gives such a model one
+sequence per row, right-padded, so any causal model is exact. Optionally point jaxcontam at the final hidden
+states and the output matrix instead (scoring then runs the blockwise vocabulary log-softmax and the Min-K%++
+statistics without holding [B, T, V] logits). A model that masks attention by positions and segment ids declares
+it with `packing=True`: it is then called with (tokens, positions, segment_ids) on rows holding several sequences
+(`jaxcontam.language_model.ModelInterface` says what they hold).
 
 The params stay where they are: their own NamedShardings place them, and the mesh they live on (when it has a
 "data" axis) splits the batches. During training, audit the live weights with
@@ -16,65 +18,63 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-import jax
-
 from jaxcontam.errors import ModelError
-from jaxcontam.language_model import LanguageModel
+from jaxcontam.functional import as_engine_call, wrap_functions
 from jaxcontam.models.model import Model
-from jaxcontam.mesh import make_mesh
 
 
-def _mesh_of(params, mesh):
-    """`mesh`, else the mesh the params are placed on, else every device on "data"."""
-    if mesh is None:
-        shardings = [leaf.sharding for leaf in jax.tree.leaves(params) if isinstance(leaf, jax.Array)]
-        named = [s.mesh for s in shardings if isinstance(s, jax.sharding.NamedSharding)]
-        mesh = named[0] if named else None
-    if mesh is not None and "data" not in mesh.axis_names:
-        raise ModelError(f"the params' mesh has axes {tuple(mesh.axis_names)}; jaxcontam splits batches over an axis "
-                         "named 'data' (and the vocabulary over 'model'): pass mesh= with those axis names")
-    return mesh if mesh is not None else make_mesh()
+def _one_forward(hidden, head, logits):
+    """The accessor to run (hidden states when `head` is given, else logits); None: the module's `__call__`."""
+    if hidden is not None and logits is not None:
+        raise ModelError("give hidden= (with head=) or logits=, not both")
+    if (hidden is None) != (head is None):
+        raise ModelError("hidden= and head= go together: the final hidden states [B, T, D] and the [V, D] output "
+                         "matrix (e.g. head=lambda m: m.embed.embedding[...]); or give neither")
+    return hidden if hidden is not None else logits
 
 
-def from_nnx(module, *, vocab_size: int, max_position: int, hidden: Callable | None = None,
-             head: Callable | None = None, logits: Callable | None = None, tokenizer=None, mesh=None,
-             eos_token_id: Sequence[int] = ()) -> Model:
-    """A `flax.nnx` language model as a `jaxcontam.Model`.
+def from_nnx(module, *, hidden: Callable | None = None, head: Callable | None = None,
+             logits: Callable | None = None, packing: bool = False, vocab_size: int | None = None,
+             max_position: int | None = None, tokenizer=None, mesh=None, eos_token_id: Sequence[int] = ()) -> Model:
+    """A `flax.nnx` language model as a `jaxcontam.Model`; by default `module(tokens) -> [B, T, V]` logits.
 
-    hidden(module, tokens, positions, segment_ids) -> [B, T, D] and head(module) -> [V, D], e.g.
-    `hidden=lambda m, *a: m.hidden_states(*a), head=lambda m: m.embed.embedding[...]`; or
-    logits(module, tokens, positions, segment_ids) -> [B, T, V]. The params are `nnx.state(module)`.
+    Or hidden(module, tokens) -> [B, T, D] with head(module) -> [V, D], e.g. `hidden=lambda m, t:
+    m.hidden_states(t), head=lambda m: m.embed.embedding[...]`; or logits(module, tokens) -> [B, T, V].
+    `packing=True`: the module (or accessor) takes (tokens, positions, segment_ids) and masks by them. The params
+    are `nnx.state(module)`.
     """
     from flax import nnx
 
     graph, state = nnx.split(module)
+    accessor = _one_forward(hidden, head, logits)
+    if accessor is None:
+        accessor = lambda m, *arrays: m(*arrays)  # noqa: E731
 
-    def on_module(accessor):
-        if accessor is None:
-            return None
-        return lambda params, *arrays: accessor(nnx.merge(graph, params), *arrays)
+    def forward(params, *arrays):
+        return accessor(nnx.merge(graph, params), *arrays)
 
-    config = LanguageModel(vocab_size=vocab_size, max_position=max_position, hidden=on_module(hidden),
-                           head=on_module(head), logits=on_module(logits), eos_token_id=tuple(eos_token_id))
-    return Model(config=config, params=state, tokenizer=tokenizer, mesh=_mesh_of(state, mesh))
+    on_params = None if head is None else (lambda params: head(nnx.merge(graph, params)))
+    return wrap_functions(state, forward=as_engine_call(forward, packing), head=on_params,
+                          packing=packing, vocab_size=vocab_size, max_position=max_position,
+                          tokenizer=tokenizer, mesh=mesh, eos_token_id=eos_token_id)
 
 
-def from_linen(apply_fn: Callable, params, *, vocab_size: int, max_position: int, hidden=None,
-               head: Callable | None = None, logits=None, tokenizer=None, mesh=None,
-               eos_token_id: Sequence[int] = ()) -> Model:
-    """A `flax.linen` language model as a `jaxcontam.Model`.
+def from_linen(apply_fn: Callable, params, *, hidden=None, head: Callable | None = None, logits=None,
+               packing: bool = False, vocab_size: int | None = None, max_position: int | None = None,
+               tokenizer=None, mesh=None, eos_token_id: Sequence[int] = ()) -> Model:
+    """A `flax.linen` language model as a `jaxcontam.Model`; by default its `__call__(tokens) -> [B, T, V]` logits.
 
     `apply_fn`: the module's `apply`; `params`: its "params" collection. `hidden` / `logits`: the module method
-    (or its name) that `apply_fn({"params": params}, tokens, positions, segment_ids, method=...)` runs, giving
-    [B, T, D] hidden states (then `head(params) -> [V, D]`) or [B, T, V] logits (`logits=None` with no
-    `hidden`: the module's `__call__`).
+    (or its name) that `apply_fn({"params": params}, tokens, method=...)` runs, giving [B, T, D] hidden states
+    (then `head(params) -> [V, D]`) or [B, T, V] logits. `packing=True`: it takes (tokens, positions,
+    segment_ids) and masks by them.
     """
-    def method(choice):
-        return lambda params, *arrays: apply_fn({"params": params}, *arrays, method=choice)
+    method = _one_forward(hidden, head, logits)
+    method = "__call__" if method is None else method
 
-    if hidden is None and logits is None:
-        logits = "__call__"
-    config = LanguageModel(vocab_size=vocab_size, max_position=max_position,
-                           hidden=None if hidden is None else method(hidden), head=head,
-                           logits=None if logits is None else method(logits), eos_token_id=tuple(eos_token_id))
-    return Model(config=config, params=params, tokenizer=tokenizer, mesh=_mesh_of(params, mesh))
+    def forward(params, *arrays):
+        return apply_fn({"params": params}, *arrays, method=method)
+
+    return wrap_functions(params, forward=as_engine_call(forward, packing), head=head,
+                          packing=packing, vocab_size=vocab_size, max_position=max_position,
+                          tokenizer=tokenizer, mesh=mesh, eos_token_id=eos_token_id)

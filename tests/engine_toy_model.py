@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import types
+from typing import ClassVar
 
 import jax
 import jax.numpy as jnp
@@ -22,6 +23,7 @@ class ToySpec:
     max_position: int = 512
     final_logit_softcap: float | None = None
     eos_token_id: int | None = None
+    packing: ClassVar[bool] = True  # masks by positions and segment ids
 
     def hidden_states(self, params, tokens, positions, segment_ids):
         return hidden_states(params, self, tokens, positions, segment_ids)

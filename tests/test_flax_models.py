@@ -1,5 +1,8 @@
 """Models written here with Flax NNX and Linen, trained a few steps with optax on public text, audited as they are.
 
+These mask attention by positions and segment ids and declare it (`packing=True`), so the engine packs their rows;
+tests/test_own_models.py has models that map tokens to logits and nothing more.
+
 Scores (with the Min-K%++ moments), P(True), greedy generation and an in-training audit through the wrappers
 equal the same quantities computed directly from the module's own forward on the same params; jaxcontam's
 built-in decoder passes the same checks through the same interface.
@@ -142,15 +145,15 @@ def audited(request, shared_data, tokenizer):
     """(jaxcontam model, direct(tokens [T]) -> float32 [T, V] logits from the module's own forward)."""
     if request.param == "nnx":
         module = trained_nnx(shared_data, tokenizer)
-        model = jflax.from_nnx(module, vocab_size=len(tokenizer), max_position=MAX_POSITION,
-                               hidden=lambda m, *a: m.hidden_states(*a), head=lambda m: m.embed.embedding[...],
-                               tokenizer=tokenizer, eos_token_id=[tokenizer.eos_token_id])
+        model = jflax.from_nnx(module, hidden=lambda m, *a: m.hidden_states(*a), head=lambda m: m.embed.embedding[...],
+                               packing=True, max_position=MAX_POSITION, tokenizer=tokenizer,
+                               eos_token_id=[tokenizer.eos_token_id])
         forward = module
     elif request.param == "linen":
         module, params = trained_linen(shared_data, tokenizer)
-        model = jflax.from_linen(module.apply, params, vocab_size=len(tokenizer), max_position=MAX_POSITION,
-                                 hidden="hidden_states", head=lambda p: p["embed"]["embedding"],
-                                 tokenizer=tokenizer, eos_token_id=[tokenizer.eos_token_id])
+        model = jflax.from_linen(module.apply, params, hidden="hidden_states", head=lambda p: p["embed"]["embedding"],
+                                 packing=True, max_position=MAX_POSITION, tokenizer=tokenizer,
+                                 eos_token_id=[tokenizer.eos_token_id])
 
         def forward(*arrays):
             return module.apply({"params": params}, *arrays)

@@ -1,4 +1,4 @@
-"""The README's "Inside your training loop" example runs as written and prints what the README says it prints."""
+"""The README's "Inside your training loop" examples run as written and print what the README says they print."""
 
 import os
 import re
@@ -6,16 +6,36 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
 
-def test_the_training_loop_example_runs_and_the_audit_sees_the_contamination(shared_data):
+def section_examples() -> list[str]:
     readme = (REPO_ROOT / "README.md").read_text()
     section = readme.split("\n## Inside your training loop\n", 1)[1].split("\n## ", 1)[0]
-    code = re.search(r"```python\n(.*?)```", section, re.S).group(1)
+    return re.findall(r"```python\n(.*?)```", section, re.S)
+
+
+def run(code: str) -> str:
     env = {k: v for k, v in os.environ.items() if k != "JAXCONTAM_DATA"} | {"JAX_PLATFORMS": "cpu"}
     proc = subprocess.run([sys.executable, "-c", code], cwd=REPO_ROOT, env=env, capture_output=True, text=True,
                           timeout=600, check=False)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    aucs = [float(a) for a in re.findall(r"^step \d+: Min-K%\+\+ AUC seen vs unseen = ([0-9.]+)$", proc.stdout, re.M)]
-    assert len(aucs) == 4 and aucs[-1] >= 0.9 > aucs[0], proc.stdout
+    return proc.stdout
+
+
+def test_the_training_loop_example_runs_and_the_audit_sees_the_contamination(shared_data):
+    out = run(section_examples()[0])
+    aucs = [float(a) for a in re.findall(r"^step \d+: Min-K%\+\+ AUC seen vs unseen = ([0-9.]+)$", out, re.M)]
+    assert len(aucs) == 4 and aucs[-1] >= 0.9 > aucs[0], out
+
+
+@pytest.mark.parametrize("example", [1, 2], ids=["linen", "pure-function"])
+def test_the_own_model_examples_score_as_the_models_own_forward(example):
+    """The Linen and pure-function examples: the engine's log-probs equal log_softmax of the model's logits."""
+    out = run(section_examples()[example])
+    gaps = [float(g) for g in re.findall(r"^\d+ tokens: max \|engine - own log_softmax\| = (\S+)$", out, re.M)]
+    assert len(gaps) == 3 and max(gaps) <= 1e-5, out
+    if example == 1:
+        assert re.search(r"^greedy continuation of the first: \[(\d+, ){4}\d+\]$", out, re.M), out

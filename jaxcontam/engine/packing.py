@@ -7,7 +7,10 @@ best-fit into rows of that length; each sequence in a row gets its own segment
 id (1, 2, ...) so attention stays inside it. Rows are grouped into batches of a
 fixed number of rows (a multiple of the mesh "data" axis times the number of
 processes); missing rows are empty padding (segment 0) and are dropped when the
-results are unpacked in input order.
+results are unpacked in input order. Only a model that declares it masks by
+positions and segment ids (`packing = True`, see
+`jaxcontam.language_model.ModelInterface`) is packed: any other gets one
+sequence per row, right-padded, on which a causal model is exact.
 """
 
 from __future__ import annotations
@@ -44,6 +47,11 @@ class PackedBatch:
     @property
     def row_length(self) -> int:
         return self.tokens.shape[1]
+
+
+def packs_rows(spec) -> bool:
+    """Whether several sequences may share a row for this model: only if it declares `packing = True`."""
+    return getattr(spec, "packing", False) is True
 
 
 def default_buckets(max_length: int, smallest: int = 64) -> tuple[int, ...]:

@@ -20,7 +20,7 @@ import jax
 import numpy as np
 
 from jaxcontam.engine.distributed import fetch, global_array, model_mesh, rows_for
-from jaxcontam.engine.packing import PackedBatch, plan_batches, unpack_rows
+from jaxcontam.engine.packing import PackedBatch, packs_rows, plan_batches, unpack_rows
 from jaxcontam.engine.vocab_blocks import TokenStats, logits_logprob_stats, token_logprob_stats
 from jaxcontam.errors import JaxcontamError
 
@@ -117,7 +117,8 @@ def score_logprobs(
 
     `spans[i] = (start, end)` keeps only tokens start..end-1 of sequence i (e.g.
     the answer after a prompt); by default tokens 1..n-1 are scored. Every
-    sequence needs at least two tokens. `rows_per_batch` is rounded up to a
+    sequence needs at least two tokens. Rows are packed (`pack`) only for a model
+    that declares `packing = True`. `rows_per_batch` is rounded up to a
     multiple of the mesh "data" axis. `use_kernel=True` runs the vocabulary
     log-softmax as the fused Pallas kernel (TPU only; opt-in until it has been
     validated on TPU hardware; `vocab_block` must then be a multiple of 128).
@@ -135,7 +136,7 @@ def score_logprobs(
         raise JaxcontamError(
             f"a sequence has {max_len} tokens but the model's max_position is {spec.max_position}: truncate it"
         )
-    batches = plan_batches(token_ids, rows_per_batch=rows, buckets=buckets, pack=pack)
+    batches = plan_batches(token_ids, rows_per_batch=rows, buckets=buckets, pack=pack and packs_rows(spec))
     if use_kernel:
         from jaxcontam.kernels.vocab_logprobs import kernel_available
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Any
+from typing import Any, ClassVar
 
 from jaxcontam.errors import ModelError
 
@@ -79,6 +79,7 @@ class ModelSpec:
     experts_per_token: int = 0  # top-k routing
     norm_topk_prob: bool = True  # renormalise the top-k router probabilities to sum to 1
     hf_config: dict[str, Any] = dataclasses.field(default_factory=dict, compare=False, hash=False, repr=False)
+    packing: ClassVar[bool] = True  # the decoder masks by positions and segment ids: the engine packs rows
 
     @property
     def num_groups(self) -> int:

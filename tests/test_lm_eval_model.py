@@ -1,0 +1,147 @@
+"""lm-eval's model `jaxcontam` against lm-eval's own `hf` model (PyTorch transformers), item by item.
+
+SmolLM2-135M-Instruct (the shared Q4_1 GGUF): jaxcontam loads the file; the torch reference is the
+LlamaForCausalLM `test_models_gguf.torch_smollm2` builds from the file independently of jaxcontam's loader,
+saved as a float32 Hugging Face folder with transformers' GGUF tokenizer conversion, and run by lm-eval as
+`model="hf", pretrained=<folder>`. The four tasks read local files through `data.lm_eval_tasks`.
+"""
+
+import json
+import math
+
+import pytest
+import torch
+
+lm_eval = pytest.importorskip("lm_eval")
+
+import jaxcontam  # noqa: E402
+import jaxcontam.lm_eval  # noqa: E402,F401  (registers the model "jaxcontam")
+from jaxcontam.data import load_benchmark  # noqa: E402
+from jaxcontam.data.lm_eval_tasks import task_manager, write_task_overrides  # noqa: E402
+from jaxcontam.detect.answering import answer_items  # noqa: E402
+from jaxcontam.errors import DataError, JaxcontamError  # noqa: E402
+from lm_eval.api.instance import Instance  # noqa: E402
+from lm_eval.models.huggingface import HFLM  # noqa: E402
+from test_models_gguf import SMOLLM2, torch_smollm2  # noqa: E402
+
+TASKS = ["arc_easy", "piqa", "hellaswag", "copa"]
+LIMIT = 8
+
+
+@pytest.fixture(scope="module")
+def models(shared_data, tmp_path_factory):
+    """(jaxcontam's lm-eval model, lm-eval's hf model on the torch reference), torch on one thread."""
+    folder = shared_data / "smollm2_135m_instruct"
+    ours = jaxcontam.load_model(folder)
+    reference = tmp_path_factory.mktemp("smollm2_hf")
+    torch_smollm2(folder / SMOLLM2).save_pretrained(reference)
+    ours.tokenizer.save_pretrained(reference)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield (jaxcontam.lm_eval.JaxcontamLM(pretrained=ours, batch_size=16),
+           HFLM(pretrained=str(reference), dtype="float32", device="cpu", batch_size=16))
+    torch.set_num_threads(threads)
+
+
+@pytest.fixture(scope="module")
+def local_tasks(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("lm_eval_tasks")
+    write_task_overrides(folder, local_tasks=TASKS)
+    return task_manager(folder, stock=False)
+
+
+def test_simple_evaluate_equals_hf_per_item(models, local_tasks):
+    ours, reference = models
+    runs = [lm_eval.simple_evaluate(model=lm, tasks=TASKS, task_manager=local_tasks, limit=LIMIT, log_samples=True)
+            for lm in (ours, reference)]
+    for task in TASKS:
+        mine, theirs = (run["samples"][task] for run in runs)
+        assert len(mine) == len(theirs) == LIMIT
+        for a, b in zip(mine, theirs):
+            assert a["doc_id"] == b["doc_id"] and a["arguments"] == b["arguments"]
+            (ll_a, greedy_a), (ll_b, greedy_b) = zip(*[r[0] for r in a["resps"]]), zip(*[r[0] for r in b["resps"]])
+            assert max(abs(x - y) for x, y in zip(ll_a, ll_b)) < 1e-3, (task, a["doc_id"], ll_a, ll_b)
+            assert greedy_a == greedy_b
+            assert a["acc"] == b["acc"] and a.get("acc_norm") == b.get("acc_norm"), (task, a["doc_id"])
+        assert runs[0]["results"][task] == runs[1]["results"][task]
+
+
+def test_local_files_are_the_documents_of_the_tasks(local_tasks, shared_data):
+    tasks = local_tasks.load(TASKS)["tasks"]
+    arc = list(tasks["arc_easy"].eval_docs)
+    first = json.loads((shared_data / "llm_adapters_commonsense" / "ARC-Easy" / "parsed.jsonl").open().readline())
+    assert len(arc) == 2376 and arc[0]["question"] == first["question"]
+    assert tasks["arc_easy"].doc_to_target(arc[0]) == first["label"]
+    assert len(list(tasks["piqa"].eval_docs)) == 1838
+    assert len(list(tasks["hellaswag"].eval_docs)) == 10042
+    assert len(list(tasks["copa"].eval_docs)) == 100  # SuperGLUE's validation ids 401-500
+
+
+def request(kind, arguments, index=0):
+    return Instance(request_type=kind, doc={}, arguments=arguments, idx=index)
+
+
+TEXTS = ["The sun rose over the quiet village, and the baker opened his shop before anyone else woke.",
+         "Question: What is 12 times 7?\nAnswer:"]
+
+
+def test_generate_until_equals_hf(models):
+    ours, reference = models
+    requests = [request("generate_until", (text, {"until": ["\n\n", "."], "max_gen_toks": 24}), i)
+                for i, text in enumerate(TEXTS)]
+    assert ours.generate_until(requests) == reference.generate_until(requests)
+
+
+def test_loglikelihood_rolling_equals_hf(models):
+    """One window (the text fits) equals hf; with several windows, max_length L here equals hf's L - 1 (each
+    window scores L tokens here, L + 1 in hf: the module docstring)."""
+    ours, reference = models
+    requests = [request("loglikelihood_rolling", (text,), i) for i, text in enumerate(TEXTS)]
+    for a, b in zip(ours.loglikelihood_rolling(requests), reference.loglikelihood_rolling(requests)):
+        assert math.isclose(a, b, abs_tol=1e-3)
+    short = jaxcontam.lm_eval.JaxcontamLM(pretrained=ours.model, max_length=9)
+    reference._max_length = 8
+    try:
+        for a, b in zip(short.loglikelihood_rolling(requests), reference.loglikelihood_rolling(requests)):
+            assert math.isclose(a, b, abs_tol=1e-3)
+    finally:
+        reference._max_length = None
+
+
+def test_empty_context_scores_after_the_prefix_token(models):
+    ours, reference = models
+    requests = [request("loglikelihood", ("", " the quiet village"), 0), request("loglikelihood", ("", "Paris"), 1)]
+    for (a, greedy_a), (b, greedy_b) in zip(ours.loglikelihood(requests), reference.loglikelihood(requests)):
+        assert math.isclose(a, b, abs_tol=1e-3) and greedy_a == greedy_b
+
+
+def test_lm_eval_task_as_benchmark_gives_the_task_requests(models, local_tasks):
+    """`lm_eval:copa` items: the task's context and `target_delimiter + choice` continuations; the audit's answer
+    is the choice lm-eval's `acc` / `acc_norm` pick."""
+    ours, _ = models
+    bench = load_benchmark("lm_eval:copa", limit=4)
+    task = local_tasks.load(["copa"])["tasks"]["copa"]
+    docs = list(task.eval_docs)[:4]
+    for item, doc in zip(bench, docs):
+        requests = task.construct_requests(doc, task.doc_to_text(doc))
+        assert [r.args for r in requests] == [(bench.prompt(item), bench.continuation(item, c))
+                                             for c in range(len(item.choices))]
+    answers = answer_items(ours.model, bench, bench.items)
+    scores = ours.loglikelihood([r for doc in docs for r in task.construct_requests(doc, task.doc_to_text(doc))])
+    for i, answer in enumerate(answers):
+        lls = [scores[2 * i][0], scores[2 * i + 1][0]]
+        assert answer.choice == max(range(2), key=lambda c: lls[c])
+
+
+def test_bad_input_is_named(models, tmp_path):
+    ours, _ = models
+    with pytest.raises(JaxcontamError, match="not jaxcontam's"):
+        jaxcontam.lm_eval.JaxcontamLM(pretrained=ours.model, parallelize=True)
+    with pytest.raises(JaxcontamError, match="batch_size"):
+        jaxcontam.lm_eval.JaxcontamLM(pretrained=ours.model, batch_size="many")
+    with pytest.raises(DataError, match="no such file"):
+        write_task_overrides(tmp_path, {"arc_easy": tmp_path / "missing.jsonl"})
+    with pytest.raises(DataError, match="TASK=FILE"):
+        from jaxcontam.data.lm_eval_tasks import parse_data_files
+
+        parse_data_files(["arc_easy"])

@@ -21,6 +21,7 @@ The requests follow lm-eval's Hugging Face model (`HFLM`), so the two agree item
   float32 reductions).
 - loglikelihood_rolling: lm-eval's rolling windows (`lm_eval.utils.get_rolling_token_windows`, prefix token
   first, one token of context) of max_length - 1 predictions each, so no window is cut; summed per document.
+  A document that fits scores as in HFLM; a longer one as HFLM's with max_length - 1.
 - generate_until: the engine's continuous-batching generation, greedy (or sampled with `do_sample`,
   `temperature`, `top_p`); contexts encoded like `tok_encode` and cut from the left to max_length -
   max_gen_toks; at most max_gen_toks new tokens, ending at the model's end-of-sequence ids; the text decoded

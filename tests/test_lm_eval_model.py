@@ -8,6 +8,11 @@ saved as a float32 Hugging Face folder with transformers' GGUF tokenizer convers
 
 import json
 import math
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 import torch
@@ -24,6 +29,7 @@ from lm_eval.api.instance import Instance  # noqa: E402
 from lm_eval.models.huggingface import HFLM  # noqa: E402
 from test_models_gguf import SMOLLM2, torch_smollm2  # noqa: E402
 
+REPO_ROOT = Path(__file__).resolve().parents[1]
 TASKS = ["arc_easy", "piqa", "hellaswag", "copa"]
 LIMIT = 8
 
@@ -145,3 +151,20 @@ def test_bad_input_is_named(models, tmp_path):
         from jaxcontam.data.lm_eval_tasks import parse_data_files
 
         parse_data_files(["arc_easy"])
+
+
+def test_the_readme_example_runs(shared_data, tmp_path):
+    """The README's lm-evaluation-harness example, run as written from a checkout with ../shared beside it."""
+    readme = (REPO_ROOT / "README.md").read_text()
+    section = readme.split("\n## lm-evaluation-harness\n", 1)[1].split("\n## ", 1)[0]
+    code = re.search(r"```python\n(.*?)```", section, re.S).group(1)
+    (tmp_path / "checkout").mkdir()
+    (tmp_path / "checkout" / "jaxcontam").symlink_to(REPO_ROOT / "jaxcontam")
+    (tmp_path / "shared").mkdir()
+    (tmp_path / "shared" / "data").symlink_to(shared_data)
+    env = {k: v for k, v in os.environ.items() if k != "JAXCONTAM_DATA"} | {"JAX_PLATFORMS": "cpu"}
+    proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path / "checkout", env=env, capture_output=True,
+                          text=True, timeout=600, check=False)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    rows = dict(re.findall(r"^\|(arc_easy|copa) *\|.*?\|acc +\|.*?\| *([0-9.]+)\|", proc.stdout, re.M))
+    assert set(rows) == {"arc_easy", "copa"}, proc.stdout

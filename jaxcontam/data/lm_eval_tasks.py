@@ -220,11 +220,11 @@ def _gold_index(task_name: str, doc_id: int, gold, choices: list[str]) -> int:
                     f"{len(choices)} choices (several gold answers are not supported)")
 
 
-def load_lm_eval_benchmark(task_name: str, path: str | Path | None = None, limit: int | None = None,
-                           folder: str | Path | None = None) -> Benchmark:
+def load_lm_eval_benchmark(task_name: str, split: str | None = None, path: str | Path | None = None,
+                           limit: int | None = None, folder: str | Path | None = None) -> Benchmark:
     """An lm-eval task's evaluation documents as a Benchmark named `lm_eval:<task>` (module docstring).
 
-    path: a local file with the task's hub fields; without it a task of `LOCAL_TASKS` reads jaxcontam's local
+    split: None or the split the task evaluates (the task defines it). path: a local file with the task's hub fields; without it a task of `LOCAL_TASKS` reads jaxcontam's local
     copy when a data root holds one, any other task lm-eval's own source (the hub). folder: where the override
     YAML and converted rows go (default: a temporary folder).
     """
@@ -244,6 +244,10 @@ def load_lm_eval_benchmark(task_name: str, path: str | Path | None = None, limit
         except KeyError:
             raise DataError(f"lm-eval has no task {task_name!r}; list them with `lm-eval ls tasks`") from None
         docs = list(task.eval_docs)
+    evaluated = task.config.test_split or task.config.validation_split
+    if split is not None and split != evaluated:
+        raise DataError(f"lm-eval task {task_name} evaluates split {evaluated!r}, not {split!r}: leave --split out "
+                        "(the task defines its documents)")
     kind = task.OUTPUT_TYPE
     if kind not in ("multiple_choice", "generate_until"):
         raise DataError(f"lm-eval task {task_name} is a {kind} task; an audit takes multiple_choice or "
@@ -259,5 +263,4 @@ def load_lm_eval_benchmark(task_name: str, path: str | Path | None = None, limit
             choices, answer = None, str(task.doc_to_target(doc))
         items.append(Item(id=str(doc_id), benchmark=f"{PREFIX}{task_name}", question=question, answer=answer,
                           choices=choices, meta={"lm_eval_task": task_name}))
-    return LmEvalBenchmark(name=f"{PREFIX}{task_name}", split=task.config.test_split or task.config.validation_split,
-                           items=items, prompt_fn=_prompt, choice_fn=_continuation(delimiter), delimiter=delimiter)
+    return LmEvalBenchmark(name=f"{PREFIX}{task_name}", split=evaluated, items=items, prompt_fn=_prompt, choice_fn=_continuation(delimiter), delimiter=delimiter)

@@ -290,7 +290,7 @@ def load_benchmark(name: str, split: str | None = None, path: str | Path | None 
     if str(name).startswith("lm_eval:"):
         from jaxcontam.data.lm_eval_tasks import load_lm_eval_benchmark
 
-        return load_lm_eval_benchmark(str(name).removeprefix("lm_eval:"), path=path, limit=limit)
+        return load_lm_eval_benchmark(str(name).removeprefix("lm_eval:"), split=split, path=path, limit=limit)
     spec = resolve_spec(str(name))
     if spec is None or fields is not None:
         file = Path(path) if path is not None else Path(name)

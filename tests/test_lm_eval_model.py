@@ -93,7 +93,7 @@ TEXTS = ["The sun rose over the quiet village, and the baker opened his shop bef
 
 def test_generate_until_equals_hf(models):
     ours, reference = models
-    requests = [request("generate_until", (text, {"until": ["\n\n", "."], "max_gen_toks": 24}), i)
+    requests = [request("generate_until", (text, {"until": ["\n\n", "."], "max_gen_toks": 16}), i)
                 for i, text in enumerate(TEXTS)]
     assert ours.generate_until(requests) == reference.generate_until(requests)
 
@@ -153,6 +153,7 @@ def test_bad_input_is_named(models, tmp_path):
         parse_data_files(["arc_easy"])
 
 
+@pytest.mark.slow  # a fresh process loading JAX, lm-eval and SmolLM2; the README's CLI line runs in CI
 def test_the_readme_example_runs(shared_data, tmp_path):
     """The README's lm-evaluation-harness example, run as written from a checkout with ../shared beside it."""
     readme = (REPO_ROOT / "README.md").read_text()

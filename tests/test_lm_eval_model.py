@@ -169,3 +169,26 @@ def test_the_readme_example_runs(shared_data, tmp_path):
     assert proc.returncode == 0, proc.stderr[-3000:]
     rows = dict(re.findall(r"^\|(arc_easy|copa) *\|.*?\|acc +\|.*?\| *([0-9.]+)\|", proc.stdout, re.M))
     assert set(rows) == {"arc_easy", "copa"}, proc.stdout
+
+
+def test_a_user_file_in_hub_fields_replaces_the_hub(tmp_path):
+    rows = [{"goal": f"goal {i}", "sol1": f"first {i}", "sol2": f"second {i}", "label": i % 2} for i in range(3)]
+    data = tmp_path / "piqa_mine.jsonl"
+    data.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    write_task_overrides(tmp_path / "tasks", {"piqa": data})
+    task = task_manager(tmp_path / "tasks", stock=False).load(["piqa"])["tasks"]["piqa"]
+    docs = list(task.eval_docs)
+    assert [d["goal"] for d in docs] == ["goal 0", "goal 1", "goal 2"]
+    assert task.doc_to_text(docs[1]) == "Question: goal 1\nAnswer:" and task.doc_to_target(docs[1]) == 1
+    bench = load_benchmark("lm_eval:piqa", path=data)
+    assert [item.answer for item in bench] == [0, 1, 0] and bench.continuation(bench[0], 1) == " second 0"
+    with pytest.raises(DataError, match="evaluates split 'validation'"):
+        load_benchmark("lm_eval:piqa", split="train", path=data)
+
+
+def test_without_lm_eval_the_extra_is_named():
+    code = ("import sys; sys.modules['lm_eval'] = None\n"
+            "try:\n    import jaxcontam.lm_eval\nexcept Exception as error:\n    print(type(error).__name__, error)")
+    proc = subprocess.run([sys.executable, "-c", code], cwd=REPO_ROOT, capture_output=True, text=True, timeout=120,
+                          check=True)
+    assert proc.stdout.strip() == 'JaxcontamError jaxcontam.lm_eval needs lm-evaluation-harness: pip install "jaxcontam[lm-eval]"'

@@ -214,9 +214,9 @@ class JaxcontamLM(TemplateLM):
         until = handle_stop_sequences(kwargs.pop("until", None), eos=self.tok_decode(self.eot_token_id, False))
         max_gen_toks = kwargs.pop("max_gen_toks")
         sampled = bool(kwargs.pop("do_sample", False))
-        temperature = float(kwargs.pop("temperature", 0.0)) if sampled else 0.0
-        top_p = float(kwargs.pop("top_p", 1.0) or 1.0) if sampled else 1.0
-        kwargs.pop("top_p", None)
+        temperature, top_p = float(kwargs.pop("temperature", 0.0)), float(kwargs.pop("top_p", None) or 1.0)
+        if not sampled:
+            temperature, top_p = 0.0, 1.0
         if kwargs:
             raise JaxcontamError(f"generation kwargs {', '.join(sorted(kwargs))} are not supported by jaxcontam's "
                                  "generation (it takes until, max_gen_toks, do_sample, temperature, top_p)")

@@ -192,3 +192,37 @@ def test_without_lm_eval_the_extra_is_named():
     proc = subprocess.run([sys.executable, "-c", code], cwd=REPO_ROOT, capture_output=True, text=True, timeout=120,
                           check=True)
     assert proc.stdout.strip() == 'JaxcontamError jaxcontam.lm_eval needs lm-evaluation-harness: pip install "jaxcontam[lm-eval]"'
+
+
+MESH_SCRIPT = """
+import json, sys
+import jaxcontam.lm_eval
+from lm_eval.api.instance import Instance
+
+pairs = [("The man turned on the faucet therefore", "  water flowed from the spout."),
+         ("Question: Which gas do plants take in?\\nAnswer:", " carbon dioxide"), ("", "The grass was cut.")]
+scored = [Instance("loglikelihood", {}, pair, i) for i, pair in enumerate(pairs)]
+asked = [Instance("generate_until", {}, (pairs[0][0], {"until": ["."], "max_gen_toks": 8}), 0)]
+runs = {}
+for mesh, fsdp in [(None, "False"), ("2x2", "True"), ("1x4", "False")]:
+    lm = jaxcontam.lm_eval.JaxcontamLM(pretrained=sys.argv[1], mesh=mesh, fsdp=fsdp, batch_size=4)
+    runs[f"{mesh} {fsdp}"] = {"mesh": dict(lm.model.mesh.shape), "scores": lm.loglikelihood(scored),
+                              "text": lm.generate_until(asked)}
+print(json.dumps(runs))
+"""
+
+
+def test_model_args_mesh_and_fsdp_shard_the_model_with_the_same_results():
+    env = {**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=4", "JAX_PLATFORMS": "cpu"}
+    model = REPO_ROOT / "jaxcontam" / "examples" / "tiny_contaminated" / "model"
+    proc = subprocess.run([sys.executable, "-c", MESH_SCRIPT, str(model)], env=env, capture_output=True, text=True,
+                          timeout=300, check=False)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    runs = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert [run["mesh"] for run in runs.values()] == [{"data": 4, "model": 1}, {"data": 2, "model": 2},
+                                                      {"data": 1, "model": 4}]
+    base = runs["None False"]
+    for run in runs.values():
+        for (a, greedy_a), (b, greedy_b) in zip(run["scores"], base["scores"], strict=True):
+            assert math.isclose(a, b, abs_tol=1e-4) and greedy_a == greedy_b
+        assert run["text"] == base["text"]

@@ -25,7 +25,9 @@ the one place this mapping lives:
 | copa | copa/copa_dev.jsonl ids 401-500 (SuperGLUE's validation ids) | premise, choice1, choice2, question, label, idx |
 
 Known differences from the hub copies: the local HellaSwag was preprocessed by llama.cpp's extractor (markers
-such as "[title]" already removed, ctx_a and ctx_b joined), so lm-eval's own preprocessing sees one context;
+such as "[title]" already removed, ctx_a and ctx_b joined into ctx), so the stock `process_docs` cannot
+capitalise ctx_b and the prompt keeps its lower case ("... sitting on a roof. he" where the hub's gives
+"... sitting on a roof. He"); the endings are unchanged;
 SuperGLUE's COPA validation lists the two choices in the other order for about half the items (labels follow
 each file's order). Items, prompts and scoring are otherwise the stock tasks'.
 

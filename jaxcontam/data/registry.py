@@ -284,8 +284,13 @@ def load_benchmark(name: str, split: str | None = None, path: str | Path | None 
     .jsonl/.json/.csv/.parquet file. `path`: local data (file, benchmark folder or data root).
     `fields`: column mapping for table files (see `jaxcontam.data.custom`); given with a
     registered name it reads `path` through the mapping but keeps the benchmark's prompt and scorer.
-    `limit`: read only the first items.
+    `limit`: read only the first items. `lm_eval:TASK` is lm-evaluation-harness's task TASK, documents, prompt
+    and choices as the task defines them (`jaxcontam.data.lm_eval_tasks`; `path`: a file in its hub fields).
     """
+    if str(name).startswith("lm_eval:"):
+        from jaxcontam.data.lm_eval_tasks import load_lm_eval_benchmark
+
+        return load_lm_eval_benchmark(str(name).removeprefix("lm_eval:"), split=split, path=path, limit=limit)
     spec = resolve_spec(str(name))
     if spec is None or fields is not None:
         file = Path(path) if path is not None else Path(name)

@@ -32,7 +32,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from jaxcontam.engine import generate, score_logprobs
+from jaxcontam.engine import SequenceScores, generate, score_logprobs
 from jaxcontam.engine.chat import chat_prompt, encode_chat, uses_chat
 from jaxcontam.errors import JaxcontamError
 
@@ -70,9 +70,12 @@ def encode_pair(tokenizer, context: str, continuation: str, chat: str = "never")
     return context_ids, encode_prompt(tokenizer, context + continuation, chat)[len(context_ids):]
 
 
-def _continuation_logprobs(model, pairs: Sequence[tuple[list[int], list[int]]]) -> list[np.ndarray]:
-    """Log-prob of each continuation id after its context (contexts cut from the left to fit the model)."""
-    limit = model.config.max_position
+def continuation_scores(model, pairs: Sequence[tuple[list[int], list[int]]], *, with_max: bool = False,
+                        rows_per_batch: int = 16, max_length: int | None = None) -> list[SequenceScores]:
+    """Scores of each continuation's ids after its context (contexts cut from the left so context and
+    continuation fit in `max_length`, default the model's positions); `with_max` adds each position's greedy
+    log-prob (`SequenceScores.max_logprobs`)."""
+    limit = min(max_length or model.config.max_position, model.config.max_position)
     sequences, spans = [], []
     for context, continuation in pairs:
         if len(continuation) >= limit:
@@ -81,7 +84,7 @@ def _continuation_logprobs(model, pairs: Sequence[tuple[list[int], list[int]]]) 
         sequence = (context + continuation)[-limit:]
         sequences.append(sequence)
         spans.append((len(sequence) - len(continuation), len(sequence)))
-    return [np.asarray(s.logprobs, np.float64) for s in score_logprobs(model, sequences, spans)]
+    return score_logprobs(model, sequences, spans, with_max=with_max, rows_per_batch=rows_per_batch)
 
 
 def _answer_multiple_choice(model, benchmark, items, prompts: Sequence[str], chat: str) -> list[Answer]:
@@ -94,7 +97,7 @@ def _answer_multiple_choice(model, benchmark, items, prompts: Sequence[str], cha
                 raise JaxcontamError(f"item {item.id!r}: choice {choice} ({item.choices[choice]!r}) encodes to no "
                                      "tokens after the prompt; give every choice some text")
             pairs.append((context_ids, continuation_ids))
-    logprobs = iter(_continuation_logprobs(model, pairs))
+    logprobs = iter(np.asarray(s.logprobs, np.float64) for s in continuation_scores(model, pairs))
     answers = []
     for item in items:
         scores = [next(logprobs) for _ in item.choices]

@@ -34,12 +34,15 @@ class SequenceScores:
     logprobs: float32 [n] log p(x_t | x_<t); mean_logprobs / std_logprobs: mu_t and
     sigma_t of log p over the vocabulary at the same positions (None unless
     requested). `start` is the index in the sequence of the first scored token.
+    max_logprobs: max over the vocabulary of log p at the same positions (None unless requested):
+    token t is the greedy choice where logprobs reach it.
     """
 
     logprobs: np.ndarray
     mean_logprobs: np.ndarray | None = None
     std_logprobs: np.ndarray | None = None
     start: int = 1
+    max_logprobs: np.ndarray | None = None
 
 
 def projection_layout(weight: jax.Array, spec) -> str:
@@ -106,6 +109,7 @@ def score_logprobs(
     spans: Sequence[tuple[int, int] | None] | None = None,
     *,
     with_stats: bool = False,
+    with_max: bool = False,
     rows_per_batch: int = 16,
     buckets: Sequence[int] | None = None,
     pack: bool = True,
@@ -116,9 +120,9 @@ def score_logprobs(
     """Per-token log-probs of each sequence under `model`, in input order.
 
     `spans[i] = (start, end)` keeps only tokens start..end-1 of sequence i (e.g.
-    the answer after a prompt); by default tokens 1..n-1 are scored. Every
-    sequence needs at least two tokens. Rows are packed (`pack`) only for a model
-    that declares `packing = True`. `rows_per_batch` is rounded up to a
+    the answer after a prompt); by default tokens 1..n-1 are scored. `with_max` also returns the greedy
+    token's log-prob at each position (`max_logprobs`). Every sequence needs at least two tokens. Rows are
+    packed (`pack`) only for a model that declares `packing = True`. `rows_per_batch` is rounded up to a
     multiple of the mesh "data" axis. `use_kernel=True` runs the vocabulary
     log-softmax as the fused Pallas kernel (TPU only; opt-in until it has been
     validated on TPU hardware; `vocab_block` must then be a multiple of 128).
@@ -145,6 +149,7 @@ def score_logprobs(
                                  "leave use_kernel off to use the plain-jnp blockwise path")
 
     fields = ("logprob", "mean_logprob", "std_logprob") if with_stats else ("logprob",)
+    fields += ("max_logprob",) if with_max else ()
     per_field = {f: [None] * len(token_ids) for f in fields}
 
     def collect(batch: PackedBatch, out: TokenStats) -> None:
@@ -164,7 +169,8 @@ def score_logprobs(
     results = []
     for i, (start, end) in enumerate(spans):
         cut = {f: np.asarray(per_field[f][i][start - 1 : end - 1], np.float32) for f in fields}
-        results.append(SequenceScores(cut["logprob"], cut.get("mean_logprob"), cut.get("std_logprob"), start))
+        results.append(SequenceScores(cut["logprob"], cut.get("mean_logprob"), cut.get("std_logprob"), start,
+                                      cut.get("max_logprob")))
     return results
 
 

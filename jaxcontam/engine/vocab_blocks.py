@@ -41,12 +41,14 @@ class TokenStats:
 
     logprob: log p(target). mean_logprob: mu = sum_v p_v log p_v.
     std_logprob: sigma = sqrt(sum_v p_v (log p_v)^2 - mu^2). entropy: -mu.
-    The last three are None when `with_stats=False`.
+    The last three are None when `with_stats=False`. max_logprob: max_v log p_v, the greedy token's log p
+    (free: the online log-sum-exp keeps the max), so target == greedy token when logprob reaches it.
     """
 
     logprob: jax.Array
     mean_logprob: jax.Array | None = None
     std_logprob: jax.Array | None = None
+    max_logprob: jax.Array | None = None
 
     @property
     def entropy(self) -> jax.Array | None:
@@ -139,11 +141,11 @@ def finish(m, s, a, b, t, with_stats):
     lse = m + jnp.log(s)
     logprob = t - lse
     if not with_stats:
-        return TokenStats(logprob)
+        return TokenStats(logprob, max_logprob=m - lse)
     mean_w = a / s
     mean = mean_w + m - lse
     var = jnp.maximum(b / s - mean_w * mean_w, 0.0)
-    return TokenStats(logprob, mean, jnp.sqrt(var))
+    return TokenStats(logprob, mean, jnp.sqrt(var), m - lse)
 
 
 def vocab_parallel_mesh(vocab: int):
@@ -227,9 +229,10 @@ def logits_logprob_stats(logits: jax.Array, targets: jax.Array, *, softcap: floa
     logp = jax.nn.log_softmax(cap_logits(logits.astype(jnp.float32), softcap), axis=-1)
     vocab = logp.shape[-1]
     logprob = jnp.take_along_axis(logp, jnp.clip(targets, 0, vocab - 1)[..., None].astype(jnp.int32), axis=-1)[..., 0]
+    top = jnp.max(logp, axis=-1)
     if not with_stats:
-        return TokenStats(logprob)
+        return TokenStats(logprob, max_logprob=top)
     p = jnp.exp(logp)
     mean = jnp.sum(p * logp, axis=-1)
     var = jnp.maximum(jnp.sum(p * logp * logp, axis=-1) - mean * mean, 0.0)
-    return TokenStats(logprob, mean, jnp.sqrt(var))
+    return TokenStats(logprob, mean, jnp.sqrt(var), top)

@@ -53,7 +53,7 @@ def test_show_path_option_and_bad_input(run, shared_data, tmp_path):
     assert bad.exit_code == 2 and "is not KEY=COLUMN" in bad.output
     missing = run("show", "copa", "--split", "nope")
     assert isinstance(missing.exception, DataError)
-    assert "local splits: dev, test, balanced_dev" in str(missing.exception)
+    assert "local splits: train, validation, test, dev, balanced_dev" in str(missing.exception)
 
 
 def test_list_names_every_benchmark(run):
@@ -71,8 +71,9 @@ def test_list_shows_the_paraphrase_sources_of_each_split_with_counts(run, shared
             for split in ("dev", "test")}
     output = run("list").output
     block = output[output.index("\ncopa "):].split("\narc_easy")[0]
-    assert "splits: dev (default), test, balanced_dev" in block
+    assert "splits: train, validation (default), test, dev, balanced_dev" in block
     assert f"paraphrases for --split test: xcopa_backtranslation ({len(rows('test'))} of {copa['test']} items)" in block
+    assert f"paraphrases for --split validation: xcopa_backtranslation ({len(rows('val'))} of 100 items)" in block
     assert f"paraphrases for --split dev: xcopa_backtranslation ({len(rows('val'))} of {copa['dev']} items)" in block
     assert "paraphrases for --split test: gsm8k_rephrase (" in output and "gsm_plus (" in output
 

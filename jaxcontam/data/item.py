@@ -154,8 +154,9 @@ class Benchmark:
         return self.choice_fn(item, index)
 
     def choice_text(self, item: Item, index: int) -> str:
-        """Choice `index` as lm-eval's `doc_to_choice` gives it: the continuation without its target
-        delimiter (one leading space). `acc_norm` divides by its length in characters."""
+        """Choice `index` as lm-eval's `doc_to_choice` gives it: the continuation without lm-eval's target
+        delimiter (one leading space; COPA's choices keep a space of their own). `acc_norm` divides by its
+        length in characters."""
         return self.continuation(item, index).removeprefix(" ")
 
     def solved_text(self, item: Item) -> str:

@@ -36,6 +36,20 @@ def test_show_json_is_one_object_with_prompts(run):
     assert payload["items"][0]["answer"] == "72" and payload["items"][0]["prompt"].startswith("Question: Natalia")
 
 
+def test_show_names_the_lm_eval_task_its_differences_and_each_continuation(run, tmp_path):
+    result = run("show", "copa", "--limit", "1")
+    assert "count: 100\nlm-eval task: copa\ndiffers from lm-eval: lm-eval evaluates validation;" in result.output
+    assert '[1] * Water flowed from the spout.    continuation: "  water flowed from the spout."' in result.output
+    payload = json.loads(run("show", "winogrande", "--limit", "1", "--json").output)
+    assert payload["lm_eval"]["task"] == "winogrande" and "one context per option" in payload["lm_eval"]["differences"]
+    assert payload["items"][0]["continuations"] == [" A", " B"]
+    same = json.loads(run("show", "piqa", "--limit", "1", "--json").output)["lm_eval"]
+    assert same == {"task": "piqa", "differences": "none: the same zero-shot context, continuations and gold"}
+    file = tmp_path / "mine.csv"
+    file.write_text("question,answer\nq,a\n", encoding="utf-8")
+    assert json.loads(run("show", str(file), "--json").output)["lm_eval"] is None
+
+
 def test_show_local_file_with_field_mappings(run, tmp_path):
     file = tmp_path / "mine.csv"
     file.write_text("text,a,b,gold\nPick one,left,right,B\n", encoding="utf-8")

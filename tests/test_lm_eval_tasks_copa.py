@@ -79,3 +79,5 @@ def test_lm_eval_copa_continuation_and_acc_norm_length():
     item = validation[0]
     assert validation.continuation(item, 1) == "  water flowed from the spout."
     assert validation.choice_text(item, 1) == " water flowed from the spout."
+    # the item as one text (n-gram search, likelihood detectors, injection) reads with one space
+    assert validation.solved_text(item) == "The man turned on the faucet therefore water flowed from the spout."

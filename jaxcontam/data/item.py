@@ -160,9 +160,13 @@ class Benchmark:
         return self.continuation(item, index).removeprefix(" ")
 
     def solved_text(self, item: Item) -> str:
-        """The prompt followed by the gold answer (the full solution when `meta["solution"]` has one)."""
+        """The item as one text: the prompt followed by the gold answer (the full solution when `meta["solution"]`
+        has one). A choice follows after one space, as the item reads: COPA's scored continuation starts with two
+        (lm-eval's target delimiter and the choice's own), an artefact of the request, not of the item's text,
+        which n-gram search, the likelihood detectors and contamination injection work on."""
         if item.choices is not None:
-            return self.prompt(item) + self.continuation(item, item.answer)
+            continuation = self.continuation(item, item.answer)
+            return self.prompt(item) + (" " + continuation.lstrip(" ") if continuation.startswith(" ") else continuation)
         return self.prompt(item) + " " + str(item.meta.get("solution", item.answer_text))
 
     def score(self, item: Item, prediction: int | str) -> float:

@@ -2,7 +2,7 @@
 
 lm-eval's tasks are built from its installed YAML and utils and served the shared data's rows in the field names
 of the Hugging Face dataset each task loads (tests/lm_eval_docs.py; no download). For the first 50 docs of each
-paired task, jaxcontam's prompt, continuations (target delimiter included), gold index and item order must be
+paired task (and 5 of each MMLU subject), jaxcontam's prompt, continuations (target delimiter included), gold index and item order must be
 lm-eval's zero-shot request strings exactly; the token ids must be what lm-eval's `hf` model's `_encode_pair`
 makes of them with SmolLM2's GGUF tokenizer.
 """
@@ -35,6 +35,17 @@ def test_requests_are_lm_eval_s(requests, name, split, task, task_split):
     benchmark = load_benchmark(name, split=split, limit=len(expected))
     for index, (mine, theirs) in enumerate(zip(jaxcontam_requests(benchmark), expected, strict=True)):
         assert mine == theirs, (task, index)
+
+
+def test_mmlu_every_subject_is_lm_eval_s(shared_data):
+    """Each of the 57 mmlu_<subject> tasks (its own description line) on its first 5 items, in jaxcontam's order."""
+    mmlu = load_benchmark("mmlu", split="test")
+    subjects = list(dict.fromkeys(item.meta["subject"] for item in mmlu))
+    assert len(subjects) == 57 and subjects == sorted(subjects)
+    for subject in subjects:
+        expected = lm_eval_requests(f"mmlu_{subject}", hf_rows(shared_data, f"mmlu_{subject}", 5), "test")
+        items = [item for item in mmlu if item.meta["subject"] == subject][:5]
+        assert jaxcontam_requests(mmlu.replace_items(items)) == expected, subject
 
 
 def test_copa_continuations_start_with_two_spaces(requests):

@@ -221,7 +221,7 @@ def smollm2_tokenizer(data: Path):
 
 
 def jaxcontam_ids(tokenizer, request: dict) -> dict:
-    """`request` plus jaxcontam's ids for it (`detect.answering.encode_pair` / `encode_prompt`), shaped as `with_ids`."""
+    """`request` plus jaxcontam's ids for it (`answering.encode_pair` / `encode_prompt`), shaped as `with_ids`."""
     from jaxcontam.detect.answering import encode_pair, encode_prompt
 
     if "continuations" not in request:

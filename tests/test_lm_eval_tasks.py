@@ -2,17 +2,18 @@
 
 lm-eval's tasks are built from its installed YAML and utils and served the shared data's rows in the field names
 of the Hugging Face dataset each task loads (tests/lm_eval_docs.py; no download). For the first 50 docs of each
-paired task (and 5 of each MMLU subject), jaxcontam's prompt, continuations (target delimiter included), gold index and item order must be
-lm-eval's zero-shot request strings exactly; the token ids must be what lm-eval's `hf` model's `_encode_pair`
-makes of them with SmolLM2's GGUF tokenizer.
+paired task (and 5 of each MMLU subject), jaxcontam's prompt, continuations (target delimiter included), gold
+index and item order must be lm-eval's zero-shot request strings exactly; the token ids must be what lm-eval's
+`hf` model's `_encode_pair` makes of them with SmolLM2's GGUF tokenizer.
 """
 
 import json
 
 import pytest
 
-from lm_eval_docs import (FROZEN, FROZEN_DOCS, LM_EVAL_VERSION, PAIRS, freeze, hf_rows, jaxcontam_ids, jaxcontam_requests,
-                          lm_eval_hf_encoder, lm_eval_requests, smollm2_tokenizer, task_manager, with_ids)
+from lm_eval_docs import (FROZEN, FROZEN_DOCS, LM_EVAL_VERSION, PAIRS, freeze, hf_rows, jaxcontam_ids,
+                          jaxcontam_requests, lm_eval_hf_encoder, lm_eval_requests, smollm2_tokenizer, task_manager,
+                          with_ids)
 
 lm_eval = pytest.importorskip("lm_eval")
 

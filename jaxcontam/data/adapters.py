@@ -168,8 +168,8 @@ COPA_SPLITS = {"train": range(1, 401), "validation": range(401, 501), "test": ra
 # The COPA validation items whose two alternatives SuperGLUE lists the other way round from the original COPA
 # release (its label flips with them). Read off XCOPA (Ponti et al. 2020), whose `val` is SuperGLUE's validation
 # translated in SuperGLUE's order: for each of these items all 11 languages' labels differ from COPA's, for every
-# other item all 11 agree, and the English back-translations (data-gmt) match the swapped order on the same 55
-# items. XCOPA's test lists all 500 test items in COPA's order, so no test item is swapped.
+# other item all 11 agree, and the English back-translations (data-gmt) match the swapped order, by majority, on
+# the same 55 items. XCOPA's test lists all 500 test items in COPA's order, so no test item is swapped.
 SUPERGLUE_SWAPPED_COPA_IDS = frozenset({
     401, 402, 403, 407, 408, 409, 412, 414, 415, 416, 417, 418, 421, 422, 423, 425, 428, 430, 431, 432, 436, 437,
     438, 440, 441, 442, 446, 447, 448, 449, 450, 453, 454, 455, 456, 457, 458, 459, 462, 464, 470, 472, 474, 476,
@@ -178,7 +178,7 @@ SUPERGLUE_SWAPPED_COPA_IDS = frozenset({
 
 
 def _copa_number(row: dict, split: str, where: str) -> int:
-    """A row's COPA id: its `id` (COPA release numbering), else SuperGLUE's `idx` within the split + the split's first id."""
+    """A row's COPA id: its `id` (COPA's numbering), else SuperGLUE's `idx` within the split + the split's first id."""
     if "id" in row or split not in COPA_SPLITS:
         return int_field(row, "id", where)
     return COPA_SPLITS[split].start + int_field(row, "idx", where)

@@ -165,8 +165,8 @@ class Benchmark:
         (lm-eval's target delimiter and the choice's own), an artefact of the request, not of the item's text,
         which n-gram search, the likelihood detectors and contamination injection work on."""
         if item.choices is not None:
-            continuation = self.continuation(item, item.answer)
-            return self.prompt(item) + (" " + continuation.lstrip(" ") if continuation.startswith(" ") else continuation)
+            answer = self.continuation(item, item.answer)
+            return self.prompt(item) + (" " + answer.lstrip(" ") if answer.startswith(" ") else answer)
         return self.prompt(item) + " " + str(item.meta.get("solution", item.answer_text))
 
     def score(self, item: Item, prediction: int | str) -> float:

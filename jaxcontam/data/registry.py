@@ -114,8 +114,9 @@ SPECS: tuple[BenchmarkSpec, ...] = (
         "boolq", "BoolQ yes/no questions (local copy has no passages)", "validation",
         {"validation": f"{_LLM_ADAPTERS}/boolq/parsed.jsonl"}, adapters.boolq_local,
         hub=("google/boolq", "boolq"), read_hub=adapters.rows_hub(adapters.boolq_hub), prompt_fn=prompts.boolq,
-        lm_eval_task="boolq", lm_eval_differences="the shared copy has no passages, so its prompts lack lm-eval's "
-                                                  "passage line (hub rows keep it); hub: google/boolq, not aps/super_glue",
+        lm_eval_task="boolq",
+        lm_eval_differences="the shared copy has no passages, so its prompts lack lm-eval's passage line (hub rows "
+                            "keep it); hub: google/boolq, not aps/super_glue",
     ),
     BenchmarkSpec(
         "siqa", "Social IQa (3 choices)", "validation", {"validation": f"{_LLM_ADAPTERS}/social_i_qa/parsed.jsonl"},
@@ -174,7 +175,8 @@ SPECS: tuple[BenchmarkSpec, ...] = (
         read_hub=adapters.rows_hub(adapters.math_row("math")), prompt_fn=prompts.math_problem,
         normalize_answer=normalize_math_answer, lm_eval_task="minerva_math",
         lm_eval_differences="one benchmark in MATH_test_5000 order (lm-eval: 7 minerva_math_<subject> subtasks); "
-                            "zero-shot (lm-eval: 4-shot); not checked against lm-eval (its math tasks need lm-eval[math])",
+                            "zero-shot (lm-eval: 4-shot); not checked against lm-eval (its math tasks need "
+                            "lm-eval[math])",
     ),
     BenchmarkSpec(
         "math500", "MATH-500 subset (PRM800K)", "test", {"test": "math/MATH500/test.jsonl"},

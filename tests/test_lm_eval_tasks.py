@@ -8,6 +8,10 @@ index and item order must be lm-eval's zero-shot request strings exactly; the to
 """
 
 import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -78,3 +82,15 @@ def test_token_ids_are_lm_eval_hf_s_on_50_items_and_the_frozen_ids_are_current(s
         for request in task_requests:
             assert jaxcontam_ids(tokenizer, request) == with_ids(encoder, request), task
     assert freeze(shared_data)["tasks"] == json.loads(FROZEN.read_text(encoding="utf-8"))["tasks"]
+
+
+@pytest.mark.slow  # ~7 min: lm-eval's hf model (torch, the GGUF dequantised) and jaxcontam score 200 choices each
+def test_copa_loglikelihoods_are_lm_eval_hf_s_on_smollm2(tmp_path):
+    script = Path(__file__).resolve().parents[1] / "experiments" / "lm_eval_parity" / "copa_smollm2.py"
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "JAX_PLATFORMS": "cpu"}
+    subprocess.run([sys.executable, str(script), "--out", str(tmp_path / "copa.json")], check=True, env=env,
+                   capture_output=True, cwd=script.parents[2])
+    result = json.loads((tmp_path / "copa.json").read_text())
+    assert result["strings_identical"] and result["token_ids_identical"]
+    assert result["max_abs_delta_loglik"] <= 1e-3
+    assert result["acc_choices_differing"] == result["acc_norm_choices_differing"] == 0

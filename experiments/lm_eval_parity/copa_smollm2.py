@@ -8,10 +8,12 @@ jaxcontam side: `load_benchmark("copa", split="validation")`, `jaxcontam.load_mo
 are identical, the largest |delta log-lik|, and how many items' acc / acc_norm choices differ.
 
   python experiments/lm_eval_parity/copa_smollm2.py     # 6.5 min on 2 CPU cores; writes results/copa_smollm2.json
+  python experiments/lm_eval_parity/copa_smollm2.py --out other.json   # tests/test_lm_eval_tasks.py (slow)
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import pathlib
 import sys
@@ -56,6 +58,10 @@ def jaxcontam_loglikelihoods(benchmark) -> tuple[list[list[float]], object]:
 def main() -> None:
     from jaxcontam.data import load_benchmark
 
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=pathlib.Path, default=OUT)
+    out = parser.parse_args().out
+
     start = time.time()
     requests = lm_eval_requests("copa", hf_rows(DATA, "copa", 100), "validation")
     benchmark = load_benchmark("copa", split="validation", path=DATA)
@@ -78,8 +84,8 @@ def main() -> None:
         "acc_lm_eval": float(np.mean([int(np.argmax(t)) == r["gold"] for t, r in zip(theirs, requests)])),
         "seconds": round(time.time() - start, 1),
     }
-    OUT.parent.mkdir(exist_ok=True)
-    OUT.write_text(json.dumps(result, indent=1) + "\n")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(result, indent=1) + "\n")
     print(json.dumps(result, indent=1))
 
 

@@ -84,7 +84,7 @@ def test_token_ids_are_lm_eval_hf_s_on_50_items_and_the_frozen_ids_are_current(s
     assert freeze(shared_data)["tasks"] == json.loads(FROZEN.read_text(encoding="utf-8"))["tasks"]
 
 
-@pytest.mark.slow  # ~7 min: lm-eval's hf model (torch, the GGUF dequantised) and jaxcontam score 200 choices each
+@pytest.mark.slow  # ~4-7 min: lm-eval's hf model (torch, the GGUF dequantised) and jaxcontam score 200 choices each
 def test_copa_loglikelihoods_are_lm_eval_hf_s_on_smollm2(tmp_path):
     script = Path(__file__).resolve().parents[1] / "experiments" / "lm_eval_parity" / "copa_smollm2.py"
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "JAX_PLATFORMS": "cpu"}

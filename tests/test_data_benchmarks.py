@@ -16,6 +16,8 @@ OFFICIAL_COUNTS = {
     ("mmlu", "dev"): 285,
     ("hellaswag", "validation"): 10042,
     ("piqa", "validation"): 1838,
+    ("copa", "train"): 400,
+    ("copa", "validation"): 100,
     ("copa", "dev"): 500,
     ("copa", "test"): 500,
     ("copa", "balanced_dev"): 500,

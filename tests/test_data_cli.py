@@ -36,6 +36,20 @@ def test_show_json_is_one_object_with_prompts(run):
     assert payload["items"][0]["answer"] == "72" and payload["items"][0]["prompt"].startswith("Question: Natalia")
 
 
+def test_show_names_the_lm_eval_task_its_differences_and_each_continuation(run, tmp_path):
+    result = run("show", "copa", "--limit", "1")
+    assert "count: 100\nlm-eval task: copa\ndiffers from lm-eval: lm-eval evaluates validation;" in result.output
+    assert '[1] * Water flowed from the spout.    continuation: "  water flowed from the spout."' in result.output
+    payload = json.loads(run("show", "winogrande", "--limit", "1", "--json").output)
+    assert payload["lm_eval"]["task"] == "winogrande" and "one context per option" in payload["lm_eval"]["differences"]
+    assert payload["items"][0]["continuations"] == [" A", " B"]
+    same = json.loads(run("show", "piqa", "--limit", "1", "--json").output)["lm_eval"]
+    assert same == {"task": "piqa", "differences": "none: the same zero-shot context, continuations and gold"}
+    file = tmp_path / "mine.csv"
+    file.write_text("question,answer\nq,a\n", encoding="utf-8")
+    assert json.loads(run("show", str(file), "--json").output)["lm_eval"] is None
+
+
 def test_show_local_file_with_field_mappings(run, tmp_path):
     file = tmp_path / "mine.csv"
     file.write_text("text,a,b,gold\nPick one,left,right,B\n", encoding="utf-8")
@@ -53,7 +67,7 @@ def test_show_path_option_and_bad_input(run, shared_data, tmp_path):
     assert bad.exit_code == 2 and "is not KEY=COLUMN" in bad.output
     missing = run("show", "copa", "--split", "nope")
     assert isinstance(missing.exception, DataError)
-    assert "local splits: dev, test, balanced_dev" in str(missing.exception)
+    assert "local splits: train, validation, test, dev, balanced_dev" in str(missing.exception)
 
 
 def test_list_names_every_benchmark(run):
@@ -71,8 +85,9 @@ def test_list_shows_the_paraphrase_sources_of_each_split_with_counts(run, shared
             for split in ("dev", "test")}
     output = run("list").output
     block = output[output.index("\ncopa "):].split("\narc_easy")[0]
-    assert "splits: dev (default), test, balanced_dev" in block
+    assert "splits: train, validation (default), test, dev, balanced_dev" in block
     assert f"paraphrases for --split test: xcopa_backtranslation ({len(rows('test'))} of {copa['test']} items)" in block
+    assert f"paraphrases for --split validation: xcopa_backtranslation ({len(rows('val'))} of 100 items)" in block
     assert f"paraphrases for --split dev: xcopa_backtranslation ({len(rows('val'))} of {copa['dev']} items)" in block
     assert "paraphrases for --split test: gsm8k_rephrase (" in output and "gsm_plus (" in output
 

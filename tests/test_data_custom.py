@@ -113,7 +113,7 @@ def test_bad_rows_in_a_builtin_layout_name_the_line(tmp_path):
     write_jsonl(folder / "test.jsonl", [{"question": "q", "answer": "no final line"}])
     with pytest.raises(DataError, match=r"test\.jsonl, line 1: GSM8K answer has no '#### <number>'"):
         load_benchmark("gsm8k", path=tmp_path)
-    write_jsonl(folder / "test.jsonl", [{"id": 1, "premise": "p", "choice1": "a", "choice2": "b",
+    write_jsonl(folder / "test.jsonl", [{"id": 501, "premise": "p", "choice1": "a", "choice2": "b",
                                          "question": "cause", "label": 2}])
     with pytest.raises(DataError, match=r"test\.jsonl, line 1: .*answer index 2 is out of range"):
         load_benchmark("copa", split="test", path=folder / "test.jsonl")

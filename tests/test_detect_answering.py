@@ -61,9 +61,10 @@ def lm_eval_hellaswag_preprocess(text):
 
 
 def lm_eval_docs(data):
-    """{benchmark: [(row index, context, choices, gold)]} from the raw rows, as lm-eval's task configs build them."""
+    """{benchmark: [(row index, context, choices, gold)]} from the raw rows, as lm-eval's task configs build them
+    (COPA: SuperGLUE's train split, COPA ids 1-400; its doc_to_choice puts a space before each choice)."""
     copa = [(i, r["premise"].strip()[:-1] + " " + {"cause": "because", "effect": "therefore"}[r["question"]],
-             [c[0].lower() + c[1:] for c in (r["choice1"], r["choice2"])], r["label"])
+             [" " + c[0].lower() + c[1:] for c in (r["choice1"], r["choice2"])], r["label"])
             for i, r in zip(range(6), rows(data / "copa" / "copa_dev.jsonl", range(6)))]
     piqa_rows = [0, 1, 2, 3, 20, 99]  # 20 and 99 have non-ASCII solutions
     piqa = [(i, f"Question: {r['goal']}\nAnswer:", [r["sol1"], r["sol2"]], r["label"])
@@ -81,6 +82,9 @@ def lm_eval_docs(data):
                      for i, r in zip(indices, rows(data / "llm_adapters_commonsense" / folder / "parsed.jsonl",
                                                    indices))]
     return {"copa": copa, "piqa": piqa, "hellaswag": hellaswag, **arc}
+
+
+SPLITS = {"copa": "train"}  # the split lm_eval_docs reads, where not the benchmark's default
 
 
 def lm_eval_encode_pair(tokenizer, context, continuation):
@@ -115,7 +119,7 @@ def check_choice(picked, scores):
 
 def test_prompts_and_choices_are_lm_eval_s(shared_data):
     for name, docs in lm_eval_docs(shared_data).items():
-        benchmark = load_benchmark(name, limit=max(d[0] for d in docs) + 1)
+        benchmark = load_benchmark(name, split=SPLITS.get(name), limit=max(d[0] for d in docs) + 1)
         for index, context, choices, gold in docs:
             item = benchmark[index]
             assert benchmark.prompt(item) == context, name
@@ -135,7 +139,7 @@ def test_hellaswag_hub_rows_prompt_like_the_local_copy(shared_data):
 def test_acc_and_acc_norm_choices_match_lm_eval_on_real_items(stories, shared_data):
     _, model, reference = stories
     for name, docs in lm_eval_docs(shared_data).items():
-        benchmark = load_benchmark(name, limit=max(d[0] for d in docs) + 1)
+        benchmark = load_benchmark(name, split=SPLITS.get(name), limit=max(d[0] for d in docs) + 1)
         answers = answer_items(model, benchmark, [benchmark[d[0]] for d in docs])
         for (_, context, choices, gold), answer in zip(docs, answers):
             sums, counts = lm_eval_loglikelihoods(reference, model.tokenizer, context, choices)

@@ -2,6 +2,7 @@
 test ran says "no test: <reason>", never a verdict; third-party notices that mislead a jaxcontam user stay off
 the console (issue 18)."""
 
+import dataclasses
 import html
 import json
 import math
@@ -17,6 +18,7 @@ import jaxcontam
 from jaxcontam import cli
 from jaxcontam.audit.run import json_ready
 from jaxcontam.commands.audit import echo_verdicts
+from jaxcontam.data import registry
 from jaxcontam.detect.contam import contam_result
 from jaxcontam.detect.pacost import PacostSettings, paired_verdict
 from jaxcontam.report import write_report
@@ -33,12 +35,18 @@ def test_paraphrases_covering_none_of_the_selection_are_refused_before_the_model
     assert MODEL_LOAD_REACHED not in err and not out.exists()
     # XCOPA's validation rows are COPA dev 401-500 and its test rows COPA test 501-1000 (XCOPA README).
     assert "covers 0 of the 100 selected items of split 'dev'" in err
-    assert "split 'test': 500 of 500 items, from copa/test/501; split 'dev': 100 of 500 items, from copa/dev/401" \
-        in err
+    assert ("split 'test': 500 of 500 items, from copa/test/501; split 'validation': 100 of 100 items, from "
+            "copa/validation/401; split 'dev': 100 of 500 items, from copa/dev/401") in err
     assert "--split" in err and "Traceback" not in err
 
 
-def test_without_a_split_the_covered_split_is_chosen_and_said(jaxcontam_cli, tmp_path):
+def test_without_a_split_the_covered_split_is_chosen_and_said(jaxcontam_cli, tmp_path, monkeypatch):
+    code, err = jaxcontam_cli("pacost", "--model", MODEL, "--benchmark", "copa",
+                              "--paraphrases", "xcopa_backtranslation", "--out", tmp_path / "out")
+    assert err.startswith("model ") and MODEL_LOAD_REACHED in err  # COPA's default, validation, is covered: no warning
+    # a default split the source covers too little of: COPA's default made its legacy `dev` (ids 1-500)
+    copa = registry.ALIASES["copa"]
+    monkeypatch.setitem(registry.ALIASES, "copa", dataclasses.replace(copa, default_split="dev"))
     code, err = jaxcontam_cli("pacost", "--model", MODEL, "--benchmark", "copa",
                               "--paraphrases", "xcopa_backtranslation", "--limit", "100", "--out", tmp_path / "out")
     assert err.startswith("warning: benchmark copa: paraphrase source 'xcopa_backtranslation' covers too "

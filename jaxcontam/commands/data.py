@@ -23,6 +23,17 @@ def data():
     """Inspect benchmarks and their items."""
 
 
+def lm_eval_lines(name_or_path: str) -> dict[str, str]:
+    """What lm-eval (0.4.13) task a registered benchmark follows and where it differs; {} for a table file."""
+    from jaxcontam.data.registry import resolve_spec
+
+    spec = resolve_spec(name_or_path)
+    if spec is None or spec.lm_eval_task is None:
+        return {}
+    return {"task": spec.lm_eval_task,
+            "differences": spec.lm_eval_differences or "none: the same zero-shot context, continuations and gold"}
+
+
 @data.command("show")
 @click.argument("name_or_path")
 @click.option("--split", default=None, help="Split to load (the benchmark's default if omitted).")
@@ -33,7 +44,9 @@ def data():
 @click.option("--limit", type=click.IntRange(min=0), default=3, show_default=True, help="Items to print.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object {benchmark, split, count, items}.")
 def show(name_or_path, split, path, fields, limit, as_json):
-    """Print a benchmark's name, split, item count and first items as prompts.
+    """Print a benchmark's name, split, item count and first items as prompts, each choice with the
+    continuation scored after the prompt (quoted: lm-eval's target delimiter and the choice text), and the
+    lm-eval task the benchmark follows with where it differs.
 
     NAME_OR_PATH is a built-in benchmark name (see `jaxcontam data list`), a Hugging Face id,
     or a .jsonl/.json/.csv/.parquet file read through --field mappings.
@@ -42,18 +55,27 @@ def show(name_or_path, split, path, fields, limit, as_json):
 
     benchmark = load_benchmark(name_or_path, split=split, path=path, fields=parse_fields(fields))
     shown = benchmark.items[:limit]
+    lm_eval = lm_eval_lines(name_or_path)
+
+    def continuations(item):
+        return [benchmark.continuation(item, i) for i in range(len(item.choices))] if item.choices else None
+
     if as_json:
-        items = [{**item.to_dict(), "prompt": benchmark.prompt(item)} for item in shown]
+        items = [{**item.to_dict(), "prompt": benchmark.prompt(item), "continuations": continuations(item)}
+                 for item in shown]
         click.echo(json.dumps({"benchmark": benchmark.name, "split": benchmark.split, "count": len(benchmark),
-                               "items": items}, ensure_ascii=False))
+                               "lm_eval": lm_eval or None, "items": items}, ensure_ascii=False))
         return
     click.echo(f"benchmark: {benchmark.name}\nsplit: {benchmark.split}\ncount: {len(benchmark)}")
+    if lm_eval:
+        click.echo(f"lm-eval task: {lm_eval['task']}\ndiffers from lm-eval: {lm_eval['differences']}")
     for item in shown:
         click.echo(f"\n--- {item.id} ({item.kind})")
         click.echo(benchmark.prompt(item))
         if item.choices is not None:
-            for index, choice in enumerate(item.choices):
-                click.echo(f"  [{index}]{' *' if index == item.answer else '  '} {choice}")
+            for index, (choice, continuation) in enumerate(zip(item.choices, continuations(item))):
+                click.echo(f"  [{index}]{' *' if index == item.answer else '  '} {choice}    "
+                           f"continuation: {json.dumps(continuation, ensure_ascii=False)}")
         else:
             click.echo(f"  gold: {item.answer_text}")
 

@@ -161,19 +161,59 @@ def piqa_row(row: dict, index: int, split: str, where: str) -> Item:
 
 # COPA ----------------------------------------------------------------------------------------
 
+# SuperGLUE's splits of COPA (Wang et al. 2019), which lm-eval's `copa` task reads: train = COPA ids 1-400,
+# validation = 401-500, test = 501-1000 (its test has no labels), each in COPA's id order.
+COPA_SPLITS = {"train": range(1, 401), "validation": range(401, 501), "test": range(501, 1001)}
+
+# The COPA validation items whose two alternatives SuperGLUE lists the other way round from the original COPA
+# release (its label flips with them). Read off XCOPA (Ponti et al. 2020), whose `val` is SuperGLUE's validation
+# translated in SuperGLUE's order: for each of these items all 11 languages' labels differ from COPA's, for every
+# other item all 11 agree, and the English back-translations (data-gmt) match the swapped order, by majority, on
+# the same 55 items. XCOPA's test lists all 500 test items in COPA's order, so no test item is swapped.
+SUPERGLUE_SWAPPED_COPA_IDS = frozenset({
+    401, 402, 403, 407, 408, 409, 412, 414, 415, 416, 417, 418, 421, 422, 423, 425, 428, 430, 431, 432, 436, 437,
+    438, 440, 441, 442, 446, 447, 448, 449, 450, 453, 454, 455, 456, 457, 458, 459, 462, 464, 470, 472, 474, 476,
+    478, 479, 480, 484, 485, 486, 488, 490, 494, 498, 499,
+})
+
+
+def _copa_number(row: dict, split: str, where: str) -> int:
+    """A row's COPA id: its `id` (COPA's numbering), else SuperGLUE's `idx` within the split + the split's first id."""
+    if "id" in row or split not in COPA_SPLITS:
+        return int_field(row, "id", where)
+    return COPA_SPLITS[split].start + int_field(row, "idx", where)
+
 
 def copa_local(path: Path, split: str) -> Located:
-    """COPA {id, premise, choice1, choice2, question: cause|effect, label}; ids keep the COPA number."""
+    """COPA rows {id, premise, choice1, choice2, question: cause|effect, label}; ids keep the COPA number.
+
+    `train`, `validation` and `test` are SuperGLUE's splits (the items, order and choice order lm-eval's `copa`
+    evaluates; SuperGLUE's `idx` is in meta): a file in COPA's release numbering (`id`, original choice order)
+    gives the split's id range with SuperGLUE's choice order; a SuperGLUE file (`idx`, no `id`) is read as it is.
+    Other splits (`dev`: ids 1-500 as released; `balanced_dev`) are the file's rows as they are.
+    """
+    ids = COPA_SPLITS.get(split)
+    found = False
     for where, row in _jsonl(path):
+        number = _copa_number(row, split, where)
+        if ids is not None and number not in ids:
+            continue
+        found = True
         relation = field(row, "question", where, "'cause' or 'effect'")
         if relation not in ("cause", "effect"):
             raise DataError(f"{where}: COPA field 'question' must be 'cause' or 'effect', got {relation!r}")
+        choices = (text_field(row, "choice1", where), text_field(row, "choice2", where))
+        answer = int_field(row, "label", where)
+        if "id" in row and number in SUPERGLUE_SWAPPED_COPA_IDS and split == "validation":
+            choices, answer = choices[::-1], 1 - answer
+        meta = {"relation": relation, **({"superglue_idx": number - ids.start} if ids is not None else {})}
         yield where, make_item(
-            where, id=f"copa/{split}/{int_field(row, 'id', where)}", benchmark="copa",
-            question=text_field(row, "premise", where),
-            choices=(text_field(row, "choice1", where), text_field(row, "choice2", where)),
-            answer=int_field(row, "label", where), meta={"relation": relation},
+            where, id=f"copa/{split}/{number}", benchmark="copa", question=text_field(row, "premise", where),
+            choices=choices, answer=answer, meta=meta,
         )
+    if ids is not None and not found:
+        raise DataError(f"{path}: no COPA items of split {split!r} (COPA ids {ids.start}-{ids.stop - 1}); "
+                        f"give the file holding them, or read the file's rows as they are with split 'dev'")
 
 
 # LLM-Adapters parsed files: ARC, SIQA, WinoGrande, BoolQ --------------------------------------

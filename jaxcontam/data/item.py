@@ -154,14 +154,19 @@ class Benchmark:
         return self.choice_fn(item, index)
 
     def choice_text(self, item: Item, index: int) -> str:
-        """Choice `index` as lm-eval's `doc_to_choice` gives it: the continuation without its target
-        delimiter (one leading space). `acc_norm` divides by its length in characters."""
+        """Choice `index` as lm-eval's `doc_to_choice` gives it: the continuation without lm-eval's target
+        delimiter (one leading space; COPA's choices keep a space of their own). `acc_norm` divides by its
+        length in characters."""
         return self.continuation(item, index).removeprefix(" ")
 
     def solved_text(self, item: Item) -> str:
-        """The prompt followed by the gold answer (the full solution when `meta["solution"]` has one)."""
+        """The item as one text: the prompt followed by the gold answer (the full solution when `meta["solution"]`
+        has one). A choice follows after one space, as the item reads: COPA's scored continuation starts with two
+        (lm-eval's target delimiter and the choice's own), an artefact of the request, not of the item's text,
+        which n-gram search, the likelihood detectors and contamination injection work on."""
         if item.choices is not None:
-            return self.prompt(item) + self.continuation(item, item.answer)
+            answer = self.continuation(item, item.answer)
+            return self.prompt(item) + (" " + answer.lstrip(" ") if answer.startswith(" ") else answer)
         return self.prompt(item) + " " + str(item.meta.get("solution", item.answer_text))
 
     def score(self, item: Item, prediction: int | str) -> float:

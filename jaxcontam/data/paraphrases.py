@@ -10,7 +10,7 @@ Built-in sources (read from the data roots, or `path`):
   <-> `mmlu/test/<subject>/i` (alignment checked against the vendored original CSV; empty
   lines are items the authors filtered out and get no paraphrase).
 - `xcopa_backtranslation`: XCOPA premises machine-translated back to English (10 languages),
-  test idx i <-> `copa/test/(501+i)`, validation idx i <-> `copa/dev/(401+i)`.
+  test idx i <-> `copa/test/(501+i)`, val idx i <-> `copa/validation/(401+i)` (and `copa/dev/(401+i)`).
 
 Any other source is a user file (.jsonl/.json/.csv/.parquet) of rows `{id, paraphrase}`;
 `paraphrase` may be one string or a list; several rows may share an id.
@@ -38,7 +38,7 @@ SOURCE_SPLITS = {
     "gsm8k_rephrase": (("gsm8k", "test"),),
     "gsm_plus": (("gsm8k", "test"),),
     "mmlu_rephrase": (("mmlu", "test"),),
-    "xcopa_backtranslation": (("copa", "test"), ("copa", "dev")),
+    "xcopa_backtranslation": (("copa", "test"), ("copa", "validation"), ("copa", "dev")),
 }
 
 

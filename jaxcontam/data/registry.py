@@ -27,7 +27,9 @@ class BenchmarkSpec:
     """How to find, read, prompt and score one benchmark.
 
     `local` maps split -> path relative to a data root; `hub` lists hub dataset ids (the first
-    is loaded, with `hub_config`; splits keep their names).
+    is loaded, with `hub_config`; splits keep their names). Zero-shot, lm-eval's task
+    `lm_eval_task` sends the same context and continuations for the same split and item order,
+    except as `lm_eval_differences` says (tests/test_lm_eval_tasks*.py check this).
     """
 
     name: str
@@ -42,6 +44,8 @@ class BenchmarkSpec:
     choice_fn: Callable[[Item, int], str] = default_continuation
     normalize_answer: Callable[[str], str] | None = None
     scorer: Callable[[Item, int | str], float] | None = None
+    lm_eval_task: str | None = None  # the lm-eval (0.4.13) task whose prompts, choices and split this follows
+    lm_eval_differences: str = ""  # where it deliberately differs from that task ("" = same requests)
 
 
 _LLM_ADAPTERS = "llm_adapters_commonsense"
@@ -51,36 +55,46 @@ SPECS: tuple[BenchmarkSpec, ...] = (
         "gsm8k", "GSM8K grade-school math (generative; final number after ####)", "test",
         {"train": "gsm8k/train.jsonl", "test": "gsm8k/test.jsonl"}, adapters.rows_local(adapters.gsm8k_row),
         hub=("openai/gsm8k", "gsm8k"), hub_config="main", read_hub=adapters.rows_hub(adapters.gsm8k_row),
-        prompt_fn=prompts.question_answer, normalize_answer=normalize_gsm8k_answer,
+        prompt_fn=prompts.question_answer, normalize_answer=normalize_gsm8k_answer, lm_eval_task="gsm8k",
+        lm_eval_differences="zero-shot (lm-eval's default is 5-shot); scored on the final number "
+                            "(lm-eval: its strict-match and flexible-extract regexes)",
     ),
     BenchmarkSpec(
         "mmlu", "MMLU, 57 subjects (4-way multiple choice; subject in meta)", "test",
         {"test": "mmlu/test", "dev": "mmlu/dev"}, adapters.mmlu_local,
         hub=("cais/mmlu",), hub_config="all", read_hub=adapters.mmlu_hub, prompt_fn=prompts.mmlu,
-        choice_fn=prompts.letter_choice,
+        choice_fn=prompts.letter_choice, lm_eval_task="mmlu",
+        lm_eval_differences="one benchmark, subjects in name order (lm-eval: 57 mmlu_<subject> subtasks)",
     ),
     BenchmarkSpec(
         "hellaswag", "HellaSwag sentence completion (4 endings)", "validation",
         {"validation": "hellaswag/hellaswag_val.jsonl"}, adapters.hellaswag_local,
         hub=("Rowan/hellaswag", "hellaswag"), read_hub=adapters.rows_hub(adapters.hellaswag_hub),
-        prompt_fn=prompts.hellaswag,
+        prompt_fn=prompts.hellaswag, lm_eval_task="hellaswag",
+        lm_eval_differences="the shared copy keeps only ctx (ctx_a + ' ' + ctx_b): its trailing fragment after "
+                            "the last sentence end is taken for ctx_b and capitalised as lm-eval does",
     ),
     BenchmarkSpec(
         "piqa", "PIQA physical commonsense (2 solutions)", "validation",
         {"validation": "piqa/piqa_valid_with_labels.jsonl"}, adapters.rows_local(adapters.piqa_row),
         hub=("ybisk/piqa", "piqa"), read_hub=adapters.rows_hub(adapters.piqa_row), prompt_fn=prompts.question_answer,
+        lm_eval_task="piqa",
     ),
     BenchmarkSpec(
-        "copa", "COPA causal reasoning (dev 1-500, test 501-1000, Balanced-COPA mirrored dev)", "dev",
-        {"dev": "copa/copa_dev.jsonl", "test": "copa/copa_test.jsonl",
-         "balanced_dev": "copa/balanced_copa_mirrored_dev.jsonl"},
-        adapters.copa_local, prompt_fn=prompts.copa, choice_fn=prompts.copa_choice,
+        "copa", "COPA causal reasoning (SuperGLUE splits: train 1-400, validation 401-500, test 501-1000; "
+        "dev: ids 1-500 as released; Balanced-COPA mirrored dev)", "validation",
+        {"train": "copa/copa_dev.jsonl", "validation": "copa/copa_dev.jsonl", "test": "copa/copa_test.jsonl",
+         "dev": "copa/copa_dev.jsonl", "balanced_dev": "copa/balanced_copa_mirrored_dev.jsonl"},
+        adapters.copa_local, prompt_fn=prompts.copa, choice_fn=prompts.copa_choice, lm_eval_task="copa",
+        lm_eval_differences="lm-eval evaluates validation; test has COPA's labels (SuperGLUE's test has none); "
+                            "dev (ids 1-500, COPA's choice order) and balanced_dev are jaxcontam's own splits",
     ),
     BenchmarkSpec(
         "arc_easy", "AI2 ARC-Easy (3-5 choices)", "test", {"test": f"{_LLM_ADAPTERS}/ARC-Easy/parsed.jsonl"},
         adapters.rows_local(adapters.parsed_choices_row("arc_easy")),
         hub=("allenai/ai2_arc", "ai2_arc"), hub_config="ARC-Easy",
         read_hub=adapters.rows_hub(adapters.arc_hub("arc_easy")), prompt_fn=prompts.question_answer,
+        lm_eval_task="arc_easy",
     ),
     BenchmarkSpec(
         "arc_challenge", "AI2 ARC-Challenge (3-5 choices)", "test",
@@ -88,21 +102,27 @@ SPECS: tuple[BenchmarkSpec, ...] = (
         adapters.rows_local(adapters.parsed_choices_row("arc_challenge")),
         hub=("allenai/ai2_arc", "ai2_arc"), hub_config="ARC-Challenge",
         read_hub=adapters.rows_hub(adapters.arc_hub("arc_challenge")), prompt_fn=prompts.question_answer,
+        lm_eval_task="arc_challenge",
     ),
     BenchmarkSpec(
         "openbookqa", "OpenBookQA main (4 choices, official ids)", "test", {"test": "openbookqa/openbookqa.jsonl"},
         adapters.openbookqa_local, hub=("allenai/openbookqa", "openbookqa"), hub_config="main",
         read_hub=adapters.rows_hub(adapters.openbookqa_hub), prompt_fn=prompts.bare_question,
+        lm_eval_task="openbookqa",
     ),
     BenchmarkSpec(
         "boolq", "BoolQ yes/no questions (local copy has no passages)", "validation",
         {"validation": f"{_LLM_ADAPTERS}/boolq/parsed.jsonl"}, adapters.boolq_local,
         hub=("google/boolq", "boolq"), read_hub=adapters.rows_hub(adapters.boolq_hub), prompt_fn=prompts.boolq,
+        lm_eval_task="boolq",
+        lm_eval_differences="the shared copy has no passages, so its prompts lack lm-eval's passage line (hub rows "
+                            "keep it); hub: google/boolq, not aps/super_glue",
     ),
     BenchmarkSpec(
         "siqa", "Social IQa (3 choices)", "validation", {"validation": f"{_LLM_ADAPTERS}/social_i_qa/parsed.jsonl"},
         adapters.rows_local(adapters.parsed_choices_row("siqa")), hub=("allenai/social_i_qa", "social_i_qa"),
         read_hub=adapters.rows_hub(adapters.siqa_hub), prompt_fn=prompts.siqa,
+        lm_eval_task="social_iqa",
     ),
     BenchmarkSpec(
         "winogrande", "WinoGrande (xl) dev (2 fillers for the blank)", "validation",
@@ -110,47 +130,61 @@ SPECS: tuple[BenchmarkSpec, ...] = (
         adapters.rows_local(adapters.parsed_choices_row("winogrande")),
         hub=("allenai/winogrande", "winogrande"), hub_config="winogrande_xl",
         read_hub=adapters.rows_hub(adapters.winogrande_hub), prompt_fn=prompts.winogrande,
-        choice_fn=prompts.letter_choice,
+        choice_fn=prompts.letter_choice, lm_eval_task="winogrande",
+        lm_eval_differences="lm-eval scores the sentence's end after each option filled into the blank (one "
+                            "context per option); jaxcontam asks for the option's letter after a lettered list",
     ),
     BenchmarkSpec(
         "commonsenseqa", "CommonsenseQA (5 choices, official ids)", "validation",
         {"validation": "commonsenseqa/dev_rand_split.jsonl"}, adapters.rows_local(adapters.commonsenseqa_row),
         hub=("tau/commonsense_qa", "commonsense_qa"), read_hub=adapters.rows_hub(adapters.commonsenseqa_row),
         prompt_fn=prompts.lettered_question, choice_fn=prompts.letter_choice,
+        lm_eval_task="commonsense_qa",
     ),
     BenchmarkSpec(
         "truthfulqa", "TruthfulQA generation (gold: best answer; any correct answer scores)", "validation",
         {"validation": "truthfulqa/TruthfulQA.csv"}, adapters.truthfulqa_local,
         hub=("truthfulqa/truthful_qa", "truthful_qa"), hub_config="generation",
         read_hub=adapters.rows_hub(adapters.truthfulqa_hub), prompt_fn=prompts.short_qa,
-        scorer=alias_scorer("correct_answers"),
+        scorer=alias_scorer("correct_answers"), lm_eval_task="truthfulqa_gen",
+        lm_eval_differences="`Q: ...?\\nA:` without lm-eval's six-question primer; scored by matching a correct "
+                            "answer (lm-eval: BLEU/ROUGE against correct and incorrect answers)",
     ),
     BenchmarkSpec(
         "truthfulqa_mc", "TruthfulQA MC1 (best answer vs incorrect answers; hub: mc1_targets)", "validation",
         {"validation": "truthfulqa/TruthfulQA.csv"}, adapters.truthfulqa_mc_local,
         hub=("truthfulqa/truthful_qa", "truthful_qa"), hub_config="multiple_choice",
-        read_hub=adapters.rows_hub(adapters.truthfulqa_mc_hub), prompt_fn=prompts.lettered_question,
-        choice_fn=prompts.letter_choice,
+        read_hub=adapters.rows_hub(adapters.truthfulqa_mc_hub), prompt_fn=prompts.truthfulqa_mc,
+        lm_eval_task="truthfulqa_mc1",
+        lm_eval_differences="the shared CSV has no MC1 targets: its choices are the best answer then the "
+                            "incorrect answers (hub rows use mc1_targets, as lm-eval)",
     ),
     BenchmarkSpec(
         "nq_open", "NQ-open (generative; any listed answer scores)", "validation",
         {"validation": "nq_open/NQ-open.dev.jsonl", "efficientqa_dev": "nq_open/NQ-open.efficientqa.dev.1.1.jsonl",
          "efficientqa_test": "nq_open/NQ-open.efficientqa.test.1.1.jsonl"},
         adapters.rows_local(adapters.nq_open_row), hub=("google-research-datasets/nq_open", "nq_open"),
-        read_hub=adapters.rows_hub(adapters.nq_open_row), prompt_fn=prompts.short_qa, scorer=alias_scorer("answers"),
+        read_hub=adapters.rows_hub(adapters.nq_open_row), prompt_fn=prompts.nq_open, scorer=alias_scorer("answers"),
+        lm_eval_task="nq_open", lm_eval_differences="zero-shot, as lm-eval's default; scored by matching any listed "
+                                                    "answer after SQuAD normalisation",
     ),
     BenchmarkSpec(
         "math", "MATH competition problems (generative; boxed answer)", "test",
         {"test": "math/MATH_test_5000/test.jsonl"},
         adapters.rows_local(adapters.math_row("math")), hub=("hendrycks/competition_math", "competition_math"),
         read_hub=adapters.rows_hub(adapters.math_row("math")), prompt_fn=prompts.math_problem,
-        normalize_answer=normalize_math_answer,
+        normalize_answer=normalize_math_answer, lm_eval_task="minerva_math",
+        lm_eval_differences="one benchmark in MATH_test_5000 order (lm-eval: 7 minerva_math_<subject> subtasks); "
+                            "zero-shot (lm-eval: 4-shot); not checked against lm-eval (its math tasks need "
+                            "lm-eval[math])",
     ),
     BenchmarkSpec(
         "math500", "MATH-500 subset (PRM800K)", "test", {"test": "math/MATH500/test.jsonl"},
         adapters.rows_local(adapters.math_row("math500")), hub=("HuggingFaceH4/MATH-500",),
         read_hub=adapters.rows_hub(adapters.math_row("math500")), prompt_fn=prompts.math_problem,
-        normalize_answer=normalize_math_answer,
+        normalize_answer=normalize_math_answer, lm_eval_task="minerva_math500",
+        lm_eval_differences="zero-shot (lm-eval: 4-shot); not checked against lm-eval (its math tasks need "
+                            "lm-eval[math])",
     ),
 )
 

@@ -4,7 +4,8 @@ Each item takes its own path (`item.choices is not None` is multiple choice), so
 answered correctly and the answers come back in input order.
 
 Multiple choice follows lm-eval-harness (`TemplateLM._encode_pair`, `HFLM._loglikelihood_tokens`):
-- the context is the prompt, the continuation is the choice after one space (`Benchmark.continuation`);
+- the context is the prompt, the continuation is lm-eval's target delimiter (one space) followed by its
+  `doc_to_choice` text (`Benchmark.continuation`; COPA's starts with a space of its own, so two);
   whitespace that ends the prompt moves to the front of the continuation;
 - the two are encoded together: the continuation's ids are `encode(context + continuation)` after the
   first `len(encode(context))` ids, so tokens that merge across the boundary are scored as the model

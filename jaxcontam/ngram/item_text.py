@@ -1,7 +1,8 @@
 """The text of a benchmark item that n-gram matching scores: the item as the model sees it.
 
 An item's text is ONE segment: the benchmark's solved text (`Benchmark.solved_text`: the prompt
-followed by the gold answer, exactly as the model reads them) without the prompt's header lines.
+followed by the gold answer as the model reads them, one space between: COPA's second space is
+lm-eval's request's, not the item's) without the prompt's header lines.
   - Kept: everything on the item's own lines, labels included ("Question: ... Answer: <solution>",
     COPA's premise with its "because"/"therefore" connector and the lower-cased choice, MMLU's
     question, lettered options and "Answer: B"). The text stays contiguous, so a verbatim copy of what

@@ -81,3 +81,17 @@ def test_lm_eval_copa_continuation_and_acc_norm_length():
     assert validation.choice_text(item, 1) == " water flowed from the spout."
     # the item as one text (n-gram search, likelihood detectors, injection) reads with one space
     assert validation.solved_text(item) == "The man turned on the faucet therefore water flowed from the spout."
+
+
+def test_lm_eval_copa_from_local_files_is_superglue_validation(shared_data):
+    """lm-eval's own `copa` task, served the local COPA file (`lm_eval:copa`), sees SuperGLUE's validation: the same
+    premises, choices in the same order (lm-eval lower-cases each choice's first letter) and the same gold as
+    jaxcontam's `copa` validation split."""
+    pytest.importorskip("lm_eval")
+    through_lm_eval = load_benchmark("lm_eval:copa")
+    ours = load_benchmark("copa", split="validation")
+    assert len(through_lm_eval) == len(ours) == 100
+    for theirs, mine in zip(through_lm_eval, ours):
+        assert [c.strip().lower() for c in theirs.choices] == [c.lower() for c in mine.choices]
+        assert theirs.answer == mine.answer
+        assert mine.question.rstrip(".") in theirs.question

@@ -15,8 +15,11 @@ Writes to --out (default experiments/real_model/results):
                   "possibly seen". AUC per detector with a bootstrap 95% interval and the one-sided
                   Mann-Whitney p, with the time it took.
 
-Usage: .venv/bin/python experiments/real_model/run.py [--gsm8k 100] [--copa 100] [--mmlu 30] [--membership 200]
-       [--exchangeability [--chunks 10] [--permutations 25]]
+  audit-paper/    with --preset paper: PaCoST alone as its authors ran it (sampled answers, their Yes/No judge,
+                  the uncorrected paired t-test); the likelihood detectors and ConTAM do not depend on the preset.
+
+Usage: .venv/bin/python experiments/real_model/run.py [--preset jaxcontam|paper] [--gsm8k 100] [--copa 100] [--mmlu 30]
+       [--membership 200] [--exchangeability [--chunks 10] [--permutations 25]] [--skip-audit] [--skip-membership]
 """
 
 from __future__ import annotations
@@ -63,14 +66,21 @@ def audit_config(args, out: Path):
                        limit=args.copa),
         BenchmarkEntry(name="mmlu", split="test", path=str(mmlu_folder(out, args.mmlu)), paraphrases="mmlu_rephrase"),
     )
+    paper = args.preset == "paper"  # PaCoST alone: the other stages do not depend on the preset
     return AuditConfig(
         models=(ModelEntry(path=str(MODEL), name="SmolLM2-135M-Instruct-Q4_1"),), benchmarks=benchmarks,
-        corpora=tuple(str(SHARED / c) for c in CORPORA), out=str(out / "audit"),
-        pacost=PacostSettings(max_new_tokens=args.max_new_tokens),
+        corpora=() if paper else tuple(str(SHARED / c) for c in CORPORA), out=str(out / audit_folder(args.preset)),
+        pacost=PacostSettings(preset=args.preset, max_new_tokens=args.max_new_tokens),
+        **({"stages": ("pacost",)} if paper else {}),
         **({"stages": STAGES + ("exchangeability",),
             "exchangeability": {"chunks": args.chunks, "permutations": args.permutations}}
            if args.exchangeability else {}),
     )
+
+
+def audit_folder(preset: str) -> str:
+    """Where each preset's audit is written under --out."""
+    return "audit" if preset == "jaxcontam" else f"audit-{preset}"
 
 
 def bootstrap_auc(scores: np.ndarray, labels: np.ndarray, resamples: int = 2000, seed: int = 0) -> tuple[float, float]:
@@ -132,7 +142,10 @@ def main() -> None:
                         help="also run Oren et al.'s test (chunks x (1 + permutations) long sequences: slow on CPU)")
     parser.add_argument("--chunks", type=int, default=10, help="exchangeability test: chunks of consecutive items")
     parser.add_argument("--permutations", type=int, default=25, help="exchangeability test: shuffles per chunk")
+    parser.add_argument("--preset", choices=("jaxcontam", "paper"), default="jaxcontam",
+                        help="PaCoST preset; 'paper' runs PaCoST alone into audit-paper/")
     parser.add_argument("--skip-audit", action="store_true")
+    parser.add_argument("--skip-membership", action="store_true")
     parser.add_argument("--out", type=Path, default=Path(__file__).resolve().parent / "results")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
@@ -142,8 +155,10 @@ def main() -> None:
 
         start = time.perf_counter()
         summary = run_audit(audit_config(args, args.out))
-        echo_verdicts(summary, args.out / "audit")
+        echo_verdicts(summary, args.out / audit_folder(args.preset))
         print(f"audit: {time.perf_counter() - start:.0f} s", flush=True)
+    if args.skip_membership:
+        return
     found = membership(args, args.out)
     for name, entry in found["detectors"].items():
         print(f"membership train vs test {name}: AUC {entry['auc']:.3f} "

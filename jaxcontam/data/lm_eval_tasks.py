@@ -28,8 +28,8 @@ Known differences from the hub copies: the local HellaSwag was preprocessed by l
 such as "[title]" already removed, ctx_a and ctx_b joined into ctx), so the stock `process_docs` cannot
 capitalise ctx_b and the prompt keeps its lower case ("... sitting on a roof. he" where the hub's gives
 "... sitting on a roof. He"); the endings are unchanged;
-SuperGLUE's COPA validation lists the two choices in the other order for about half the items (labels follow
-each file's order). Items, prompts and scoring are otherwise the stock tasks'.
+COPA's rows are put in SuperGLUE's choice order (`adapters.SUPERGLUE_SWAPPED_COPA_IDS`, read off XCOPA).
+Items, prompts and scoring are otherwise the stock tasks'.
 
 `load_lm_eval_benchmark` reads an lm-eval task's evaluation documents into a `Benchmark` (`--benchmark
 lm_eval:arc_easy`): each item's question is the task's `doc_to_text`, its choices `doc_to_choice`, its gold the
@@ -44,6 +44,7 @@ import json
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
+from jaxcontam.data.adapters import COPA_SPLITS, SUPERGLUE_SWAPPED_COPA_IDS
 from jaxcontam.data.item import Benchmark, Item
 from jaxcontam.data.registry import data_roots
 from jaxcontam.errors import DataError
@@ -72,10 +73,14 @@ def _hellaswag_row(row: dict) -> dict:
 
 
 def _copa_row(row: dict) -> dict | None:
-    if not 401 <= int(row["id"]) <= 500:  # SuperGLUE: train = ids 1-400, validation = 401-500
+    number = int(row["id"])
+    if number not in COPA_SPLITS["validation"]:  # SuperGLUE: train = ids 1-400, validation = 401-500
         return None
-    return {"premise": row["premise"], "choice1": row["choice1"], "choice2": row["choice2"],
-            "question": row["question"], "label": row["label"], "idx": int(row["id"]) - 401}
+    choices, label = (row["choice1"], row["choice2"]), int(row["label"])
+    if number in SUPERGLUE_SWAPPED_COPA_IDS:  # SuperGLUE's own choice order (see `adapters`)
+        choices, label = choices[::-1], 1 - label
+    return {"premise": row["premise"], "choice1": choices[0], "choice2": choices[1],
+            "question": row["question"], "label": label, "idx": number - COPA_SPLITS["validation"].start}
 
 
 @dataclasses.dataclass(frozen=True)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from jaxcontam.commands.mesh_options import mesh_options
+from jaxcontam.detect.pacost import PRESETS
 
 
 @click.command("audit")
@@ -17,8 +18,11 @@ from jaxcontam.commands.mesh_options import mesh_options
 @click.option("--split", default=None, help="Split of the --benchmark entries.")
 @click.option("--corpus", "corpora", multiple=True, help="Training corpus for ConTAM (repeatable).")
 @click.option("--out", default=None, help="Output folder (default: the config's, else ./jaxcontam-audit).")
+@click.option("--preset", type=click.Choice(list(PRESETS)), default=None,
+              help="PaCoST preset (default: the config's [pacost] preset, else jaxcontam). paper: as its authors "
+                   "ran it (sampled answers, their Yes/No judge's P(yes), paired t-test at p < alpha, uncorrected).")
 @mesh_options
-def audit(config_path, models, benchmarks, path, split, corpora, out, mesh, fsdp):
+def audit(config_path, models, benchmarks, path, split, corpora, out, preset, mesh, fsdp):
     """Audit models for benchmark contamination: PaCoST, likelihood detectors and (with a corpus) ConTAM.
 
     Writes OUT/items.parquet, OUT/summary.json, OUT/plots/*.png and OUT/report.html. Finished work is kept
@@ -32,7 +36,7 @@ def audit(config_path, models, benchmarks, path, split, corpora, out, mesh, fsdp
         click.echo(f"auditing the bundled example ({EXAMPLE_CONFIG.parent})", err=True)
     config = load_config(config_path) if config_path is not None else None
     config = with_overrides(config, models=models, benchmarks=benchmarks, path=path, split=split, corpora=corpora,
-                            out=out, mesh=mesh, fsdp=fsdp)
+                            out=out, mesh=mesh, fsdp=fsdp, preset=preset)
     summary = run_audit(config)
     echo_verdicts(summary, config.out)
 

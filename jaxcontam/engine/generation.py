@@ -3,8 +3,9 @@
 `rows_per_batch` rows decode together and a finished row takes the next prompt at once (continuous batching,
 `engine.decode_loop`). Prompts enter longest first, a quarter of the rows at a time, each group padded on the
 left (or the right: padding slots get position -1 and are masked by the model, so both give the same tokens) to
-one of a few bucket lengths. Sampling keys are derived from (seed, prompt index, step), so a prompt's sample
-does not depend on which other prompts share its batch.
+one of a few bucket lengths. Sampling keys are derived from (seed, prompt key, step), the prompt key being its
+index or the caller's `sample_keys`, so a prompt's sample does not depend on which other prompts share its batch
+(nor, with keys of its own, on which call it came in).
 """
 
 from __future__ import annotations
@@ -137,13 +138,15 @@ def generate(
     rows_per_batch: int = 16,
     buckets: Sequence[int] | None = None,
     progress: bool | Callable[[Progress], None] = False,
+    sample_keys: Sequence[int] | None = None,
 ) -> list[Generation]:
     """Continue each prompt (token ids), in input order.
 
     Stops a row at any of `stop_token_ids` (default: the model's eos id) or
     after `max_new_tokens`; `stop_strings` cut the decoded text afterwards.
     Deterministic for a given seed. `progress`: True for a progress bar (prompts done, tokens/s, ETA), or a
-    callable given a `Progress` whenever prompts finish.
+    callable given a `Progress` whenever prompts finish. `sample_keys`: one integer in [0, 2**31) per prompt
+    that, with `seed`, keys its sampling (default: its index in `prompts`).
     """
     if padding not in ("left", "right"):
         raise JaxcontamError(f"padding must be 'left' or 'right', got {padding!r}")
@@ -151,6 +154,11 @@ def generate(
         raise JaxcontamError(f"max_new_tokens must be >= 1, got {max_new_tokens}")
     if temperature < 0 or not 0 < top_p <= 1:
         raise JaxcontamError(f"need temperature >= 0 and 0 < top_p <= 1, got {temperature}, {top_p}")
+    if sample_keys is None:
+        sample_keys = range(len(prompts))
+    elif len(sample_keys) != len(prompts) or not all(0 <= k < 2**31 for k in sample_keys):
+        raise JaxcontamError(f"sample_keys must hold one integer in [0, 2**31) per prompt ({len(prompts)}), "
+                             f"got {len(sample_keys)}")
     spec = model.config
     if stop_token_ids is None:
         eos = spec.eos_token_id
@@ -178,7 +186,7 @@ def generate(
             targets = np.full(group, rows, np.int32)  # row `rows` does not exist: that prompt slot is dropped
             index = np.zeros(group, np.int32)
             for p in batch.placements:
-                targets[p.row], index[p.row] = free.pop(0), p.index
+                targets[p.row], index[p.row] = free.pop(0), sample_keys[p.index]
                 holder[int(targets[p.row])] = p.index
             arrays = (targets, *_layout(batch, group, padding), index)
             state = decode_loop.fill_rows(params, spec, state, *(global_array(a, mesh) for a in arrays), *sampling,

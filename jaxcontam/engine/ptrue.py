@@ -1,15 +1,21 @@
 """P(True): the model's own confidence that a proposed answer is correct.
 
 A judge prompt ends where the model states its verdict, and the verdict's
-options are scored there: for Kadavath et al. (2022) the prompt lists
-"(A) True / (B) False" and ends "The proposed answer is: (", so the next token
-is the option letter, A or B; for PaCoST's judge it ends "Judgement:" and the
-next words are " Yes" / " No". Each option is resolved to the tokens that follow
-the prompt when the option text is appended to it (so a BPE " (" + "A" split is
-scored as "A", never as a free-standing " A"). p(option) is the probability of
-its whole token sequence after the prompt (one full-vocabulary softmax at the
-last prompt position when every option is one token). The raw p(true option)
-and the normalised P(True) = p_t / (p_t + p_f) are both returned.
+options are scored there. The built-in judge asks Kadavath et al.'s (2022)
+question ("Question: ... Proposed Answer: ... Is the proposed answer ...") and
+scores the words " True" / " False" after "The proposed answer is:". Kadavath et
+al. list "(A) True (B) False" and score the letters, but a multiple-choice item
+shown to the judge has option letters of its own (MMLU's "A. ... D. ..."), the
+same tokens: p("A") would mix "True" with "the item's option A".
+Each option is resolved to the tokens that follow the prompt when the option text
+is appended to it (so a BPE " (" + "A" split is scored as "A", never as a
+free-standing " A"). p(option) is the probability of its whole token sequence
+after the prompt (one full-vocabulary softmax at the last prompt position when
+every option is one token). The raw p(true option) and the normalised
+P(True) = p_t / (p_t + p_f) are both returned.
+
+PaCoST's published judge, which lets the model reply and reads P(yes) where it
+says yes or no, is `engine.pacost_judge`.
 """
 
 from __future__ import annotations
@@ -66,19 +72,12 @@ class JudgeTemplate:
 
 KADAVATH = JudgeTemplate(
     "kadavath",
-    "Question: {question}\nProposed Answer: {answer}\nIs the proposed answer:\n (A) True\n (B) False\n"
-    "The proposed answer is: (",
-    ("A",),
-    ("B",),
+    "Question: {question}\nProposed Answer: {answer}\nIs the proposed answer True or False?\n"
+    "The proposed answer is:",
+    (" True",),
+    (" False",),
 )
-PACOST = JudgeTemplate(
-    "pacost",
-    "Question: {question}\nAnswer: {answer}\nIs the above answer correct? Please answer Yes or No.\n"
-    "Judgement:",
-    (" Yes",),
-    (" No",),
-)
-TEMPLATES = {t.name: t for t in (KADAVATH, PACOST)}
+TEMPLATES = {t.name: t for t in (KADAVATH,)}
 
 
 def judge_template(template: JudgeTemplate | str) -> JudgeTemplate:
@@ -135,34 +134,51 @@ def option_token_ids(tokenizer, template: JudgeTemplate) -> tuple[tuple[tuple[in
 
 
 @functools.partial(jax.jit, static_argnames=("spec",))
-def _last_position_logprobs(params, spec, tokens, positions, segment_ids, last, candidate_ids, candidate_sets):
-    """log p of each candidate set at each row's last prompt token: float32 [B, num_sets]."""
+def _picked_set_logprobs(params, spec, tokens, positions, segment_ids, picks, candidate_ids, candidate_sets):
+    """log p of each candidate set for the next token at positions `picks` [B, K]: float32 [B, K, num_sets]."""
     hidden = spec.hidden_states(params, tokens, positions, segment_ids)
-    picked = jnp.take_along_axis(hidden, last[:, None, None], axis=1)[:, 0]
+    picked = jnp.take_along_axis(hidden, picks[:, :, None], axis=1)  # [B, K, D]
     logp = jax.nn.log_softmax(spec.logits_from_hidden(params, picked).astype(jnp.float32), axis=-1)
-    cand = logp[:, candidate_ids]  # [B, C]
-    member = candidate_sets[None, :, :]  # [1, S, C] bool
-    return jax.nn.logsumexp(jnp.where(member, cand[:, None, :], -jnp.inf), axis=-1)
+    cand = logp[..., candidate_ids]  # [B, K, C]
+    member = candidate_sets[None, None]  # [1, 1, S, C] bool
+    return jax.nn.logsumexp(jnp.where(member, cand[:, :, None, :], -jnp.inf), axis=-1)
+
+
+def token_set_logprobs(model, sequences: Sequence[Sequence[int]], picks: Sequence[Sequence[int]],
+                       id_sets: Sequence[Sequence[int]], rows_per_batch: int = 16) -> list[np.ndarray]:
+    """log p(next token in id_sets[s]) after position picks[i][k] of sequences[i]: one [len(picks[i]), S] array each.
+
+    One forward pass per batch; the full-vocabulary softmax is taken only at the picked positions.
+    """
+    candidates = np.asarray([t for ids in id_sets for t in ids], np.int32)
+    sets = np.zeros((len(id_sets), len(candidates)), bool)
+    start = 0
+    for s, ids in enumerate(id_sets):
+        sets[s, start : start + len(ids)] = True
+        start += len(ids)
+    mesh = model_mesh(model)
+    rows = rows_for(mesh, rows_per_batch)
+    out = [np.zeros((len(p), len(id_sets))) for p in picks]
+    wanted = [i for i, p in enumerate(picks) if len(p)]
+    for batch in plan_batches([sequences[i] for i in wanted], rows_per_batch=rows, pack=False):
+        width = 1 << (max(len(picks[wanted[p.index]]) for p in batch.placements) - 1).bit_length()
+        at = np.zeros((rows, width), np.int32)  # padded picks read position 0 and are ignored
+        for p in batch.placements:
+            chosen = picks[wanted[p.index]]
+            at[p.row, : len(chosen)] = np.asarray(chosen) + p.offset
+        arrays = [global_array(a, mesh) for a in (batch.tokens, batch.positions, batch.segment_ids, at)]
+        logp = fetch(_picked_set_logprobs(model.params, model.config, *arrays, candidates, sets))
+        for p in batch.placements:
+            index = wanted[p.index]
+            out[index] = logp[p.row, : len(picks[index])].astype(np.float64)
+    return out
 
 
 def _single_token_logprobs(model, prompts, sides, rows_per_batch: int) -> np.ndarray:
     """[N, 2] log p(true), log p(false) when every option is one token: one pass, the last position only."""
-    candidates = np.asarray([s[0] for side in sides for s in side], np.int32)
-    sets = np.zeros((2, len(candidates)), bool)
-    sets[0, : len(sides[0])] = True
-    sets[1, len(sides[0]):] = True
-    mesh = model_mesh(model)
-    rows = rows_for(mesh, rows_per_batch)
-    logp = np.zeros((len(prompts), 2))
-    for batch in plan_batches(prompts, rows_per_batch=rows, pack=False):
-        last = np.zeros(rows, np.int32)
-        for p in batch.placements:
-            last[p.row] = p.offset + p.length - 1
-        arrays = [global_array(a, mesh) for a in (batch.tokens, batch.positions, batch.segment_ids, last)]
-        out = fetch(_last_position_logprobs(model.params, model.config, *arrays, candidates, sets))
-        for p in batch.placements:
-            logp[p.index] = out[p.row]
-    return logp
+    id_sets = [[s[0] for s in side] for side in sides]
+    logp = token_set_logprobs(model, prompts, [[len(p) - 1] for p in prompts], id_sets, rows_per_batch)
+    return np.stack([x[0] for x in logp]) if logp else np.zeros((0, 2))
 
 
 def _sequence_logprobs(model, prompts, sides, rows_per_batch: int) -> np.ndarray:

@@ -201,3 +201,13 @@ def test_the_audit_command_line_sets_the_preset_over_the_config(tmp_path):
     path.write_text('correction = "bonferroni"\n[[model]]\npath = "m"\n[[benchmark]]\nname = "copa"\n')
     with pytest.raises(JaxcontamError, match="correction.*holm, bh, none"):
         load_config(path)
+
+
+def test_the_resume_key_changes_with_every_setting_that_changes_records():
+    from jaxcontam.audit.store import fingerprint
+
+    variants = [PacostSettings(), PacostSettings(preset="paper"), PacostSettings(preset="paper", seed=1),
+                PacostSettings(preset="paper", temperature=0.7), PacostSettings(preset="paper", judge_max_new_tokens=16)]
+    assert len({fingerprint(s.to_dict()) for s in variants}) == len(variants)
+    # the same settings, from the preset or spelled out, resume the same work
+    assert PacostSettings(test="permutation", answers="greedy").to_dict() == PacostSettings().to_dict()

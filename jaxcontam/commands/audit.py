@@ -42,8 +42,8 @@ def audit(config_path, models, benchmarks, path, split, corpora, out, preset, me
 
 
 def echo_verdicts(summary: dict, out) -> None:
-    """One line per (model, benchmark): PaCoST p (adjusted), and the headline ConTAM EPG when there is one; a test
-    that could not run reads "no test: <reason>", never as a verdict."""
+    """One line per (model, benchmark): PaCoST p (adjusted) and the correction its verdict used, and the headline
+    ConTAM EPG when there is one; a test that could not run reads "no test: <reason>", never as a verdict."""
     from jaxcontam.report.formatting import gain_verdict, number, pacost_verdict, test_status
 
     for run in summary["runs"]:
@@ -52,7 +52,8 @@ def echo_verdicts(summary: dict, out) -> None:
         pacost = run["pacost"]
         if pacost is not None:
             parts.append(f"PaCoST[{pacost['confidence']}] p={number(pacost['pvalue'])} "
-                         f"adj={number(pacost['pvalue_adjusted'])} {pacost_verdict(pacost)}"
+                         f"adj={number(pacost['pvalue_adjusted'])} {pacost_verdict(pacost)} "
+                         f"(correction {pacost['correction']})"
                          if test_status(pacost) == "tested" else f"PaCoST[{pacost['confidence']}]: {test_status(pacost)}")
         exchangeability = run.get("exchangeability")
         if exchangeability is not None:

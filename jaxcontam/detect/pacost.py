@@ -35,7 +35,7 @@ from jaxcontam.detect.answering import Sampling, answer_items
 from jaxcontam.detect.likelihood import min_k_plus_plus
 from jaxcontam.engine import p_true, pacost_judge, score_logprobs
 from jaxcontam.engine.chat import check_chat_mode, uses_chat
-from jaxcontam.engine.pacost_judge import AUTHORS_MAX_NEW_TOKENS
+from jaxcontam.engine.pacost_judge import AUTHORS_MAX_NEW_TOKENS, yes_token_ids
 from jaxcontam.engine.ptrue import TEMPLATES
 from jaxcontam.errors import JaxcontamError
 from jaxcontam.ngram.item_text import prompt_header
@@ -200,6 +200,8 @@ def pacost_records(model, benchmark, items, rephrasings, settings: PacostSetting
     on the original side, which gives its accuracy, and is dropped from the paired test).
     """
     chat = uses_chat(model.tokenizer, settings.chat_template)
+    if "p_yes" in settings.measured():
+        yes_token_ids(model.tokenizer)  # refuses a tokenizer that cannot say "yes" before anything is answered
     records = [{"id": item.id, "chat": chat} | r for item, r in zip(items, _side(model, benchmark, items,
                                                                      [it.question for it in items], settings,
                                                                      "original"))]

@@ -100,6 +100,7 @@ def pacost_judge(model, questions: Sequence[str], answers: Sequence[str], *, cha
     # reply token j is predicted at position len(prompt) - 1 + j of prompt + reply[:j]
     sequences = [list(p) + list(r.token_ids[: s[-1]]) if s else list(p) for p, r, s in zip(prompts, replies, steps)]
     picks = [[len(p) - 1 + j for j in s] for p, s in zip(prompts, steps)]
-    logp = token_set_logprobs(model, sequences, picks, [yes], rows_per_batch)
+    rows = min(rows_per_batch, 1 << (len(sequences) - 1).bit_length())  # a few long replies: no idle rows
+    logp = token_set_logprobs(model, sequences, picks, [yes], rows)
     return [JudgeReply(text=r.text or "", confidence=float(np.exp(lp[:, 0]).max()) if s else 0.0,
                        verdict_steps=len(s)) for r, s, lp in zip(replies, steps, logp)]

@@ -115,8 +115,8 @@ def plan_model_steps(spec: ModelSpec, mesh, dtype, chip: Chip | None, steps, w: 
     if "p_true" in steps:
         batch = [rows(mesh, (w.batch, w.seq)) for _ in range(3)]
         candidates = [replicated(mesh, (2,), jnp.int32), replicated(mesh, (2, 2), jnp.bool_)]
-        plans.append(compile_step("p_true", f"{w.batch} x {w.seq}", w.batch * w.seq, ptrue._last_position_logprobs,
-                                  (params, spec, *batch, rows(mesh, (w.batch,)), *candidates), {},
+        plans.append(compile_step("p_true", f"{w.batch} x {w.seq}", w.batch * w.seq, ptrue._picked_set_logprobs,
+                                  (params, spec, *batch, rows(mesh, (w.batch, 1)), *candidates), {},
                                   model_flops=model_flops(spec, "p_true", w), **common))
     return plans
 

@@ -16,8 +16,8 @@ fc80fc717269500491718c6df2b26261d9da9b02: `confidence_prompt`, `calculate_confid
 - "yes": they read one id hard-coded for Llama 2 (3869, "▁Yes"); here every vocabulary token whose text,
   stripped and lower-cased, is "yes" ("Yes" opening a reply, " Yes" after a space, "yes", "YES"), their
   probabilities summed, so the confidence does not hinge on how a tokenizer spells the reply's first word.
-P(yes) is read in a second, teacher-forced pass over the prompt and the reply: the same model and tokens, so
-the generation's own distribution up to float rounding.
+P(yes) is read inside the greedy decode itself (`generate(watch_ids=...)`), from the same logits whose argmax
+is the reply's token.
 """
 
 from __future__ import annotations
@@ -30,7 +30,6 @@ import numpy as np
 
 from jaxcontam.engine.chat import chat_text, encode_chat, uses_chat
 from jaxcontam.engine.generation import generate
-from jaxcontam.engine.ptrue import token_set_logprobs
 from jaxcontam.errors import JaxcontamError
 
 JUDGE_SYSTEM = (
@@ -95,12 +94,7 @@ def pacost_judge(model, questions: Sequence[str], answers: Sequence[str], *, cha
     if room < 1:
         raise JaxcontamError(f"a judge prompt fills the model's {model.config.max_position} positions: shorten the "
                              "question or answer")
-    replies = generate(model, prompts, max_new_tokens=room, rows_per_batch=rows_per_batch)
+    replies = generate(model, prompts, max_new_tokens=room, rows_per_batch=rows_per_batch, watch_ids=yes)
     steps = [[j for j, t in enumerate(r.token_ids) if says_yes_or_no(tokenizer.decode([t]))] for r in replies]
-    # reply token j is predicted at position len(prompt) - 1 + j of prompt + reply[:j]
-    sequences = [list(p) + list(r.token_ids[: s[-1]]) if s else list(p) for p, r, s in zip(prompts, replies, steps)]
-    picks = [[len(p) - 1 + j for j in s] for p, s in zip(prompts, steps)]
-    rows = min(rows_per_batch, 1 << (len(sequences) - 1).bit_length())  # a few long replies: no idle rows
-    logp = token_set_logprobs(model, sequences, picks, [yes], rows)
-    return [JudgeReply(text=r.text or "", confidence=float(np.exp(lp[:, 0]).max()) if s else 0.0,
-                       verdict_steps=len(s)) for r, s, lp in zip(replies, steps, logp)]
+    return [JudgeReply(text=r.text or "", confidence=float(np.exp(max(r.watched_logprobs[j] for j in s))) if s
+                       else 0.0, verdict_steps=len(s)) for r, s in zip(replies, steps)]

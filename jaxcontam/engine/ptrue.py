@@ -134,51 +134,34 @@ def option_token_ids(tokenizer, template: JudgeTemplate) -> tuple[tuple[tuple[in
 
 
 @functools.partial(jax.jit, static_argnames=("spec",))
-def _picked_set_logprobs(params, spec, tokens, positions, segment_ids, picks, candidate_ids, candidate_sets):
-    """log p of each candidate set for the next token at positions `picks` [B, K]: float32 [B, K, num_sets]."""
+def _last_position_logprobs(params, spec, tokens, positions, segment_ids, last, candidate_ids, candidate_sets):
+    """log p of each candidate set at each row's last prompt token: float32 [B, num_sets]."""
     hidden = spec.hidden_states(params, tokens, positions, segment_ids)
-    picked = jnp.take_along_axis(hidden, picks[:, :, None], axis=1)  # [B, K, D]
+    picked = jnp.take_along_axis(hidden, last[:, None, None], axis=1)[:, 0]
     logp = jax.nn.log_softmax(spec.logits_from_hidden(params, picked).astype(jnp.float32), axis=-1)
-    cand = logp[..., candidate_ids]  # [B, K, C]
-    member = candidate_sets[None, None]  # [1, 1, S, C] bool
-    return jax.nn.logsumexp(jnp.where(member, cand[:, :, None, :], -jnp.inf), axis=-1)
-
-
-def token_set_logprobs(model, sequences: Sequence[Sequence[int]], picks: Sequence[Sequence[int]],
-                       id_sets: Sequence[Sequence[int]], rows_per_batch: int = 16) -> list[np.ndarray]:
-    """log p(next token in id_sets[s]) after position picks[i][k] of sequences[i]: one [len(picks[i]), S] array each.
-
-    One forward pass per batch; the full-vocabulary softmax is taken only at the picked positions.
-    """
-    candidates = np.asarray([t for ids in id_sets for t in ids], np.int32)
-    sets = np.zeros((len(id_sets), len(candidates)), bool)
-    start = 0
-    for s, ids in enumerate(id_sets):
-        sets[s, start : start + len(ids)] = True
-        start += len(ids)
-    mesh = model_mesh(model)
-    rows = rows_for(mesh, rows_per_batch)
-    out = [np.zeros((len(p), len(id_sets))) for p in picks]
-    wanted = [i for i, p in enumerate(picks) if len(p)]
-    for batch in plan_batches([sequences[i] for i in wanted], rows_per_batch=rows, pack=False):
-        width = 1 << (max(len(picks[wanted[p.index]]) for p in batch.placements) - 1).bit_length()
-        at = np.zeros((rows, width), np.int32)  # padded picks read position 0 and are ignored
-        for p in batch.placements:
-            chosen = picks[wanted[p.index]]
-            at[p.row, : len(chosen)] = np.asarray(chosen) + p.offset
-        arrays = [global_array(a, mesh) for a in (batch.tokens, batch.positions, batch.segment_ids, at)]
-        logp = fetch(_picked_set_logprobs(model.params, model.config, *arrays, candidates, sets))
-        for p in batch.placements:
-            index = wanted[p.index]
-            out[index] = logp[p.row, : len(picks[index])].astype(np.float64)
-    return out
+    cand = logp[:, candidate_ids]  # [B, C]
+    member = candidate_sets[None, :, :]  # [1, S, C] bool
+    return jax.nn.logsumexp(jnp.where(member, cand[:, None, :], -jnp.inf), axis=-1)
 
 
 def _single_token_logprobs(model, prompts, sides, rows_per_batch: int) -> np.ndarray:
     """[N, 2] log p(true), log p(false) when every option is one token: one pass, the last position only."""
-    id_sets = [[s[0] for s in side] for side in sides]
-    logp = token_set_logprobs(model, prompts, [[len(p) - 1] for p in prompts], id_sets, rows_per_batch)
-    return np.stack([x[0] for x in logp]) if logp else np.zeros((0, 2))
+    candidates = np.asarray([s[0] for side in sides for s in side], np.int32)
+    sets = np.zeros((2, len(candidates)), bool)
+    sets[0, : len(sides[0])] = True
+    sets[1, len(sides[0]):] = True
+    mesh = model_mesh(model)
+    rows = rows_for(mesh, rows_per_batch)
+    logp = np.zeros((len(prompts), 2))
+    for batch in plan_batches(prompts, rows_per_batch=rows, pack=False):
+        last = np.zeros(rows, np.int32)
+        for p in batch.placements:
+            last[p.row] = p.offset + p.length - 1
+        arrays = [global_array(a, mesh) for a in (batch.tokens, batch.positions, batch.segment_ids, last)]
+        out = fetch(_last_position_logprobs(model.params, model.config, *arrays, candidates, sets))
+        for p in batch.placements:
+            logp[p.index] = out[p.row]
+    return logp
 
 
 def _sequence_logprobs(model, prompts, sides, rows_per_batch: int) -> np.ndarray:

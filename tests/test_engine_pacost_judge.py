@@ -62,6 +62,20 @@ def test_the_judge_speaks_in_the_chat_template_of_the_model_under_test(smollm2_t
     assert plain == f"{one_space(confidence_prompt)}\n\n{request}\n"
 
 
+def test_a_template_without_a_system_role_gets_the_system_text_in_the_user_turn():
+    """Gemma's template refuses a system turn; Llama 2's own template writes the system text inside the user turn."""
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(str(TINY))
+    tok.chat_template = ("{% for m in messages %}{% if m['role'] == 'system' %}"
+                         "{{ raise_exception('System role not supported') }}{% endif %}"
+                         "<start_of_turn>{{ m['role'] }}\n{{ m['content'] }}<end_of_turn>\n{% endfor %}"
+                         "<start_of_turn>model")  # jinja drops a template's final newline
+    request = JUDGE_REQUEST.format(question="Q?", answer="A")
+    assert judge_text(tok, "Q?", "A", "auto") == (f"<start_of_turn>user\n{JUDGE_SYSTEM}\n\n{request}<end_of_turn>\n"
+                                                  "<start_of_turn>model")
+
+
 def test_yes_ids_on_the_smollm2_tokenizer(smollm2_tokenizer):
     tok = smollm2_tokenizer
     spelled = {tok.convert_tokens_to_ids(t) for t in ("Yes", "ĠYes", "yes", "Ġyes", "YES", "ĠYES")}

@@ -299,9 +299,9 @@ def paired_verdict(records, confidence: str, settings: PacostSettings, seed: int
         reason = f"only {len(kept)} item(s) have an accepted rephrasing"
         return _no_test(base, reason, f"{reason}: no test")
     # the published judge's confidence is 0 when its reply never says yes or no: such pairs are dropped
-    silent = [i for i in kept if confidence in POSITIVE_CONFIDENCES
-              and any(math.isfinite(v) and v <= 0 for v in (original[i], rephrased[i]))]
-    kept = [i for i in kept if i not in set(silent)]
+    silent = {i for i in kept if confidence in POSITIVE_CONFIDENCES
+              and any(math.isfinite(v) and v <= 0 for v in (original[i], rephrased[i]))}
+    kept = [i for i in kept if i not in silent]
     extra = {"no accepted rephrasing": no_rephrase, NO_VERDICT: len(silent)}
     extra = {reason: count for reason, count in extra.items() if count}
     try:

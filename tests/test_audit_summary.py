@@ -64,6 +64,30 @@ def test_sweep_adjusts_pvalues_and_sets_the_verdict():
     assert math.isnan(runs[3]["pacost"]["pvalue_adjusted"])
 
 
+def paper_and_default_runs():
+    """Two runs per preset, at p = 0.03 and 0.04, as `PacostResult.to_dict` writes them (raw p < alpha verdict)."""
+    return [{"model": preset, "benchmark": "b", "split": str(p),
+             "pacost": {"preset": preset, "pvalue": p, "contaminated": p < 0.05,
+                        "correction": PacostSettings(preset=preset).correction}}
+            for preset in ("paper", "jaxcontam") for p in (0.03, 0.04)]
+
+
+def test_the_paper_preset_keeps_its_uncorrected_verdict_in_a_sweep():
+    """Paper-preset runs at p = 0.03 and 0.04 are both flagged (raw p < 0.05) with Holm's p beside them; the same
+    p-values under the jaxcontam preset take Holm's verdict; with correction "none" every verdict is the raw one."""
+    runs = paper_and_default_runs()
+    sweep_corrections(runs, alpha=0.05, correction="holm")
+    # Holm by hand over 0.03, 0.04, 0.03, 0.04: sorted 0.03*4, 0.03*3, 0.04*2, 0.04*1 -> running max 0.12 for all
+    np.testing.assert_allclose([r["pacost"]["pvalue_adjusted"] for r in runs], [0.12] * 4, rtol=1e-12)
+    assert [r["pacost"]["contaminated"] for r in runs] == [True, True, False, False]
+    assert [r["pacost"]["correction"] for r in runs] == ["none", "none", "holm", "holm"]
+    runs = paper_and_default_runs()
+    sweep_corrections(runs, alpha=0.05, correction="none")
+    assert [r["pacost"]["pvalue_adjusted"] for r in runs] == [0.03, 0.04, 0.03, 0.04]
+    assert [r["pacost"]["contaminated"] for r in runs] == [True] * 4
+    assert [r["pacost"]["correction"] for r in runs] == ["none"] * 4
+
+
 def test_a_large_sweep_can_flag_every_clearly_contaminated_run():
     """60 runs at alpha 0.005: Holm's first step needs p <= 8.3e-5, below the floor of 9,999 Monte Carlo flips."""
     num_runs, alpha = 60, 0.005

@@ -46,8 +46,10 @@ def test_mmlu_judge_sees_the_options_and_the_chosen_options_text():
     item = benchmark[0]
     shown = judge_prompt(benchmark, item, 1)
     options = "".join(f"\n{letter}. {text}" for letter, text in zip("ABCD", item.choices))
-    assert f"{item.question.strip()}{options}\nProposed Answer: {item.choices[1]}\n" in shown
-    assert "about abstract algebra" in shown and "\nAnswer:" not in shown
+    assert shown.startswith(f"Question: {item.question.strip()}{options}\nProposed Answer: {item.choices[1]}\n")
+    # lm-eval's MMLU description line, shared by every item of the subject, is not shown to the judge
+    assert "The following are multiple choice questions (with answers) about" not in shown
+    assert "\nAnswer:" not in shown
     rephrased = judge_prompt(benchmark, item, 1, question="What degree does Q(sqrt 2, sqrt 3, sqrt 18) have over Q?")
     assert f"What degree does Q(sqrt 2, sqrt 3, sqrt 18) have over Q?{options}\nProposed Answer:" in rephrased
     assert item.question.strip() not in rephrased
@@ -84,13 +86,24 @@ def test_generative_judge_sees_the_bare_question_and_the_generated_text():
 
 def test_presets():
     ours, paper = PacostSettings(), PacostSettings(preset="paper")
-    assert (ours.template, ours.confidence, ours.test, ours.alpha) == ("kadavath", "p_true", "permutation", 0.05)
-    assert (paper.template, paper.confidence, paper.test, paper.alpha) == ("pacost", "p_true_raw", "t", 0.05)
+    assert (ours.confidence, ours.test, ours.answers, ours.correction, ours.alpha) == (
+        "p_true", "permutation", "greedy", "sweep", 0.05)
+    assert (paper.confidence, paper.test, paper.answers, paper.correction, paper.alpha) == (
+        "p_yes", "t", "sampled", "none", 0.05)
     assert PacostSettings(preset="paper", confidence="answer_logprob").confidence == "answer_logprob"
+    assert "p_yes" not in ours.measured() and "p_yes" in paper.measured()
+    # another preset keeps what was set explicitly and takes the rest from the new preset
+    switched = PacostSettings(test="sign", seed=7).with_preset("paper")
+    assert (switched.test, switched.seed, switched.confidence, switched.answers) == ("sign", 7, "p_yes", "sampled")
+    assert PacostSettings(preset="paper").with_preset("jaxcontam") == PacostSettings()
     with pytest.raises(JaxcontamError, match="preset"):
         PacostSettings(preset="published")
-    with pytest.raises(JaxcontamError, match="judge template"):
+    with pytest.raises(JaxcontamError, match="template"):
         PacostSettings(template="nope")
+    with pytest.raises(JaxcontamError, match="correction"):
+        PacostSettings(correction="holm")
+    with pytest.raises(JaxcontamError, match="temperature"):
+        PacostSettings(preset="paper", temperature=0.0)
 
 
 def record(values, rephrase="rephrased", answer_original="42", answer_rephrased="42"):
@@ -123,21 +136,42 @@ def test_pairs_are_dropped_only_for_what_the_confidence_needs(drawn):
 def test_summary_records_the_preset_and_every_confidence_as_a_variant():
     rng = np.random.default_rng(0)
     records = [record((a, b)) for a, b in rng.uniform(size=(8, 2))]
-    summary = pacost_result(records, PacostSettings(preset="paper")).to_dict()
-    assert (summary["preset"], summary["template"], summary["confidence"], summary["test"]) == (
-        "paper", "pacost", "p_true_raw", "t")
-    assert set(summary["variants"]) == set(CONFIDENCES) - {"p_true_raw"}
+    summary = pacost_result(records, PacostSettings(preset="paper", seed=11)).to_dict()
+    assert (summary["preset"], summary["confidence"], summary["test"], summary["correction"]) == (
+        "paper", "p_yes", "t", "none")
+    assert (summary["answers"], summary["seed"], summary["temperature"], summary["top_p"]) == ("sampled", 11, 1.0, 1.0)
+    assert set(summary["variants"]) == set(CONFIDENCES) - {"p_yes"}
+    ours = pacost_result(records, PacostSettings()).to_dict()
+    assert (ours["answers"], ours["correction"], "seed" in ours) == ("greedy", "sweep", False)
+    assert set(ours["variants"]) == set(CONFIDENCES) - {"p_true", "p_yes"}
 
 
-@pytest.mark.parametrize("preset", ["jaxcontam", "paper"])
+def test_the_paper_verdict_is_scipys_uncorrected_one_sided_t_test_on_pairs_with_both_confidences_above_0():
+    """test.py: ttest_rel(original, rephrased, alternative="greater"); test_model_pipeline.py keeps a pair only
+    `if ret > 0 and rret > 0`; the paper flags p < 0.05."""
+    rng = np.random.default_rng(3)
+    original, rephrased = rng.uniform(0.2, 0.9, 30), rng.uniform(0.1, 0.8, 30)
+    original[[2, 5]] = 0.0  # the judge's reply never said yes or no
+    rephrased[[5, 9, 20]] = 0.0
+    records = [record((o, r)) for o, r in zip(original, rephrased)]
+    summary = paired_verdict(records, "p_yes", PacostSettings(preset="paper")).to_dict()
+    both = (original > 0) & (rephrased > 0)
+    expected = scipy.stats.ttest_rel(original[both], rephrased[both], alternative="greater").pvalue
+    assert summary["pvalue"] == pytest.approx(expected, rel=1e-9)
+    assert (summary["n_pairs"], summary["n_dropped"]) == (26, 4)
+    assert summary["dropped_reasons"] == {"no yes/no in the judge's reply (confidence 0)": 4}
+    assert summary["contaminated"] == bool(expected < 0.05)
+
+
+@pytest.mark.parametrize("settings_", [PacostSettings(), PacostSettings(preset="paper", confidence="p_true")])
 @needs_data
-def test_records_on_the_bundled_model_keep_normalised_and_raw_p_true(preset):
+def test_records_on_the_bundled_model_keep_normalised_and_raw_p_true(settings_):
     import jaxcontam
 
     model = jaxcontam.load_model(str(TINY))
     benchmark = load_benchmark("copa", limit=3)
     rephrasings = ["A shadow of my body fell on the grass.", None, "Something happened."]
-    records = pacost_records(model, benchmark, list(benchmark), rephrasings, PacostSettings(preset=preset))
+    records = pacost_records(model, benchmark, list(benchmark), rephrasings, settings_)
     for r in records:
         for side in ("original", "rephrased") if r["rephrase"] else ("original",):
             raw, normalised = r[f"p_true_raw_{side}"], r[f"p_true_{side}"]
@@ -151,3 +185,29 @@ def test_the_audit_config_selects_a_preset(tmp_path):
     path = tmp_path / "audit.toml"
     path.write_text('[[model]]\npath = "m"\n[[benchmark]]\nname = "copa"\n[pacost]\npreset = "paper"\n')
     assert load_config(path).pacost == PacostSettings(preset="paper")
+
+
+def test_the_audit_command_line_sets_the_preset_over_the_config(tmp_path):
+    from jaxcontam.audit.config import load_config, with_overrides
+
+    path = tmp_path / "audit.toml"
+    path.write_text('correction = "none"\n[[model]]\npath = "m"\n[[benchmark]]\nname = "copa"\n'
+                    '[pacost]\ntest = "wilcoxon"\nseed = 3\n')
+    config = with_overrides(load_config(path), preset="paper")
+    assert config.correction == "none"
+    assert config.pacost == PacostSettings(preset="paper", test="wilcoxon", seed=3)  # the file's choices stay
+    assert with_overrides(None, models=["m"], benchmarks=["copa"], preset="paper").pacost == PacostSettings(
+        preset="paper")
+    path.write_text('correction = "bonferroni"\n[[model]]\npath = "m"\n[[benchmark]]\nname = "copa"\n')
+    with pytest.raises(JaxcontamError, match="correction.*holm, bh, none"):
+        load_config(path)
+
+
+def test_the_resume_key_changes_with_every_setting_that_changes_records():
+    from jaxcontam.audit.store import fingerprint
+
+    variants = [PacostSettings(), PacostSettings(preset="paper"), PacostSettings(preset="paper", seed=1),
+                PacostSettings(preset="paper", temperature=0.7), PacostSettings(preset="paper", judge_max_new_tokens=16)]
+    assert len({fingerprint(s.to_dict()) for s in variants}) == len(variants)
+    # the same settings, from the preset or spelled out, resume the same work
+    assert PacostSettings(test="permutation", answers="greedy").to_dict() == PacostSettings().to_dict()

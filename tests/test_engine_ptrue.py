@@ -2,12 +2,13 @@
 (a float64 numpy toy decoder, and torch transformers on the bundled tiny llama)."""
 
 import pathlib
+import string
 
 import engine_toy_model as toy
 import numpy as np
 import pytest
 
-from jaxcontam.engine.ptrue import KADAVATH, PACOST, JudgeTemplate, option_token_ids, p_true
+from jaxcontam.engine.ptrue import KADAVATH, JudgeTemplate, option_token_ids, p_true
 from jaxcontam.errors import JaxcontamError
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
@@ -70,8 +71,7 @@ def test_multi_token_options_are_scored_as_whole_continuations(model):
 
 
 def test_templates_and_errors(model):
-    assert KADAVATH.render("q", "a").endswith("(A) True\n (B) False\nThe proposed answer is: (")
-    assert PACOST.render("q", "a").endswith("Please answer Yes or No.\nJudgement:")
+    assert KADAVATH.render("q", "a").endswith("Is the proposed answer True or False?\nThe proposed answer is:")
     with pytest.raises(JaxcontamError, match="exactly"):
         JudgeTemplate("bad", "Q: {question}", "Yes", "No")
     with pytest.raises(JaxcontamError, match="ends with a field"):
@@ -102,30 +102,30 @@ def smollm2_tokenizer():
     return gguf_tokenizer(read_gguf(path).metadata, path)  # equal to transformers' own: test_models_gguf_tokenizer
 
 
-def assert_kadavath_scores_the_option_letters(tok):
-    a, b = tok.convert_tokens_to_ids("A"), tok.convert_tokens_to_ids("B")
-    # the template's own spelling "(A)" continues the prompt with the bare letter token
-    prompt = KADAVATH.render("What is 2 + 2?", "4")
-    assert tok.encode(prompt + "A)", add_special_tokens=False)[-2:] == [a, tok.convert_tokens_to_ids(")")]
-    assert option_token_ids(tok, KADAVATH) == (((a,),), ((b,),))
+def assert_verdict_words_are_not_option_letters(tok):
+    """The judge's verdict tokens are the words True / False, never what an option letter (A-Z, bare or after a
+    space, as an MMLU-style item shown in the question writes them) adds after the same prompt."""
+    prompt = KADAVATH.render("What is 2 + 2?\nA. 3\nB. 4\nC. 5\nD. 6", "4")
+    base = tok.encode(prompt, add_special_tokens=False)
+    letters = {tuple(tok.encode(prompt + spelled, add_special_tokens=False)[len(base):])
+               for letter in string.ascii_uppercase for spelled in (letter, " " + letter)}
+    (true,), (false,) = option_token_ids(tok, KADAVATH)
+    assert tok.decode(list(true)) == " True" and tok.decode(list(false)) == " False"
+    assert true not in letters and false not in letters
+    return true, false
 
 
 def test_judge_options_on_the_smollm2_bpe_tokenizer(smollm2_tokenizer):
     tok = smollm2_tokenizer
-    assert_kadavath_scores_the_option_letters(tok)
-    yes, no = tok.convert_tokens_to_ids("ĠYes"), tok.convert_tokens_to_ids("ĠNo")
-    assert option_token_ids(tok, PACOST) == (((yes,),), ((no,),))
+    assert assert_verdict_words_are_not_option_letters(tok) == ((tok.convert_tokens_to_ids("ĠTrue"),),
+                                                                (tok.convert_tokens_to_ids("ĠFalse"),))
 
 
 def test_judge_options_on_the_bundled_tokenizer(tiny_model):
-    tok = tiny_model.tokenizer
-    assert_kadavath_scores_the_option_letters(tok)
-    # a 2048-token vocabulary: " Yes" is " Y" + "es", scored as a two-token continuation
-    assert option_token_ids(tok, PACOST)[0] == (tuple(tok.convert_tokens_to_ids(["ĠY", "es"])),)
+    assert_verdict_words_are_not_option_letters(tiny_model.tokenizer)
 
 
-@pytest.mark.parametrize("template", [KADAVATH, PACOST])
-def test_p_true_on_the_bundled_model_matches_torch(tiny_model, template):
+def test_p_true_on_the_bundled_model_matches_torch(tiny_model):
     torch = pytest.importorskip("torch")
     from transformers import LlamaForCausalLM
 
@@ -134,7 +134,7 @@ def test_p_true_on_the_bundled_model_matches_torch(tiny_model, template):
     questions = ["Natalia sold clips to 48 of her friends. How many clips did she sell?",
                  "The man broke his toe because"]
     answers = ["48", "he dropped a hammer on his foot."]
-    got = p_true(tiny_model, questions, answers, template=template)
+    got = p_true(tiny_model, questions, answers, template=KADAVATH)
 
     def probability(prompt: str, option: str) -> float:
         prompt_ids, full = tok.encode(prompt), tok.encode(prompt + option)
@@ -142,10 +142,9 @@ def test_p_true_on_the_bundled_model_matches_torch(tiny_model, template):
             logp = torch.log_softmax(reference(torch.tensor([full])).logits[0].double(), -1)
         return float(torch.exp(sum(logp[t - 1, full[t]] for t in range(len(prompt_ids), len(full)))))
 
-    true_text, false_text = ("A", "B") if template is KADAVATH else (" Yes", " No")
     for i, (q, a) in enumerate(zip(questions, answers)):
-        prompt = template.render(q, a)
-        pt, pf = probability(prompt, true_text), probability(prompt, false_text)
+        prompt = f"Question: {q}\nProposed Answer: {a}\nIs the proposed answer True or False?\nThe proposed answer is:"
+        pt, pf = probability(prompt, " True"), probability(prompt, " False")
         assert got.p_true[i] == pytest.approx(pt, rel=1e-3)
         assert got.p_false[i] == pytest.approx(pf, rel=1e-3)
         assert got.normalised[i] == pytest.approx(pt / (pt + pf), rel=1e-3)

@@ -9,10 +9,12 @@ from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
 
 import jaxcontam
 from jaxcontam.engine.generation import generate
-from jaxcontam.engine.ptrue import PACOST, p_true
+from jaxcontam.engine.ptrue import JudgeTemplate, p_true
 from jaxcontam.engine.scoring import score_logprobs
 
 WORDS = ["Question", "Answer", "Is", "the", "above", "answer", "correct", "?", "Please", "Yes", "or", "No", ".", "Judgement", ":", "What", "is", "2", "+", "4", "Paris", "capital", "of", "France"]
+YES_NO = JudgeTemplate("yes-no", "Question: {question}\nAnswer: {answer}\nIs the above answer correct? Please answer "
+                       "Yes or No.\nJudgement:", (" Yes",), (" No",))
 
 
 def word_tokenizer():
@@ -68,9 +70,9 @@ def test_p_true_matches_torch(checkpoint):
     path, reference = checkpoint
     model = jaxcontam.load_model(str(path))
     tok = model.tokenizer
-    got = p_true(model, ["What is 2 + 2 ?", "capital of France ?"], ["4", "Paris"], template=PACOST)
+    got = p_true(model, ["What is 2 + 2 ?", "capital of France ?"], ["4", "Paris"], template=YES_NO)
     for i, (q, a) in enumerate([("What is 2 + 2 ?", "4"), ("capital of France ?", "Paris")]):
-        ids = tok.encode(PACOST.render(q, a))
+        ids = tok.encode(YES_NO.render(q, a))
         with torch.no_grad():
             probs = torch.softmax(reference(torch.tensor([ids])).logits[0, -1].double(), -1).numpy()
         yes, no = probs[tok.convert_tokens_to_ids("Yes")], probs[tok.convert_tokens_to_ids("No")]

@@ -24,7 +24,7 @@ import jaxcontam.flax as jflax
 from jaxcontam.data import load_benchmark
 from jaxcontam.engine.chat import encode_chat
 from jaxcontam.engine.generation import generate
-from jaxcontam.engine.ptrue import PACOST, option_token_ids, p_true
+from jaxcontam.engine.ptrue import KADAVATH, option_token_ids, p_true
 from jaxcontam.engine.scoring import score_logprobs
 from jaxcontam.errors import ModelError
 from jaxcontam.language_model import LanguageModel
@@ -200,15 +200,15 @@ def test_scores_and_minkpp_moments_equal_the_direct_forward(audited, tokenizer):
 def test_p_true_equals_the_direct_forward(audited, tokenizer):
     model, direct = audited
     questions, answers = ["Who speaks first?", "What do they lack?"], ["The citizen.", "Corn."]
-    got = p_true(model, questions, answers, template=PACOST)
-    (yes,), (no,) = option_token_ids(tokenizer, PACOST)
+    got = p_true(model, questions, answers, template=KADAVATH)
+    (yes,), (no,) = option_token_ids(tokenizer, KADAVATH)
 
     def option_logprob(prompt, option):  # log p of the option's tokens after the prompt, one after another
         logp = log_softmax(direct(prompt + list(option)))
         return sum(logp[len(prompt) - 1 + j, token] for j, token in enumerate(option))
 
     for i, (q, a) in enumerate(zip(questions, answers, strict=True)):
-        prompt = encode_chat(tokenizer, PACOST.render(q, a), "never")
+        prompt = encode_chat(tokenizer, KADAVATH.render(q, a), "never")
         np.testing.assert_allclose(got.p_true[i], np.exp(option_logprob(prompt, yes)), rtol=1e-4, atol=1e-9)
         np.testing.assert_allclose(got.p_false[i], np.exp(option_logprob(prompt, no)), rtol=1e-4, atol=1e-9)
 

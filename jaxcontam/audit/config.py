@@ -13,7 +13,10 @@ Relative paths in a TOML file are read from the file's folder. Example (the bund
     [corpus]
     paths = ["corpus.jsonl.gz"]
     [pacost]
-    confidence = "answer_logprob"
+    confidence = "answer_logprob"            # or preset = "paper": PaCoST as its authors ran it (detect.pacost)
+
+`correction` (top level): how the sweep turns PaCoST p-values into verdicts, "holm" (default), "bh" or "none"
+(the raw p < alpha); a preset whose own correction is "none" (`paper`) keeps its raw verdict under any of them.
 
 Optional placement (`jaxcontam.mesh`): `[mesh] data = 2, model = 4, fsdp = false` for the audited models (data
 left out: the devices the model axis leaves), and `[pacost] rephrase_dtype = "bfloat16"`,
@@ -34,6 +37,7 @@ from jaxcontam.mesh import MeshSettings
 EXAMPLE_CONFIG = Path(__file__).resolve().parents[1] / "examples" / "tiny_contaminated" / "audit.toml"
 DEFAULT_OUT = "jaxcontam-audit"
 DTYPES = ("float32", "bfloat16")
+CORRECTIONS = ("holm", "bh", "none")
 STAGES = ("pacost", "likelihood")  # the default model-based stages; [exchangeability] adds Oren et al.'s test
 
 
@@ -68,7 +72,7 @@ class AuditConfig:
     counts: str | None = None  # a folder of precomputed counts (written by `jaxcontam ngram` or an earlier audit)
     out: str = DEFAULT_OUT
     alpha: float = 0.05
-    correction: str = "holm"
+    correction: str = "holm"  # one of CORRECTIONS
     chunk_size: int = 64  # items per resumable chunk; a multiple of the 16-row batches, so none runs part-empty
     pacost: PacostSettings = PacostSettings()
     rephrase_model: str | None = None
@@ -82,10 +86,14 @@ class AuditConfig:
     stages: tuple[str, ...] = STAGES  # which model-based stages run ("pacost", "likelihood", "exchangeability")
     exchangeability: dict = dataclasses.field(default_factory=dict)  # chunks, permutations (when the stage runs)
 
+    def __post_init__(self):
+        if self.correction not in CORRECTIONS:
+            raise JaxcontamError(f"correction = {self.correction!r} is unknown: use one of {', '.join(CORRECTIONS)}")
+
     def settings(self) -> dict:
         """Everything that changes results (for the summary and for resuming only matching work)."""
         return {"alpha": self.alpha, "correction": self.correction, "chunk_size": self.chunk_size,
-                "pacost": dataclasses.asdict(self.pacost), "rephrase_model": self.rephrase_model,
+                "pacost": self.pacost.to_dict(), "rephrase_model": self.rephrase_model,
                 "rephrase_dtype": self.rephrase_dtype,
                 "gates": self.gates, "k": self.k, "ngram": self.ngram, "contam": self.contam,
                 "stages": list(self.stages), "exchangeability": self.exchangeability,
@@ -108,7 +116,7 @@ _TABLE_KEYS = {
     "model": {"path", "name", "dtype"},
     "benchmark": {f.name for f in dataclasses.fields(BenchmarkEntry)},
     "corpus": {"paths", "text_field", "counts"},
-    "pacost": {f.name for f in dataclasses.fields(PacostSettings)} | {"rephrase_model", "rephrase_dtype",
+    "pacost": {f.name for f in dataclasses.fields(PacostSettings) if f.init} | {"rephrase_model", "rephrase_dtype",
                                                                       "rephrase_mesh", "gates"},
     "likelihood": {"k"},
     "exchangeability": {"chunks", "permutations"},
@@ -226,9 +234,11 @@ def _exchangeability(raw: dict, where: str) -> dict:
 
 
 def with_overrides(config: AuditConfig | None, *, models=(), benchmarks=(), path=None, split=None, corpora=(),
-                   out=None, mesh: str | None = None, fsdp: bool | None = None) -> AuditConfig:
-    """The config with command-line models, benchmarks, corpora, output folder and mesh (`--mesh data=D,model=M`,
-    `--fsdp/--no-fsdp`) taking precedence."""
+                   out=None, mesh: str | None = None, fsdp: bool | None = None,
+                   preset: str | None = None) -> AuditConfig:
+    """The config with command-line models, benchmarks, corpora, output folder, mesh (`--mesh data=D,model=M`,
+    `--fsdp/--no-fsdp`) and PaCoST preset (settings the config's [pacost] table sets explicitly still win over
+    the preset's) taking precedence."""
     if config is None and not (models and benchmarks):
         raise JaxcontamError("give both --model and --benchmark (or a --config file); with no arguments at all "
                              "`jaxcontam audit` audits the bundled example")
@@ -243,6 +253,8 @@ def with_overrides(config: AuditConfig | None, *, models=(), benchmarks=(), path
         changes["corpora"] = tuple(corpora)
     if out is not None:
         changes["out"] = out
+    if preset is not None:
+        changes["pacost"] = (config.pacost if config is not None else PacostSettings()).with_preset(preset)
     if mesh is not None or fsdp is not None:
         base = config.mesh if config is not None else MeshSettings()
         given = MeshSettings.from_option(mesh) if mesh is not None else base

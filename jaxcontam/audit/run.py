@@ -104,7 +104,7 @@ def audit_one(config: AuditConfig, entry, model, bench: AuditBenchmark, choices:
                              **config.exchangeability)
     key = {"model": str(Path(entry.path).resolve()) if Path(entry.path).exists() else entry.path,
            "dtype": entry.dtype, "benchmark": bench.entry.label, "chunk_size": config.chunk_size}
-    stage_keys = {"pacost": {"settings": dataclasses.asdict(config.pacost), "rephrasings": fingerprint(rephrase_of)},
+    stage_keys = {"pacost": {"settings": config.pacost.to_dict(), "rephrasings": fingerprint(rephrase_of)},
                   "likelihood": {"k": config.k}}
     label = f"{entry.name} | {bench.entry.label}"
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from jaxcontam.commands.mesh_options import mesh_options
+from jaxcontam.detect.pacost import PRESETS
 
 
 @click.command("audit")
@@ -17,8 +18,11 @@ from jaxcontam.commands.mesh_options import mesh_options
 @click.option("--split", default=None, help="Split of the --benchmark entries.")
 @click.option("--corpus", "corpora", multiple=True, help="Training corpus for ConTAM (repeatable).")
 @click.option("--out", default=None, help="Output folder (default: the config's, else ./jaxcontam-audit).")
+@click.option("--preset", type=click.Choice(list(PRESETS)), default=None,
+              help="PaCoST preset (default: the config's [pacost] preset, else jaxcontam). paper: as its authors "
+                   "ran it (sampled answers, their Yes/No judge's P(yes), paired t-test at p < alpha, uncorrected).")
 @mesh_options
-def audit(config_path, models, benchmarks, path, split, corpora, out, mesh, fsdp):
+def audit(config_path, models, benchmarks, path, split, corpora, out, preset, mesh, fsdp):
     """Audit models for benchmark contamination: PaCoST, likelihood detectors and (with a corpus) ConTAM.
 
     Writes OUT/items.parquet, OUT/summary.json, OUT/plots/*.png and OUT/report.html. Finished work is kept
@@ -32,14 +36,14 @@ def audit(config_path, models, benchmarks, path, split, corpora, out, mesh, fsdp
         click.echo(f"auditing the bundled example ({EXAMPLE_CONFIG.parent})", err=True)
     config = load_config(config_path) if config_path is not None else None
     config = with_overrides(config, models=models, benchmarks=benchmarks, path=path, split=split, corpora=corpora,
-                            out=out, mesh=mesh, fsdp=fsdp)
+                            out=out, mesh=mesh, fsdp=fsdp, preset=preset)
     summary = run_audit(config)
     echo_verdicts(summary, config.out)
 
 
 def echo_verdicts(summary: dict, out) -> None:
-    """One line per (model, benchmark): PaCoST p (adjusted), and the headline ConTAM EPG when there is one; a test
-    that could not run reads "no test: <reason>", never as a verdict."""
+    """One line per (model, benchmark): PaCoST p (adjusted) and the correction its verdict used, and the headline
+    ConTAM EPG when there is one; a test that could not run reads "no test: <reason>", never as a verdict."""
     from jaxcontam.report.formatting import gain_verdict, number, pacost_verdict, test_status
 
     for run in summary["runs"]:
@@ -48,7 +52,8 @@ def echo_verdicts(summary: dict, out) -> None:
         pacost = run["pacost"]
         if pacost is not None:
             parts.append(f"PaCoST[{pacost['confidence']}] p={number(pacost['pvalue'])} "
-                         f"adj={number(pacost['pvalue_adjusted'])} {pacost_verdict(pacost)}"
+                         f"adj={number(pacost['pvalue_adjusted'])} {pacost_verdict(pacost)} "
+                         f"(correction {pacost['correction']})"
                          if test_status(pacost) == "tested" else f"PaCoST[{pacost['confidence']}]: {test_status(pacost)}")
         exchangeability = run.get("exchangeability")
         if exchangeability is not None:

@@ -19,8 +19,9 @@ from jaxcontam.engine.chat import CHAT_MODES
                    "or an {id, paraphrase} file.")
 @click.option("--rephrase-model", default=None, help="A model that rephrases items lacking an accepted rephrasing.")
 @click.option("--preset", type=click.Choice(list(PRESETS)), default="jaxcontam", show_default=True,
-              help="jaxcontam: Kadavath judge, normalised P(True), permutation test; paper: PaCoST as published "
-                   "(Yes/No judge, raw P(Yes), paired t-test).")
+              help="jaxcontam: greedy answers, Kadavath's judge, normalised P(True), permutation test; paper: "
+                   "PaCoST as its authors ran it (sampled answers, their Yes/No judge's P(yes), paired t-test at "
+                   "p < alpha, uncorrected).")
 @click.option("--confidence", type=click.Choice(CONFIDENCES), default=None, help="Confidence (default: the preset's).")
 @click.option("--test", type=click.Choice(["permutation", "t", "wilcoxon", "sign"]), default=None,
               help="Paired test (default: the preset's).")

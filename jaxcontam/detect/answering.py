@@ -17,7 +17,12 @@ Multiple choice follows lm-eval-harness (`TemplateLM._encode_pair`, `HFLM._logli
   the delimiter: `Benchmark.choice_text`), not UTF-8 bytes.
 
 Generative items are answered greedily (stop at EOS or a stop string) and scored by the benchmark (exact
-match after its normalisation, e.g. the GSM8K final number). The answer's log-prob is that of the
+match after its normalisation, e.g. the GSM8K final number). With `Sampling` (PaCoST's released code samples
+its answers) a generative answer is sampled at the given temperature and top-p, and a multiple-choice answer
+is drawn from the choices with probability proportional to p(continuation) ** (1 / temperature), cut to the
+top-p nucleus of the choices; `correct` is then the drawn answer's score (`correct_norm` stays lm-eval's
+acc_norm). Each item's draw is keyed by (seed, `Sampling.stream`, item id), so it is the same whatever
+else is answered with it and however a run is split into chunks. The answer's log-prob is that of the
 generated ids themselves, after exactly the prompt ids the model saw, read from the generation's own
 per-token log-probs (no second pass): the generated text is cut at the first stop string, and the
 answer's ids are the shortest prefix of the generated ids whose decoded text starts with the whole cut
@@ -28,6 +33,7 @@ answer carries its mean log-prob per token given the prompt: the likelihood conf
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import math
 from collections.abc import Sequence
 
@@ -51,6 +57,40 @@ class Answer:
     correct_norm: float | None
     answer_logprob: float  # mean log p per answer token given the prompt; NaN without an answer
     choice_norm: int | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class Sampling:
+    """Sampled answers: temperature > 0, nucleus top_p, and the seed with a `stream` name (e.g. "original",
+    "rephrased": independent draws per side) that key each item's draw."""
+
+    seed: int
+    temperature: float = 1.0
+    top_p: float = 1.0
+    stream: str = ""
+
+    def __post_init__(self):
+        if not 0 <= self.seed < 2**32:
+            raise JaxcontamError(f"sampling seed {self.seed} must be an integer in [0, 2**32)")
+        if self.temperature <= 0 or not 0 < self.top_p <= 1:
+            raise JaxcontamError(f"sampling needs temperature > 0 and 0 < top_p <= 1, got {self.temperature}, "
+                                 f"{self.top_p}")
+
+    def key(self, item_id: str) -> int:
+        """The item's sampling key in [0, 2**31), from its id and the stream."""
+        digest = hashlib.sha256(f"{self.stream}\x00{item_id}".encode()).digest()
+        return int.from_bytes(digest[:4], "little") & 0x7FFFFFFF
+
+    def draw(self, item_id: str, logprobs: np.ndarray) -> int:
+        """One index drawn from log-probabilities `logprobs` at the temperature, within the top-p nucleus."""
+        scaled = (logprobs - logprobs.max()) / self.temperature
+        probs = np.exp(scaled) / np.exp(scaled).sum()
+        order = np.argsort(-probs, kind="stable")
+        before = np.cumsum(probs[order]) - probs[order]  # mass of strictly earlier choices
+        kept = np.zeros_like(probs)
+        kept[order[before < self.top_p]] = probs[order[before < self.top_p]]
+        rng = np.random.default_rng([self.seed, self.key(item_id)])
+        return int(rng.choice(len(probs), p=kept / kept.sum()))
 
 
 def encode_prompt(tokenizer, text: str, chat: str = "never") -> list[int]:
@@ -88,7 +128,8 @@ def continuation_scores(model, pairs: Sequence[tuple[list[int], list[int]]], *, 
     return score_logprobs(model, sequences, spans, with_max=with_max, rows_per_batch=rows_per_batch)
 
 
-def _answer_multiple_choice(model, benchmark, items, prompts: Sequence[str], chat: str) -> list[Answer]:
+def _answer_multiple_choice(model, benchmark, items, prompts: Sequence[str], chat: str,
+                            sampling: Sampling | None) -> list[Answer]:
     pairs = []
     for item, prompt in zip(items, prompts):
         for choice in range(len(item.choices)):
@@ -104,7 +145,8 @@ def _answer_multiple_choice(model, benchmark, items, prompts: Sequence[str], cha
         scores = [next(logprobs) for _ in item.choices]
         sums = np.array([s.sum() for s in scores])
         lengths = np.array([max(1, len(benchmark.choice_text(item, c))) for c in range(len(scores))])
-        chosen, chosen_norm = int(np.argmax(sums)), int(np.argmax(sums / lengths))
+        chosen = int(np.argmax(sums)) if sampling is None else sampling.draw(item.id, sums)
+        chosen_norm = int(np.argmax(sums / lengths))
         answers.append(Answer(text=benchmark.continuation(item, chosen).strip(), choice=chosen,
                               choice_norm=chosen_norm, correct=benchmark.score(item, chosen),
                               correct_norm=benchmark.score(item, chosen_norm),
@@ -129,12 +171,16 @@ def _cut(text: str, stops: Sequence[str]) -> str:
 
 
 def _answer_generative(model, benchmark, items, prompts: Sequence[str], max_new_tokens: int,
-                       stop_strings: Sequence[str], chat: str, progress: bool) -> list[Answer]:
+                       stop_strings: Sequence[str], chat: str, progress: bool,
+                       sampling: Sampling | None) -> list[Answer]:
     tok = model.tokenizer
     prompt_ids = [encode_prompt(tok, p, chat) for p in prompts]
     room = min(max_new_tokens, model.config.max_position - max(map(len, prompt_ids)))
+    drawn = {} if sampling is None else {"temperature": sampling.temperature, "top_p": sampling.top_p,
+                                         "seed": sampling.seed,
+                                         "sample_keys": [sampling.key(item.id) for item in items]}
     generations = generate(model, prompt_ids, max_new_tokens=max(1, room), stop_strings=stop_strings,
-                           progress=progress)
+                           progress=progress, **drawn)
     cut = [_cut(tok.decode(g.token_ids, skip_special_tokens=True), stop_strings) for g in generations]
     counts = [answer_token_count(tok, g.token_ids, c) if c.strip() else 0 for g, c in zip(generations, cut)]
     # the answer's mean log-prob given the prompt, from the generation's own per-token log-probs (no rescoring)
@@ -146,7 +192,7 @@ def _answer_generative(model, benchmark, items, prompts: Sequence[str], max_new_
 
 def answer_items(model, benchmark, items, questions: Sequence[str] | None = None, *, max_new_tokens: int = 256,
                  stop_strings: Sequence[str] | None = None, chat: str = "never",
-                 progress: bool = False) -> list[Answer]:
+                 progress: bool = False, sampling: Sampling | None = None) -> list[Answer]:
     """The model's answer to each item, in order; `questions` swaps in rephrased questions.
 
     Multiple-choice and generative items may be mixed: each group is answered on its own path.
@@ -154,6 +200,7 @@ def answer_items(model, benchmark, items, questions: Sequence[str] | None = None
     "Answer:", opens the assistant's reply); a chat reply then ends at the model's end-of-turn id, so the
     default stop strings (STOP_STRINGS, which would cut multi-paragraph reasoning) apply only without chat.
     progress: show generation progress per batch (prompts done, tokens/s, ETA) on stderr.
+    sampling: sample the answers (see the module docstring) instead of the greedy / most likely one.
     """
     questions = [item.question for item in items] if questions is None else list(questions)
     tokenizer = model.tokenizer
@@ -165,13 +212,13 @@ def answer_items(model, benchmark, items, questions: Sequence[str] | None = None
     generative_group = [i for i, item in enumerate(items) if item.choices is None]
     if choice_group:
         found = _answer_multiple_choice(model, benchmark, [items[i] for i in choice_group],
-                                        [prompts[i] for i in choice_group], chat)
+                                        [prompts[i] for i in choice_group], chat, sampling)
         for i, answer in zip(choice_group, found):
             answers[i] = answer
     if generative_group:
         found = _answer_generative(model, benchmark, [items[i] for i in generative_group],
                                    [prompts[i] for i in generative_group], max_new_tokens, stop_strings, chat,
-                                   progress)
+                                   progress, sampling)
         for i, answer in zip(generative_group, found):
             answers[i] = answer
     return answers

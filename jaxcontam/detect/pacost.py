@@ -4,15 +4,23 @@ For each item with an accepted rephrasing, the model under test answers the orig
 question; a confidence is measured for each (question, own answer) pair, and a one-sided paired test asks
 whether original confidences exceed rephrased ones (contamination inflates confidence on the seen wording).
 
-Confidences (all computed, one chosen for the verdict, the others reported as variants):
-- `p_true`: normalised P(True) p_t / (p_t + p_f) of the model's own answer under a judge template;
-- `p_true_raw`: the raw probability p_t of the true option (the paper's P(Yes));
+Confidences (one chosen for the verdict, the others reported as variants):
+- `p_true`: normalised P(True) p_t / (p_t + p_f) of the model's own answer under a scored judge template;
+- `p_true_raw`: the raw probability p_t of the true option;
+- `p_yes`: PaCoST's released judge (`engine.pacost_judge`): the model replies to "Is the answer correct?" and the
+  confidence is P(yes) where it says yes or no; measured only when chosen (it generates a reply per answer);
 - `answer_logprob`: mean log-prob per token of the model's own answer given the prompt;
 - `question_min_k_plus_plus`: Min-K%++ of the question text itself (membership of the wording; needs no answer).
 
-Presets: "jaxcontam" (Kadavath's lettered judge, normalised P(True), the sign-flip permutation test, which
-holds its level on P(True)-shaped data) and "paper" (PaCoST as published: its Yes/No judge, raw P(Yes), the
-paired t-test; both at alpha 0.05). A field set explicitly overrides the preset's choice.
+Presets (a field set explicitly overrides the preset's choice):
+- "jaxcontam": greedy answers, Kadavath's judge, normalised P(True), the sign-flip permutation test (which holds
+  its level on P(True)-shaped data); its verdict is the audit's multiple-testing decision (`correction =
+  "sweep"`: Holm by default).
+- "paper": PaCoST as released (github.com/lleozhang/PaCoST, `test_model_pipeline.py` and `test.py` at commit
+  fc80fc717269500491718c6df2b26261d9da9b02): sampled answers (`do_sample=True`; here at `temperature` and
+  `top_p` with a recorded `seed`), the published judge's P(yes), pairs kept only where both confidences are
+  > 0, and `scipy.stats.ttest_rel(original, rephrased, alternative="greater").pvalue < alpha`, uncorrected
+  (`correction = "none"`: the sweep reports adjusted p-values beside it but never replaces the verdict).
 """
 
 from __future__ import annotations
@@ -23,50 +31,91 @@ import re
 
 import numpy as np
 
-from jaxcontam.detect.answering import answer_items
+from jaxcontam.detect.answering import Sampling, answer_items
 from jaxcontam.detect.likelihood import min_k_plus_plus
-from jaxcontam.engine import p_true, score_logprobs
+from jaxcontam.engine import p_true, pacost_judge, score_logprobs
 from jaxcontam.engine.chat import check_chat_mode, uses_chat
+from jaxcontam.engine.pacost_judge import AUTHORS_MAX_NEW_TOKENS, yes_token_ids
 from jaxcontam.engine.ptrue import TEMPLATES
 from jaxcontam.errors import JaxcontamError
+from jaxcontam.ngram.item_text import prompt_header
 from jaxcontam.stats import PairedTestResult, default_paired_method, minimum_detectable_effect, paired_test
 from jaxcontam.stats.paired import DEFAULT_RESAMPLES
 
-CONFIDENCES = ("p_true", "p_true_raw", "answer_logprob", "question_min_k_plus_plus")
+CONFIDENCES = ("p_true", "p_true_raw", "p_yes", "answer_logprob", "question_min_k_plus_plus")
 ANSWER_FREE_CONFIDENCES = ("question_min_k_plus_plus",)  # measured on the question alone
+ON_DEMAND_CONFIDENCES = ("p_yes",)  # measured only when chosen
+POSITIVE_CONFIDENCES = ("p_yes",)  # 0 means "no verdict in the judge's reply": the pair is dropped
+NO_VERDICT = "no yes/no in the judge's reply (confidence 0)"
+ANSWER_MODES = ("greedy", "sampled")
+CORRECTIONS = ("sweep", "none")
 PRESETS = {
-    "jaxcontam": {"template": "kadavath", "confidence": "p_true", "test": default_paired_method()},
-    "paper": {"template": "pacost", "confidence": "p_true_raw", "test": "t"},
+    "jaxcontam": {"template": "kadavath", "confidence": "p_true", "test": default_paired_method(),
+                  "answers": "greedy", "correction": "sweep"},
+    "paper": {"template": "kadavath", "confidence": "p_yes", "test": "t", "answers": "sampled", "correction": "none"},
 }
+_CHOICES = {"confidence": CONFIDENCES, "template": tuple(TEMPLATES), "answers": ANSWER_MODES,
+            "correction": CORRECTIONS}
 
 
 @dataclasses.dataclass(frozen=True)
 class PacostSettings:
-    """How PaCoST runs; `template`, `confidence` and `test` left None come from `preset`."""
+    """How PaCoST runs; the fields `PRESETS` name (template, confidence, test, answers, correction) left None come
+    from `preset`.
+
+    answers: "greedy" or "sampled" (at `temperature` / `top_p`, keyed by `seed`); correction: "sweep" (an audit's
+    Holm/BH decision replaces the raw verdict) or "none" (the raw p < alpha verdict stands);
+    judge_max_new_tokens: the length of the published judge's reply (`p_yes`).
+    """
 
     preset: str = "jaxcontam"
     confidence: str | None = None
     template: str | None = None
     test: str | None = None
+    answers: str | None = None
+    correction: str | None = None
     alternative: str = "greater"
     alpha: float = 0.05
     k: float = 0.2
     max_new_tokens: int = 256
+    judge_max_new_tokens: int = AUTHORS_MAX_NEW_TOKENS
+    seed: int = 0
+    temperature: float = 1.0
+    top_p: float = 1.0
     chat_template: str = "auto"  # "auto": answer and judge as chat turns when the tokenizer has a template
+    given: tuple[str, ...] = dataclasses.field(init=False, repr=False, compare=False)  # preset fields set explicitly
 
     def __post_init__(self):
         check_chat_mode(self.chat_template)
         if self.preset not in PRESETS:
             raise JaxcontamError(f"PaCoST preset {self.preset!r} is unknown: use one of {', '.join(PRESETS)}")
+        object.__setattr__(self, "given", tuple(k for k in PRESETS[self.preset] if getattr(self, k) is not None))
         for key, value in PRESETS[self.preset].items():
             if getattr(self, key) is None:
                 object.__setattr__(self, key, value)
-        if self.confidence not in CONFIDENCES:
-            raise JaxcontamError(f"PaCoST confidence {self.confidence!r} is unknown: use one of "
-                                 f"{', '.join(CONFIDENCES)}")
-        if self.template not in TEMPLATES:
-            raise JaxcontamError(f"PaCoST judge template {self.template!r} is unknown: use one of "
-                                 f"{', '.join(TEMPLATES)}")
+        for key, allowed in _CHOICES.items():
+            if getattr(self, key) not in allowed:
+                raise JaxcontamError(f"PaCoST {key} {getattr(self, key)!r} is unknown: use one of {', '.join(allowed)}")
+        if self.answers == "sampled":
+            Sampling(self.seed, self.temperature, self.top_p)  # checks them
+
+    def with_preset(self, preset: str) -> PacostSettings:
+        """These settings under `preset`: the fields it decides take its values, unless they were set explicitly."""
+        kept = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)
+                if f.init and f.name != "preset" and (f.name not in PRESETS[self.preset] or f.name in self.given)}
+        return PacostSettings(preset=preset, **kept)
+
+    def to_dict(self) -> dict:
+        """Every setting that changes results (summary.json's record and the resume key)."""
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.init}
+
+    def sampling(self, stream: str) -> Sampling | None:
+        """How the answers of `stream` ("original" / "rephrased") are drawn; None when they are greedy."""
+        return Sampling(self.seed, self.temperature, self.top_p, stream) if self.answers == "sampled" else None
+
+    def measured(self) -> tuple[str, ...]:
+        """The confidences a run measures: every one but the on-demand ones not chosen."""
+        return tuple(c for c in CONFIDENCES if c not in ON_DEMAND_CONFIDENCES or c == self.confidence)
 
 
 def needs_answer(confidence: str) -> bool:
@@ -79,13 +128,19 @@ _QUESTION_LABEL = re.compile(r"^(?:Question|Q)\s*:\s*")
 
 
 def judge_question(benchmark, item, question: str) -> str:
-    """What the P(True) judge is shown as the question: the benchmark prompt for `question`, minus its answer cue.
+    """What a judge is shown as the question: the benchmark prompt for `question`, minus its header and answer cue.
 
     The prompt carries what the model saw: context, the question (or its rephrasing), the lettered options
-    of MMLU-style prompts, COPA's connector. Its trailing cue ("Answer:", "A:", "Solution:") and a leading
-    "Question:"/"Q:" label go, since the judge template writes its own.
+    of MMLU-style prompts, COPA's connector. Header lines shared by every item of the (sub)benchmark (MMLU's
+    "The following are multiple choice questions (with answers) about ...", found as ConTAM's item text finds
+    them: `ngram.item_text.prompt_header`) go, and so do the trailing cue ("Answer:", "A:", "Solution:") and a
+    leading "Question:"/"Q:" label, since the judge template writes its own.
     """
-    shown = _ANSWER_CUE.sub("", benchmark.prompt(item, question=question).strip()).rstrip()
+    prompt = benchmark.prompt(item, question=question)
+    header = prompt_header(benchmark, item)
+    if header and prompt.startswith(header):
+        prompt = prompt[len(header):]
+    shown = _ANSWER_CUE.sub("", prompt.strip()).rstrip()
     return _QUESTION_LABEL.sub("", shown)
 
 
@@ -112,23 +167,30 @@ def _question_min_k_plus_plus(model, questions: list[str], k: float) -> list[flo
 
 
 def _side(model, benchmark, items, questions: list[str], settings: PacostSettings, side: str) -> list[dict]:
-    """Answers and every confidence for one side (original or rephrased) of a list of items."""
+    """Answers and every measured confidence for one side (original or rephrased) of a list of items."""
     answers = answer_items(model, benchmark, items, questions, max_new_tokens=settings.max_new_tokens,
-                           chat=settings.chat_template, progress=True)
+                           chat=settings.chat_template, progress=True, sampling=settings.sampling(side))
     judged = [i for i, a in enumerate(answers) if a.text]
+    shown = ([judge_question(benchmark, items[i], questions[i]) for i in judged],
+             [judged_answer(benchmark, items[i], answers[i]) for i in judged])
     normalised, raw = [math.nan] * len(items), [math.nan] * len(items)
     if judged:
-        result = p_true(model, [judge_question(benchmark, items[i], questions[i]) for i in judged],
-                        [judged_answer(benchmark, items[i], answers[i]) for i in judged], template=settings.template,
-                        chat=settings.chat_template)
+        result = p_true(model, *shown, template=settings.template, chat=settings.chat_template)
         for i, value, value_raw in zip(judged, result.normalised, result.p_true):
             normalised[i], raw[i] = float(value), float(value_raw)
+    published = {}
+    if "p_yes" in settings.measured():
+        p_yes, replies = [math.nan] * len(items), [None] * len(items)
+        for i, reply in zip(judged, pacost_judge(model, *shown, chat=settings.chat_template,
+                                                 max_new_tokens=settings.judge_max_new_tokens) if judged else []):
+            p_yes[i], replies[i] = reply.confidence, reply.text
+        published = {"p_yes": p_yes, "judge_reply": replies}
     minkpp = _question_min_k_plus_plus(model, questions, settings.k)
     return [{
         f"answer_{side}": a.text, f"correct_{side}": a.correct, f"correct_norm_{side}": a.correct_norm,
         f"p_true_{side}": normalised[i], f"p_true_raw_{side}": raw[i], f"answer_logprob_{side}": a.answer_logprob,
         f"question_min_k_plus_plus_{side}": minkpp[i],
-    } for i, a in enumerate(answers)]
+    } | {f"{name}_{side}": values[i] for name, values in published.items()} for i, a in enumerate(answers)]
 
 
 def pacost_records(model, benchmark, items, rephrasings, settings: PacostSettings) -> list[dict]:
@@ -138,6 +200,8 @@ def pacost_records(model, benchmark, items, rephrasings, settings: PacostSetting
     on the original side, which gives its accuracy, and is dropped from the paired test).
     """
     chat = uses_chat(model.tokenizer, settings.chat_template)
+    if "p_yes" in settings.measured():
+        yes_token_ids(model.tokenizer)  # refuses a tokenizer that cannot say "yes" before anything is answered
     records = [{"id": item.id, "chat": chat} | r for item, r in zip(items, _side(model, benchmark, items,
                                                                      [it.question for it in items], settings,
                                                                      "original"))]
@@ -189,7 +253,9 @@ class PairedVerdict:
 
 @dataclasses.dataclass(frozen=True)
 class PacostResult:
-    """PaCoST on one benchmark: the verdict on the chosen confidence and every other confidence as a variant."""
+    """PaCoST on one benchmark: the verdict on the chosen confidence and every other measured confidence as a
+    variant. The entry's `correction` is "none" (the verdict is the raw p < alpha and stays so) or "sweep" (the
+    raw verdict, which an audit's sweep replaces by its multiple-testing decision, `audit.summary`)."""
 
     preset: str
     template: str
@@ -197,10 +263,14 @@ class PacostResult:
     chat_used: bool
     verdict: PairedVerdict
     variants: dict[str, PairedVerdict]
+    settings: PacostSettings = dataclasses.field(repr=False)
 
     def to_dict(self) -> dict:
+        settings = self.settings
+        answers = {"answers": settings.answers} | ({"seed": settings.seed, "temperature": settings.temperature,
+                                                    "top_p": settings.top_p} if settings.answers == "sampled" else {})
         return {"preset": self.preset, "template": self.template, "chat_template": self.chat_template,
-                "chat_used": self.chat_used} | self.verdict.to_dict() | {
+                "chat_used": self.chat_used} | answers | {"correction": settings.correction} | self.verdict.to_dict() | {
             "variants": {name: v.to_dict() for name, v in self.variants.items()}}
 
 
@@ -211,9 +281,11 @@ def _no_test(base: dict, reason: str, power_note: str) -> PairedVerdict:
 
 def paired_verdict(records, confidence: str, settings: PacostSettings, seed: int = 0,
                    resamples: int = DEFAULT_RESAMPLES) -> PairedVerdict:
-    """The paired test of one confidence over `records` (pairs dropped with reasons).
+    """The paired test of one confidence over `records` (pairs dropped with reasons); `contaminated` is the raw
+    p < alpha (an audit's sweep may replace it, `audit.summary`).
 
-    A pair is dropped for a missing answer only when the confidence measures the answer (`needs_answer`).
+    A pair is dropped for a missing answer only when the confidence measures the answer (`needs_answer`), and
+    for a published-judge confidence of 0 (`POSITIVE_CONFIDENCES`: the authors keep pairs with both > 0).
     `resamples`: Monte Carlo flips when the permutation test cannot enumerate (a sweep sizes it with
     `stats.sweep_resamples`, so the p-value floor 1 / (1 + resamples) never blocks the correction).
     """
@@ -226,31 +298,37 @@ def paired_verdict(records, confidence: str, settings: PacostSettings, seed: int
     if len(kept) < 2:
         reason = f"only {len(kept)} item(s) have an accepted rephrasing"
         return _no_test(base, reason, f"{reason}: no test")
+    # the published judge's confidence is 0 when its reply never says yes or no: such pairs are dropped
+    silent = {i for i in kept if confidence in POSITIVE_CONFIDENCES
+              and any(math.isfinite(v) and v <= 0 for v in (original[i], rephrased[i]))}
+    kept = [i for i in kept if i not in silent]
+    extra = {"no accepted rephrasing": no_rephrase, NO_VERDICT: len(silent)}
+    extra = {reason: count for reason, count in extra.items() if count}
     try:
         answered = {f"answered_{side}": _answered([records[i] for i in kept], side)
                     for side in ("original", "rephrased")} if needs_answer(confidence) else {}
         result = paired_test([original[i] for i in kept], [rephrased[i] for i in kept], method=settings.test,
                              alternative=settings.alternative, seed=seed, resamples=resamples, **answered)
     except JaxcontamError as error:  # too few usable pairs: reported, not fatal for the sweep
-        return _no_test(base, str(error), str(error))
+        return _no_test(base | {"dropped_reasons": extra}, str(error), str(error))
     interval = result.confidence_interval(1 - settings.alpha)
     mde = minimum_detectable_effect(result.n, alpha=settings.alpha, alternative=settings.alternative) \
         if result.n >= 3 else math.nan
-    reasons = dict(result.drop_reasons) | ({"no accepted rephrasing": no_rephrase} if no_rephrase else {})
     return PairedVerdict(
         test=result.method, confidence=confidence, alternative=result.alternative, status="tested",
-        pvalue=result.pvalue, n_pairs=result.n, n_dropped=result.n_dropped + no_rephrase, dropped_reasons=reasons,
-        mean_difference=result.mean_difference, effect_size=result.effect_size, ci=(interval.low, interval.high),
-        contaminated=bool(result.pvalue <= settings.alpha), pvalue_detail=result.detail, result=result,
+        pvalue=result.pvalue, n_pairs=result.n, n_dropped=result.n_dropped + sum(extra.values()),
+        dropped_reasons=dict(result.drop_reasons) | extra, mean_difference=result.mean_difference,
+        effect_size=result.effect_size, ci=(interval.low, interval.high),
+        contaminated=bool(result.pvalue < settings.alpha), pvalue_detail=result.detail, result=result,
         power_note=f"with {result.n} pairs the minimum detectable effect at 80% power is d_z = {mde:.2g}")
 
 
 def pacost_result(records, settings: PacostSettings, seed: int = 0,
                   resamples: int = DEFAULT_RESAMPLES) -> PacostResult:
-    """The verdict on the chosen confidence, with every other confidence as a variant."""
+    """The verdict on the chosen confidence, with every other measured confidence as a variant."""
     return PacostResult(
         preset=settings.preset, template=settings.template, chat_template=settings.chat_template,
         chat_used=any(bool(r.get("chat")) for r in records),
         verdict=paired_verdict(records, settings.confidence, settings, seed, resamples),
-        variants={c: paired_verdict(records, c, settings, seed, resamples) for c in CONFIDENCES
-                  if c != settings.confidence})
+        variants={c: paired_verdict(records, c, settings, seed, resamples) for c in settings.measured()
+                  if c != settings.confidence}, settings=settings)

@@ -33,13 +33,24 @@ def uses_chat(tokenizer, mode: str) -> bool:
     return mode != "never" and has_template
 
 
-def chat_text(tokenizer, prompt: str, mode: str, assistant_prefix: str = "") -> str:
-    """`prompt` as the model under `mode` sees it, ending where the model's reply starts (after `assistant_prefix`)."""
+def chat_text(tokenizer, prompt: str, mode: str, assistant_prefix: str = "", system: str | None = None) -> str:
+    """`prompt` as the model under `mode` sees it, ending where the model's reply starts (after `assistant_prefix`).
+
+    `system`: a system message; a template that refuses the system role gets it at the head of the user turn
+    (where Llama 2's own template writes it), and a plain prompt starts with it, a blank line before `prompt`.
+    """
     if not uses_chat(tokenizer, mode):
-        return prompt + assistant_prefix
-    rendered = tokenizer.apply_chat_template([{"role": "user", "content": prompt}], tokenize=False,
-                                             add_generation_prompt=True)
-    return rendered + assistant_prefix
+        return (f"{system}\n\n{prompt}" if system else prompt) + assistant_prefix
+    from jinja2.exceptions import TemplateError
+
+    user = [{"role": "user", "content": prompt}]
+    if system:
+        try:
+            return tokenizer.apply_chat_template([{"role": "system", "content": system}] + user, tokenize=False,
+                                                 add_generation_prompt=True) + assistant_prefix
+        except TemplateError:  # e.g. Gemma's "System role not supported"
+            user = [{"role": "user", "content": f"{system}\n\n{prompt}"}]
+    return tokenizer.apply_chat_template(user, tokenize=False, add_generation_prompt=True) + assistant_prefix
 
 
 def chat_prompt(tokenizer, prompt: str, mode: str) -> str:

@@ -13,6 +13,8 @@ share one cache. The row state is a dict of [B, ...] arrays:
   token      the token fed next (the last one sampled);  index  the prompt each row holds (sampling keys)
   count      tokens generated so far;  done  finished (or empty) rows
   out, logp  [B, max_new_tokens] generated ids (-1 past the end) and their log-probs
+  watched    [B, max_new_tokens] log p(next token in `watch_ids`) at each step (a judge's P(yes), read where
+             the reply says it, with no second pass)
 Sampling keys are derived from (seed, prompt index, step), so a prompt's sample does not depend on which other
 prompts share its batch or when it entered it.
 """
@@ -27,13 +29,15 @@ import jax.numpy as jnp
 from jaxcontam.engine.sampling import sample_next
 
 
-def _pick(params, spec, hidden, index, step, seed, temperature, top_p):
-    """Next token of each row from hidden [R, D] and its log-prob under the untempered model."""
+def _pick(params, spec, hidden, index, step, seed, temperature, top_p, watch_ids):
+    """Next token of each row from hidden [R, D], its log-prob under the untempered model, and the log-prob of the
+    set `watch_ids`."""
     logits = spec.logits_from_hidden(params, hidden).astype(jnp.float32)
     keys = jax.vmap(lambda i, s: jax.random.fold_in(jax.random.fold_in(jax.random.key(seed), i), s))(index, step)
     token = sample_next(logits, keys, temperature, top_p)
     chosen = jnp.take_along_axis(logits, token[:, None], axis=-1)[:, 0]
-    return token, chosen - jax.nn.logsumexp(logits, axis=-1)
+    total = jax.nn.logsumexp(logits, axis=-1)
+    return token, chosen - total, jax.nn.logsumexp(logits[:, watch_ids], axis=-1) - total
 
 
 @functools.partial(jax.jit, static_argnames=("spec", "rows", "capacity", "max_new_tokens"))
@@ -44,12 +48,13 @@ def empty_rows(params, spec, *, rows: int, capacity: int, max_new_tokens: int) -
     return {"cache": spec.init_cache(rows, capacity, dtype), "slot": zeros, "position": zeros,
             "token": zeros, "index": zeros, "count": zeros, "done": jnp.ones(rows, bool),
             "out": jnp.full((rows, max_new_tokens), -1, jnp.int32),
-            "logp": jnp.zeros((rows, max_new_tokens), jnp.float32)}
+            "logp": jnp.zeros((rows, max_new_tokens), jnp.float32),
+            "watched": jnp.zeros((rows, max_new_tokens), jnp.float32)}
 
 
 @functools.partial(jax.jit, static_argnames=("spec", "capacity"), donate_argnames=("state",))
 def fill_rows(params, spec, state, rows, tokens, positions, last, lengths, index, seed, temperature, top_p,
-              stop_ids, *, capacity: int):
+              stop_ids, watch_ids, *, capacity: int):
     """Put n prompts [n, P] (positions -1 on padding) into rows `rows` [n] of `state` (a row index >= B drops that
     prompt: padding of the group), prefill their cache slots [0, P) and sample their first token."""
     count, width = tokens.shape
@@ -57,7 +62,8 @@ def fill_rows(params, spec, state, rows, tokens, positions, last, lengths, index
     fresh = spec.init_cache(count, capacity, jax.tree.leaves(params)[0].dtype)
     hidden, fresh = spec.decode(params, tokens, positions, fresh, 0)
     h_last = jnp.take_along_axis(hidden, last[:, None, None], axis=1)[:, 0]
-    first, first_logp = _pick(params, spec, h_last, index, jnp.zeros(count, jnp.int32), seed, temperature, top_p)
+    first, first_logp, first_watched = _pick(params, spec, h_last, index, jnp.zeros(count, jnp.int32), seed,
+                                             temperature, top_p, watch_ids)
 
     def put(target, value):
         return target.at[rows].set(value.astype(target.dtype), mode="drop")
@@ -67,7 +73,8 @@ def fill_rows(params, spec, state, rows, tokens, positions, last, lengths, index
             "index": put(state["index"], index), "count": put(state["count"], jnp.ones(count, jnp.int32)),
             "done": put(state["done"], jnp.isin(first, stop_ids) | (limit == 1)),
             "out": put(state["out"], jnp.full((count, limit), -1, jnp.int32).at[:, 0].set(first)),
-            "logp": put(state["logp"], jnp.zeros((count, limit), jnp.float32).at[:, 0].set(first_logp))}
+            "logp": put(state["logp"], jnp.zeros((count, limit), jnp.float32).at[:, 0].set(first_logp)),
+            "watched": put(state["watched"], jnp.zeros((count, limit), jnp.float32).at[:, 0].set(first_watched))}
 
 
 def _step_each_row(params, spec, tokens, positions, cache, slots):
@@ -77,7 +84,7 @@ def _step_each_row(params, spec, tokens, positions, cache, slots):
 
 
 @functools.partial(jax.jit, static_argnames=("spec",), donate_argnames=("state",))
-def decode_rows(params, spec, state, seed, temperature, top_p, stop_ids, until_done):
+def decode_rows(params, spec, state, seed, temperature, top_p, stop_ids, watch_ids, until_done):
     """Decode every unfinished row until `until_done` rows are done (the host has prompts for the freed rows) or
     all are; finished rows idle (their results stay in `out` until the host refills them). At most
     max_new_tokens steps: no row needs more (a bound `jaxcontam plan` reads as the loop's trip count)."""
@@ -92,13 +99,15 @@ def decode_rows(params, spec, state, seed, temperature, top_p, stop_ids, until_d
         step, s = carry
         live = ~s["done"]
         hidden, cache = _step_each_row(params, spec, s["token"], s["position"], s["cache"], s["slot"])
-        token, logp = _pick(params, spec, hidden, s["index"], s["count"], seed, temperature, top_p)
+        token, logp, watched = _pick(params, spec, hidden, s["index"], s["count"], seed, temperature, top_p,
+                                     watch_ids)
         at = jnp.where(live, s["count"], limit)  # finished rows write nowhere (dropped)
         count = s["count"] + live
         return step + 1, {"cache": cache, "slot": s["slot"] + live, "position": s["position"] + live,
                           "token": jnp.where(live, token, s["token"]), "index": s["index"], "count": count,
                           "done": s["done"] | jnp.isin(token, stop_ids) | (count >= limit),
                           "out": s["out"].at[rows, at].set(token, mode="drop"),
-                          "logp": s["logp"].at[rows, at].set(logp, mode="drop")}
+                          "logp": s["logp"].at[rows, at].set(logp, mode="drop"),
+                          "watched": s["watched"].at[rows, at].set(watched, mode="drop")}
 
     return jax.lax.while_loop(cond, body, (jnp.int32(0), state))[1]

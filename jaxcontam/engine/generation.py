@@ -3,8 +3,9 @@
 `rows_per_batch` rows decode together and a finished row takes the next prompt at once (continuous batching,
 `engine.decode_loop`). Prompts enter longest first, a quarter of the rows at a time, each group padded on the
 left (or the right: padding slots get position -1 and are masked by the model, so both give the same tokens) to
-one of a few bucket lengths. Sampling keys are derived from (seed, prompt index, step), so a prompt's sample
-does not depend on which other prompts share its batch.
+one of a few bucket lengths. Sampling keys are derived from (seed, prompt key, step), the prompt key being its
+index or the caller's `sample_keys`, so a prompt's sample does not depend on which other prompts share its batch
+(nor, with keys of its own, on which call it came in).
 """
 
 from __future__ import annotations
@@ -28,13 +29,16 @@ class Generation:
     """Generated token ids (stop token excluded), their text, why generation ended, and each token's log-prob.
 
     `token_logprobs[j]`: log p(token_ids[j] | prompt, earlier tokens) under the model's own distribution
-    (untempered, full-vocabulary float32 softmax), so a generated answer's likelihood needs no second pass.
+    (untempered, full-vocabulary float32 softmax), so a generated answer's likelihood needs no second pass;
+    `watched_logprobs[j]`: log p(the j-th token is one of `generate`'s `watch_ids`), same distribution (empty
+    without watch_ids).
     """
 
     token_ids: list[int]
     text: str | None
     finish_reason: Literal["stop_token", "stop_string", "length"]
     token_logprobs: list[float] = dataclasses.field(default_factory=list)
+    watched_logprobs: list[float] = dataclasses.field(default_factory=list)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -108,19 +112,20 @@ def _layout(batch, rows: int, padding: str):
     return tokens, positions, last, lengths
 
 
-def _truncate(tokens: list[int], logprobs: list[float], stop_ids, tokenizer, stop_strings) -> Generation:
+def _truncate(tokens: list[int], logprobs: list[float], watched: list[float], stop_ids, tokenizer,
+              stop_strings) -> Generation:
     reason = "length"
     for j, t in enumerate(tokens):
         if t == -1 or t in stop_ids:
             tokens, reason = tokens[:j], "stop_token"
             break
-    logprobs = logprobs[: len(tokens)]
+    logprobs, watched = logprobs[: len(tokens)], watched[: len(tokens)]
     text = tokenizer.decode(tokens, skip_special_tokens=True) if tokenizer is not None else None
     if text is not None and stop_strings:
         cuts = [text.find(s) for s in stop_strings if s in text]
         if cuts:
             text, reason = text[: min(cuts)], "stop_string"
-    return Generation(tokens, text, reason, logprobs)
+    return Generation(tokens, text, reason, logprobs, watched)
 
 
 def generate(
@@ -137,13 +142,17 @@ def generate(
     rows_per_batch: int = 16,
     buckets: Sequence[int] | None = None,
     progress: bool | Callable[[Progress], None] = False,
+    sample_keys: Sequence[int] | None = None,
+    watch_ids: Sequence[int] = (),
 ) -> list[Generation]:
     """Continue each prompt (token ids), in input order.
 
     Stops a row at any of `stop_token_ids` (default: the model's eos id) or
     after `max_new_tokens`; `stop_strings` cut the decoded text afterwards.
     Deterministic for a given seed. `progress`: True for a progress bar (prompts done, tokens/s, ETA), or a
-    callable given a `Progress` whenever prompts finish.
+    callable given a `Progress` whenever prompts finish. `sample_keys`: one integer in [0, 2**31) per prompt
+    that, with `seed`, keys its sampling (default: its index in `prompts`). `watch_ids`: token ids whose summed
+    probability is recorded at every step (`Generation.watched_logprobs`).
     """
     if padding not in ("left", "right"):
         raise JaxcontamError(f"padding must be 'left' or 'right', got {padding!r}")
@@ -151,6 +160,11 @@ def generate(
         raise JaxcontamError(f"max_new_tokens must be >= 1, got {max_new_tokens}")
     if temperature < 0 or not 0 < top_p <= 1:
         raise JaxcontamError(f"need temperature >= 0 and 0 < top_p <= 1, got {temperature}, {top_p}")
+    if sample_keys is None:
+        sample_keys = range(len(prompts))
+    elif len(sample_keys) != len(prompts) or not all(0 <= k < 2**31 for k in sample_keys):
+        raise JaxcontamError(f"sample_keys must hold one integer in [0, 2**31) per prompt ({len(prompts)}), "
+                             f"got {len(sample_keys)}")
     spec = model.config
     if stop_token_ids is None:
         eos = spec.eos_token_id
@@ -167,7 +181,8 @@ def generate(
     capacity = max(g.tokens.shape[1] for g in groups) + max_new_tokens
     params = _decode_params(model)
     state = decode_loop.empty_rows(params, spec, rows=rows, capacity=capacity, max_new_tokens=max_new_tokens)
-    sampling = (np.uint32(seed), np.float32(temperature), np.float32(top_p), stop)
+    watch = np.asarray(list(watch_ids) or [0], np.int32)  # without watch ids the recorded values are dropped
+    sampling = (np.uint32(seed), np.float32(temperature), np.float32(top_p), stop, watch)
     results: list[Generation | None] = [None] * len(prompts)
     report = _progress_bar(len(prompts)) if progress is True else (progress or None)
     start, finished, generated = time.perf_counter(), 0, 0
@@ -178,18 +193,19 @@ def generate(
             targets = np.full(group, rows, np.int32)  # row `rows` does not exist: that prompt slot is dropped
             index = np.zeros(group, np.int32)
             for p in batch.placements:
-                targets[p.row], index[p.row] = free.pop(0), p.index
+                targets[p.row], index[p.row] = free.pop(0), sample_keys[p.index]
                 holder[int(targets[p.row])] = p.index
             arrays = (targets, *_layout(batch, group, padding), index)
             state = decode_loop.fill_rows(params, spec, state, *(global_array(a, mesh) for a in arrays), *sampling,
                                           capacity=capacity)
         until_done = len(groups[0].placements) if groups else rows
         state = decode_loop.decode_rows(params, spec, state, *sampling, np.int32(until_done))
-        done, out, logp = (fetch(state[key]) for key in ("done", "out", "logp"))
+        done, out, logp, watched = (fetch(state[key]) for key in ("done", "out", "logp", "watched"))
         for row in [r for r in holder if done[r]]:
             index = holder.pop(row)
-            results[index] = _truncate(out[row].tolist(), logp[row].tolist(), set(stop.tolist()), model.tokenizer,
-                                       stop_strings)
+            results[index] = _truncate(out[row].tolist(), logp[row].tolist(),
+                                       watched[row].tolist() if watch_ids else [], set(stop.tolist()),
+                                       model.tokenizer, stop_strings)
             generated += len(results[index].token_ids)
             finished += 1
             free.append(row)

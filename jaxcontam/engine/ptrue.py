@@ -1,15 +1,21 @@
 """P(True): the model's own confidence that a proposed answer is correct.
 
 A judge prompt ends where the model states its verdict, and the verdict's
-options are scored there: for Kadavath et al. (2022) the prompt lists
-"(A) True / (B) False" and ends "The proposed answer is: (", so the next token
-is the option letter, A or B; for PaCoST's judge it ends "Judgement:" and the
-next words are " Yes" / " No". Each option is resolved to the tokens that follow
-the prompt when the option text is appended to it (so a BPE " (" + "A" split is
-scored as "A", never as a free-standing " A"). p(option) is the probability of
-its whole token sequence after the prompt (one full-vocabulary softmax at the
-last prompt position when every option is one token). The raw p(true option)
-and the normalised P(True) = p_t / (p_t + p_f) are both returned.
+options are scored there. The built-in judge asks Kadavath et al.'s (2022)
+question ("Question: ... Proposed Answer: ... Is the proposed answer ...") and
+scores the words " True" / " False" after "The proposed answer is:". Kadavath et
+al. list "(A) True (B) False" and score the letters, but a multiple-choice item
+shown to the judge has option letters of its own (MMLU's "A. ... D. ..."), the
+same tokens: p("A") would mix "True" with "the item's option A".
+Each option is resolved to the tokens that follow the prompt when the option text
+is appended to it (so a BPE " (" + "A" split is scored as "A", never as a
+free-standing " A"). p(option) is the probability of its whole token sequence
+after the prompt (one full-vocabulary softmax at the last prompt position when
+every option is one token). The raw p(true option) and the normalised
+P(True) = p_t / (p_t + p_f) are both returned.
+
+PaCoST's published judge, which lets the model reply and reads P(yes) where it
+says yes or no, is `engine.pacost_judge`.
 """
 
 from __future__ import annotations
@@ -66,19 +72,12 @@ class JudgeTemplate:
 
 KADAVATH = JudgeTemplate(
     "kadavath",
-    "Question: {question}\nProposed Answer: {answer}\nIs the proposed answer:\n (A) True\n (B) False\n"
-    "The proposed answer is: (",
-    ("A",),
-    ("B",),
+    "Question: {question}\nProposed Answer: {answer}\nIs the proposed answer True or False?\n"
+    "The proposed answer is:",
+    (" True",),
+    (" False",),
 )
-PACOST = JudgeTemplate(
-    "pacost",
-    "Question: {question}\nAnswer: {answer}\nIs the above answer correct? Please answer Yes or No.\n"
-    "Judgement:",
-    (" Yes",),
-    (" No",),
-)
-TEMPLATES = {t.name: t for t in (KADAVATH, PACOST)}
+TEMPLATES = {t.name: t for t in (KADAVATH,)}
 
 
 def judge_template(template: JudgeTemplate | str) -> JudgeTemplate:

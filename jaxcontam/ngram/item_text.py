@@ -69,11 +69,17 @@ def _layout(benchmark, item) -> list[str]:
     return _SLOT.split(benchmark.prompt(probe))
 
 
-def shown_item(benchmark, item) -> str:
-    """The solved text without the prompt's header lines (the literal text before the item's first line)."""
-    solved = benchmark.solved_text(item)
+def prompt_header(benchmark, item) -> str:
+    """The prompt's header lines: the literal text before the item's first field, up to its last newline ("" if
+    the item starts the prompt). Also what PaCoST's judges are not shown (`detect.pacost.judge_question`)."""
     header = _layout(benchmark, item)[0]
-    header = header[: header.rfind("\n") + 1]
+    return header[: header.rfind("\n") + 1]
+
+
+def shown_item(benchmark, item) -> str:
+    """The solved text without the prompt's header lines."""
+    solved = benchmark.solved_text(item)
+    header = prompt_header(benchmark, item)
     return solved[len(header):] if header and solved.startswith(header) else solved
 
 

@@ -76,11 +76,11 @@ def model_flops(spec: ModelSpec, step: str, w: Workload) -> float:
 
 @functools.partial(jax.jit, static_argnames=("spec", "capacity"))
 def _generation_round(params, spec, state, targets, tokens, positions, last, lengths, index, seed, temperature,
-                      top_p, stop_ids, until_done, *, capacity):
+                      top_p, stop_ids, watch_ids, until_done, *, capacity):
     """A batch of prompts as `generate` runs them: put into the rows (prefill), then decoded until all are done."""
     state = decode_loop.fill_rows(params, spec, state, targets, tokens, positions, last, lengths, index, seed,
-                                  temperature, top_p, stop_ids, capacity=capacity)
-    return decode_loop.decode_rows(params, spec, state, seed, temperature, top_p, stop_ids, until_done)
+                                  temperature, top_p, stop_ids, watch_ids, capacity=capacity)
+    return decode_loop.decode_rows(params, spec, state, seed, temperature, top_p, stop_ids, watch_ids, until_done)
 
 
 def plan_model_steps(spec: ModelSpec, mesh, dtype, chip: Chip | None, steps, w: Workload,
@@ -107,7 +107,7 @@ def plan_model_steps(spec: ModelSpec, mesh, dtype, chip: Chip | None, steps, w: 
         per_row = [rows(mesh, (w.batch,)) for _ in range(4)]
         scalars = [replicated(mesh, (), jnp.uint32), replicated(mesh, (), jnp.float32),
                    replicated(mesh, (), jnp.float32), replicated(mesh, (1,), jnp.int32),
-                   replicated(mesh, (), jnp.int32)]
+                   replicated(mesh, (1,), jnp.int32), replicated(mesh, (), jnp.int32)]
         plans.append(compile_step("generate", f"{w.batch} x ({w.prompt_len} + {w.new_tokens})",
                                   w.batch * w.new_tokens, _generation_round,
                                   (params, spec, state, per_row[0], *prompts, *per_row[1:], *scalars),

@@ -95,3 +95,14 @@ def test_cycle_finder_finds_a_function_level_circle():
     graph = {f"{PACKAGE}.spec": imported(spec, f"{PACKAGE}.spec", False, known),
              f"{PACKAGE}.decoder": imported(decoder, f"{PACKAGE}.decoder", False, known)}
     assert find_cycle(graph) == [f"{PACKAGE}.decoder", f"{PACKAGE}.spec", f"{PACKAGE}.decoder"]
+
+
+def test_families_build_on_the_reading_layers_only():
+    """A family module sees the typed config, the config reader and the name-table pieces, never the spec, the
+    decoder or the registry (which imports every family)."""
+    graph = import_graph()
+    allowed = {f"{PACKAGE}.{name}" for name in ("config", "hf_config", "weight_entries", "families.base")}
+    for name, deps in graph.items():
+        if name.startswith(f"{PACKAGE}.families.") and name != f"{PACKAGE}.families.base":
+            others = {d for d in deps if not d.startswith(f"{PACKAGE}.families.") and d not in allowed}
+            assert not others and f"{PACKAGE}.families" not in deps, (name, others)

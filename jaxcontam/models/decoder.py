@@ -65,13 +65,22 @@ def _layer(spec: DecoderConfig, w: dict, x: jax.Array, rope: tuple, attend_fn):
     if spec.attn_post_norm:
         a = layers.norm(spec, w["attn_post_norm"], a)
     if spec.parallel_residual:
-        return x + a + layers.mlp(spec, w, layers.norm(spec, w["mlp_norm"], x)), carry_out
-    x = x + a
+        m = layers.mlp(spec, w, layers.norm(spec, w["mlp_norm"], x))
+        return x + _residual(spec, a) + _residual(spec, m), carry_out
+    x = x + _residual(spec, a)
     feed_forward = experts.mixture if spec.num_experts else layers.mlp
     m = feed_forward(spec, w, layers.norm(spec, w["mlp_norm"], x) if spec.pre_norms else x)
     if spec.mlp_post_norm:
         m = layers.norm(spec, w["mlp_post_norm"], m)
-    return x + m, carry_out
+    return x + _residual(spec, m), carry_out
+
+
+def _residual(spec: DecoderConfig, out: jax.Array) -> jax.Array:
+    """A block's output as added to the residual stream: times `residual_scale` (granite) in float32, as torch
+    multiplies a tensor by a Python float; unchanged when the scale is 1."""
+    if spec.residual_scale == 1.0:
+        return out
+    return (out.astype(jnp.float32) * spec.residual_scale).astype(out.dtype)
 
 
 def hidden_states(params: dict, spec: DecoderConfig, tokens: jax.Array, positions: jax.Array,
@@ -177,8 +186,12 @@ def decode(params: dict, spec: DecoderConfig, tokens: jax.Array, positions: jax.
 
 
 def output_projection(params: dict, spec: DecoderConfig) -> tuple[jax.Array, None]:
-    """The [V, D] output matrix (the embedding when tied) and its bias (always None for these families)."""
-    return (params["embed"] if spec.tie_word_embeddings else params["lm_head"]), None
+    """The [V, D] output matrix (the embedding when tied; divided by `logits_divisor` when the family divides its
+    logits, granite) and its bias (always None for these families)."""
+    weight = params["embed"] if spec.tie_word_embeddings else params["lm_head"]
+    if spec.logits_divisor != 1.0:
+        weight = weight / jnp.asarray(spec.logits_divisor, weight.dtype)
+    return weight, None
 
 
 def logits_from_hidden(params: dict, spec: DecoderConfig, hidden: jax.Array) -> jax.Array:

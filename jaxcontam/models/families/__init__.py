@@ -10,6 +10,7 @@ from jaxcontam.models.families import (
     gemma3_text,
     gpt2,
     gpt_neox,
+    granite,
     llama,
     mistral,
     mixtral,
@@ -23,4 +24,5 @@ from jaxcontam.models.families.base import Family
 
 FAMILIES: dict[str, Family] = {module.FAMILY.model_type: module.FAMILY for module in (
     llama, mistral, qwen2, qwen3, gemma, gemma2, gemma3_text, olmo2, phi3, mixtral, qwen3_moe, gpt2, gpt_neox,
+    granite,
 )}

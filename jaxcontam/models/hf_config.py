@@ -218,7 +218,7 @@ def llama_style(reader: ConfigReader, model_type: str, act: str, windows, rope_s
         num_heads=heads,
         num_kv_heads=int(reader.get("num_key_value_heads", heads)),
         head_dim=head_dim,
-        intermediate_size=int(reader.require("intermediate_size")) if "intermediate_size" not in overrides else 0,
+        intermediate_size=overrides.pop("intermediate_size", None) or int(reader.require("intermediate_size")),
         max_position=int(reader.require("max_position_embeddings")),
         norm="rms",
         norm_eps=float(reader.require("rms_norm_eps")),

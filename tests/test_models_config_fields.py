@@ -63,3 +63,35 @@ def test_a_field_one_family_reads_is_refused_in_another():
     assert from_hf_config(granite).attn_scale == 0.5
     with pytest.raises(ModelError, match="attention_multiplier"):
         from_hf_config({**granite, "model_type": "llama"})
+
+
+# Fields of published config.json files beyond transformers' defaults (the size fields shrunk).
+SMOLLM2_135M = {  # HuggingFaceTB/SmolLM2-135M: a nanotron export
+    **SMALL, "model_type": "llama", "architectures": ["LlamaForCausalLM"], "attention_bias": False,
+    "attention_dropout": 0.0, "bos_token_id": 0, "eos_token_id": 0, "hidden_act": "silu",
+    "initializer_range": 0.041666666666666664, "is_llama_config": True, "max_position_embeddings": 8192,
+    "num_key_value_heads": 2, "pretraining_tp": 1, "rms_norm_eps": 1e-05, "rope_interleaved": False,
+    "rope_scaling": None, "rope_theta": 100000, "tie_word_embeddings": True, "torch_dtype": "bfloat16",
+    "transformers_version": "4.40.1", "use_cache": True,
+    "transformers.js_config": {"kv_cache_dtype": {"fp16": "float16", "q4f16": "float16"}}}
+PHI4_MINI = {  # microsoft/Phi-4-mini-instruct
+    **SMALL, "model_type": "phi3", "architectures": ["Phi3ForCausalLM"], "attention_bias": False,
+    "attention_dropout": 0.0, "auto_map": {"AutoConfig": "configuration_phi3.Phi3Config",
+                                           "AutoModelForCausalLM": "modeling_phi3.Phi3ForCausalLM"},
+    "bos_token_id": 199999, "embd_pdrop": 0.0, "eos_token_id": 199999, "full_attn_mod": 1, "hidden_act": "silu",
+    "initializer_range": 0.02, "interpolate_factor": 1, "lm_head_bias": False, "max_position_embeddings": 131072,
+    "mlp_bias": False, "num_key_value_heads": 2, "original_max_position_embeddings": 4096, "pad_token_id": 199999,
+    "partial_rotary_factor": 0.75, "resid_pdrop": 0.0, "rms_norm_eps": 1e-05,
+    "rope_scaling": {"long_factor": [1.5] * 3, "short_factor": [1.0] * 3, "type": "longrope"}, "rope_theta": 10000.0,
+    "sliding_window": 262144, "tie_word_embeddings": True, "torch_dtype": "bfloat16", "use_cache": True}
+
+
+@pytest.mark.parametrize("config", [SMOLLM2_135M, PHI4_MINI], ids=["SmolLM2-135M", "Phi-4-mini"])
+def test_published_configs_load(config):
+    assert from_hf_config(config).vocab_size == SMALL["vocab_size"]
+
+
+@pytest.mark.parametrize("config, field", [(SMOLLM2_135M, "rope_interleaved"), (PHI4_MINI, "lm_head_bias")])
+def test_export_flags_that_would_change_the_forward_are_refused(config, field):
+    with pytest.raises(ModelError, match=f"'{field}' = True is not supported"):
+        from_hf_config({**config, field: True})

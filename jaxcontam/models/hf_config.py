@@ -32,7 +32,8 @@ SHARED_ALLOWED = frozenset({
     "temperature", "top_k", "top_p", "typical_p", "repetition_penalty", "length_penalty", "no_repeat_ngram_size",
     "encoder_no_repeat_ngram_size", "bad_words_ids", "num_return_sequences", "forced_bos_token_id",
     "forced_eos_token_id", "remove_invalid_values", "exponential_decay_length_penalty", "suppress_tokens",
-    "begin_suppress_tokens", "cache_implementation",
+    "begin_suppress_tokens", "cache_implementation", "transformers.js_config", "_num_labels", "gradient_checkpointing",
+    "attention_probs_dropout_prob", "hidden_dropout_prob",
 })
 
 # HF activation names -> the activation the forward applies.

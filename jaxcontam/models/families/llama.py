@@ -11,6 +11,8 @@ from jaxcontam.models.weight_entries import llama_style_entries
 
 
 def from_hf_config(reader: ConfigReader) -> DecoderConfig:
+    if reader.get("rope_interleaved", False):  # nanotron's export flag (SmolLM2 writes false)
+        reader.refuse("rope_interleaved", True, "rope over interleaved pairs is not implemented (nor by transformers)")
     return llama_style(reader, "llama", hidden_act(reader), lambda layers: layer_windows(reader, layers, None))
 
 
@@ -34,7 +36,7 @@ def gguf_rotary_rows(name: str, weight: np.ndarray, spec: DecoderConfig) -> np.n
     return weight
 
 
-PRETRAINING_TP = {"pretraining_tp": "a slicing of the projections during pretraining; the forward is the same"}
-
-FAMILY = Family("llama", from_hf_config, llama_style_entries, ignored=PRETRAINING_TP,
+FAMILY = Family("llama", from_hf_config, llama_style_entries, ignored={
+    "pretraining_tp": "a slicing of the projections during pretraining; the forward is the same",
+    "is_llama_config": "nanotron's marker of a llama export"},
                 gguf=GGUFFormat("llama", tensor=gguf_rotary_rows))

@@ -20,6 +20,8 @@ from jaxcontam.models.weight_entries import (
 
 
 def from_hf_config(reader: ConfigReader) -> DecoderConfig:
+    if reader.get("lm_head_bias", False):  # Phi-4-mini writes false
+        reader.refuse("lm_head_bias", True, "a bias on the output projection is not implemented (nor by transformers)")
     return llama_style(reader, "phi3", hidden_act(reader),
                        lambda layers: layer_windows(reader, layers, [SLIDING] * layers))
 
@@ -60,5 +62,7 @@ def gguf_fields(meta, arch: str, config: dict, names: dict) -> dict:
 
 
 FAMILY = Family("phi3", from_hf_config, checkpoint_entries,
-                ignored={"original_max_position_embeddings": "read by LongRoPE scaling only; unused without it"},
+                ignored={"original_max_position_embeddings": "read by LongRoPE scaling only; unused without it",
+                         "full_attn_mod": "read by Microsoft's remote code only; transformers' Phi3 ignores it",
+                         "interpolate_factor": "read by Microsoft's remote code only; transformers' Phi3 ignores it"},
                 gguf=GGUFFormat("phi3", config=gguf_fields))

@@ -22,5 +22,6 @@ def from_hf_config(reader: ConfigReader) -> DecoderConfig:
 
 
 FAMILY = Family("qwen2", from_hf_config, llama_style_entries,
-                ignored={"attention_bias": "transformers' Qwen2 always has q/k/v biases and no o_proj bias"},
+                ignored={"attention_bias": "transformers' Qwen2 always has q/k/v biases and no o_proj bias",
+                         "use_mrope": "multimodal rope of Qwen2-VL; transformers' Qwen2 ignores it"},
                 gguf=GGUFFormat("qwen2"))

@@ -88,8 +88,11 @@ def _family(meta: _Metadata, arch: str, path: pathlib.Path) -> Family:
         if arch not in ARCHITECTURES:
             raise ModelError(f"{path}: GGUF architecture {arch!r} is not supported; supported architectures: "
                              f"{', '.join(ARCHITECTURES)} (mistral and mixtral models are stored as 'llama')")
+        if not experts:
+            raise ModelError(f"{path}: a {arch} GGUF file without {arch}.expert_count; the file is incomplete: "
+                             "re-convert it with llama.cpp's convert_hf_to_gguf.py")
         with_experts = [f"{f.gguf.arch} ({f.model_type})" for f in FAMILIES.values() if f.gguf and f.gguf.experts]
-        raise ModelError(f"{path}: a {arch} GGUF file with {experts or 'no'} experts; mixture-of-experts files load "
+        raise ModelError(f"{path}: a {arch} GGUF file with {experts} experts; mixture-of-experts files load "
                          f"for {', '.join(with_experts)} only")
     return found[0]
 

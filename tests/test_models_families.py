@@ -54,6 +54,8 @@ CONFIGS = {
     "gpt_neox": lambda: tf.GPTNeoXConfig(**SMALL, rotary_pct=0.5, use_parallel_residual=True),
     "gpt_neox_sequential": lambda: tf.GPTNeoXConfig(**SMALL, rotary_pct=0.25, use_parallel_residual=False,
                                                          attention_bias=False),
+    "granite": lambda: tf.GraniteConfig(**SMALL, num_key_value_heads=2, embedding_multiplier=3.0,
+                                        residual_multiplier=0.5, attention_multiplier=0.2, logits_scaling=2.5),
 }
 
 jit_decode = jax.jit(M.decode, static_argnums=1)
@@ -122,6 +124,8 @@ def test_special_features_are_active(family):
         "gpt2": spec.learned_positions and spec.tie_word_embeddings,
         "gpt_neox": spec.parallel_residual and spec.rotary_dim == 4 and not spec.tie_word_embeddings,
         "gpt_neox_sequential": not spec.parallel_residual and spec.rotary_dim == 2 and not spec.qkv_bias,
+        "granite": (spec.embed_scale == 3.0 and spec.residual_scale == 0.5 and spec.attn_scale == 0.2
+                    and spec.logits_divisor == 2.5),
     }[name]
     assert expected, spec
 

@@ -274,14 +274,14 @@ def write_stub_gguf(path, arch: str, **metadata) -> None:
 
 def test_unsupported_architecture_is_named(tmp_path):
     write_stub_gguf(tmp_path / "m.gguf", "mamba")
-    with pytest.raises(ModelError, match=r"architecture 'mamba' is not supported.*llama, qwen2, qwen3, qwen3moe, "
-                                         r"gemma, gemma2, gemma3, olmo2, phi3"):
+    with pytest.raises(ModelError, match=r"architecture 'mamba' is not supported.*llama, qwen2, qwen3, gemma, "
+                                         r"gemma2, gemma3, olmo2, phi3, qwen3moe"):
         jaxcontam.load_model(tmp_path)
 
 
 def test_experts_of_an_unsupported_family_are_named(tmp_path):
     write_stub_gguf(tmp_path / "m.gguf", "qwen2", expert_count=8)
-    with pytest.raises(ModelError, match=r"qwen2 GGUF file with 8 experts.*llama \(mixtral\) and qwen3moe only"):
+    with pytest.raises(ModelError, match=r"qwen2 GGUF file with 8 experts.*llama \(mixtral\), qwen3moe \(qwen3_moe\) only"):
         jaxcontam.load_model(tmp_path)
 
 

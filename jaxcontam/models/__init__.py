@@ -1,5 +1,10 @@
 """Our own JAX decoders for Hugging Face checkpoints (safetensors or GGUF): llama, mistral, qwen2, qwen3, gemma,
-gemma2, gemma3_text, olmo2, phi3, mixtral, qwen3_moe, gpt2, gpt_neox.
+gemma2, gemma3_text, olmo2, phi3, mixtral, qwen3_moe, gpt2, gpt_neox, granite.
+
+Layers, bottom up: `config` (the typed `DecoderConfig`); the shared core `layers`, `attention`, `experts`,
+`decoder`; `hf_config` and `weight_entries` (config reading and name-table pieces the families share); one module
+per family in `families` (config reader, checkpoint map, GGUF specifics) and its registry; `spec` (`ModelSpec`,
+`from_hf_config`), `checkpoint_map`, `gguf`, `loading` on top. `tests/test_models_layering.py` holds the order.
 
 Interface used by `jaxcontam.engine` (all functions pure and jit-able with `spec` static):
 

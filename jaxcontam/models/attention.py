@@ -46,7 +46,7 @@ import jax.numpy as jnp
 
 from jaxcontam.errors import JaxcontamError
 from jaxcontam.models import layers
-from jaxcontam.models.spec import ModelSpec
+from jaxcontam.models.config import DecoderConfig
 
 BLOCK = 512
 IMPLEMENTATIONS = ("auto", "jnp", "splash", "cudnn")
@@ -72,7 +72,7 @@ def _blocks(x, block: int):
     return jnp.moveaxis(x.reshape(batch, count, block, *x.shape[2:]), 1, 0)
 
 
-def _query_block(spec: ModelSpec, q, q_pos, q_seg, key_blocks, window):
+def _query_block(spec: DecoderConfig, q, q_pos, q_seg, key_blocks, window):
     """Online-softmax attention of one query block q [B, bq, H, Dh] over every key block."""
     batch, size, heads, head_dim = q.shape
     q = q.reshape(batch, size, spec.num_kv_heads, spec.num_groups, head_dim)
@@ -128,7 +128,7 @@ def choose_implementation(implementation: str | None = None) -> str:
     return {"tpu": "splash", "gpu": "cudnn", "cuda": "cudnn"}.get(platform, "jnp")
 
 
-def _windows(spec: ModelSpec, window) -> tuple[tuple[int, ...], jax.Array | None]:
+def _windows(spec: DecoderConfig, window) -> tuple[tuple[int, ...], jax.Array | None]:
     """The static window sizes a layer may have and the index of this one among them (None: only one).
 
     The kernels take the window as a static mask; the decoder's layer scan passes it traced, so each distinct
@@ -165,7 +165,7 @@ def _splash_kernel(window: int, heads: int, length: int, block: int, softcap, in
                                   q_seq_shards=1, attn_logits_soft_cap=softcap, interpret=interpret)
 
 
-def splash_attention(spec: ModelSpec, q, k, v, segment_ids, window, interpret: bool = False):
+def splash_attention(spec: DecoderConfig, q, k, v, segment_ids, window, interpret: bool = False):
     """`packed_attention` by the splash kernel (see the module's precondition): rows padded to a multiple of
     128 with segment 0, q pre-multiplied by the scale, heads first; padding queries give 0."""
     from jax.experimental.pallas.ops.tpu import splash_attention as splash
@@ -217,7 +217,7 @@ def one_sequence_per_row(positions, segment_ids) -> jax.Array:
     return jnp.all(same & counted)
 
 
-def cudnn_attention(spec: ModelSpec, q, k, v, segment_ids, window):
+def cudnn_attention(spec: DecoderConfig, q, k, v, segment_ids, window):
     """cuDNN flash attention of rows that are each one sequence then padding (`one_sequence_per_row`)."""
     lengths = (segment_ids > 0).sum(axis=1).astype(jnp.int32)
     windows, index = _windows(spec, window)
@@ -230,7 +230,7 @@ def cudnn_attention(spec: ModelSpec, q, k, v, segment_ids, window):
     return jnp.where(segment_ids[:, :, None, None] > 0, out, 0).astype(v.dtype)
 
 
-def jnp_attention(spec: ModelSpec, q, k, v, positions, segment_ids, window, block: int | None = None):
+def jnp_attention(spec: DecoderConfig, q, k, v, positions, segment_ids, window, block: int | None = None):
     """The portable path: one dense block up to `block` (default `BLOCK`) tokens, else flash-style blocks."""
     block = block or BLOCK
     batch, length = positions.shape
@@ -242,7 +242,7 @@ def jnp_attention(spec: ModelSpec, q, k, v, positions, segment_ids, window, bloc
     return jnp.moveaxis(out, 0, 1).reshape(batch, -1, *q.shape[2:])[:, :length]
 
 
-def packed_attention(spec: ModelSpec, q, k, v, positions, segment_ids, window, block: int | None = None,
+def packed_attention(spec: DecoderConfig, q, k, v, positions, segment_ids, window, block: int | None = None,
                      implementation: str | None = None):
     """Attention of q [B, T, H, Dh] over k, v [B, T, Hkv, Dh] of the same packed rows.
 

@@ -12,10 +12,10 @@ import jax
 import jax.numpy as jnp
 
 from jaxcontam.models import attention, experts, layers
-from jaxcontam.models.spec import ModelSpec
+from jaxcontam.models.config import DecoderConfig
 
 
-def _embed(params: dict, spec: ModelSpec, tokens: jax.Array, positions: jax.Array) -> jax.Array:
+def _embed(params: dict, spec: DecoderConfig, tokens: jax.Array, positions: jax.Array) -> jax.Array:
     x = jnp.take(params["embed"], tokens, axis=0)
     if spec.embed_scale is not None:
         x = x * jnp.asarray(spec.embed_scale, x.dtype)  # gemma rounds sqrt(d) to the weight dtype too
@@ -24,7 +24,7 @@ def _embed(params: dict, spec: ModelSpec, tokens: jax.Array, positions: jax.Arra
     return x
 
 
-def _rope(spec: ModelSpec, positions: jax.Array, lengths: jax.Array | None) -> tuple:
+def _rope(spec: DecoderConfig, positions: jax.Array, lengths: jax.Array | None) -> tuple:
     """(global, local) rope tables; local is None unless the sliding layers rotate with their own base (gemma3)."""
     if not spec.rotary_dim:
         return (None, None), None
@@ -56,7 +56,7 @@ def _windowed(allowed: jax.Array, q_pos: jax.Array, k_pos: jax.Array, window: ja
     return allowed & ((window == 0) | inside)
 
 
-def _layer(spec: ModelSpec, w: dict, x: jax.Array, rope: tuple, attend_fn):
+def _layer(spec: DecoderConfig, w: dict, x: jax.Array, rope: tuple, attend_fn):
     """One decoder layer; attend_fn(q, k, v) -> (attention output [B, T, H, Dh], cache outputs)."""
     h = layers.norm(spec, w["attn_norm"], x) if spec.pre_norms else x
     q, k, v = layers.attention_inputs(spec, w, h, *rope)
@@ -65,16 +65,25 @@ def _layer(spec: ModelSpec, w: dict, x: jax.Array, rope: tuple, attend_fn):
     if spec.attn_post_norm:
         a = layers.norm(spec, w["attn_post_norm"], a)
     if spec.parallel_residual:
-        return x + a + layers.mlp(spec, w, layers.norm(spec, w["mlp_norm"], x)), carry_out
-    x = x + a
+        m = layers.mlp(spec, w, layers.norm(spec, w["mlp_norm"], x))
+        return x + _residual(spec, a) + _residual(spec, m), carry_out
+    x = x + _residual(spec, a)
     feed_forward = experts.mixture if spec.num_experts else layers.mlp
     m = feed_forward(spec, w, layers.norm(spec, w["mlp_norm"], x) if spec.pre_norms else x)
     if spec.mlp_post_norm:
         m = layers.norm(spec, w["mlp_post_norm"], m)
-    return x + m, carry_out
+    return x + _residual(spec, m), carry_out
 
 
-def hidden_states(params: dict, spec: ModelSpec, tokens: jax.Array, positions: jax.Array,
+def _residual(spec: DecoderConfig, out: jax.Array) -> jax.Array:
+    """A block's output as added to the residual stream: times `residual_scale` (granite) in float32, as torch
+    multiplies a tensor by a Python float; unchanged when the scale is 1."""
+    if spec.residual_scale == 1.0:
+        return out
+    return (out.astype(jnp.float32) * spec.residual_scale).astype(out.dtype)
+
+
+def hidden_states(params: dict, spec: DecoderConfig, tokens: jax.Array, positions: jax.Array,
                   segment_ids: jax.Array) -> jax.Array:
     """Final-normed hidden states [B, T, D] of int32 [B, T] tokens.
 
@@ -115,7 +124,7 @@ def _unstack(stacked: dict) -> list[dict]:
     return [jax.tree.map(lambda a, i=i: a[i], stacked) for i in range(count)]
 
 
-def init_cache(spec: ModelSpec, batch: int, max_len: int, dtype) -> dict:
+def init_cache(spec: DecoderConfig, batch: int, max_len: int, dtype) -> dict:
     """Empty KV cache: per-layer lists of k, v [B, Hkv, max_len, Dh] in dtype and each slot's position (-1 = empty).
 
     One array per layer, so a step updates each layer's slots in place; heads before slots, the layout the
@@ -142,7 +151,7 @@ def write_slots(cache: jax.Array, new: jax.Array, index, axis: int) -> jax.Array
                                unique_indices=True, indices_are_sorted=True)
 
 
-def decode(params: dict, spec: ModelSpec, tokens: jax.Array, positions: jax.Array, cache: dict,
+def decode(params: dict, spec: DecoderConfig, tokens: jax.Array, positions: jax.Array, cache: dict,
            cache_index) -> tuple[jax.Array, dict]:
     """Run t new tokens [B, t] written at cache slots cache_index..cache_index+t-1; returns (hidden [B, t, D], cache).
     `cache_index`: a scalar, or an int32 [B] with each row's own slot (`write_slots`).
@@ -176,12 +185,16 @@ def decode(params: dict, spec: ModelSpec, tokens: jax.Array, positions: jax.Arra
     return layers.norm(spec, params["final_norm"], x), {"k": k_out, "v": v_out, "pos": slot_pos}
 
 
-def output_projection(params: dict, spec: ModelSpec) -> tuple[jax.Array, None]:
-    """The [V, D] output matrix (the embedding when tied) and its bias (always None for these families)."""
-    return (params["embed"] if spec.tie_word_embeddings else params["lm_head"]), None
+def output_projection(params: dict, spec: DecoderConfig) -> tuple[jax.Array, None]:
+    """The [V, D] output matrix (the embedding when tied; divided by `logits_divisor` when the family divides its
+    logits, granite) and its bias (always None for these families)."""
+    weight = params["embed"] if spec.tie_word_embeddings else params["lm_head"]
+    if spec.logits_divisor != 1.0:
+        weight = weight / jnp.asarray(spec.logits_divisor, weight.dtype)
+    return weight, None
 
 
-def logits_from_hidden(params: dict, spec: ModelSpec, hidden: jax.Array) -> jax.Array:
+def logits_from_hidden(params: dict, spec: DecoderConfig, hidden: jax.Array) -> jax.Array:
     """float32 logits [..., V] of hidden [..., D], soft-capped when the model caps them (gemma2)."""
     weight, _ = output_projection(params, spec)
     logits = jnp.einsum("...d,vd->...v", hidden, weight, preferred_element_type=jnp.float32)

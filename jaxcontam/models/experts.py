@@ -10,10 +10,10 @@ import jax
 import jax.numpy as jnp
 
 from jaxcontam.models import layers
-from jaxcontam.models.spec import ModelSpec
+from jaxcontam.models.config import DecoderConfig
 
 
-def router_weights(spec: ModelSpec, w: dict, h: jax.Array) -> jax.Array:
+def router_weights(spec: DecoderConfig, w: dict, h: jax.Array) -> jax.Array:
     """float32 [B, T, E]: each token's weight on every expert; zero outside its top k.
 
     Softmax over all experts in float32, the top k kept, renormalised to sum to 1 when the family does (mixtral
@@ -26,7 +26,7 @@ def router_weights(spec: ModelSpec, w: dict, h: jax.Array) -> jax.Array:
     return jnp.einsum("btk,btke->bte", top, jax.nn.one_hot(chosen, spec.num_experts, dtype=jnp.float32))
 
 
-def mixture(spec: ModelSpec, w: dict, h: jax.Array) -> jax.Array:
+def mixture(spec: DecoderConfig, w: dict, h: jax.Array) -> jax.Array:
     """Exact top-k mixture of gated experts: no capacity limit, so no token is ever dropped.
 
     Every expert runs on every token and unchosen experts get weight 0: exact routing with static shapes, the

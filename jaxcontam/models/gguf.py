@@ -5,8 +5,9 @@ memory-mapped); tensors are dequantised by the `gguf` package (llama.cpp's refer
 the tokenizer is built from the metadata by `jaxcontam.models.gguf_tokenizer`. The metadata becomes the
 config.json dict `from_hf_config` already understands, and every tensor the HF name table needs is found under its
 GGUF name (gguf's own name map), so the existing layout and sharding code places the weights.
-Each tensor is dequantised to float32 on demand, and llama.cpp's storage changes are undone: the row
-permutation of llama q/k projections (its rotary layout) and the +1 it adds to gemma norm weights.
+Each tensor is dequantised to float32 on demand, and llama.cpp's storage changes are undone by the family
+(`families.base.GGUFFormat`): the row permutation of llama q/k projections (its rotary layout) and the +1 it adds
+to gemma norm weights. The family also names its llama.cpp architecture and the metadata only it reads.
 """
 
 from __future__ import annotations
@@ -18,20 +19,21 @@ import numpy as np
 
 from jaxcontam.errors import ModelError
 from jaxcontam.models.checkpoint_map import DEFAULT_PREFIX, checkpoint_entries
+from jaxcontam.models.families import FAMILIES
+from jaxcontam.models.families.base import Family
+from jaxcontam.models.families.llama import unpermute_rotary_rows
 from jaxcontam.models.gguf_file import GGUFFile, GGUFTensor, read_gguf
 from jaxcontam.models.gguf_tokenizer import gguf_tokenizer
 from jaxcontam.models.spec import ModelSpec, from_hf_config
 
-# llama.cpp writes mistral models as "llama", and mixtral as "llama" with expert tensors
-ARCHITECTURES = ("llama", "qwen2", "qwen3", "qwen3moe", "gemma", "gemma2", "gemma3", "olmo2", "phi3")
-MODEL_TYPES = {"gemma3": "gemma3_text", "qwen3moe": "qwen3_moe"}  # GGUF architecture -> HF model_type where they differ
-GGUF_ARCHITECTURES = {"mixtral": "llama", **{model_type: arch for arch, model_type in MODEL_TYPES.items()}}
+# llama.cpp's architectures and the families stored as each (mistral as "llama", mixtral as "llama" with experts)
+ARCHITECTURES = tuple(dict.fromkeys(family.gguf.arch for family in FAMILIES.values() if family.gguf))
 # expert weights: stacked [E, ...] in one GGUF tensor per layer
 _EXPERT_TENSORS = {"w_gate": "ffn_gate_exps", "w_up": "ffn_up_exps", "w_down": "ffn_down_exps"}
-_GEMMAS = ("gemma", "gemma2", "gemma3_text")
 QUANT_TYPES = ("F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K")
-_ACTIVATIONS = {"gemma": "gelu_pytorch_tanh", "gemma2": "gelu_pytorch_tanh", "gemma3": "gelu_pytorch_tanh"}
 _STOP_KEYS = ("tokenizer.ggml.eos_token_id", "tokenizer.ggml.eot_token_id", "tokenizer.ggml.eom_token_id")
+__all__ = ["ARCHITECTURES", "QUANT_TYPES", "GGUFTensorInfo", "GGUFTensorReader", "hf_config", "load_gguf_tokenizer",
+           "open_reader", "read_spec", "tensor_index", "unpermute_rotary_rows"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -78,16 +80,28 @@ def _uniform(value, key: str, path: pathlib.Path) -> int:
     return int(value)
 
 
+def _family(meta: _Metadata, arch: str, path: pathlib.Path) -> Family:
+    """The family whose files `arch` with (or without) expert tensors are."""
+    experts = meta.get(f"{arch}.expert_count")
+    found = [f for f in FAMILIES.values() if f.gguf and f.gguf.arch == arch and f.gguf.experts == bool(experts)]
+    if not found:
+        if arch not in ARCHITECTURES:
+            raise ModelError(f"{path}: GGUF architecture {arch!r} is not supported; supported architectures: "
+                             f"{', '.join(ARCHITECTURES)} (mistral and mixtral models are stored as 'llama')")
+        if not experts:
+            raise ModelError(f"{path}: a {arch} GGUF file without {arch}.expert_count; the file is incomplete: "
+                             "re-convert it with llama.cpp's convert_hf_to_gguf.py")
+        with_experts = [f"{f.gguf.arch} ({f.model_type})" for f in FAMILIES.values() if f.gguf and f.gguf.experts]
+        raise ModelError(f"{path}: a {arch} GGUF file with {experts} experts; mixture-of-experts files load "
+                         f"for {', '.join(with_experts)} only")
+    return found[0]
+
+
 def hf_config(reader, path: pathlib.Path) -> dict:
     """The GGUF metadata as the config.json dict of the same Hugging Face model."""
     meta = _Metadata(reader, path)
     arch = meta.require("general.architecture")
-    if arch not in ARCHITECTURES:
-        raise ModelError(f"{path}: GGUF architecture {arch!r} is not supported; supported architectures: "
-                         f"{', '.join(ARCHITECTURES)} (mistral and mixtral models are stored as 'llama')")
-    if meta.get(f"{arch}.expert_count") and arch not in ("llama", "qwen3moe"):
-        raise ModelError(f"{path}: a {arch} GGUF file with {meta.get(f'{arch}.expert_count')} experts; "
-                         "mixture-of-experts files load for llama (mixtral) and qwen3moe only")
+    family = _family(meta, arch, path)
     names = {tensor.name: tensor for tensor in reader.tensors}
     if "rope_freqs.weight" in names:
         raise ModelError(f"{path}: the file stores per-frequency rope factors (rope_freqs.weight, Llama 3.1-style "
@@ -99,7 +113,7 @@ def hf_config(reader, path: pathlib.Path) -> dict:
     heads = _uniform(meta.require(f"{arch}.attention.head_count"), "attention.head_count", path)
     head_dim = int(meta.get(f"{arch}.attention.key_length", hidden // heads))
     config = {
-        "model_type": MODEL_TYPES.get(arch, arch),
+        "model_type": family.model_type,
         "vocab_size": int(names["token_embd.weight"].shape[0]),
         "hidden_size": hidden,
         "num_hidden_layers": int(meta.require(f"{arch}.block_count")),
@@ -112,7 +126,7 @@ def hf_config(reader, path: pathlib.Path) -> dict:
         "rms_norm_eps": float(meta.require(f"{arch}.attention.layer_norm_rms_epsilon")),
         "rope_theta": float(meta.get(f"{arch}.rope.freq_base", 10000.0)),
         "partial_rotary_factor": int(meta.get(f"{arch}.rope.dimension_count", head_dim)) / head_dim,
-        "hidden_act": _ACTIVATIONS.get(arch, "silu"),
+        "hidden_act": family.gguf.activation,
         "tie_word_embeddings": "output.weight" not in names,
         "attention_bias": arch == "llama" and "blk.0.attn_q.bias" in names,
         "bos_token_id": meta.get("tokenizer.ggml.bos_token_id"),
@@ -122,70 +136,8 @@ def hf_config(reader, path: pathlib.Path) -> dict:
     scaling = meta.get(f"{arch}.rope.scaling.type", "none")
     if scaling != "none":  # from_hf_config refuses every type but the ones the decoder implements
         config["rope_scaling"] = {"rope_type": scaling, "factor": float(meta.get(f"{arch}.rope.scaling.factor", 1.0))}
-    if arch in ("gemma2", "gemma3"):
-        config.update(_gemma2_fields(meta, arch, config))
-    if arch == "gemma3":
-        config.update(_gemma3_fields(meta, arch))
-    if arch == "phi3":
-        config.update(_phi3_fields(meta, arch, names))
-    if meta.get(f"{arch}.expert_count"):
-        config.update(_expert_fields(meta, arch))
+    config.update(family.gguf.config(meta, arch, config, names))
     return config
-
-
-def _expert_fields(meta: _Metadata, arch: str) -> dict:
-    """Mixture of experts: llama with experts is mixtral; qwen3moe's experts have their own width."""
-    fields = {"num_local_experts": int(meta.get(f"{arch}.expert_count")),
-              "num_experts_per_tok": int(meta.require(f"{arch}.expert_used_count"))}
-    if arch == "llama":
-        return {**fields, "model_type": "mixtral"}
-    return {**fields, "moe_intermediate_size": int(meta.require(f"{arch}.expert_feed_forward_length")),
-            "norm_topk_prob": bool(meta.get(f"{arch}.expert_weights_norm", True))}
-
-
-def _gemma2_fields(meta: _Metadata, arch: str, config: dict) -> dict:
-    """gemma2/3: soft-caps, sliding window and the attention scale, which llama.cpp derives as the HF config does."""
-    scale = meta.get(f"{arch}.attention.scale")
-    if scale is not None:
-        scalar = float(scale) ** -2
-    elif config["num_hidden_layers"] == {"gemma2": 46, "gemma3": 62}[arch]:  # 27b: by hidden/heads, else head_dim
-        scalar = config["hidden_size"] / config["num_attention_heads"]
-    else:
-        scalar = config["head_dim"]
-    return {"attn_logit_softcapping": meta.get(f"{arch}.attn_logit_softcapping"),
-            "final_logit_softcapping": meta.get(f"{arch}.final_logit_softcapping"),
-            "sliding_window": meta.get(f"{arch}.attention.sliding_window"),
-            "query_pre_attn_scalar": scalar}
-
-
-def _gemma3_fields(meta: _Metadata, arch: str) -> dict:
-    """Gemma 3's sliding layers: llama.cpp's pattern (every 6th layer global unless the file says otherwise) and
-    their own rope base (10000 unless stored); rope scaling, when stored, applies to the global layers."""
-    pattern = meta.get(f"{arch}.attention.sliding_window_pattern", 6)
-    fields = {"rope_local_base_freq": float(meta.get(f"{arch}.rope.freq_base_swa", 10000.0))}
-    if isinstance(pattern, list):  # one flag per layer: True = sliding
-        fields["layer_types"] = ["sliding_attention" if flag else "full_attention" for flag in pattern]
-    else:
-        fields["sliding_window_pattern"] = int(pattern)
-    return fields
-
-
-def _phi3_fields(meta: _Metadata, arch: str, names: dict) -> dict:
-    """Phi-3's sliding window and, when the file stores per-frequency factors, its LongRoPE scaling."""
-    fields = {"sliding_window": meta.get(f"{arch}.attention.sliding_window")}
-    if "rope_factors_long.weight" in names and "rope_factors_short.weight" in names:
-        import gguf
-
-        def factors(name):
-            tensor = names[name]
-            return np.asarray(gguf.quants.dequantize(tensor.data, tensor.tensor_type), np.float32).ravel().tolist()
-
-        fields["rope_scaling"] = {
-            "rope_type": "longrope", "long_factor": factors("rope_factors_long.weight"),
-            "short_factor": factors("rope_factors_short.weight"),
-            "original_max_position_embeddings": meta.require(f"{arch}.rope.scaling.original_context_length"),
-            "attention_factor": meta.get(f"{arch}.rope.scaling.attn_factor")}
-    return fields
 
 
 def read_spec(reader, path: pathlib.Path) -> ModelSpec:
@@ -199,8 +151,7 @@ def tensor_index(reader, spec: ModelSpec, path: pathlib.Path) -> dict[str, tuple
     """
     import gguf
 
-    arch = {name: arch for arch, name in gguf.MODEL_ARCH_NAMES.items()}[
-        GGUF_ARCHITECTURES.get(spec.model_type, spec.model_type)]
+    arch = {name: arch for arch, name in gguf.MODEL_ARCH_NAMES.items()}[FAMILIES[spec.model_type].gguf.arch]
     name_map = gguf.get_tensor_name_map(arch, spec.num_layers)
     stored = {tensor.name: tensor for tensor in reader.tensors}
     index = {}
@@ -233,17 +184,6 @@ def _stored_tensor(stored: dict, name: str | None, hf_name: str, spec: ModelSpec
     return tensor
 
 
-def unpermute_rotary_rows(weight: np.ndarray, heads: int) -> np.ndarray:
-    """Undo llama.cpp's q/k row order: per head it stores row pairs (i, i + D/2) interleaved.
-
-    llama.cpp's converter views each head's D rows as [2, D/2] and transposes that to [D/2, 2], so the stored
-    row 2i + j is the original row j * D/2 + i; this reads the rows back in the original order.
-    """
-    rows = weight.shape[0]
-    half = rows // heads // 2
-    return weight.reshape(heads, half, 2, *weight.shape[1:]).swapaxes(1, 2).reshape(weight.shape)
-
-
 class GGUFTensorReader:
     """Dequantises one GGUF tensor at a time to float32 in the Hugging Face layout; a stacked expert tensor is
     dequantised once and kept while its experts are read one after another."""
@@ -258,14 +198,7 @@ class GGUFTensorReader:
                 self._experts = (name, self._dequantised(info.tensor, info.tensor.shape))
             return self._experts[1][info.expert]
         weight = self._dequantised(info.tensor, info.shape)
-        permuted = self.spec.model_type in ("llama", "mixtral")  # llama.cpp's rotary row order
-        if permuted and ".attn_q." in name:
-            weight = unpermute_rotary_rows(weight, self.spec.num_heads)
-        elif permuted and ".attn_k." in name:
-            weight = unpermute_rotary_rows(weight, self.spec.num_kv_heads)
-        elif self.spec.model_type in _GEMMAS and name.endswith("norm.weight"):
-            weight = weight - 1.0  # llama.cpp stores gemma's (1 + w) norm scale; the decoder adds the 1 itself
-        return weight
+        return FAMILIES[self.spec.model_type].gguf.tensor(name, weight, self.spec)  # undo llama.cpp's changes
 
     @staticmethod
     def _dequantised(tensor: GGUFTensor, shape) -> np.ndarray:

@@ -12,10 +12,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxcontam.models.spec import ModelSpec
+from jaxcontam.models.config import DecoderConfig
 
 
-def norm(spec: ModelSpec, weights: dict, x: jax.Array) -> jax.Array:
+def norm(spec: DecoderConfig, weights: dict, x: jax.Array) -> jax.Array:
     """RMSNorm (scale by w, or 1 + w for gemma) or LayerNorm with bias, over the last axis."""
     xf = x.astype(jnp.float32)
     if spec.norm == "rms":
@@ -36,10 +36,10 @@ def activation(name: str, x: jax.Array) -> jax.Array:
         return jax.nn.gelu(x, approximate=False)
     if name == "relu":
         return jax.nn.relu(x)
-    raise ValueError(f"unknown activation {name!r}")  # unreachable: ModelSpec only holds the names above
+    raise ValueError(f"unknown activation {name!r}")  # unreachable: DecoderConfig only holds the names above
 
 
-def rope_inverse_frequencies(spec: ModelSpec, theta: float | None = None) -> np.ndarray:
+def rope_inverse_frequencies(spec: DecoderConfig, theta: float | None = None) -> np.ndarray:
     """float32 [rotary_dim // 2] inverse frequencies, with linear or Llama 3 scaling, as transformers computes them.
     `theta`: an unscaled base of its own (gemma3's sliding layers)."""
     dim = spec.rotary_dim
@@ -62,7 +62,7 @@ def rope_inverse_frequencies(spec: ModelSpec, theta: float | None = None) -> np.
     return inv
 
 
-def _longrope_frequencies(spec: ModelSpec, lengths: jax.Array) -> jax.Array:
+def _longrope_frequencies(spec: DecoderConfig, lengths: jax.Array) -> jax.Array:
     """float32 [B, T, rotary_dim // 2]: each token's inverse frequencies under LongRoPE, from the short factors
     when its sequence (`lengths`: tokens in the sequence it belongs to) fits the original context, else the long."""
     shape = np.arange(0, spec.rotary_dim, 2).astype(np.float32) / spec.rotary_dim
@@ -73,7 +73,7 @@ def _longrope_frequencies(spec: ModelSpec, lengths: jax.Array) -> jax.Array:
     return jnp.where(beyond[..., None], jnp.asarray(long, jnp.float32), jnp.asarray(short, jnp.float32))
 
 
-def rope_tables(spec: ModelSpec, positions: jax.Array, lengths: jax.Array | None = None,
+def rope_tables(spec: DecoderConfig, positions: jax.Array, lengths: jax.Array | None = None,
                 local: bool = False) -> tuple[jax.Array, jax.Array]:
     """cos, sin float32 [B, T, rotary_dim] for integer positions (halves repeated, rotate-half layout).
 
@@ -105,7 +105,7 @@ def apply_rope(x: jax.Array, cos: jax.Array, sin: jax.Array) -> jax.Array:
     return jnp.concatenate([out.astype(x.dtype), x[..., rot:]], axis=-1)
 
 
-def attention_inputs(spec: ModelSpec, w: dict, h: jax.Array, cos, sin):
+def attention_inputs(spec: DecoderConfig, w: dict, h: jax.Array, cos, sin):
     """Project normed hidden h [B, T, D] to q [B, T, H, Dh] and k, v [B, T, Hkv, Dh], with bias, q/k norm, rope."""
     q = jnp.einsum("btd,dhk->bthk", h, w["wq"])
     k = jnp.einsum("btd,dhk->bthk", h, w["wk"])
@@ -122,7 +122,7 @@ def attention_inputs(spec: ModelSpec, w: dict, h: jax.Array, cos, sin):
     return q, k, v
 
 
-def attend(spec: ModelSpec, q: jax.Array, k: jax.Array, v: jax.Array, allowed: jax.Array,
+def attend(spec: DecoderConfig, q: jax.Array, k: jax.Array, v: jax.Array, allowed: jax.Array,
            heads_first: bool = False) -> jax.Array:
     """Grouped-query attention of q [B, T, H, Dh] over k, v where allowed [B, T, S]; float32 softmax.
 
@@ -149,12 +149,12 @@ def attend(spec: ModelSpec, q: jax.Array, k: jax.Array, v: jax.Array, allowed: j
     return out.reshape(batch, length, heads, head_dim)
 
 
-def attention_output(spec: ModelSpec, w: dict, o: jax.Array) -> jax.Array:
+def attention_output(spec: DecoderConfig, w: dict, o: jax.Array) -> jax.Array:
     out = jnp.einsum("bthk,hkd->btd", o, w["wo"])
     return out + w["bo"] if spec.out_bias else out
 
 
-def mlp(spec: ModelSpec, w: dict, h: jax.Array) -> jax.Array:
+def mlp(spec: DecoderConfig, w: dict, h: jax.Array) -> jax.Array:
     """Gated (act(h Wg) * h Wu) Wd, or plain act(h Wi + bi) Wo + bo."""
     if spec.gated_mlp:
         inner = activation(spec.activation, h @ w["w_gate"]) * (h @ w["w_up"])

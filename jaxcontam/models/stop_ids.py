@@ -13,7 +13,8 @@ import json
 import pathlib
 
 from jaxcontam.errors import ModelError
-from jaxcontam.models.spec import ModelSpec, eos_field, eos_ids_tuple
+from jaxcontam.models.config import eos_field, eos_ids_tuple
+from jaxcontam.models.spec import ModelSpec
 
 _PROBE = "jaxcontam-end-of-turn-probe"
 

@@ -34,6 +34,7 @@ COMMANDS: dict[str, str] = {
     "data": "jaxcontam.commands.data:data",
     "ngram": "jaxcontam.commands.ngram:ngram",
     "convert-llama2c": "jaxcontam.commands.convert:convert_llama2c",
+    "contaminate": "jaxcontam.commands.contaminate:contaminate",
 }
 
 

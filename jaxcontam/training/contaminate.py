@@ -220,7 +220,8 @@ def run_contamination(settings: ContaminationSettings, log: Callable[[str], None
               if counts["benchmark_tokens"] else None}
     (out / "settings.json").write_text(json.dumps(record, indent=2) + "\n")
     log(f"{counts['general_tokens']:,} general + {counts['benchmark_tokens']:,} benchmark tokens in "
-        f"{len(documents):,} documents: {steps} steps of {settings.batch_size} x {settings.seq_len}")
+        f"{len(documents):,} documents: {steps} steps of {settings.batch_size} x {settings.seq_len} on mesh "
+        f"data={mesh.shape['data']} x model={mesh.shape['model']}{' (fsdp)' if layout.fsdp else ''}")
 
     checkpoints = TrainCheckpoints(out / "checkpoints", every=settings.checkpoint_every)
     resumed = checkpoints.latest_step() or 0

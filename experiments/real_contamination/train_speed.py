@@ -1,0 +1,91 @@
+"""Training speed of `jaxcontam contaminate`'s step: full fine-tuning of SmolLM2-135M in float32 on this machine.
+
+Runs the same jitted AdamW step the command runs (`training.loop.fit`) on packed rows of real general text,
+times the steps after the first (the compile), and puts the rate next to the machine's float32 matmul peak
+measured in the same process (the best of 5 jitted 2048^3 products) and the step's FLOPs as XLA counts them
+(`cost_analysis` of the compiled step). Prints one JSON line; the load average is part of it, since the
+cores may be shared.
+
+    python experiments/real_contamination/train_speed.py --batch 4 --seq 512 --steps 20
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import pathlib
+import time
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+GGUF = ROOT.parent / "shared" / "data" / "smollm2_135m_instruct" / "SmolLM2-135M-Instruct.Q4_1.gguf"
+CORPUS = ROOT.parent / "shared" / "data" / "corpus_gutenberg" / "books"
+
+
+def matmul_peak(n: int = 2048, repeats: int = 5) -> float:
+    """FLOP/s of the best of `repeats` jitted float32 n x n x n products."""
+    import jax
+    import jax.numpy as jnp
+
+    a = jax.random.normal(jax.random.key(0), (n, n), jnp.float32)
+    product = jax.jit(jnp.dot)
+    product(a, a).block_until_ready()
+    best = float("inf")
+    for _ in range(repeats):
+        start = time.perf_counter()
+        product(a, a).block_until_ready()
+        best = min(best, time.perf_counter() - start)
+    return 2.0 * n**3 / best
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--batch", type=int, default=4)
+    parser.add_argument("--seq", type=int, default=512)
+    parser.add_argument("--steps", type=int, default=20, help="steps timed after the first (compile) step")
+    parser.add_argument("--model", default=str(GGUF))
+    args = parser.parse_args()
+
+    import jax
+
+    import jaxcontam
+    from jaxcontam.data.corpus import open_corpus
+    from jaxcontam.mesh import batch_sharding
+    from jaxcontam.training.batches import packed_batches
+    from jaxcontam.training.contamination_mix import general_documents
+    from jaxcontam.training.loop import _train_step, fit, optimizer
+
+    peak_before = matmul_peak()
+    model = jaxcontam.load_model(args.model)
+    steps = args.steps + 1
+    _, ids = general_documents(open_corpus(CORPUS), model.tokenizer, steps * args.batch * args.seq)
+    batches = list(packed_batches(ids, seq_len=args.seq, batch_size=args.batch, seed=0))[:steps]
+    schedule = (1e-4, steps, 1, 0.0)
+    from jaxcontam.training.loop import params_as_is
+
+    compiled = _train_step.lower(model.params, optimizer(*schedule).init(model.params), batches[0],
+                                 spec=model.config, to_params=params_as_is, schedule=schedule).compile()
+    cost = compiled.cost_analysis()
+    flops = float((cost[0] if isinstance(cost, list) else cost)["flops"])
+    start = time.perf_counter()
+    result = fit(model.config, model.params, iter(batches), steps=steps, learning_rate=1e-4, warmup=1,
+                 weight_decay=0.0, log_every=5, log=lambda line: print(line, flush=True),
+                 batch_sharding=batch_sharding(model.mesh))
+    wall = time.perf_counter() - start
+    peak_after = matmul_peak()
+    tokens_per_step = args.batch * args.seq
+    rate = result.tokens_per_second
+    achieved = rate / tokens_per_step * flops
+    peak = max(peak_before, peak_after)
+    print(json.dumps({
+        "model": pathlib.Path(args.model).name, "batch": args.batch, "seq": args.seq, "timed_steps": args.steps,
+        "tokens_per_second": round(rate, 1), "step_flops_xla": flops, "gflops_per_second": round(achieved / 1e9, 1),
+        "matmul_peak_gflops": round(peak / 1e9, 1), "peak_before_after": [round(peak_before / 1e9, 1),
+                                                                         round(peak_after / 1e9, 1)],
+        "fraction_of_peak": round(achieved / peak, 3), "wall_seconds": round(wall, 1),
+        "loss_first_last": result.losses[:1] + result.losses[-1:], "load_average": os.getloadavg(),
+        "devices": jax.device_count()}))
+
+
+if __name__ == "__main__":
+    main()

@@ -15,7 +15,7 @@ Resumable per arm: a finished step leaves its output and a rerun skips it (train
 orbax checkpoint). `report.py` turns the results into the tables.
 
     python experiments/real_contamination/run.py                     # the full design (see --help for sizes)
-    python experiments/real_contamination/run.py --pilot             # verbatim x4 only, 30 items, 60k tokens
+    python experiments/real_contamination/run.py --pilot             # verbatim x4 only, 3 x 10 items, 40k tokens
     python experiments/real_contamination/run.py --smoke             # the bundled tiny model: the pipeline in minutes
 """
 
@@ -60,13 +60,13 @@ def mmlu_subjects(out: pathlib.Path, items: int) -> pathlib.Path:
     """A folder holding the first items // len(MMLU_SUBJECTS) rows of each subject's test CSV (header kept), so the
     first `items` MMLU items are a group of subjects and keep their official ids (`mmlu/test/<subject>/<row>`)."""
     folder = out / "mmlu_subjects"
-    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "test").mkdir(parents=True, exist_ok=True)  # the benchmark's layout: <folder>/test/<subject>_test.csv
     per_subject = -(-items // len(MMLU_SUBJECTS))
     for subject in MMLU_SUBJECTS:
         with open(SHARED / "mmlu" / "test" / f"{subject}_test.csv", encoding="utf-8", newline="") as handle:
             rows = list(csv.reader(handle))
         header = rows[:1] if rows[0][0] == "question" else []
-        with open(folder / f"{subject}_test.csv", "w", encoding="utf-8", newline="") as handle:
+        with open(folder / "test" / f"{subject}_test.csv", "w", encoding="utf-8", newline="") as handle:
             csv.writer(handle).writerows(header + rows[len(header):len(header) + per_subject])
     return folder
 
@@ -138,7 +138,8 @@ def dose_check(base: list[dict], after: list[dict]) -> dict:
                     for flag in (True, False)}
             test = stats.ttest_ind(gain[True], gain[False], equal_var=False, alternative="two-sided")
             low, high = test.confidence_interval(0.95)
-            result[f"{text}/{name}"] = {"did": float(gain[True].mean() - gain[False].mean()), "ci95": [low, high],
+            result[f"{text}/{name}"] = {"did": float(gain[True].mean() - gain[False].mean()),
+                                        "ci95": [float(low), float(high)],
                                         "pvalue": float(test.pvalue), "gain_drawn": float(gain[True].mean()),
                                         "gain_other": float(gain[False].mean()), "n": [len(gain[True]),
                                                                                       len(gain[False])]}
@@ -165,7 +166,7 @@ def run_arm(args, arm: str, out: pathlib.Path, mmlu: pathlib.Path, base_rows: li
         base = base_rows if form == "verbatim" else item_logprobs(args.model, benchmarks(mmlu, args.items), form,
                                                                   args.seed)
         dose = dose_check(base, after)
-        took = dose["trained_text/all"]["ci95"][0] > 0
+        took = bool(dose["trained_text/all"]["ci95"][0] > 0)
         dose_file.write_text(json.dumps({"took": took, "did": dose, "items": after}, indent=2) + "\n")
     dose = json.loads(dose_file.read_text())
     did = dose["did"]["trained_text/all"]
@@ -190,8 +191,10 @@ def main() -> None:
     parser.add_argument("--out", type=pathlib.Path, default=HERE / "results")
     parser.add_argument("--model", default=str(GGUF))
     parser.add_argument("--corpus", default=str(CORPUS))
-    parser.add_argument("--items", type=int, default=40, help="first N items of each benchmark (half contaminated)")
-    parser.add_argument("--general-tokens", type=int, default=150_000)
+    parser.add_argument("--items", type=int, default=None,
+                        help="first N items of each benchmark, half contaminated (default 40; pilot 10; smoke 12)")
+    parser.add_argument("--general-tokens", type=int, default=None,
+                        help="general-text tokens per arm (default 400,000; pilot 40,000; smoke 3,000)")
     parser.add_argument("--arms", default=",".join(ARMS), help=f"some of {', '.join(ARMS)}")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--batch-size", type=int, default=4)
@@ -200,17 +203,19 @@ def main() -> None:
     parser.add_argument("--checkpoint-every", type=int, default=10)
     parser.add_argument("--audit-every", type=int, default=10, help="AuditCallback interval in the curve arm")
     parser.add_argument("--skip-audit", action="store_true", help="train and check the dose only")
-    parser.add_argument("--pilot", action="store_true", help="verbatim x4 alone, 30 items, 60k general tokens")
+    parser.add_argument("--pilot", action="store_true", help="verbatim x4 alone, 3 x 10 items, 40k general tokens")
     parser.add_argument("--smoke", action="store_true", help="the bundled tiny model, few items: the pipeline")
     args = parser.parse_args()
+    items, tokens = 40, 400_000
     if args.pilot:
-        args.arms, args.items, args.general_tokens, args.skip_audit, args.audit_every = "verbatim_x4", 30, 60_000, \
-            True, 0
+        args.arms, args.skip_audit, args.audit_every, items, tokens = "verbatim_x4", True, 0, 10, 40_000
         args.out = args.out.parent / "pilot" if args.out == HERE / "results" else args.out
     if args.smoke:
-        args.model, args.items, args.general_tokens = str(TINY), 12, 3000
+        args.model, items, tokens = str(TINY), 12, 3000
         args.corpus, args.seq_len, args.learning_rate = str(SHARED / "corpus_misc" / "tinyshakespeare"), 512, 1e-3
         args.out = args.out.parent / "smoke" if args.out == HERE / "results" else args.out
+    args.items = items if args.items is None else args.items
+    args.general_tokens = tokens if args.general_tokens is None else args.general_tokens
     arms = args.arms.split(",")
     unknown = sorted(set(arms) - set(ARMS))
     if unknown:

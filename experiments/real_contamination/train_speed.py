@@ -3,8 +3,9 @@
 Runs the same jitted AdamW step the command runs (`training.loop.fit`) on packed rows of real general text,
 times the steps after the first (the compile), and puts the rate next to the machine's float32 matmul peak
 measured in the same process (the best of 5 jitted 2048^3 products) and the step's FLOPs as XLA counts them
-(`cost_analysis` of the compiled step). Prints one JSON line; the load average is part of it, since the
-cores may be shared.
+(`cost_analysis` of the lowered step). Prints one JSON line with the load average and the process's CPU
+seconds over the timed steps, since the cores may be shared: tokens per CPU-second times the core count bounds
+what the quiet machine gives.
 
     python experiments/real_contamination/train_speed.py --batch 4 --seq 512 --steps 20
 """
@@ -63,15 +64,22 @@ def main() -> None:
     schedule = (1e-4, steps, 1, 0.0)
     from jaxcontam.training.loop import params_as_is
 
-    compiled = _train_step.lower(model.params, optimizer(*schedule).init(model.params), batches[0],
-                                 spec=model.config, to_params=params_as_is, schedule=schedule).compile()
-    cost = compiled.cost_analysis()
+    lowered = _train_step.lower(model.params, optimizer(*schedule).init(model.params), batches[0],
+                                spec=model.config, to_params=params_as_is, schedule=schedule)
+    cost = lowered.cost_analysis()  # XLA's count on the step's HLO, without compiling it a second time
     flops = float((cost[0] if isinstance(cost, list) else cost)["flops"])
+    marks = {}
+
+    def log(line: str) -> None:  # CPU seconds of this process between the first and the last logged step
+        marks.setdefault("first", (time.process_time(), time.perf_counter()))
+        marks["last"] = (time.process_time(), time.perf_counter())
+        print(line, flush=True)
+
     start = time.perf_counter()
     result = fit(model.config, model.params, iter(batches), steps=steps, learning_rate=1e-4, warmup=1,
-                 weight_decay=0.0, log_every=5, log=lambda line: print(line, flush=True),
-                 batch_sharding=batch_sharding(model.mesh))
+                 weight_decay=0.0, log_every=1, log=log, batch_sharding=batch_sharding(model.mesh))
     wall = time.perf_counter() - start
+    cpu = marks["last"][0] - marks["first"][0]
     peak_after = matmul_peak()
     tokens_per_step = args.batch * args.seq
     rate = result.tokens_per_second
@@ -83,6 +91,8 @@ def main() -> None:
         "matmul_peak_gflops": round(peak / 1e9, 1), "peak_before_after": [round(peak_before / 1e9, 1),
                                                                          round(peak_after / 1e9, 1)],
         "fraction_of_peak": round(achieved / peak, 3), "wall_seconds": round(wall, 1),
+        "cpu_seconds_timed_steps": round(cpu, 1),
+        "tokens_per_cpu_second": round((steps - 1) * tokens_per_step / cpu, 1) if cpu else None,
         "loss_first_last": result.losses[:1] + result.losses[-1:], "load_average": os.getloadavg(),
         "devices": jax.device_count()}))
 

@@ -2,7 +2,9 @@
 false-positive rate on the clean half with 95% CIs, and the smallest dose each detector flags.
 
 Reads `run.py`'s results folder (each arm's dose.json, its audits' items.parquet and summary.json) and writes
-report.json and report.md beside them. Per-item flags:
+report.json and report.md beside them. The contaminated half is the items drawn for contamination (`drawn` in
+ground_truth.jsonl), the same items in every arm: in the control arm its "power" is a false-positive rate too.
+Per-item flags:
 
 - likelihood detectors (mean log-prob, zlib ratio, Min-K%, Min-K%++): above the 95th percentile of the same
   detector on the control arm's items of the same benchmark (the control saw no item: a 5% false-positive
@@ -67,10 +69,17 @@ def rates(flags: np.ndarray, truth: np.ndarray) -> dict:
 
 
 def load_items(folder: pathlib.Path, preset: str):
+    """The audit's items with `drawn` from the arm's ground truth: the contaminated half of every arm (in the
+    control arm the same items, not trained on)."""
     import pandas as pd
 
     path = folder / f"audit_{preset}" / "items.parquet"
-    return pd.read_parquet(path) if path.exists() else None
+    if not path.exists():
+        return None
+    items = pd.read_parquet(path)
+    truth = {row["id"]: row["drawn"] for row in map(json.loads, (folder / "ground_truth.jsonl").read_text().splitlines())}
+    items["drawn"] = items["id"].map(truth).astype(bool)
+    return items
 
 
 def likelihood_thresholds(control) -> dict:
@@ -84,7 +93,7 @@ def likelihood_thresholds(control) -> dict:
 
 
 def item_detectors(items, thresholds: dict | None) -> dict:
-    truth = items["ground_truth_contaminated"].to_numpy(bool)
+    truth = items["drawn"].to_numpy(bool)
     results = {}
     if thresholds is not None:
         for detector, higher in LIKELIHOOD.items():
@@ -109,8 +118,7 @@ def pacost_halves(items, preset: str) -> dict:
             records = group.to_dict("records")
             per_benchmark[benchmark] = {}
             for half, flag in (("contaminated", True), ("clean", False)):
-                verdict = paired_verdict([r for r in records if r["ground_truth_contaminated"] is flag or
-                                          r["ground_truth_contaminated"] == flag], confidence, settings)
+                verdict = paired_verdict([r for r in records if r["drawn"] == flag], confidence, settings)
                 per_benchmark[benchmark][half] = verdict.pvalue
         flagged = {half: [p is not None and p < 0.05 for p in (b[half] for b in per_benchmark.values())]
                    for half in ("contaminated", "clean")}
@@ -124,7 +132,7 @@ def pacost_halves(items, preset: str) -> dict:
 def accuracy(items) -> dict:
     out = {}
     for benchmark, group in list(items.groupby("benchmark")) + [("all", items)]:
-        truth = group["ground_truth_contaminated"].to_numpy(bool)
+        truth = group["drawn"].to_numpy(bool)
         correct = group["correct"].to_numpy(float)
         out[benchmark] = {half: {"accuracy": float(correct[mask].mean()) if mask.any() else None,
                                  "ci95": wilson(int(correct[mask].sum()), int(mask.sum()))}
@@ -214,8 +222,9 @@ def markdown(report: dict) -> str:
     for arm, entry in report["arms"].items():
         if "dose" in entry:
             a, b = entry["dose"]["did"]["trained_text/all"], entry["dose"]["did"]["audited_text/all"]
+            took = "n/a (nothing mixed in)" if arm == "control" else ("yes" if entry["dose"]["took"] else "NO")
             lines.append(f"| {arm} | {a['did']:+.3f} ({a['ci95'][0]:+.3f}, {a['ci95'][1]:+.3f}) | {b['did']:+.3f} "
-                         f"({b['ci95'][0]:+.3f}, {b['ci95'][1]:+.3f}) | {'yes' if entry['dose']['took'] else 'no'} |")
+                         f"({b['ci95'][0]:+.3f}, {b['ci95'][1]:+.3f}) | {took} |")
     lines += ["", "## Power on the contaminated half / false-positive rate on the clean half (95% CI)", "",
               "| detector | " + " | ".join(a for a in report["arms"]) + " |",
               "|---|" + "---|" * len(report["arms"])]
@@ -243,7 +252,18 @@ def markdown(report: dict) -> str:
         for benchmark, audit in entry.get("audit", {}).items():
             aucs = ", ".join(f"{k} {v:.2f}" for k, v in (audit["auc"] or {}).items() if v is not None)
             contam = audit["contam"] or {}
-            lines.append(f"| {arm} | {benchmark} | {aucs} | {contam.get('epg')} | {contam.get('pvalue')} |")
+            epg = contam.get("status") if contam.get("epg") is None else f"{contam['epg']:+.3f} (z {contam['z']:.2f})"
+            lines.append(f"| {arm} | {benchmark} | {aucs} | {epg} | {contam.get('pvalue')} |")
+    for arm, entry in report["arms"].items():
+        if entry.get("audit_curve"):
+            lines += ["", f"## Detection during training ({arm}, AuditCallback on the live weights): AUC by step", "",
+                      "| step | benchmark | " + " | ".join(LIKELIHOOD) + " |", "|---|---|" + "---|" * len(LIKELIHOOD)]
+            cells = {}
+            for row in entry["audit_curve"]:
+                cells.setdefault((row["step"], row["benchmark"]), {})[row["detector"]] = row["auc"]
+            for (step, benchmark), aucs in sorted(cells.items()):
+                lines.append(f"| {step} | {benchmark} | " + " | ".join(
+                    "-" if aucs.get(d) is None else f"{aucs[d]:.2f}" for d in LIKELIHOOD) + " |")
     return "\n".join(lines) + "\n"
 
 

@@ -153,7 +153,8 @@ def write_audit_config(path: pathlib.Path, model: pathlib.Path, arm_folder: path
         lines += ["[[benchmark]]", f'name = "{name}"', 'split = "test"',
                   f'path = "{mmlu if name == "mmlu" else SHARED}"', f"limit = {items}",
                   f'paraphrases = "{PARAPHRASES[name]}"', f'ground_truth = "{arm_folder / "ground_truth.jsonl"}"']
-    lines += ["[corpus]", f'paths = ["{arm_folder / "corpus"}"]', "[pacost]", f'preset = "{preset}"']
+    lines += ["[corpus]", f'paths = ["{arm_folder / "corpus"}"]', "[pacost]", f'preset = "{preset}"',
+              "[contam]", "min_clean = 5", "min_contaminated = 5"]  # EPG thresholds that N/2 items per half can meet
     path.write_text("\n".join(lines) + "\n")
 
 
@@ -192,9 +193,9 @@ def main() -> None:
     parser.add_argument("--model", default=str(GGUF))
     parser.add_argument("--corpus", default=str(CORPUS))
     parser.add_argument("--items", type=int, default=None,
-                        help="first N items of each benchmark, half contaminated (default 40; pilot 10; smoke 12)")
+                        help="first N items of each benchmark, half contaminated (default 16; pilot 10; smoke 12)")
     parser.add_argument("--general-tokens", type=int, default=None,
-                        help="general-text tokens per arm (default 400,000; pilot 40,000; smoke 3,000)")
+                        help="general-text tokens per arm (default 125,000; pilot 40,000; smoke 3,000)")
     parser.add_argument("--arms", default=",".join(ARMS), help=f"some of {', '.join(ARMS)}")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--batch-size", type=int, default=4)
@@ -206,7 +207,7 @@ def main() -> None:
     parser.add_argument("--pilot", action="store_true", help="verbatim x4 alone, 3 x 10 items, 40k general tokens")
     parser.add_argument("--smoke", action="store_true", help="the bundled tiny model, few items: the pipeline")
     args = parser.parse_args()
-    items, tokens = 40, 400_000
+    items, tokens = 16, 125_000  # the 2-hour budget at ~120 tokens/s (README), >= 10x general text
     if args.pilot:
         args.arms, args.skip_audit, args.audit_every, items, tokens = "verbatim_x4", True, 0, 10, 40_000
         args.out = args.out.parent / "pilot" if args.out == HERE / "results" else args.out

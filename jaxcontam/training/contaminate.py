@@ -19,6 +19,7 @@ A rerun with other settings into the same folder is refused; one after the model
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import math
 import time
@@ -211,11 +212,16 @@ def run_contamination(settings: ContaminationSettings, log: Callable[[str], None
     documents, ids, truth, counts = _mix(settings, model.tokenizer, log)
     steps = count_steps(ids, seq_len=settings.seq_len, batch_size=settings.batch_size, seed=settings.seed,
                         pad_last=True)
+    digest = hashlib.sha256(json.dumps([d.to_row() for d in documents]).encode()).hexdigest()
+    if (out / "settings.json").exists() and json.loads((out / "settings.json").read_text()).get("mix") != digest:
+        raise JaxcontamError(f"{out}: the training mix built now differs from the one its checkpoints were trained "
+                             "on (same settings, other jaxcontam code or data files); pass a new --out")
     out.mkdir(parents=True, exist_ok=True)
     (out / "corpus").mkdir(exist_ok=True)
     _write_jsonl(out / "corpus" / "train.jsonl", (d.to_row() for d in documents))
     _write_jsonl(out / "ground_truth.jsonl", truth)
-    record = {"settings": settings.identity(), "steps": steps, **counts, "jaxcontam": jaxcontam.__version__,
+    record = {"settings": settings.identity(), "steps": steps, **counts, "mix": digest,
+              "jaxcontam": jaxcontam.__version__,
               "general_to_benchmark": counts["general_tokens"] / counts["benchmark_tokens"]
               if counts["benchmark_tokens"] else None}
     (out / "settings.json").write_text(json.dumps(record, indent=2) + "\n")

@@ -12,8 +12,8 @@ contaminate the same items. Each contaminated item is written `copies` times in 
   the answer as the dataset stores it: the gold index, or the solution text), metadata such as MMLU's subject;
 - `rephrased`: the verbatim form with the question replaced by the item's first paraphrase.
 
-General text is the first T tokens of the corpus, cut at line breaks into documents of at most
-`MAX_DOCUMENT_CHARS` characters. Every document is stored as the text that was trained on, and its token ids
+General text is the first T tokens of the corpus (whole documents: at least T), cut at line breaks into
+documents of at most `MAX_DOCUMENT_CHARS` characters. Every document is stored as the text that was trained on, and its token ids
 are `encode_document(tokenizer, text, chat)` of that text, so the stored corpus reproduces the training data.
 """
 
@@ -33,7 +33,7 @@ from jaxcontam.errors import DataError
 from jaxcontam.training.injection import choose_contaminated
 
 FORMS = ("verbatim", "fields", "rephrased")
-MAX_DOCUMENT_CHARS = 2000
+MAX_DOCUMENT_CHARS = 16_000  # long enough that packing cuts most of a document into full rows
 
 
 @dataclasses.dataclass(frozen=True)

@@ -77,7 +77,8 @@ def load_items(folder: pathlib.Path, preset: str):
     if not path.exists():
         return None
     items = pd.read_parquet(path)
-    truth = {row["id"]: row["drawn"] for row in map(json.loads, (folder / "ground_truth.jsonl").read_text().splitlines())}
+    rows = (folder / "ground_truth.jsonl").read_text().splitlines()
+    truth = {row["id"]: row["drawn"] for row in map(json.loads, rows)}
     items["drawn"] = items["id"].map(truth).astype(bool)
     return items
 
@@ -204,7 +205,8 @@ def build(results: pathlib.Path) -> dict:
             entry["accuracy"] = accuracy(items)
             entry["audit"] = summary_entries(folder, "jaxcontam")
         if (folder / "audit_curve.jsonl").exists():
-            entry["audit_curve"] = [json.loads(line) for line in (folder / "audit_curve.jsonl").read_text().splitlines()]
+            curve = (folder / "audit_curve.jsonl").read_text().splitlines()
+            entry["audit_curve"] = [json.loads(line) for line in curve]
         if (folder / "run.json").exists():
             entry["run"] = json.loads((folder / "run.json").read_text())
         report["arms"][arm] = entry
@@ -218,7 +220,8 @@ def percent(value) -> str:
 
 def markdown(report: dict) -> str:
     lines = ["# Real contamination of SmolLM2-135M-Instruct: results", "", "## Did the dose take?", "",
-             "| arm | DiD mean log-prob, trained text (95% CI) | DiD, audited text (95% CI) | took |", "|---|---|---|---|"]
+             "| arm | DiD mean log-prob, trained text (95% CI) | DiD, audited text (95% CI) | took |",
+             "|---|---|---|---|"]
     for arm, entry in report["arms"].items():
         if "dose" in entry:
             a, b = entry["dose"]["did"]["trained_text/all"], entry["dose"]["did"]["audited_text/all"]
@@ -237,7 +240,8 @@ def markdown(report: dict) -> str:
                          f"{percent(r['power_ci95'][1])}] / {percent(r['fpr'])} [{percent(r['fpr_ci95'][0])}-"
                          f"{percent(r['fpr_ci95'][1])}]")
         lines.append(f"| {detector} | " + " | ".join(cells) + " |")
-    lines += ["", "## Smallest dose flagged", "", "| detector | arms flagged | smallest verbatim dose |", "|---|---|---|"]
+    lines += ["", "## Smallest dose flagged", "", "| detector | arms flagged | smallest verbatim dose |",
+              "|---|---|---|"]
     for detector, dose in report["smallest_dose"].items():
         lines.append(f"| {detector} | {', '.join(dose['flags']) or 'none'} | {dose['smallest_verbatim'] or 'none'} |")
     lines += ["", "## Accuracy, contaminated vs clean items", "", "| arm | benchmark | contaminated | clean |",

@@ -13,8 +13,9 @@ contaminate the same items. Each contaminated item is written `copies` times in 
 - `rephrased`: the verbatim form with the question replaced by the item's first paraphrase.
 
 General text is the first T tokens of the corpus (whole documents: at least T), cut at line breaks into
-documents of at most `MAX_DOCUMENT_CHARS` characters. Every document is stored as the text that was trained on, and its token ids
-are `encode_document(tokenizer, text, chat)` of that text, so the stored corpus reproduces the training data.
+documents of at most `MAX_DOCUMENT_CHARS` characters. Every document is stored as the text that was trained
+on, and its token ids are `encode_document(tokenizer, text, chat)` of that text, so the stored corpus
+reproduces the training data.
 """
 
 from __future__ import annotations

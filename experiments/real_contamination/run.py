@@ -15,7 +15,7 @@ Resumable per arm: a finished step leaves its output and a rerun skips it (train
 orbax checkpoint). `report.py` turns the results into the tables.
 
     python experiments/real_contamination/run.py                     # the full design (see --help for sizes)
-    python experiments/real_contamination/run.py --pilot             # verbatim x4 only, 3 x 10 items, 40k tokens
+    python experiments/real_contamination/run.py --pilot             # verbatim x4 only, 3 x 10 items, 16k tokens
     python experiments/real_contamination/run.py --smoke             # the bundled tiny model: the pipeline in minutes
 """
 
@@ -123,26 +123,49 @@ def item_logprobs(model_path, benches, form: str, seed: int) -> list[dict]:
     return rows
 
 
+def _within_benchmark_did(gain, drawn, benchmark) -> dict:
+    """The drawn-minus-other gain with benchmark fixed effects (OLS: gain ~ drawn + benchmark), so a gain
+    every item of a benchmark shares (its format, a chat template learnt from all copies) cancels; 95% CI
+    from the t distribution of the OLS standard error (scipy)."""
+    import numpy as np
+    from scipy import stats
+
+    names = sorted(set(benchmark))
+    design = np.column_stack([drawn.astype(float)] + [(benchmark == name).astype(float) for name in names])
+    coef, _, _, _ = np.linalg.lstsq(design, gain, rcond=None)
+    residual = gain - design @ coef
+    dof = len(gain) - design.shape[1]
+    sigma2 = residual @ residual / dof
+    se = float(np.sqrt(sigma2 * np.linalg.inv(design.T @ design)[0, 0]))
+    half = stats.t.ppf(0.975, dof) * se
+    return {"did": float(coef[0]), "ci95": [float(coef[0] - half), float(coef[0] + half)],
+            "pvalue": float(2 * stats.t.sf(abs(coef[0]) / se, dof)) if se > 0 else None,
+            "n": [int(drawn.sum()), int((~drawn).sum())], "method": "OLS with benchmark fixed effects"}
+
+
 def dose_check(base: list[dict], after: list[dict]) -> dict:
-    """Difference-in-differences of mean log-prob: (after - base) on the drawn items minus on the others, per
-    text and benchmark and over all, with Welch's 95% CI (scipy)."""
+    """Difference-in-differences of mean log-prob, (after - base) on the drawn items minus on the others: per
+    benchmark with Welch's 95% CI, and over all benchmarks within benchmarks (`_within_benchmark_did`), on the
+    text the arm trained on and on the text the likelihood detectors score."""
     import numpy as np
     from scipy import stats
 
     by_id = {row["id"]: row for row in base}
     result = {}
     for text in ("trained_text", "audited_text"):
-        for name in sorted({row["benchmark"] for row in after}) + ["all"]:
-            rows = [r for r in after if name in ("all", r["benchmark"])]
-            gain = {flag: np.array([r[text] - by_id[r["id"]][text] for r in rows if r["drawn"] is flag])
-                    for flag in (True, False)}
-            test = stats.ttest_ind(gain[True], gain[False], equal_var=False, alternative="two-sided")
+        gain = np.array([r[text] - by_id[r["id"]][text] for r in after])
+        drawn = np.array([r["drawn"] for r in after], bool)
+        benchmark = np.array([r["benchmark"] for r in after])
+        for name in sorted(set(benchmark)):
+            mine = benchmark == name
+            test = stats.ttest_ind(gain[mine & drawn], gain[mine & ~drawn], equal_var=False)
             low, high = test.confidence_interval(0.95)
-            result[f"{text}/{name}"] = {"did": float(gain[True].mean() - gain[False].mean()),
-                                        "ci95": [float(low), float(high)],
-                                        "pvalue": float(test.pvalue), "gain_drawn": float(gain[True].mean()),
-                                        "gain_other": float(gain[False].mean()), "n": [len(gain[True]),
-                                                                                      len(gain[False])]}
+            result[f"{text}/{name}"] = {
+                "did": float(gain[mine & drawn].mean() - gain[mine & ~drawn].mean()), "ci95": [float(low), float(high)],
+                "pvalue": float(test.pvalue), "gain_drawn": float(gain[mine & drawn].mean()),
+                "gain_other": float(gain[mine & ~drawn].mean()), "n": [int((mine & drawn).sum()),
+                                                                       int((mine & ~drawn).sum())]}
+        result[f"{text}/all"] = _within_benchmark_did(gain, drawn, benchmark)
     return result
 
 
@@ -161,20 +184,23 @@ def write_audit_config(path: pathlib.Path, model: pathlib.Path, arm_folder: path
 def run_arm(args, arm: str, out: pathlib.Path, mmlu: pathlib.Path, base_rows: list[dict]) -> None:
     folder = contaminate(args, arm, out, mmlu)
     dose_file = folder / "dose.json"
-    if not dose_file.exists():
+    if not dose_file.exists():  # the scores; the statistics below are recomputed from them on every run
         form = ARMS[arm][0]
         after = item_logprobs(folder / "model", benchmarks(mmlu, args.items), form, args.seed)
         base = base_rows if form == "verbatim" else item_logprobs(args.model, benchmarks(mmlu, args.items), form,
                                                                   args.seed)
-        dose = dose_check(base, after)
-        took = bool(dose["trained_text/all"]["ci95"][0] > 0)
-        dose_file.write_text(json.dumps({"took": took, "did": dose, "items": after}, indent=2) + "\n")
-    dose = json.loads(dose_file.read_text())
-    did = dose["did"]["trained_text/all"]
-    verdict = "the dose took" if dose["took"] else (
+        dose_file.write_text(json.dumps({"items": after, "base": base}, indent=2) + "\n")
+    scores = json.loads(dose_file.read_text())
+    did = dose_check(scores["base"], scores["items"])
+    took = bool(did["audited_text/all"]["ci95"][0] > 0)
+    dose_file.write_text(json.dumps({**scores, "took": took, "did": did}, indent=2) + "\n")
+    verdict = "the dose took" if took else (
         "no contaminated item was trained on (control)" if ARMS[arm][1] == 0 else "THE DOSE DID NOT TAKE")
-    log(f"{arm}: DiD of mean log-prob on the trained text {did['did']:+.3f} (95% CI {did['ci95'][0]:+.3f} to "
-        f"{did['ci95'][1]:+.3f}): {verdict}")
+    for text in ("audited_text", "trained_text"):
+        all_did = did[f"{text}/all"]
+        log(f"{arm}: DiD of mean log-prob on the {text.replace('_', ' ')}, within benchmarks, {all_did['did']:+.3f} "
+            f"(95% CI {all_did['ci95'][0]:+.3f} to {all_did['ci95'][1]:+.3f})")
+    log(f"{arm}: {verdict} (decided on the audited text: the item as the detectors score it)")
     if args.skip_audit:
         return
     for preset in PRESETS:
@@ -193,9 +219,9 @@ def main() -> None:
     parser.add_argument("--model", default=str(GGUF))
     parser.add_argument("--corpus", default=str(CORPUS))
     parser.add_argument("--items", type=int, default=None,
-                        help="first N items of each benchmark, half contaminated (default 16; pilot 10; smoke 12)")
+                        help="first N items of each benchmark, half contaminated (default 14; pilot 10; smoke 12)")
     parser.add_argument("--general-tokens", type=int, default=None,
-                        help="general-text tokens per arm (default 125,000; pilot 40,000; smoke 3,000)")
+                        help="general-text tokens per arm (default 110,000; pilot 16,000; smoke 3,000)")
     parser.add_argument("--arms", default=",".join(ARMS), help=f"some of {', '.join(ARMS)}")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--batch-size", type=int, default=4)
@@ -204,12 +230,12 @@ def main() -> None:
     parser.add_argument("--checkpoint-every", type=int, default=10)
     parser.add_argument("--audit-every", type=int, default=10, help="AuditCallback interval in the curve arm")
     parser.add_argument("--skip-audit", action="store_true", help="train and check the dose only")
-    parser.add_argument("--pilot", action="store_true", help="verbatim x4 alone, 3 x 10 items, 40k general tokens")
+    parser.add_argument("--pilot", action="store_true", help="verbatim x4 alone, 3 x 10 items, 16k general tokens")
     parser.add_argument("--smoke", action="store_true", help="the bundled tiny model, few items: the pipeline")
     args = parser.parse_args()
-    items, tokens = 16, 125_000  # the 2-hour budget at ~120 tokens/s (README), >= 10x general text
+    items, tokens = 14, 110_000  # the 2-hour budget at <= ~100 tokens/s (README), >= 10x general text
     if args.pilot:
-        args.arms, args.skip_audit, args.audit_every, items, tokens = "verbatim_x4", True, 0, 10, 40_000
+        args.arms, args.skip_audit, args.audit_every, items, tokens = "verbatim_x4", True, 0, 10, 16_000
         args.out = args.out.parent / "pilot" if args.out == HERE / "results" else args.out
     if args.smoke:
         args.model, items, tokens = str(TINY), 12, 3000

@@ -38,8 +38,9 @@ def test_verbatim_is_the_audits_chat_prompt_then_the_gold_answer(name, split, ch
     for item in benchmark:
         document = item_document(benchmark, item, "verbatim", chat_tokenizer)
         asked = chat_prompt(chat_tokenizer, benchmark.prompt(item), "auto")  # as detect.answering asks it
-        answer = (benchmark.continuation(item, item.answer) if item.choices is not None
-                  else " " + item.meta["solution"])
+        # the gold choice after one space, as the item reads (COPA's scored request has two), or the solution
+        answer = " " + (benchmark.continuation(item, item.answer).lstrip(" ") if item.choices is not None
+                        else item.meta["solution"])
         assert document.chat and document.text == asked + answer + "<|im_end|>\n"
         assert "<|im_start|>assistant\n" in asked and asked.startswith("<|im_start|>system")
         ids = encode_document(chat_tokenizer, document.text, document.chat)

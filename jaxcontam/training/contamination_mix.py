@@ -88,10 +88,12 @@ def draw_contaminated(benchmark, fraction: float, seed: int) -> np.ndarray:
 
 
 def _answer(benchmark, item) -> str:
-    """The gold answer as it follows the prompt: the choice's continuation, or a space and the solution."""
-    if item.choices is not None:
-        return benchmark.continuation(item, item.answer)
-    return " " + str(item.meta.get("solution", item.answer_text))
+    """The gold answer as it follows the prompt in the item's text (`Benchmark.solved_text`: the gold choice or the
+    full solution after one space), so a verbatim copy is exactly the text the detectors and ConTAM score."""
+    prompt, solved = benchmark.prompt(item), benchmark.solved_text(item)
+    if not solved.startswith(prompt):
+        raise DataError(f"{item.id}: {benchmark.name}'s solved text does not start with its prompt")
+    return solved[len(prompt):]
 
 
 def _chat_turns(tokenizer, prompt: str, answer: str) -> str:

@@ -16,7 +16,7 @@ from hlo_collectives import collective_shapes, largest_collective_elements
 from jax.experimental import topologies
 from jax.sharding import NamedSharding
 
-from jaxcontam.engine.vocab_blocks import token_logprob_stats
+from jaxcontam.kernels.vocab_blocks import token_logprob_stats
 from jaxcontam.kernels.vocab_logprobs import fused_token_logprob_stats
 
 BATCH, SEQ, HIDDEN, VOCAB = 8, 64, 256, 4000  # 1000 vocabulary rows per "model" shard: a ragged last block

@@ -211,7 +211,7 @@ def splash_attention(spec: DecoderConfig, q, k, v, segment_ids, window, interpre
         model = mesh.shape.get("model", 1)
         split = "model" if "model" in free and heads % model == 0 and kv_heads % model == 0 else None
         blocks, ids = jax.P(rows, split, None, None), jax.P(rows, None)
-        # check_vma=False: the Pallas kernel's outputs carry no varying-axes type (as in engine.vocab_blocks)
+        # check_vma=False: the Pallas kernel's outputs carry no varying-axes type (as in kernels.vocab_blocks)
         out = jax.shard_map(local, mesh=mesh, in_specs=(blocks, blocks, blocks, ids, jax.P()), out_specs=blocks,
                             axis_names=frozenset(free), check_vma=False)(q, k, v, segments, index)
     out = jnp.swapaxes(out, 1, 2)[:, :length]

@@ -41,3 +41,14 @@ def test_one_mesh_builder_and_one_batch_sharding_helper():
                 for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
                 if isinstance(node, ast.FunctionDef) and node.name in ("make_mesh", "batch_sharding", "default_mesh")}
     assert defining == {"mesh.py"}
+
+
+def test_no_command_imports_another():
+    """A helper two commands share lives in a helper module of `jaxcontam.commands` (mesh options, text files,
+    verdict lines), never in one of the command modules the command line registers."""
+    from jaxcontam.cli import COMMANDS
+
+    commands = {target.partition(":")[0] for target in COMMANDS.values()}
+    offending = {f"{path.name}: {name}" for path in (PACKAGE / "commands").glob("*.py")
+                 for name in imported_modules(path) if name in commands}
+    assert not offending, sorted(offending)

@@ -37,8 +37,9 @@ PICKLE_PATTERNS = ("*.bin", "*.pt", "*.pth", "*.ckpt")
 HUB_PATTERNS = ["*.json", "*.safetensors", "tokenizer*", "*.model", "*.tiktoken", "merges.txt", "vocab.txt"]
 
 
-def resolve_path(path_or_id: str | pathlib.Path) -> pathlib.Path:
-    """A local directory or file as is; otherwise a hub id downloaded (config, tokenizer and safetensors only)."""
+def resolve_path(path_or_id: str | pathlib.Path, patterns=tuple(HUB_PATTERNS)) -> pathlib.Path:
+    """A local directory or file as is; otherwise a hub id downloaded (the files matching `patterns`: by default
+    config, tokenizer and safetensors only)."""
     path = pathlib.Path(path_or_id).expanduser()
     if path.exists():
         return path
@@ -48,7 +49,7 @@ def resolve_path(path_or_id: str | pathlib.Path) -> pathlib.Path:
     try:
         from huggingface_hub import snapshot_download
 
-        return pathlib.Path(snapshot_download(text, allow_patterns=HUB_PATTERNS))
+        return pathlib.Path(snapshot_download(text, allow_patterns=list(patterns)))
     except Exception as exc:  # network, auth or missing repo: all mean the same thing to the user
         raise ModelError(f"{text}: not a local directory and the hub download failed ({exc}); download the model "
                          "to a directory (config.json + *.safetensors) and pass its path") from exc
@@ -109,11 +110,12 @@ def weight_files(directory: pathlib.Path) -> list[pathlib.Path]:
 
 
 def read_config(directory: pathlib.Path) -> ModelSpec:
-    """The spec from config.json, or from the GGUF metadata when the path names a GGUF file."""
+    """The spec from the directory's config.json (or that .json file itself), or from the GGUF metadata when
+    the path names a GGUF file."""
     gguf = gguf_file(directory)
     if gguf is not None:
         return read_spec(open_reader(gguf), gguf)
-    path = directory / "config.json"
+    path = directory if directory.is_file() and directory.suffix == ".json" else directory / "config.json"
     if not path.exists():
         raise ModelError(f"{directory}: no config.json; a Hugging Face model directory needs one")
     try:

@@ -31,6 +31,7 @@ from jaxcontam.mesh import check_mesh, make_mesh
 from jaxcontam.models.sharding import LAYERS, warn_unsplit, weight_sharding
 from jaxcontam.models.spec import ModelSpec, from_hf_config
 from jaxcontam.models.stop_ids import generation_config_ids, tokenizer_stop_ids, with_stop_ids
+from jaxcontam.models.tokenizer_files import fast_tokenizer, find_gguf
 
 DTYPES = {"float32": np.float32, "bfloat16": jax.numpy.bfloat16}
 PICKLE_PATTERNS = ("*.bin", "*.pt", "*.pth", "*.ckpt")
@@ -64,23 +65,10 @@ def _refuse_pickles(directory: pathlib.Path, found: list[pathlib.Path]) -> None:
         "(or torch.load + safetensors.torch.save_file), then load OUT")
 
 
-def gguf_file(path: pathlib.Path) -> pathlib.Path | None:
-    """The GGUF file `path` names: the .gguf file itself, or the only one in a directory without safetensors."""
-    if path.is_file():
-        return path if path.suffix == ".gguf" else None
-    if any(path.glob("*.safetensors")):
-        return None
-    found = sorted(path.glob("*.gguf"))
-    if len(found) > 1:
-        raise ModelError(f"{path}: holds several GGUF files ({', '.join(p.name for p in found)}); pass the path "
-                         "of the one to load")
-    return found[0] if found else None
-
-
 def weight_files(directory: pathlib.Path) -> list[pathlib.Path]:
     """The weight files: the safetensors of a checkpoint directory (via its index file when there is one), or
     the one GGUF file the path names."""
-    gguf = gguf_file(directory)
+    gguf = find_gguf(directory)
     if gguf is not None:
         return [gguf]
     if directory.is_file():
@@ -112,7 +100,7 @@ def weight_files(directory: pathlib.Path) -> list[pathlib.Path]:
 def read_config(directory: pathlib.Path) -> ModelSpec:
     """The spec from the directory's config.json (or that .json file itself), or from the GGUF metadata when
     the path names a GGUF file."""
-    gguf = gguf_file(directory)
+    gguf = find_gguf(directory)
     if gguf is not None:
         return read_spec(open_reader(gguf), gguf)
     path = directory if directory.is_file() and directory.suffix == ".json" else directory / "config.json"
@@ -214,17 +202,7 @@ def load_tokenizer(directory: pathlib.Path):
     """The fast tokenizer saved beside the weights, or None when the directory has none."""
     if not any((directory / name).exists() for name in ("tokenizer.json", "tokenizer_config.json")):
         return None
-    from transformers import AutoTokenizer
-
-    try:
-        tokenizer = AutoTokenizer.from_pretrained(str(directory), use_fast=True, trust_remote_code=False)
-    except Exception as exc:  # transformers raises many types for a broken tokenizer
-        raise ModelError(f"{directory}: the tokenizer files cannot be loaded by transformers.AutoTokenizer "
-                         f"({exc}); re-save them with tokenizer.save_pretrained") from exc
-    if not tokenizer.is_fast:
-        raise ModelError(f"{directory}: only a slow (Python) tokenizer is available; save a tokenizer.json with "
-                         "a fast tokenizer (AutoTokenizer.from_pretrained(..., use_fast=True).save_pretrained)")
-    return tokenizer
+    return fast_tokenizer(str(directory))
 
 
 def load_model(path_or_id, dtype: str = "float32", mesh=None, fsdp: bool = False) -> Model:

@@ -258,9 +258,9 @@ def packed_attention(spec: DecoderConfig, q, k, v, positions, segment_ids, windo
 
     `window`: the layer's sliding window (0 = global), a Python int or traced (then one of
     `spec.layer_windows`). `implementation`: None (the config's `attention` field), "auto" (by platform, see
-    the module), "jnp", "splash" or "cudnn". `block` sizes the jnp path's query and key blocks (default `BLOCK`). The splash
-    and cuDNN paths mask by index within the row: rows must meet the module's precondition (each segment one
-    contiguous run with positions rising by 1), which packed batches do.
+    the module), "jnp", "splash" or "cudnn". `block` sizes the jnp path's query and key blocks (default
+    `BLOCK`). The splash and cuDNN paths mask by index within the row: rows must meet the module's precondition
+    (each segment one contiguous run with positions rising by 1), which packed batches do.
     """
     forced = implementation or spec.attention
     chosen = choose_implementation(forced)

@@ -31,7 +31,7 @@ from jaxcontam.mesh import check_mesh, make_mesh
 from jaxcontam.models.sharding import LAYERS, warn_unsplit, weight_sharding
 from jaxcontam.models.spec import ModelSpec, from_hf_config
 from jaxcontam.models.stop_ids import generation_config_ids, tokenizer_stop_ids, with_stop_ids
-from jaxcontam.models.tokenizer_files import fast_tokenizer, find_gguf
+from jaxcontam.models.tokenizer_files import fast_tokenizer, gguf_file
 
 DTYPES = {"float32": np.float32, "bfloat16": jax.numpy.bfloat16}
 PICKLE_PATTERNS = ("*.bin", "*.pt", "*.pth", "*.ckpt")
@@ -68,7 +68,7 @@ def _refuse_pickles(directory: pathlib.Path, found: list[pathlib.Path]) -> None:
 def weight_files(directory: pathlib.Path) -> list[pathlib.Path]:
     """The weight files: the safetensors of a checkpoint directory (via its index file when there is one), or
     the one GGUF file the path names."""
-    gguf = find_gguf(directory)
+    gguf = gguf_file(directory)
     if gguf is not None:
         return [gguf]
     if directory.is_file():
@@ -100,7 +100,7 @@ def weight_files(directory: pathlib.Path) -> list[pathlib.Path]:
 def read_config(directory: pathlib.Path) -> ModelSpec:
     """The spec from the directory's config.json (or that .json file itself), or from the GGUF metadata when
     the path names a GGUF file."""
-    gguf = find_gguf(directory)
+    gguf = gguf_file(directory)
     if gguf is not None:
         return read_spec(open_reader(gguf), gguf)
     path = directory if directory.is_file() and directory.suffix == ".json" else directory / "config.json"

@@ -8,7 +8,7 @@ import pathlib
 from jaxcontam.errors import ModelError
 
 
-def find_gguf(path: pathlib.Path) -> pathlib.Path | None:
+def gguf_file(path: pathlib.Path) -> pathlib.Path | None:
     """The GGUF file `path` names: the .gguf file itself, or the only one in a directory without safetensors."""
     if path.is_file():
         return path if path.suffix == ".gguf" else None

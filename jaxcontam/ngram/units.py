@@ -95,7 +95,7 @@ def load_units(spec: str | Path) -> WordUnits | TokenizerUnits:
     """Units from a spec string (see module docstring)."""
     import tokenizers
 
-    from jaxcontam.models.tokenizer_files import find_gguf
+    from jaxcontam.models.tokenizer_files import gguf_file
 
     if str(spec) == "words":
         return WordUnits()
@@ -106,7 +106,7 @@ def load_units(spec: str | Path) -> WordUnits | TokenizerUnits:
         tokenizer = tokenizers.Tokenizer.from_file(str(path))
     elif path.is_file() and path.suffix == ".tiktoken":
         tokenizer = tokenizer_from_tiktoken(path)
-    elif (gguf := find_gguf(path)) is not None:
+    elif (gguf := gguf_file(path)) is not None:
         tokenizer = _gguf_tokenizer(gguf)
     else:
         tokenizer = _auto_tokenizer(str(spec))

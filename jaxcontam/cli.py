@@ -35,6 +35,7 @@ COMMANDS: dict[str, str] = {
     "ngram": "jaxcontam.commands.ngram:ngram",
     "convert-llama2c": "jaxcontam.commands.convert:convert_llama2c",
     "lm-eval": "jaxcontam.commands.lm_eval:lm_eval",
+    "contaminate": "jaxcontam.commands.contaminate:contaminate",
 }
 
 

@@ -211,3 +211,18 @@ def test_the_resume_key_changes_with_every_setting_that_changes_records():
     assert len({fingerprint(s.to_dict()) for s in variants}) == len(variants)
     # the same settings, from the preset or spelled out, resume the same work
     assert PacostSettings(test="permutation", answers="greedy").to_dict() == PacostSettings().to_dict()
+
+
+def test_jaxcontam_audit_takes_the_preset_from_its_option(tmp_path, monkeypatch):
+    from click.testing import CliRunner
+
+    import jaxcontam.audit.run
+    import jaxcontam.commands.audit as command
+
+    seen = []
+    monkeypatch.setattr(jaxcontam.audit.run, "run_audit", lambda config: seen.append(config) or {"runs": []})
+    path = tmp_path / "audit.toml"
+    path.write_text('[[model]]\npath = "m"\n[[benchmark]]\nname = "copa"\n[pacost]\nseed = 4\n')
+    result = CliRunner().invoke(command.audit, ["--config", str(path), "--preset", "paper", "--out", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    assert seen[0].pacost == PacostSettings(preset="paper", seed=4)

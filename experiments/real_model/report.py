@@ -7,6 +7,7 @@ contamination-driven confidence gap either), the likelihood detectors, ConTAM's 
 contrast and the time each stage took (from the audit log, if given).
 
   python experiments/real_model/report.py [--results experiments/real_model/results] [--log run.log]
+  python experiments/real_model/report.py --audit audit-paper   (the `paper` preset's PaCoST table)
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from run import bootstrap_auc  # noqa: E402  (the membership contrast's interval, the same resampling)
 
-CONFIDENCES = ("p_true", "p_true_raw", "answer_logprob", "question_min_k_plus_plus")
+CONFIDENCES = ("p_yes", "p_true", "p_true_raw", "answer_logprob", "question_min_k_plus_plus")
 
 
 def auc_with_interval(scores: np.ndarray, labels: np.ndarray):
@@ -45,33 +46,47 @@ def pacost_records(state: Path, benchmark: str) -> list[dict]:
     return records
 
 
-def benchmark_rows(results: Path) -> list[str]:
+def measured(summary: dict) -> tuple[str, ...]:
+    """The confidences the audit measured (the chosen one and its variants), in `CONFIDENCES` order."""
+    found = set()
+    for run in summary["runs"]:
+        found |= {run["pacost"]["confidence"], *run["pacost"].get("variants", {})}
+    return tuple(c for c in CONFIDENCES if c in found)
+
+
+def benchmark_rows(results: Path, audit: str = "audit") -> list[str]:
     import pandas as pd
 
-    summary = json.loads((results / "audit" / "summary.json").read_text(encoding="utf-8"))
-    items = pd.read_parquet(results / "audit" / "items.parquet")
+    summary = json.loads((results / audit / "summary.json").read_text(encoding="utf-8"))
+    items = pd.read_parquet(results / audit / "items.parquet")
+    confidences = measured(summary)
+    judged = [c for c in ("p_yes", "p_true", "p_true_raw", "answer_logprob") if c in confidences]
     exchangeability = any(run.get("exchangeability") for run in summary["runs"])  # run.py --exchangeability
-    lines = ["| benchmark | items (pairs) | accuracy original / rephrased | PaCoST p: P(True), raw P(True), answer log-prob, "
-             "question Min-K%++ | P(True) AUC right vs wrong [95% CI] | raw P(True) AUC | answer log-prob AUC | "
+    lines = ["| benchmark | items (pairs) | accuracy original / rephrased | PaCoST p: " + ", ".join(confidences)
+             + " | verdict (" + ", ".join(sorted({run["pacost"].get("correction", "sweep") for run in summary["runs"]}))
+             + ") | " + " | ".join(f"{c} AUC right vs wrong [95% CI]" for c in judged) + " | "
              + ("exchangeability p (benchmark order) | " if exchangeability else "")
              + "ConTAM: items with a matched 8-gram, largest LONGEST-MATCH, verdict |",
-             "|---|---|---|---|---|---|---|---|" + ("---|" if exchangeability else "")]
+             "|---|---|---|---|---|" + "---|" * len(judged) + "---|" + ("---|" if exchangeability else "")]
     for run in summary["runs"]:
         name = run["benchmark"].split(":")[0]
-        records = pacost_records(results / "audit" / "state", name)
+        records = pacost_records(results / audit / "state", name)
         correct = np.array([r["correct_original"] for r in records], np.float64)
         rephrased = np.array([r["correct_rephrased"] for r in records if r["rephrase"] is not None], np.float64)
         pacost = run["pacost"]
         pvalues = {pacost["confidence"]: pacost["pvalue"]} | {k: v["pvalue"] for k, v in pacost.get("variants", {}).items()}
         aucs = []
-        for confidence in ("p_true", "p_true_raw", "answer_logprob"):
-            scores = np.array([r[f"{confidence}_original"] for r in records], np.float64)
+        for confidence in judged:
+            scores = np.array([r.get(f"{confidence}_original", np.nan) for r in records], np.float64)
             auc, (low, high), n_right, n_wrong = auc_with_interval(scores, correct > 0.5)
             aucs.append(f"{auc:.2f} [{low:.2f}, {high:.2f}]" if np.isfinite(auc) else f"n/a ({n_right} right)")
         verdict = contam_cell(run.get("contam") or {}, items[items["benchmark"] == name])
+        verdict_cell = (f"{'contaminated' if pacost.get('contaminated') else 'not flagged'} "
+                        f"(p {pacost['pvalue']:.2g}, {pacost.get('test')})" if pacost.get("pvalue") is not None
+                        else pacost.get("status", "no test"))
         lines.append(f"| {run['benchmark']} | {len(records)} ({pacost['n_pairs']}) | {correct.mean():.2f} / "
-                     f"{rephrased.mean():.2f} | " + ", ".join(f"{pvalues.get(c, float('nan')):.2g}" for c in CONFIDENCES)
-                     + f" | {aucs[0]} | {aucs[1]} | {aucs[2]} | "
+                     f"{rephrased.mean():.2f} | " + ", ".join(f"{pvalues.get(c, float('nan')):.2g}" for c in confidences)
+                     + f" | {verdict_cell} | " + " | ".join(aucs) + " | "
                      + (f"{exchangeability_cell(run.get('exchangeability'))} | " if exchangeability else "")
                      + f"{verdict} |")
     return lines
@@ -125,9 +140,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--results", type=Path, default=Path(__file__).resolve().parent / "results")
     parser.add_argument("--log", type=Path, default=None)
+    parser.add_argument("--audit", default="audit", help="the audit folder under --results (audit-paper: that preset)")
     args = parser.parse_args()
-    print("\n".join(benchmark_rows(args.results)), end="\n\n")
-    print("\n".join(membership_rows(args.results)), end="\n\n")
+    print("\n".join(benchmark_rows(args.results, args.audit)), end="\n\n")
+    if args.audit == "audit":
+        print("\n".join(membership_rows(args.results)), end="\n\n")
     if args.log:
         print("| stage | time |\n|---|---|\n" + "\n".join(stage_times(args.log)))
 

@@ -47,21 +47,26 @@ def _layout(row: list[np.ndarray], seq_len: int):
 
 
 def packed_batches(documents: Sequence[Sequence[int]], *, seq_len: int, batch_size: int, epochs: int = 1,
-                   seed: int = 0) -> Iterator[dict[str, np.ndarray]]:
-    """{"tokens", "positions", "segment_ids"}: int32 [batch_size, seq_len] per step; the last partial batch is dropped."""
+                   seed: int = 0, pad_last: bool = False) -> Iterator[dict[str, np.ndarray]]:
+    """{"tokens", "positions", "segment_ids"}: int32 [batch_size, seq_len] per step. The last partial batch is
+    dropped, or with `pad_last` filled up with empty rows (segment 0: no loss), so every document is trained on."""
     pieces = _pieces(documents, seq_len)
     if not pieces:
         raise ValueError("no document has two or more tokens: nothing to train on")
     rng = np.random.default_rng(seed)
+    empty = tuple(np.zeros(seq_len, np.int32) for _ in range(3))
     for _ in range(epochs):
         order = rng.permutation(len(pieces))
         rows = [_layout(row, seq_len) for row in _rows([pieces[i] for i in order], seq_len)]
+        if pad_last and len(rows) % batch_size:
+            rows += [empty] * (batch_size - len(rows) % batch_size)
         for start in range(0, len(rows) - batch_size + 1, batch_size):
             tokens, positions, segments = (np.stack(a) for a in zip(*rows[start : start + batch_size]))
             yield {"tokens": tokens, "positions": positions, "segment_ids": segments}
 
 
 def count_steps(documents: Sequence[Sequence[int]], *, seq_len: int, batch_size: int, epochs: int = 1,
-                seed: int = 0) -> int:
+                seed: int = 0, pad_last: bool = False) -> int:
     """How many steps `packed_batches` yields for the same arguments (for learning-rate schedules)."""
-    return sum(1 for _ in packed_batches(documents, seq_len=seq_len, batch_size=batch_size, epochs=epochs, seed=seed))
+    return sum(1 for _ in packed_batches(documents, seq_len=seq_len, batch_size=batch_size, epochs=epochs, seed=seed,
+                                         pad_last=pad_last))

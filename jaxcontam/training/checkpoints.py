@@ -36,9 +36,12 @@ class TrainCheckpoints:
         self._manager.wait_until_finished()
 
     def restore(self, step: int, weights_like: dict, opt_state_like) -> tuple[dict, object]:
-        """The state saved at `step`, restored into the structure (and dtypes) of the given examples."""
+        """The state saved at `step`, restored into the structure, dtypes and (for device arrays) shardings of
+        the given examples, so a resumed run continues with the same programs on the same layout."""
         like = {"weights": weights_like, "opt_state": opt_state_like}
-        abstract = jax.tree.map(lambda x: jax.ShapeDtypeStruct(np.shape(x), np.asarray(x).dtype), like)
+        abstract = jax.tree.map(lambda x: jax.ShapeDtypeStruct(np.shape(x), x.dtype, sharding=x.sharding)
+                                if isinstance(x, jax.Array) else jax.ShapeDtypeStruct(np.shape(x),
+                                                                                      np.asarray(x).dtype), like)
         state = self._manager.restore(step, args=self._ocp.args.StandardRestore(abstract))
         return state["weights"], state["opt_state"]
 

@@ -1,0 +1,283 @@
+"""Tables of the real-contamination experiment: per detector and arm, power on the contaminated half and the
+false-positive rate on the clean half with 95% CIs, and the smallest dose each detector flags.
+
+Reads `run.py`'s results folder (each arm's dose.json, its audits' items.parquet and summary.json) and writes
+report.json and report.md beside them. The contaminated half is the items drawn for contamination (`drawn` in
+ground_truth.jsonl), the same items in every arm: in the control arm its "power" is a false-positive rate too.
+Per-item flags:
+
+- likelihood detectors (mean log-prob, zlib ratio, Min-K%, Min-K%++): above the 95th percentile of the same
+  detector on the control arm's items of the same benchmark (the control saw no item: a 5% false-positive
+  rate there by construction), in the detector's direction; AUC from the audit;
+- ConTAM metrics: the item's metric over the arm's corpus/ at least 0.5 (half its tokens in corpus n-grams);
+- PaCoST (a test of a set of items, not of one): run on the contaminated half and on the clean half of each
+  benchmark, for every confidence under each preset; "power" is the share of benchmarks whose contaminated
+  half it flags (p < 0.05), the false-positive rate the share whose clean half it flags.
+
+Intervals: Wilson for per-item rates, Clopper-Pearson for per-benchmark ones (scipy). A detector flags a dose
+when its rate on the contaminated half exceeds the clean half's (one-sided Fisher exact p < 0.05, per-item
+detectors) or when it flags a contaminated half and no clean half (PaCoST).
+
+    python experiments/real_contamination/report.py experiments/real_contamination/results
+"""
+
+from __future__ import annotations
+
+import json
+import pathlib
+import sys
+
+import numpy as np
+
+ARM_ORDER = ("control", "verbatim_x1", "verbatim_x4", "fields_x4", "rephrased_x4")
+LIKELIHOOD = {"mean_logprob": True, "zlib_ratio": False, "min_k": True, "min_k_plus_plus": True}  # higher = seen?
+METRICS = ("token_match", "ngram_match", "token_extend", "longest_match")
+CONFIDENCES = ("p_true", "p_true_raw", "answer_logprob", "question_min_k_plus_plus")
+PRESETS = ("jaxcontam", "paper")
+
+
+def wilson(k: int, n: int) -> list[float]:
+    from scipy.stats import binomtest
+
+    if n == 0:
+        return [float("nan"), float("nan")]
+    interval = binomtest(k, n).proportion_ci(0.95, method="wilson")
+    return [float(interval.low), float(interval.high)]
+
+
+def clopper_pearson(k: int, n: int) -> list[float]:
+    from scipy.stats import binomtest
+
+    if n == 0:
+        return [float("nan"), float("nan")]
+    interval = binomtest(k, n).proportion_ci(0.95, method="exact")
+    return [float(interval.low), float(interval.high)]
+
+
+def fisher_greater(flagged_contaminated: int, n_contaminated: int, flagged_clean: int, n_clean: int) -> float:
+    from scipy.stats import fisher_exact
+
+    table = [[flagged_contaminated, n_contaminated - flagged_contaminated], [flagged_clean, n_clean - flagged_clean]]
+    return float(fisher_exact(table, alternative="greater").pvalue)
+
+
+def rates(flags: np.ndarray, truth: np.ndarray) -> dict:
+    k1, n1, k0, n0 = int(flags[truth].sum()), int(truth.sum()), int(flags[~truth].sum()), int((~truth).sum())
+    return {"power": k1 / n1 if n1 else None, "power_ci95": wilson(k1, n1), "fpr": k0 / n0 if n0 else None,
+            "fpr_ci95": wilson(k0, n0), "n": [n1, n0], "fisher_p": fisher_greater(k1, n1, k0, n0) if n1 and n0
+            else None}
+
+
+def load_items(folder: pathlib.Path, preset: str):
+    """The audit's items with `drawn` from the arm's ground truth: the contaminated half of every arm (in the
+    control arm the same items, not trained on)."""
+    import pandas as pd
+
+    path = folder / f"audit_{preset}" / "items.parquet"
+    if not path.exists():
+        return None
+    items = pd.read_parquet(path)
+    rows = (folder / "ground_truth.jsonl").read_text().splitlines()
+    truth = {row["id"]: row["drawn"] for row in map(json.loads, rows)}
+    items["drawn"] = items["id"].map(truth).astype(bool)
+    return items
+
+
+def likelihood_thresholds(control) -> dict:
+    """(benchmark, detector) -> the control arm's 95th percentile in the direction 'seen'."""
+    thresholds = {}
+    for benchmark, group in control.groupby("benchmark"):
+        for detector, higher in LIKELIHOOD.items():
+            values = group[detector].to_numpy(float) * (1 if higher else -1)
+            thresholds[benchmark, detector] = float(np.nanquantile(values, 0.95))
+    return thresholds
+
+
+def item_detectors(items, thresholds: dict | None) -> dict:
+    truth = items["drawn"].to_numpy(bool)
+    results = {}
+    if thresholds is not None:
+        for detector, higher in LIKELIHOOD.items():
+            values = items[detector].to_numpy(float) * (1 if higher else -1)
+            limits = np.array([thresholds[b, detector] for b in items["benchmark"]])
+            results[detector] = rates(values > limits, truth)
+    for metric in METRICS:
+        if metric in items:
+            results[f"contam_{metric}"] = rates(items[metric].to_numpy(float) >= 0.5, truth)
+    return results
+
+
+def pacost_halves(items, preset: str) -> dict:
+    """Each confidence's paired test on each benchmark's contaminated and clean halves."""
+    from jaxcontam.detect.pacost import PacostSettings, paired_verdict
+
+    settings = PacostSettings(preset=preset)
+    results = {}
+    for confidence in CONFIDENCES:
+        per_benchmark = {}
+        for benchmark, group in items.groupby("benchmark"):
+            records = group.to_dict("records")
+            per_benchmark[benchmark] = {}
+            for half, flag in (("contaminated", True), ("clean", False)):
+                verdict = paired_verdict([r for r in records if r["drawn"] == flag], confidence, settings)
+                per_benchmark[benchmark][half] = verdict.pvalue
+        flagged = {half: [p is not None and p < 0.05 for p in (b[half] for b in per_benchmark.values())]
+                   for half in ("contaminated", "clean")}
+        k1, k0, n = sum(flagged["contaminated"]), sum(flagged["clean"]), len(per_benchmark)
+        results[f"pacost_{preset}_{confidence}"] = {
+            "power": k1 / n, "power_ci95": clopper_pearson(k1, n), "fpr": k0 / n, "fpr_ci95": clopper_pearson(k0, n),
+            "n": [n, n], "flags": bool(k1 and not k0), "pvalues": per_benchmark}
+    return results
+
+
+def accuracy(items) -> dict:
+    out = {}
+    for benchmark, group in list(items.groupby("benchmark")) + [("all", items)]:
+        truth = group["drawn"].to_numpy(bool)
+        correct = group["correct"].to_numpy(float)
+        out[benchmark] = {half: {"accuracy": float(correct[mask].mean()) if mask.any() else None,
+                                 "ci95": wilson(int(correct[mask].sum()), int(mask.sum()))}
+                          for half, mask in (("contaminated", truth), ("clean", ~truth))}
+    return out
+
+
+def summary_entries(folder: pathlib.Path, preset: str) -> dict:
+    """Per benchmark: the audit's AUCs and ConTAM/EPG result (summary.json, as `jaxcontam audit` wrote it)."""
+    path = folder / f"audit_{preset}" / "summary.json"
+    if not path.exists():
+        return {}
+    found = {}
+
+    def walk(node):
+        if isinstance(node, dict):
+            if "benchmark" in node and "contam" in node and "ground_truth" in node:
+                found[node["benchmark"]] = {"auc": (node["ground_truth"] or {}).get("auc"), "contam": node["contam"]}
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+
+    walk(json.loads(path.read_text()))
+    return found
+
+
+def smallest_doses(report: dict) -> dict:
+    """Per detector: the verbatim arms it flags, in dose order, and the other forms at x4."""
+    detectors = sorted({d for arm in report["arms"].values() for d in arm.get("detectors", {})})
+    doses = {}
+    for detector in detectors:
+        flagged = []
+        for arm in ARM_ORDER[1:]:
+            result = report["arms"].get(arm, {}).get("detectors", {}).get(detector)
+            if result is None:
+                continue
+            hit = result.get("flags") if "flags" in result else (result["fisher_p"] is not None
+                                                                  and result["fisher_p"] < 0.05)
+            if hit:
+                flagged.append(arm)
+        doses[detector] = {"flags": flagged, "smallest_verbatim": next(
+            (arm for arm in ("verbatim_x1", "verbatim_x4") if arm in flagged), None)}
+    return doses
+
+
+def build(results: pathlib.Path) -> dict:
+    arms_dir = results / "arms"
+    control = load_items(arms_dir / "control", "jaxcontam") if (arms_dir / "control").exists() else None
+    thresholds = likelihood_thresholds(control) if control is not None else None
+    report = {"arms": {}}
+    for arm in ARM_ORDER:
+        folder = arms_dir / arm
+        if not folder.exists():
+            continue
+        entry = {}
+        if (folder / "dose.json").exists():
+            dose = json.loads((folder / "dose.json").read_text())
+            entry["dose"] = {"took": dose["took"], "did": dose["did"]}
+        items = load_items(folder, "jaxcontam")
+        if items is not None:
+            detectors = item_detectors(items, thresholds)
+            for preset in PRESETS:
+                preset_items = load_items(folder, preset)
+                if preset_items is not None:
+                    detectors |= pacost_halves(preset_items, preset)
+            entry["detectors"] = detectors
+            entry["accuracy"] = accuracy(items)
+            entry["audit"] = summary_entries(folder, "jaxcontam")
+        if (folder / "audit_curve.jsonl").exists():
+            curve = (folder / "audit_curve.jsonl").read_text().splitlines()
+            entry["audit_curve"] = [json.loads(line) for line in curve]
+        if (folder / "run.json").exists():
+            entry["run"] = json.loads((folder / "run.json").read_text())
+        report["arms"][arm] = entry
+    report["smallest_dose"] = smallest_doses(report)
+    return report
+
+
+def percent(value) -> str:
+    return "-" if value is None else f"{100 * value:.0f}%"
+
+
+def markdown(report: dict) -> str:
+    lines = ["# Real contamination of SmolLM2-135M-Instruct: results", "", "## Did the dose take?", "",
+             "| arm | DiD mean log-prob, trained text (95% CI) | DiD, audited text (95% CI) | took |",
+             "|---|---|---|---|"]
+    for arm, entry in report["arms"].items():
+        if "dose" in entry:
+            a, b = entry["dose"]["did"]["trained_text/all"], entry["dose"]["did"]["audited_text/all"]
+            took = "n/a (nothing mixed in)" if arm == "control" else ("yes" if entry["dose"]["took"] else "NO")
+            lines.append(f"| {arm} | {a['did']:+.3f} ({a['ci95'][0]:+.3f}, {a['ci95'][1]:+.3f}) | {b['did']:+.3f} "
+                         f"({b['ci95'][0]:+.3f}, {b['ci95'][1]:+.3f}) | {took} |")
+    lines += ["", "## Power on the contaminated half / false-positive rate on the clean half (95% CI)", "",
+              "| detector | " + " | ".join(a for a in report["arms"]) + " |",
+              "|---|" + "---|" * len(report["arms"])]
+    detectors = sorted({d for e in report["arms"].values() for d in e.get("detectors", {})})
+    for detector in detectors:
+        cells = []
+        for entry in report["arms"].values():
+            r = entry.get("detectors", {}).get(detector)
+            cells.append("-" if r is None else f"{percent(r['power'])} [{percent(r['power_ci95'][0])}-"
+                         f"{percent(r['power_ci95'][1])}] / {percent(r['fpr'])} [{percent(r['fpr_ci95'][0])}-"
+                         f"{percent(r['fpr_ci95'][1])}]")
+        lines.append(f"| {detector} | " + " | ".join(cells) + " |")
+    lines += ["", "## Smallest dose flagged", "", "| detector | arms flagged | smallest verbatim dose |",
+              "|---|---|---|"]
+    for detector, dose in report["smallest_dose"].items():
+        lines.append(f"| {detector} | {', '.join(dose['flags']) or 'none'} | {dose['smallest_verbatim'] or 'none'} |")
+    lines += ["", "## Accuracy, contaminated vs clean items", "", "| arm | benchmark | contaminated | clean |",
+              "|---|---|---|---|"]
+    for arm, entry in report["arms"].items():
+        for benchmark, halves in entry.get("accuracy", {}).items():
+            lines.append(f"| {arm} | {benchmark} | {percent(halves['contaminated']['accuracy'])} | "
+                         f"{percent(halves['clean']['accuracy'])} |")
+    lines += ["", "## AUC per detector (audit) and ConTAM / EPG against the arm's corpus", "",
+              "| arm | benchmark | AUCs | EPG (LONGEST-MATCH) | max-z p |", "|---|---|---|---|---|"]
+    for arm, entry in report["arms"].items():
+        for benchmark, audit in entry.get("audit", {}).items():
+            aucs = ", ".join(f"{k} {v:.2f}" for k, v in (audit["auc"] or {}).items() if v is not None)
+            contam = audit["contam"] or {}
+            epg = contam.get("status") if contam.get("epg") is None else f"{contam['epg']:+.3f} (z {contam['z']:.2f})"
+            lines.append(f"| {arm} | {benchmark} | {aucs} | {epg} | {contam.get('pvalue')} |")
+    for arm, entry in report["arms"].items():
+        if entry.get("audit_curve"):
+            lines += ["", f"## Detection during training ({arm}, AuditCallback on the live weights): AUC by step", "",
+                      "| step | benchmark | " + " | ".join(LIKELIHOOD) + " |", "|---|---|" + "---|" * len(LIKELIHOOD)]
+            cells = {}
+            for row in entry["audit_curve"]:
+                cells.setdefault((row["step"], row["benchmark"]), {})[row["detector"]] = row["auc"]
+            for (step, benchmark), aucs in sorted(cells.items()):
+                lines.append(f"| {step} | {benchmark} | " + " | ".join(
+                    "-" if aucs.get(d) is None else f"{aucs[d]:.2f}" for d in LIKELIHOOD) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    results = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else pathlib.Path(__file__).parent / "results")
+    report = build(results)
+    (results / "report.json").write_text(json.dumps(report, indent=2, default=float) + "\n")
+    (results / "report.md").write_text(markdown(report))
+    print(markdown(report))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,265 @@
+"""Real contamination of SmolLM2-135M-Instruct, audited by every jaxcontam detector against the truth.
+
+Each arm fine-tunes the GGUF model (`jaxcontam contaminate`, full fine-tuning in float32) on the same general
+text with half of each benchmark's first N items mixed in (the same half in every arm: same seed), then:
+
+1. checks the dose took: per item, mean log-prob after training minus before (the base GGUF), contaminated
+   minus clean (a difference-in-differences with a 95% Welch CI), on the text it trained on and on the text
+   the likelihood detectors score; an arm whose contaminated items did not gain says "the dose did not take";
+2. audits the arm's model with `jaxcontam audit`, its ground truth and its corpus/, once per PaCoST preset
+   (`jaxcontam`, `paper`).
+
+Arms: control (copies 0), verbatim x1, verbatim x4, fields x4, rephrased x4. The verbatim x4 arm also runs the
+likelihood detectors on the live weights during training (`--audit-every`, the AuditCallback curve).
+Resumable per arm: a finished step leaves its output and a rerun skips it (training itself resumes from its
+orbax checkpoint). `report.py` turns the results into the tables.
+
+    python experiments/real_contamination/run.py                     # the full design (see --help for sizes)
+    python experiments/real_contamination/run.py --pilot             # verbatim x4 only, 3 x 10 items, 16k tokens
+    python experiments/real_contamination/run.py --smoke             # the bundled tiny model: the pipeline in minutes
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import os
+import pathlib
+import subprocess
+import sys
+import time
+
+HERE = pathlib.Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+SHARED = ROOT.parent / "shared" / "data"
+GGUF = SHARED / "smollm2_135m_instruct" / "SmolLM2-135M-Instruct.Q4_1.gguf"
+TINY = ROOT / "jaxcontam" / "examples" / "tiny_contaminated" / "model"
+CORPUS = SHARED / "corpus_gutenberg" / "books"
+MMLU_SUBJECTS = ("abstract_algebra", "sociology")  # the subjects with built-in rephrasings and short items
+BENCHMARKS = ("gsm8k", "copa", "mmlu")
+PARAPHRASES = {"gsm8k": "gsm8k_rephrase", "copa": "xcopa_backtranslation", "mmlu": "mmlu_rephrase"}
+ARMS = {"control": ("verbatim", 0), "verbatim_x1": ("verbatim", 1), "verbatim_x4": ("verbatim", 4),
+        "fields_x4": ("fields", 4), "rephrased_x4": ("rephrased", 4)}
+CURVE_ARM = "verbatim_x4"
+PRESETS = ("jaxcontam", "paper")
+
+
+def log(message: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {message}", flush=True)
+
+
+def jaxcontam(*args) -> None:
+    """Run the `jaxcontam` command line as a user does (its own process, so each arm's memory is freed)."""
+    command = [sys.executable, "-m", "jaxcontam.cli", *map(str, args)]
+    log("$ jaxcontam " + " ".join(map(str, args)))
+    subprocess.run(command, check=True, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
+
+
+def mmlu_subjects(out: pathlib.Path, items: int) -> pathlib.Path:
+    """A folder holding the first items // len(MMLU_SUBJECTS) rows of each subject's test CSV (header kept), so the
+    first `items` MMLU items are a group of subjects and keep their official ids (`mmlu/test/<subject>/<row>`)."""
+    folder = out / "mmlu_subjects"
+    (folder / "test").mkdir(parents=True, exist_ok=True)  # the benchmark's layout: <folder>/test/<subject>_test.csv
+    per_subject = -(-items // len(MMLU_SUBJECTS))
+    for subject in MMLU_SUBJECTS:
+        with open(SHARED / "mmlu" / "test" / f"{subject}_test.csv", encoding="utf-8", newline="") as handle:
+            rows = list(csv.reader(handle))
+        header = rows[:1] if rows[0][0] == "question" else []
+        with open(folder / "test" / f"{subject}_test.csv", "w", encoding="utf-8", newline="") as handle:
+            csv.writer(handle).writerows(header + rows[len(header):len(header) + per_subject])
+    return folder
+
+
+def contaminate(args, arm: str, out: pathlib.Path, mmlu: pathlib.Path) -> pathlib.Path:
+    form, copies = ARMS[arm]
+    folder = out / "arms" / arm
+    options = ["--model", args.model, "--split", "test", "--path", f"mmlu={mmlu}", "--limit", args.items,
+               "--fraction", 0.5, "--copies", copies, "--form", form, "--corpus", args.corpus,
+               "--tokens", args.general_tokens, "--out", folder, "--seed", args.seed,
+               "--batch-size", args.batch_size, "--seq-len", args.seq_len, "--learning-rate", args.learning_rate,
+               "--checkpoint-every", args.checkpoint_every]
+    for name in BENCHMARKS:
+        options += ["--benchmark", name]
+    if arm == CURVE_ARM and args.audit_every:
+        options += ["--audit-every", args.audit_every]
+    if not (folder / "model" / "config.json").exists():
+        jaxcontam("contaminate", *options)
+    return folder
+
+
+def benchmarks(mmlu: pathlib.Path, items: int):
+    from jaxcontam.data import load_benchmark
+    from jaxcontam.training.contamination_mix import with_paraphrases
+
+    paths = {"mmlu": mmlu}
+    return [with_paraphrases(load_benchmark(name, split="test", path=paths.get(name, SHARED), limit=items))
+            for name in BENCHMARKS]
+
+
+def item_logprobs(model_path, benches, form: str, seed: int) -> list[dict]:
+    """Per item: mean log-prob of the text the arm trains on in `form` (items without a paraphrase: their verbatim
+    text) and of the text the likelihood detectors score (`detect.audit_core.likelihood_records`: the solved
+    text); `drawn`: contaminated in every arm with copies > 0 (the command's own draw)."""
+    import numpy as np
+
+    import jaxcontam as jc
+    from jaxcontam.detect.audit_core import likelihood_records
+    from jaxcontam.engine.scoring import score_logprobs
+    from jaxcontam.training.contamination_mix import draw_contaminated, encode_document, item_document
+
+    model = jc.load_model(model_path)
+    rows = []
+    for benchmark in benches:
+        items = list(benchmark)
+        drawn = draw_contaminated(benchmark, 0.5, seed)
+        documents = [item_document(benchmark, item, "verbatim" if form == "rephrased" and not item.paraphrases
+                                   else form, model.tokenizer) for item in items]
+        trained = score_logprobs(model, [encode_document(model.tokenizer, d.text, d.chat) for d in documents])
+        audited = likelihood_records(model, benchmark, items, 0.2)
+        for item, flag, scores, audit in zip(items, drawn, trained, audited, strict=True):
+            rows.append({"id": item.id, "benchmark": benchmark.name, "drawn": bool(flag),
+                         "trained_text": float(np.mean(scores.logprobs)), "audited_text": audit["mean_logprob"]})
+    return rows
+
+
+def _within_benchmark_did(gain, drawn, benchmark) -> dict:
+    """The drawn-minus-other gain with benchmark fixed effects (OLS: gain ~ drawn + benchmark), so a gain
+    every item of a benchmark shares (its format, a chat template learnt from all copies) cancels; 95% CI
+    from the t distribution of the OLS standard error (scipy)."""
+    import numpy as np
+    from scipy import stats
+
+    names = sorted(set(benchmark))
+    design = np.column_stack([drawn.astype(float)] + [(benchmark == name).astype(float) for name in names])
+    coef, _, _, _ = np.linalg.lstsq(design, gain, rcond=None)
+    residual = gain - design @ coef
+    dof = len(gain) - design.shape[1]
+    sigma2 = residual @ residual / dof
+    se = float(np.sqrt(sigma2 * np.linalg.inv(design.T @ design)[0, 0]))
+    half = stats.t.ppf(0.975, dof) * se
+    return {"did": float(coef[0]), "ci95": [float(coef[0] - half), float(coef[0] + half)],
+            "pvalue": float(2 * stats.t.sf(abs(coef[0]) / se, dof)) if se > 0 else None,
+            "n": [int(drawn.sum()), int((~drawn).sum())], "method": "OLS with benchmark fixed effects"}
+
+
+def dose_check(base: list[dict], after: list[dict]) -> dict:
+    """Difference-in-differences of mean log-prob, (after - base) on the drawn items minus on the others: per
+    benchmark with Welch's 95% CI, and over all benchmarks within benchmarks (`_within_benchmark_did`), on the
+    text the arm trained on and on the text the likelihood detectors score."""
+    import numpy as np
+    from scipy import stats
+
+    by_id = {row["id"]: row for row in base}
+    result = {}
+    for text in ("trained_text", "audited_text"):
+        gain = np.array([r[text] - by_id[r["id"]][text] for r in after])
+        drawn = np.array([r["drawn"] for r in after], bool)
+        benchmark = np.array([r["benchmark"] for r in after])
+        for name in sorted(set(benchmark)):
+            mine = benchmark == name
+            test = stats.ttest_ind(gain[mine & drawn], gain[mine & ~drawn], equal_var=False)
+            low, high = test.confidence_interval(0.95)
+            result[f"{text}/{name}"] = {
+                "did": float(gain[mine & drawn].mean() - gain[mine & ~drawn].mean()), "ci95": [float(low), float(high)],
+                "pvalue": float(test.pvalue), "gain_drawn": float(gain[mine & drawn].mean()),
+                "gain_other": float(gain[mine & ~drawn].mean()), "n": [int((mine & drawn).sum()),
+                                                                       int((mine & ~drawn).sum())]}
+        result[f"{text}/all"] = _within_benchmark_did(gain, drawn, benchmark)
+    return result
+
+
+def write_audit_config(path: pathlib.Path, model: pathlib.Path, arm_folder: pathlib.Path, mmlu: pathlib.Path,
+                       items: int, preset: str, out: pathlib.Path) -> None:
+    lines = [f'out = "{out}"', "[[model]]", f'path = "{model}"', f'name = "{arm_folder.name}"']
+    for name in BENCHMARKS:
+        lines += ["[[benchmark]]", f'name = "{name}"', 'split = "test"',
+                  f'path = "{mmlu if name == "mmlu" else SHARED}"', f"limit = {items}",
+                  f'paraphrases = "{PARAPHRASES[name]}"', f'ground_truth = "{arm_folder / "ground_truth.jsonl"}"']
+    lines += ["[corpus]", f'paths = ["{arm_folder / "corpus"}"]', "[pacost]", f'preset = "{preset}"',
+              "[contam]", "min_clean = 5", "min_contaminated = 5"]  # EPG thresholds that N/2 items per half can meet
+    path.write_text("\n".join(lines) + "\n")
+
+
+def run_arm(args, arm: str, out: pathlib.Path, mmlu: pathlib.Path, base_rows: list[dict]) -> None:
+    folder = contaminate(args, arm, out, mmlu)
+    dose_file = folder / "dose.json"
+    if not dose_file.exists():  # the scores; the statistics below are recomputed from them on every run
+        form = ARMS[arm][0]
+        after = item_logprobs(folder / "model", benchmarks(mmlu, args.items), form, args.seed)
+        base = base_rows if form == "verbatim" else item_logprobs(args.model, benchmarks(mmlu, args.items), form,
+                                                                  args.seed)
+        dose_file.write_text(json.dumps({"items": after, "base": base}, indent=2) + "\n")
+    scores = json.loads(dose_file.read_text())
+    did = dose_check(scores["base"], scores["items"])
+    took = bool(did["audited_text/all"]["ci95"][0] > 0)
+    dose_file.write_text(json.dumps({**scores, "took": took, "did": did}, indent=2) + "\n")
+    verdict = "the dose took" if took else (
+        "no contaminated item was trained on (control)" if ARMS[arm][1] == 0 else "THE DOSE DID NOT TAKE")
+    for text in ("audited_text", "trained_text"):
+        all_did = did[f"{text}/all"]
+        log(f"{arm}: DiD of mean log-prob on the {text.replace('_', ' ')}, within benchmarks, {all_did['did']:+.3f} "
+            f"(95% CI {all_did['ci95'][0]:+.3f} to {all_did['ci95'][1]:+.3f})")
+    log(f"{arm}: {verdict} (decided on the audited text: the item as the detectors score it)")
+    if args.skip_audit:
+        return
+    for preset in PRESETS:
+        audit_out = folder / f"audit_{preset}"
+        if (audit_out / "summary.json").exists() and (audit_out / "done").exists():
+            continue
+        config = folder / f"audit_{preset}.toml"
+        write_audit_config(config, folder / "model", folder, mmlu, args.items, preset, audit_out)
+        jaxcontam("audit", "--config", config)
+        (audit_out / "done").write_text("")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--out", type=pathlib.Path, default=HERE / "results")
+    parser.add_argument("--model", default=str(GGUF))
+    parser.add_argument("--corpus", default=str(CORPUS))
+    parser.add_argument("--items", type=int, default=None,
+                        help="first N items of each benchmark, half contaminated (default 14; pilot 10; smoke 12)")
+    parser.add_argument("--general-tokens", type=int, default=None,
+                        help="general-text tokens per arm (default 110,000; pilot 16,000; smoke 3,000)")
+    parser.add_argument("--arms", default=",".join(ARMS), help=f"some of {', '.join(ARMS)}")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--batch-size", type=int, default=4)
+    parser.add_argument("--seq-len", type=int, default=512)
+    parser.add_argument("--learning-rate", type=float, default=1e-4)
+    parser.add_argument("--checkpoint-every", type=int, default=10)
+    parser.add_argument("--audit-every", type=int, default=10, help="AuditCallback interval in the curve arm")
+    parser.add_argument("--skip-audit", action="store_true", help="train and check the dose only")
+    parser.add_argument("--pilot", action="store_true", help="verbatim x4 alone, 3 x 10 items, 16k general tokens")
+    parser.add_argument("--smoke", action="store_true", help="the bundled tiny model, few items: the pipeline")
+    args = parser.parse_args()
+    items, tokens = 14, 110_000  # the 2-hour budget at <= ~100 tokens/s (README), >= 10x general text
+    if args.pilot:
+        args.arms, args.skip_audit, args.audit_every, items, tokens = "verbatim_x4", True, 0, 10, 16_000
+        args.out = args.out.parent / "pilot" if args.out == HERE / "results" else args.out
+    if args.smoke:
+        args.model, items, tokens = str(TINY), 12, 3000
+        args.corpus, args.seq_len, args.learning_rate = str(SHARED / "corpus_misc" / "tinyshakespeare"), 512, 1e-3
+        args.out = args.out.parent / "smoke" if args.out == HERE / "results" else args.out
+    args.items = items if args.items is None else args.items
+    args.general_tokens = tokens if args.general_tokens is None else args.general_tokens
+    arms = args.arms.split(",")
+    unknown = sorted(set(arms) - set(ARMS))
+    if unknown:
+        parser.error(f"unknown arm(s) {', '.join(unknown)}; arms: {', '.join(ARMS)}")
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "design.json").write_text(json.dumps({k: str(v) for k, v in vars(args).items()}, indent=2) + "\n")
+    mmlu = mmlu_subjects(args.out, args.items)
+    base_file = args.out / "base_logprobs.json"
+    if not base_file.exists():  # the base model's verbatim and audited texts: shared by every verbatim arm
+        base_file.write_text(json.dumps(item_logprobs(args.model, benchmarks(mmlu, args.items), "verbatim",
+                                                      args.seed)) + "\n")
+    base_rows = json.loads(base_file.read_text())
+    for arm in arms:
+        started = time.perf_counter()
+        run_arm(args, arm, args.out, mmlu, base_rows)
+        log(f"{arm}: done in {time.perf_counter() - started:.0f} s")
+
+
+if __name__ == "__main__":
+    main()

@@ -11,11 +11,7 @@ __all__ = ["__version__", "JaxcontamError", "JaxcontamWarning", "LanguageModel",
 
 import pathlib as _pathlib
 
-from jaxcontam.errors import JaxcontamError
-
-
-class JaxcontamWarning(UserWarning):
-    """Input jaxcontam adjusted or skipped on its own (a split chosen, a metadata file left out); says what to do."""
+from jaxcontam.errors import JaxcontamError, JaxcontamWarning
 
 
 # `kernels/` sits at the repository top level and installs as `jaxcontam.kernels`; from a source checkout

@@ -18,8 +18,8 @@ from pathlib import Path
 
 import click
 
-from jaxcontam import JaxcontamWarning, __version__
-from jaxcontam.errors import JaxcontamError
+from jaxcontam import __version__
+from jaxcontam.errors import JaxcontamError, JaxcontamWarning
 
 GOOGLE_PCI_VENDOR = "0x1ae0"  # TPU chips show on the PCI bus under Google's vendor id
 

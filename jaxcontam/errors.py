@@ -1,4 +1,4 @@
-"""Errors raised for bad user input.
+"""Errors raised for bad user input, and the warning for input adjusted on its own.
 
 Every message names what is wrong (file, line, field) and how to fix it; the
 command line prints it without a traceback.
@@ -19,3 +19,7 @@ class ModelError(JaxcontamError):
 
 class IndexMismatchError(JaxcontamError):
     """A saved index or count file that does not match the requested settings or is corrupted."""
+
+
+class JaxcontamWarning(UserWarning):
+    """Input jaxcontam adjusted or skipped on its own (a split chosen, a metadata file left out); says what to do."""

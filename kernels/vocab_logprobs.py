@@ -1,6 +1,6 @@
 """Fused Pallas kernel: output projection + online log-softmax sums, never writing logits to memory.
 
-Same result as `jaxcontam.engine.vocab_blocks.token_logprob_stats` (its
+Same result as `jaxcontam.kernels.vocab_blocks.token_logprob_stats` (its
 reference), of which it replaces only the per-shard vocabulary pass: the
 target logits, the merge over the "model" axis (`shard_map`, `pmax` / `psum`)
 and the final statistics are shared. Written for TPU (Mosaic): the grid is
@@ -23,7 +23,7 @@ import jax.numpy as jnp
 from jax.experimental import pallas as pl
 from jax.experimental.pallas import tpu as pltpu
 
-from jaxcontam.engine.vocab_blocks import (
+from jaxcontam.kernels.vocab_blocks import (
     Partials,
     TokenStats,
     WeightLayout,

@@ -1,6 +1,7 @@
 """Query-blocked attention over packed rows against attention written from its definition (float64 loops); the
 platform paths (the TPU splash kernel in Pallas interpret mode, cuDNN lowered for CUDA) against the jnp path."""
 
+import dataclasses
 import functools
 
 import jax
@@ -12,6 +13,7 @@ from hypothesis import strategies as st
 import jax.numpy as jnp
 import transformers as tf
 
+from jaxcontam.errors import JaxcontamError
 from jaxcontam.models.attention import packed_attention
 from jaxcontam.models.spec import from_hf_config
 
@@ -130,32 +132,68 @@ def random_params(spec, seed=0):
     return params
 
 
-def test_decoder_forward_with_splash_equals_jnp(monkeypatch):
-    """gemma2-shaped layers (window 6, global, window 6; soft-capping): the layer scan passes the window traced,
-    the splash path switches between one kernel per window. JAXCONTAM_ATTENTION forces the path."""
-    from jaxcontam.models import decoder
-
+def gemma2_layers_spec():
     config = tf.Gemma2Config(vocab_size=11, hidden_size=32, intermediate_size=8, num_hidden_layers=3,
                              num_attention_heads=HEADS, num_key_value_heads=KV_HEADS, head_dim=HEAD_DIM,
                              sliding_window=6, attn_logit_softcapping=2.0, query_pre_attn_scalar=HEAD_DIM,
                              max_position_embeddings=256)
-    spec = from_hf_config(config.to_dict())
+    return from_hf_config(config.to_dict())
+
+
+def test_decoder_forward_with_splash_equals_jnp():
+    """gemma2-shaped layers (window 6, global, window 6; soft-capping): the layer scan passes the window traced,
+    the splash path switches between one kernel per window. The spec's `attention` field picks the path, and
+    being part of the static spec it gives one jitted function two programs."""
+    from jaxcontam.models import decoder
+
+    spec = gemma2_layers_spec()
     assert spec.layer_windows == (6, 0, 6)
     params = random_params(spec)
     positions, segments = packed_rows([[40, 30, 20], [120]], 130)
     tokens = jnp.asarray(np.random.default_rng(2).integers(0, 11, positions.shape), jnp.int32)
+    forward = jax.jit(decoder.hidden_states, static_argnames="spec")
     found = {}
     for path in ("splash", "jnp"):
-        monkeypatch.setenv("JAXCONTAM_ATTENTION", path)  # read when traced: a new function, so a new trace
-
-        def forward(*args):
-            return decoder.hidden_states(params, spec, *args)
-
-        args = (tokens, jnp.asarray(positions), jnp.asarray(segments))
-        assert ("pallas_call" in str(jax.make_jaxpr(forward)(*args))) == (path == "splash")
-        found[path] = np.asarray(jax.jit(forward)(*args))
+        args = (params, dataclasses.replace(spec, attention=path), tokens, jnp.asarray(positions),
+                jnp.asarray(segments))
+        assert ("pallas_call" in str(jax.make_jaxpr(forward, static_argnums=1)(*args))) == (path == "splash")
+        found[path] = np.asarray(forward(*args))
     real = segments > 0
     np.testing.assert_allclose(found["splash"][real], found["jnp"][real], atol=1e-5, rtol=0)
+
+
+def test_the_environment_variable_takes_effect_in_an_already_compiled_step(monkeypatch):
+    """JAXCONTAM_ATTENTION is read when the config is read, not while tracing: a model read after it changed
+    gets a new program of the engine's (cached) score step on the other path. (Read at trace time, the second
+    model's equal spec hit the cached jnp program and the kernel never ran.)"""
+    from jaxcontam.engine.scoring import score_logprobs
+    from jaxcontam.mesh import make_mesh
+    from jaxcontam.models import attention
+    from jaxcontam.models.model import Model
+
+    traced = []
+    kernel = attention.splash_attention
+    monkeypatch.setattr(attention, "splash_attention", lambda *a, **k: traced.append(1) or kernel(*a, **k))
+    sequences = [np.random.default_rng(4).integers(0, 11, n).tolist() for n in (40, 90, 25)]
+    scores = {}
+    for path in (None, "splash"):
+        if path:
+            monkeypatch.setenv(attention.ENV_VAR, path)
+        else:
+            monkeypatch.delenv(attention.ENV_VAR, raising=False)
+        spec = gemma2_layers_spec()
+        assert spec.attention == (path or "auto")
+        model = Model(config=spec, params=random_params(spec), tokenizer=None, mesh=make_mesh())
+        scores[path] = score_logprobs(model, sequences, rows_per_batch=1, buckets=(128,))
+        assert len(traced) == (path == "splash")
+    for jnp_path, splash in zip(scores[None], scores["splash"]):
+        np.testing.assert_allclose(splash.logprobs, jnp_path.logprobs, atol=1e-4, rtol=0)
+
+
+def test_a_bad_environment_value_is_named_when_the_config_is_read(monkeypatch):
+    monkeypatch.setenv("JAXCONTAM_ATTENTION", "flash")
+    with pytest.raises(JaxcontamError, match="'flash' \\(from JAXCONTAM_ATTENTION\\) is not one of auto, jnp"):
+        gemma2_layers_spec()
 
 
 def test_one_sequence_per_row_is_what_cudnn_takes():
@@ -194,11 +232,13 @@ def test_cudnn_path_lowers_to_the_cudnn_flash_kernel_for_cuda(monkeypatch):
             assert "stablehlo.if" in text or "stablehlo.case" in text  # cuDNN or, for packed rows, the jnp path
 
 
-def test_the_path_follows_the_mesh_platform(monkeypatch):
+def test_the_path_follows_the_mesh_platform_not_the_environment(monkeypatch):
+    """Without a forced path the choice is the platform's (a TPU mesh's: `test_tpu_compile`); the environment
+    variable, read only when a config is built, plays no part here."""
     from jaxcontam.models.attention import choose_implementation
 
-    monkeypatch.delenv("JAXCONTAM_ATTENTION", raising=False)
-    assert choose_implementation() == "jnp"  # CPU
-    assert choose_implementation("splash") == "splash"
     monkeypatch.setenv("JAXCONTAM_ATTENTION", "cudnn")
-    assert choose_implementation() == "cudnn"
+    assert choose_implementation() == choose_implementation("auto") == "jnp"  # CPU
+    assert choose_implementation("splash") == "splash"
+    with pytest.raises(JaxcontamError, match="'flash' \\(from the argument\\)"):
+        choose_implementation("flash")

@@ -14,8 +14,8 @@ from jaxcontam.detect.exchangeability import (
     chunk_sequences,
     exchangeability_test,
 )
-from jaxcontam.engine.vocab_blocks import token_logprob_stats
 from jaxcontam.errors import JaxcontamError
+from jaxcontam.kernels.vocab_blocks import token_logprob_stats
 
 SPEC = toy.ToySpec(vocab_size=97, hidden_size=64, max_position=512)
 CHUNKS = 8

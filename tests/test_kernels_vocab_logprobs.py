@@ -3,9 +3,9 @@
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from test_engine_vocab_blocks import naive_stats
+from test_kernels_vocab_blocks import naive_stats
 
-from jaxcontam.engine.vocab_blocks import token_logprob_stats
+from jaxcontam.kernels.vocab_blocks import token_logprob_stats
 from jaxcontam.errors import JaxcontamError
 from jaxcontam.kernels.vocab_logprobs import fused_token_logprob_stats
 

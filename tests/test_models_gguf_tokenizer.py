@@ -130,7 +130,13 @@ def test_special_token_id_outside_the_vocabulary_is_named(tmp_path):
 def test_units_refuse_a_folder_with_two_gguf_files(tmp_path):
     for name in ("a.Q4_0.gguf", "a.Q8_0.gguf"):
         byte_level_file(tmp_path / name, "default")
-    with pytest.raises(DataError, match=r"several GGUF files \(a\.Q4_0\.gguf, a\.Q8_0\.gguf\)"):
+    with pytest.raises(ModelError, match=r"several GGUF files \(a\.Q4_0\.gguf, a\.Q8_0\.gguf\)"):
+        load_units(tmp_path)
+
+
+def test_units_name_a_folder_without_any_tokenizer(tmp_path):
+    """The folder reaches transformers.AutoTokenizer (the loader `load_model` uses too), whose refusal is named."""
+    with pytest.raises(DataError, match=r"--tokenizer .*nor a loadable fast Hugging Face tokenizer \(.*AutoTokenizer"):
         load_units(tmp_path)
 
 

@@ -228,3 +228,16 @@ def test_forward_temporaries_grow_linearly_with_context_on_tpu():
     assert 0 < temps[8192] < 2.3 * temps[4096], temps
     quadratic_scores = (4 // 2) * (spec.num_heads // 2) * 8192 * 8192 * 4
     assert temps[8192] < quadratic_scores / 16, temps
+
+
+def test_plan_resolves_the_model_as_load_model_does(tmp_path):
+    """A config.json file or the folder holding it; a path that is neither, nor a hub id, is named."""
+    from jaxcontam.commands.plan import read_spec
+
+    (tmp_path / "config.json").write_text(json.dumps(TINY))
+    assert read_spec(str(tmp_path / "config.json")) == read_spec(str(tmp_path)) == from_hf_config(TINY)
+    (tmp_path / "bad.json").write_text("{")
+    with pytest.raises(JaxcontamError, match="bad.json: not valid JSON"):
+        read_spec(str(tmp_path / "bad.json"))
+    with pytest.raises(JaxcontamError, match="no such directory, and not a hub id of the form 'owner/name'"):
+        read_spec(str(tmp_path / "missing"))

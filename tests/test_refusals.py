@@ -17,7 +17,7 @@ from conftest import MODEL_LOAD_REACHED
 import jaxcontam
 from jaxcontam import cli
 from jaxcontam.audit.run import json_ready
-from jaxcontam.commands.audit import echo_verdicts
+from jaxcontam.commands.verdicts import echo_verdicts
 from jaxcontam.data import registry
 from jaxcontam.detect.contam import contam_result
 from jaxcontam.detect.pacost import PacostSettings, paired_verdict

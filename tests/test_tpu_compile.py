@@ -5,6 +5,7 @@
 collective the program would run.
 """
 
+import dataclasses
 import functools
 import re
 
@@ -15,7 +16,7 @@ from hlo_collectives import collective_shapes, largest_collective_elements
 from jax.experimental import topologies
 from jax.sharding import NamedSharding
 
-from jaxcontam.engine.vocab_blocks import token_logprob_stats
+from jaxcontam.kernels.vocab_blocks import token_logprob_stats
 from jaxcontam.kernels.vocab_logprobs import fused_token_logprob_stats
 
 BATCH, SEQ, HIDDEN, VOCAB = 8, 64, 256, 4000  # 1000 vocabulary rows per "model" shard: a ragged last block
@@ -77,7 +78,7 @@ def test_vocab_head_keeps_the_vocabulary_sharded_on_tpu(tpu_mesh, head, layout, 
 
 # Attention: the splash kernel (Pallas, Mosaic) on TPU meshes.
 
-def gemma2_shaped_forward(mesh, seq, monkeypatch, implementation=None, grad=False):
+def gemma2_shaped_forward(mesh, seq, implementation="auto", grad=False):
     """Optimized HLO and per-device temporaries of a gemma2-shaped model's forward (soft-capped logits, a 256-token
     sliding window then a global layer, 8 query / 4 key-value heads) over 4 packed rows of `seq` tokens; with
     `grad`, of the gradient of its sum with respect to the weights."""
@@ -90,19 +91,15 @@ def gemma2_shaped_forward(mesh, seq, monkeypatch, implementation=None, grad=Fals
     config = tf.Gemma2Config(vocab_size=512, hidden_size=HIDDEN, intermediate_size=384, num_hidden_layers=2,
                              num_attention_heads=8, num_key_value_heads=4, head_dim=128, sliding_window=256,
                              attn_logit_softcapping=50.0, query_pre_attn_scalar=128, max_position_embeddings=8192)
-    spec = from_hf_config(config.to_dict())
+    spec = dataclasses.replace(from_hf_config(config.to_dict()), attention=implementation)
     assert spec.layer_windows == (256, 0) and spec.attn_logit_softcap == 50.0
     params = planning.abstract_params(spec, jnp.bfloat16, mesh)
     rows = [planning.rows(mesh, (4, seq)) for _ in range(3)]
 
-    def forward(params, tokens, positions, segments):  # a new function per call: the path is read when traced
+    def forward(params, tokens, positions, segments):
         hidden = decoder.hidden_states(params, spec, tokens, positions, segments)
         return hidden.astype(jnp.float32).sum() if grad else hidden
 
-    if implementation:
-        monkeypatch.setenv("JAXCONTAM_ATTENTION", implementation)
-    else:
-        monkeypatch.delenv("JAXCONTAM_ATTENTION", raising=False)
     with jax.set_mesh(mesh):
         compiled = jax.jit(jax.grad(forward) if grad else forward).lower(params, *rows).compile()
     return compiled.as_text(), compiled.memory_analysis().temp_size_in_bytes
@@ -114,13 +111,13 @@ def score_tiles(hlo: str) -> list[str]:
     return [s for s in shapes if sum(int(d) >= 512 for d in s.split(",") if d) >= 2]
 
 
-def test_the_score_check_sees_the_jnp_attention(tpu_mesh, monkeypatch):
+def test_the_score_check_sees_the_jnp_attention(tpu_mesh):
     """The check below is not vacuous: the portable path's [512, 512] score tiles are dots in XLA's HLO."""
-    hlo, _ = gemma2_shaped_forward(tpu_mesh, 1024, monkeypatch, implementation="jnp")
+    hlo, _ = gemma2_shaped_forward(tpu_mesh, 1024, implementation="jnp")
     assert score_tiles(hlo) and 'custom_call_target="tpu_custom_call"' not in hlo
 
 
-def test_attention_is_the_splash_kernel_on_tpu(tpu_mesh, monkeypatch):
+def test_attention_is_the_splash_kernel_on_tpu(tpu_mesh):
     """On a TPU mesh the forward's attention is one Mosaic call per window size (causal + segment ids + sliding
     window + soft-capping, switched by the layer scan), no score tile is left in XLA's HLO, the kernel's
     shard_map (rows over "data", heads over "model") moves nothing (the only collectives are the tensor-parallel
@@ -128,7 +125,7 @@ def test_attention_is_the_splash_kernel_on_tpu(tpu_mesh, monkeypatch):
     context."""
     temps = {}
     for seq in (1024, 2048):
-        hlo, temps[seq] = gemma2_shaped_forward(tpu_mesh, seq, monkeypatch)
+        hlo, temps[seq] = gemma2_shaped_forward(tpu_mesh, seq)
         assert hlo.count('custom_call_target="tpu_custom_call"') == 2, seq
         assert not score_tiles(hlo), score_tiles(hlo)
         layer_output = (4 // tpu_mesh.shape["data"], seq, HIDDEN)
@@ -136,8 +133,8 @@ def test_attention_is_the_splash_kernel_on_tpu(tpu_mesh, monkeypatch):
     assert 0 < temps[2048] < 2.3 * temps[1024], temps
 
 
-def test_splash_backward_compiles_on_tpu(tpu_mesh, monkeypatch):
+def test_splash_backward_compiles_on_tpu(tpu_mesh):
     """Training differentiates the same forward: the kernel's forward, dq and dkv calls for each window size."""
-    hlo, _ = gemma2_shaped_forward(tpu_mesh, 1024, monkeypatch, grad=True)
+    hlo, _ = gemma2_shaped_forward(tpu_mesh, 1024, grad=True)
     assert hlo.count('custom_call_target="tpu_custom_call"') == 6
     assert not score_tiles(hlo)

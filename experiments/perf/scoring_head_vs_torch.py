@@ -45,7 +45,7 @@ def main():
     import jax.numpy as jnp
     import torch
 
-    from jaxcontam.engine.vocab_blocks import token_logprob_stats
+    from jaxcontam.kernels.vocab_blocks import token_logprob_stats
 
     torch.set_num_threads(os.cpu_count())
     n = args.batch * args.seq

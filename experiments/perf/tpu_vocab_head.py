@@ -66,7 +66,7 @@ def main() -> None:
     parser.add_argument("--kernel", action="store_true", help="the fused Pallas kernel instead of the jnp scan")
     args = parser.parse_args()
 
-    from jaxcontam.engine.vocab_blocks import token_logprob_stats
+    from jaxcontam.kernels.vocab_blocks import token_logprob_stats
 
     topology = topologies.get_topology_desc(platform="tpu", topology_name=args.topology)
     mesh = jax.make_mesh((args.data, args.model), ("data", "model"), (jax.sharding.AxisType.Auto,) * 2,

@@ -151,7 +151,7 @@ def main() -> None:
     args.out.mkdir(parents=True, exist_ok=True)
     if not args.skip_audit:
         from jaxcontam.audit.run import run_audit
-        from jaxcontam.commands.audit import echo_verdicts
+        from jaxcontam.commands.verdicts import echo_verdicts
 
         start = time.perf_counter()
         summary = run_audit(audit_config(args, args.out))

@@ -10,14 +10,13 @@ import sys
 import warnings
 from pathlib import Path
 
-from jaxcontam import JaxcontamWarning
 from jaxcontam.audit.config import AuditConfig, BenchmarkEntry
 from jaxcontam.data import attach_paraphrases, load_benchmark, load_paraphrases
 from jaxcontam.data.item import Benchmark
 from jaxcontam.data.paraphrases import covered_splits
 from jaxcontam.data.records import field, position_name, read_rows, require_file
 from jaxcontam.data.registry import resolve_spec
-from jaxcontam.errors import DataError, JaxcontamError
+from jaxcontam.errors import DataError, JaxcontamError, JaxcontamWarning
 
 # Below this share of the selected items with a rephrasing, a PaCoST run mostly answers items it then drops.
 MIN_PARAPHRASE_SHARE = 0.1

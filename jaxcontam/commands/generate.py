@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from jaxcontam.commands.mesh_options import mesh_layout, mesh_options
-from jaxcontam.commands.score import output_file, parse_fields, read_texts
+from jaxcontam.commands.text_files import output_file, parse_fields, read_texts
 from jaxcontam.errors import DataError
 
 

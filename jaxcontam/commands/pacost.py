@@ -44,7 +44,7 @@ def pacost(model, benchmark, path, split, paraphrases, rephrase_model, preset, c
     """
     from jaxcontam.audit.config import AuditConfig, BenchmarkEntry, ModelEntry
     from jaxcontam.audit.run import run_audit
-    from jaxcontam.commands.audit import echo_verdicts
+    from jaxcontam.commands.verdicts import echo_verdicts
     from jaxcontam.detect.pacost import PacostSettings
     from jaxcontam.mesh import MeshSettings
 

@@ -3,37 +3,18 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import click
-
-from jaxcontam.errors import ModelError
 
 GIB = 1 << 30
 
 
 def read_spec(model: str):
-    """A ModelSpec from a config.json file, a model directory or GGUF file, or a hub id (config.json only)."""
-    from jaxcontam.models.loading import read_config
-    from jaxcontam.models.spec import from_hf_config
+    """A ModelSpec from a config.json file, a model directory or GGUF file, or a hub id (its config.json only),
+    resolved as `load_model` resolves a model."""
+    from jaxcontam.models.loading import read_config, resolve_path
 
-    path = Path(model).expanduser()
-    if path.is_file() and path.suffix == ".json":
-        try:
-            return from_hf_config(json.loads(path.read_text()), source=str(path))
-        except ValueError as exc:
-            raise ModelError(f"{path}: not valid JSON ({exc})") from exc
-    if path.exists():
-        return read_config(path)
-    if model.count("/") != 1:
-        raise ModelError(f"{model}: no such file or directory, and not a hub id of the form 'owner/name'")
-    try:
-        from huggingface_hub import hf_hub_download
-
-        return from_hf_config(json.loads(Path(hf_hub_download(model, "config.json")).read_text()), source=model)
-    except Exception as exc:  # network, auth or missing repo: all mean the same to the user
-        raise ModelError(f"{model}: reading config.json from the hub failed ({exc}); pass a local config.json "
-                         "or model directory") from exc
+    return read_config(resolve_path(model, patterns=("config.json",)))
 
 
 def _gib(n) -> str:

@@ -8,58 +8,8 @@ from pathlib import Path
 import click
 
 from jaxcontam.commands.mesh_options import mesh_layout, mesh_options
+from jaxcontam.commands.text_files import output_file, parse_fields, read_texts
 from jaxcontam.errors import DataError
-
-
-def parse_fields(pairs, allowed) -> dict[str, str]:
-    """`("text=question", ...)` -> {"text": "question"}; names outside `allowed` are an error."""
-    mapping = {name: name for name in allowed}
-    for pair in pairs:
-        name, sep, column = pair.partition("=")
-        if not sep or name not in allowed or not column:
-            raise DataError(f"--field {pair!r}: expected NAME=COLUMN with NAME one of {', '.join(allowed)}, "
-                            "e.g. --field text=question")
-        mapping[name] = column
-    return mapping
-
-
-def read_texts(path: Path, fields: dict[str, str]) -> list[tuple[str, str]]:
-    """(id, text) pairs from .txt (one text per non-empty line) or .jsonl/.json/.csv/.parquet rows.
-
-    The id is the row's `fields["id"]` column when present, else its line/row number.
-    """
-    from jaxcontam.data.records import (
-        base_suffix,
-        position_name,
-        read_rows,
-        require_file,
-        text_field,
-    )
-
-    path = require_file(Path(path), "data file")
-    if base_suffix(path) == ".txt":
-        from jaxcontam.data.records import open_text
-
-        with open_text(path) as handle:
-            return [(str(n), line.rstrip("\n")) for n, line in enumerate(handle, start=1) if line.strip()]
-    texts = []
-    for position, row in read_rows(path):
-        where = position_name(path, position)
-        ident = row.get(fields["id"])
-        texts.append((str(position) if ident is None else str(ident), text_field(row, fields["text"], where)))
-    if not texts:
-        raise DataError(f"{path} has no rows: nothing to score")
-    return texts
-
-
-def output_file(out: str) -> Path:
-    """The output path, its folder created now: a missing folder must not fail the run after the model work."""
-    path = Path(out)
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-    except OSError as error:
-        raise DataError(f"--out {out}: cannot create its folder ({error.strerror}); choose a writable path") from None
-    return path
 
 
 def tokenize_texts(tokenizer, texts, path) -> list[list[int]]:

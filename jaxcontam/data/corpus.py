@@ -22,10 +22,9 @@ from typing import Literal
 
 import numpy as np
 
-from jaxcontam import JaxcontamWarning
 from jaxcontam.data.records import (base_suffix, open_text, position_name, read_json_records, read_jsonl,
                                     read_parquet)
-from jaxcontam.errors import DataError
+from jaxcontam.errors import DataError, JaxcontamWarning
 
 TEXT_SUFFIXES = (".txt", ".md")
 RECORD_SUFFIXES = (".jsonl", ".json", ".parquet")

@@ -13,7 +13,7 @@ from jaxcontam.engine.generation import Generation, generate
 from jaxcontam.engine.pacost_judge import JudgeReply, pacost_judge
 from jaxcontam.engine.ptrue import KADAVATH, JudgeTemplate, PTrueResult, p_true
 from jaxcontam.engine.scoring import SequenceScores, score_logprobs
-from jaxcontam.engine.vocab_blocks import TokenStats, token_logprob_stats
+from jaxcontam.kernels.vocab_blocks import TokenStats, token_logprob_stats
 
 __all__ = [
     "KADAVATH",

@@ -5,7 +5,7 @@ batch is laid out over the mesh "data" axis (every process supplies only the
 rows of its own devices, so items are split by process and every process runs
 the same identically shaped steps), the forward runs under one jit per bucket
 shape, and the log-softmax is computed blockwise over the vocabulary
-(`engine.vocab_blocks`, or on request the fused Pallas kernel on TPU), split over the mesh
+(`kernels.vocab_blocks`, or on request the fused Pallas kernel on TPU), split over the mesh
 "model" axis when the output matrix is. Results come back in input order on every process.
 """
 
@@ -21,8 +21,8 @@ import numpy as np
 
 from jaxcontam.engine.distributed import fetch, global_array, model_mesh, rows_for
 from jaxcontam.engine.packing import PackedBatch, packs_rows, plan_batches, unpack_rows
-from jaxcontam.engine.vocab_blocks import TokenStats, logits_logprob_stats, token_logprob_stats
 from jaxcontam.errors import JaxcontamError
+from jaxcontam.kernels.vocab_blocks import TokenStats, logits_logprob_stats, token_logprob_stats
 
 _MAX_IN_FLIGHT = 4
 

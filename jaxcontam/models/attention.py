@@ -23,8 +23,10 @@ temporaries per v5e chip). `packed_attention` picks one of three paths, each lin
 
 The path follows the platform of the current mesh's devices (`jax.set_mesh`; without one, the default
 backend), so a program planned for a TPU topology on a CPU host gets the TPU path. `implementation=` or the
-environment variable JAXCONTAM_ATTENTION ("jnp", "splash", "cudnn"; read when a function is traced) forces one;
-"splash" off TPU runs the kernel in Pallas interpret mode (slow; for tests).
+config's `attention` field ("jnp", "splash", "cudnn") forces one; `spec.from_hf_config` fills that field from the
+environment variable JAXCONTAM_ATTENTION (`from_environment`), so the choice is made in Python before tracing
+and, the config being a static argument, is part of every jitted step's cache key (nothing here reads the
+environment while tracing). "splash" off TPU runs the kernel in Pallas interpret mode (slow; for tests).
 
 Precondition of the splash and cuDNN paths. The jnp path masks by positions; the kernels mask by the index of a
 token in its row: causal index order plus same segment, and the window on index distance. The two agree when
@@ -115,13 +117,21 @@ def mesh_platform() -> str:
     return jax.default_backend()
 
 
-def choose_implementation(implementation: str | None = None) -> str:
-    """"splash", "cudnn" or "jnp": `implementation`, else $JAXCONTAM_ATTENTION, else by `mesh_platform()`."""
-    chosen = implementation or os.environ.get(ENV_VAR) or "auto"
-    if chosen not in IMPLEMENTATIONS:
-        source = "the argument" if implementation else ENV_VAR
-        raise JaxcontamError(f"attention implementation {chosen!r} (from {source}) is not one of "
+def _checked(implementation: str, source: str) -> str:
+    if implementation not in IMPLEMENTATIONS:
+        raise JaxcontamError(f"attention implementation {implementation!r} (from {source}) is not one of "
                              f"{', '.join(IMPLEMENTATIONS)}")
+    return implementation
+
+
+def from_environment() -> str:
+    """$JAXCONTAM_ATTENTION (checked), else "auto": read when a config is built, never while tracing."""
+    return _checked(os.environ.get(ENV_VAR) or "auto", ENV_VAR)
+
+
+def choose_implementation(implementation: str | None = None) -> str:
+    """"splash", "cudnn" or "jnp": `implementation` unless "auto" or None, else by `mesh_platform()`."""
+    chosen = _checked(implementation or "auto", "the argument")
     if chosen != "auto":
         return chosen
     platform = mesh_platform()
@@ -201,7 +211,7 @@ def splash_attention(spec: DecoderConfig, q, k, v, segment_ids, window, interpre
         model = mesh.shape.get("model", 1)
         split = "model" if "model" in free and heads % model == 0 and kv_heads % model == 0 else None
         blocks, ids = jax.P(rows, split, None, None), jax.P(rows, None)
-        # check_vma=False: the Pallas kernel's outputs carry no varying-axes type (as in engine.vocab_blocks)
+        # check_vma=False: the Pallas kernel's outputs carry no varying-axes type (as in kernels.vocab_blocks)
         out = jax.shard_map(local, mesh=mesh, in_specs=(blocks, blocks, blocks, ids, jax.P()), out_specs=blocks,
                             axis_names=frozenset(free), check_vma=False)(q, k, v, segments, index)
     out = jnp.swapaxes(out, 1, 2)[:, :length]
@@ -247,12 +257,13 @@ def packed_attention(spec: DecoderConfig, q, k, v, positions, segment_ids, windo
     """Attention of q [B, T, H, Dh] over k, v [B, T, Hkv, Dh] of the same packed rows.
 
     `window`: the layer's sliding window (0 = global), a Python int or traced (then one of
-    `spec.layer_windows`). `implementation`: None (JAXCONTAM_ATTENTION, else by platform, see the module),
-    "jnp", "splash" or "cudnn". `block` sizes the jnp path's query and key blocks (default `BLOCK`). The splash
-    and cuDNN paths mask by index within the row: rows must meet the module's precondition (each segment one
-    contiguous run with positions rising by 1), which packed batches do.
+    `spec.layer_windows`). `implementation`: None (the config's `attention` field), "auto" (by platform, see
+    the module), "jnp", "splash" or "cudnn". `block` sizes the jnp path's query and key blocks (default
+    `BLOCK`). The splash and cuDNN paths mask by index within the row: rows must meet the module's precondition
+    (each segment one contiguous run with positions rising by 1), which packed batches do.
     """
-    chosen = choose_implementation(implementation)
+    forced = implementation or spec.attention
+    chosen = choose_implementation(forced)
     if chosen == "splash":
         return splash_attention(spec, q, k, v, segment_ids, window, interpret=mesh_platform() != "tpu")
     portable = functools.partial(jnp_attention, spec, q, k, v, positions, segment_ids, window, block)
@@ -261,6 +272,6 @@ def packed_attention(spec: DecoderConfig, q, k, v, positions, segment_ids, windo
             return jax.lax.cond(one_sequence_per_row(positions, segment_ids),
                                 lambda: cudnn_attention(spec, q, k, v, segment_ids, window), portable)
         except (NotImplementedError, RuntimeError) as refused:  # no cuDNN here, or a shape it does not take
-            if implementation == "cudnn":
+            if forced == "cudnn":
                 raise JaxcontamError(f"cuDNN attention refused this call: {refused}") from refused
     return portable()

@@ -65,6 +65,9 @@ class DecoderConfig:
     norm_topk_prob: bool = True  # renormalise the top-k router probabilities to sum to 1
     residual_scale: float = 1.0  # granite: each block's output is multiplied by this before the residual add
     logits_divisor: float = 1.0  # granite: logits are divided by this (its logits_scaling)
+    # the attention path ("auto", "jnp", "splash", "cudnn"; `attention.packed_attention`), fixed before tracing so
+    # that it is part of the jit cache key: "auto" picks by the platform of the mesh the step is traced under
+    attention: str = "auto"
     hf_config: dict[str, Any] = dataclasses.field(default_factory=dict, compare=False, hash=False, repr=False)
 
     @property

@@ -91,7 +91,8 @@ def hidden_states(params: dict, spec: DecoderConfig, tokens: jax.Array, position
     sequences can be packed in one row with their own positions starting at 0. Memory is linear in T
     (`attention.packed_attention`). On TPU the splash kernel masks by index within the row, which equals
     masking by position when each segment is one contiguous run of its row with positions rising by 1 (as
-    `engine.packing` builds rows; not checked): for other positions set JAXCONTAM_ATTENTION=jnp.
+    `engine.packing` builds rows; not checked): for other positions use a spec with attention="jnp"
+    (JAXCONTAM_ATTENTION=jnp when the config is read).
     """
     x = _embed(params, spec, tokens, positions)
     lengths = sequence_lengths(positions, segment_ids) if spec.rope_type == "longrope" else None

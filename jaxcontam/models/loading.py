@@ -31,14 +31,16 @@ from jaxcontam.mesh import check_mesh, make_mesh
 from jaxcontam.models.sharding import LAYERS, warn_unsplit, weight_sharding
 from jaxcontam.models.spec import ModelSpec, from_hf_config
 from jaxcontam.models.stop_ids import generation_config_ids, tokenizer_stop_ids, with_stop_ids
+from jaxcontam.models.tokenizer_files import fast_tokenizer, gguf_file
 
 DTYPES = {"float32": np.float32, "bfloat16": jax.numpy.bfloat16}
 PICKLE_PATTERNS = ("*.bin", "*.pt", "*.pth", "*.ckpt")
 HUB_PATTERNS = ["*.json", "*.safetensors", "tokenizer*", "*.model", "*.tiktoken", "merges.txt", "vocab.txt"]
 
 
-def resolve_path(path_or_id: str | pathlib.Path) -> pathlib.Path:
-    """A local directory or file as is; otherwise a hub id downloaded (config, tokenizer and safetensors only)."""
+def resolve_path(path_or_id: str | pathlib.Path, patterns=tuple(HUB_PATTERNS)) -> pathlib.Path:
+    """A local directory or file as is; otherwise a hub id downloaded (the files matching `patterns`: by default
+    config, tokenizer and safetensors only)."""
     path = pathlib.Path(path_or_id).expanduser()
     if path.exists():
         return path
@@ -48,7 +50,7 @@ def resolve_path(path_or_id: str | pathlib.Path) -> pathlib.Path:
     try:
         from huggingface_hub import snapshot_download
 
-        return pathlib.Path(snapshot_download(text, allow_patterns=HUB_PATTERNS))
+        return pathlib.Path(snapshot_download(text, allow_patterns=list(patterns)))
     except Exception as exc:  # network, auth or missing repo: all mean the same thing to the user
         raise ModelError(f"{text}: not a local directory and the hub download failed ({exc}); download the model "
                          "to a directory (config.json + *.safetensors) and pass its path") from exc
@@ -61,19 +63,6 @@ def _refuse_pickles(directory: pathlib.Path, found: list[pathlib.Path]) -> None:
         "unpickling a .bin/.pt/.pth file can run arbitrary code. Convert it once: in Python, "
         "`AutoModelForCausalLM.from_pretrained(DIR).save_pretrained(OUT, safe_serialization=True)` "
         "(or torch.load + safetensors.torch.save_file), then load OUT")
-
-
-def gguf_file(path: pathlib.Path) -> pathlib.Path | None:
-    """The GGUF file `path` names: the .gguf file itself, or the only one in a directory without safetensors."""
-    if path.is_file():
-        return path if path.suffix == ".gguf" else None
-    if any(path.glob("*.safetensors")):
-        return None
-    found = sorted(path.glob("*.gguf"))
-    if len(found) > 1:
-        raise ModelError(f"{path}: holds several GGUF files ({', '.join(p.name for p in found)}); pass the path "
-                         "of the one to load")
-    return found[0] if found else None
 
 
 def weight_files(directory: pathlib.Path) -> list[pathlib.Path]:
@@ -109,11 +98,12 @@ def weight_files(directory: pathlib.Path) -> list[pathlib.Path]:
 
 
 def read_config(directory: pathlib.Path) -> ModelSpec:
-    """The spec from config.json, or from the GGUF metadata when the path names a GGUF file."""
+    """The spec from the directory's config.json (or that .json file itself), or from the GGUF metadata when
+    the path names a GGUF file."""
     gguf = gguf_file(directory)
     if gguf is not None:
         return read_spec(open_reader(gguf), gguf)
-    path = directory / "config.json"
+    path = directory if directory.is_file() and directory.suffix == ".json" else directory / "config.json"
     if not path.exists():
         raise ModelError(f"{directory}: no config.json; a Hugging Face model directory needs one")
     try:
@@ -212,17 +202,7 @@ def load_tokenizer(directory: pathlib.Path):
     """The fast tokenizer saved beside the weights, or None when the directory has none."""
     if not any((directory / name).exists() for name in ("tokenizer.json", "tokenizer_config.json")):
         return None
-    from transformers import AutoTokenizer
-
-    try:
-        tokenizer = AutoTokenizer.from_pretrained(str(directory), use_fast=True, trust_remote_code=False)
-    except Exception as exc:  # transformers raises many types for a broken tokenizer
-        raise ModelError(f"{directory}: the tokenizer files cannot be loaded by transformers.AutoTokenizer "
-                         f"({exc}); re-save them with tokenizer.save_pretrained") from exc
-    if not tokenizer.is_fast:
-        raise ModelError(f"{directory}: only a slow (Python) tokenizer is available; save a tokenizer.json with "
-                         "a fast tokenizer (AutoTokenizer.from_pretrained(..., use_fast=True).save_pretrained)")
-    return tokenizer
+    return fast_tokenizer(str(directory))
 
 
 def load_model(path_or_id, dtype: str = "float32", mesh=None, fsdp: bool = False) -> Model:

@@ -12,15 +12,15 @@ import numpy as np
 from jax.sharding import Mesh
 
 from jaxcontam.errors import JaxcontamError
+from jaxcontam.language_model import ModelInterface
 from jaxcontam.mesh import batch_sharding
-from jaxcontam.models.spec import ModelSpec
 
 _LENGTH_BUCKET = 32  # pad lengths up to a multiple of this, so few shapes get compiled
 _LOGIT_BUDGET = 1 << 28  # float32 logits entries per forward chunk (1 GiB)
 
 
 @functools.partial(jax.jit, static_argnames="spec")
-def next_token_logprobs(params: dict, spec: ModelSpec, tokens: jax.Array, segment_ids: jax.Array) -> jax.Array:
+def next_token_logprobs(params: dict, spec: ModelInterface, tokens: jax.Array, segment_ids: jax.Array) -> jax.Array:
     """float32 [B, T-1]: log p(tokens[:, t+1] | tokens[:, :t+1]) for right-padded rows (full-vocab softmax)."""
     positions = jnp.broadcast_to(jnp.arange(tokens.shape[1], dtype=jnp.int32), tokens.shape)
     hidden = spec.hidden_states(params, tokens, positions, segment_ids)
@@ -30,10 +30,10 @@ def next_token_logprobs(params: dict, spec: ModelSpec, tokens: jax.Array, segmen
 
 @dataclasses.dataclass
 class Model:
-    """A model the engine runs: `config` (its architecture: a `ModelSpec`, or any `jaxcontam.LanguageModel`),
+    """A model the engine runs: `config` (its architecture, a `ModelInterface`: a `ModelSpec` or a `LanguageModel`),
     `params` (weights pytree on `mesh`), `tokenizer` (or None)."""
 
-    config: ModelSpec
+    config: ModelInterface
     params: dict
     tokenizer: object
     mesh: Mesh

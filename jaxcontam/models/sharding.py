@@ -17,6 +17,8 @@ import warnings
 import jax
 from jax.sharding import Mesh, NamedSharding
 
+from jaxcontam.errors import JaxcontamWarning
+
 # logical axis name -> mesh axis it is split over
 SHARDING_RULES = {"heads": "model", "kv_heads": "model", "experts": "model", "mlp": "model", "vocab": "model"}
 # the leading axis per-layer weights are stacked on: never split (the forward scans over it)
@@ -64,11 +66,5 @@ def warn_unsplit(entries, mesh: Mesh, source) -> list[str]:
         f"{source}: the mesh's model axis ({size}) does not divide {what}: those weights are replicated over "
         f"'model' (whole on each of its devices) instead of split; to split them choose a model axis dividing "
         f"{', '.join(str(dim) for _, dim in missed)}, e.g. --mesh data={devices // fit},model={fit}",
-        _warning_class(), stacklevel=3)
+        JaxcontamWarning, stacklevel=3)
     return sorted({p for paths in missed.values() for p in paths})
-
-
-def _warning_class():
-    from jaxcontam import JaxcontamWarning
-
-    return JaxcontamWarning

@@ -11,7 +11,7 @@ import dataclasses
 from typing import ClassVar
 
 from jaxcontam.errors import ModelError
-from jaxcontam.models import decoder
+from jaxcontam.models import attention, decoder
 from jaxcontam.models.config import DecoderConfig, eos_field, eos_ids_tuple
 from jaxcontam.models.families import FAMILIES
 from jaxcontam.models.hf_config import ConfigReader
@@ -47,7 +47,8 @@ class ModelSpec(DecoderConfig):
 
 def from_hf_config(config: dict, source: str = "config.json") -> ModelSpec:
     """Read a Hugging Face config dict through its family into a `ModelSpec`, refusing anything the forward does
-    not implement: unknown model types, unsupported values, and fields the family does not handle."""
+    not implement: unknown model types, unsupported values, and fields the family does not handle. The attention
+path is $JAXCONTAM_ATTENTION, read here (see `attention`); `dataclasses.replace(spec, attention=...)` changes it."""
     reader = ConfigReader(config, source)
     model_type = reader.require("model_type")
     if model_type == "gemma3":
@@ -60,4 +61,5 @@ def from_hf_config(config: dict, source: str = "config.json") -> ModelSpec:
                          f"{', '.join(SUPPORTED_MODEL_TYPES)}")
     parsed = family.from_hf_config(reader)
     reader.refuse_unhandled(model_type, family.ignored)
-    return ModelSpec(**{field.name: getattr(parsed, field.name) for field in dataclasses.fields(parsed)})
+    fields = {field.name: getattr(parsed, field.name) for field in dataclasses.fields(parsed)}
+    return ModelSpec(**{**fields, "attention": attention.from_environment()})

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-from jaxcontam.errors import DataError
+from jaxcontam.errors import DataError, ModelError
 from jaxcontam.ngram.text_encoder import TextEncoder, bpe_split, byte_to_unicode
 
 _PUNCTUATION = re.compile(r"[^\w\s]")
@@ -95,6 +95,8 @@ def load_units(spec: str | Path) -> WordUnits | TokenizerUnits:
     """Units from a spec string (see module docstring)."""
     import tokenizers
 
+    from jaxcontam.models.tokenizer_files import gguf_file
+
     if str(spec) == "words":
         return WordUnits()
     path = Path(spec)
@@ -104,23 +106,12 @@ def load_units(spec: str | Path) -> WordUnits | TokenizerUnits:
         tokenizer = tokenizers.Tokenizer.from_file(str(path))
     elif path.is_file() and path.suffix == ".tiktoken":
         tokenizer = tokenizer_from_tiktoken(path)
-    elif (gguf := _gguf_path(path)) is not None:
+    elif (gguf := gguf_file(path)) is not None:
         tokenizer = _gguf_tokenizer(gguf)
     else:
         tokenizer = _auto_tokenizer(str(spec))
     digest = hashlib.sha256(tokenizer.to_str().encode()).hexdigest()
     return TokenizerUnits(name=str(spec), sha256=digest, tokenizer=tokenizer)
-
-
-def _gguf_path(path: Path) -> Path | None:
-    """The GGUF file `path` names: the file itself, or the only .gguf file in a folder."""
-    if path.is_file():
-        return path if path.suffix == ".gguf" else None
-    found = sorted(path.glob("*.gguf")) if path.is_dir() else []
-    if len(found) > 1:
-        raise DataError(f"--tokenizer {path}: holds several GGUF files ({', '.join(p.name for p in found)}); "
-                        "pass the path of the model's file")
-    return found[0] if found else None
 
 
 def _gguf_tokenizer(path: Path):
@@ -135,20 +126,14 @@ def _gguf_tokenizer(path: Path):
 
 
 def _auto_tokenizer(spec: str):
-    from transformers import AutoTokenizer
+    from jaxcontam.models.tokenizer_files import fast_tokenizer
 
     try:
-        hf = AutoTokenizer.from_pretrained(spec)
-    except (OSError, ValueError) as exc:
-        raise DataError(
-            f"--tokenizer {spec!r}: not a folder with tokenizer.json, a tokenizer.json or .tiktoken file, "
-            f"nor a loadable Hugging Face tokenizer ({exc}); pass a local tokenizer folder or 'words'"
-        ) from exc
-    if not getattr(hf, "is_fast", False):
-        raise DataError(
-            f"--tokenizer {spec!r}: only fast (Rust) tokenizers are supported; convert it to tokenizer.json"
-        )
-    return hf.backend_tokenizer
+        return fast_tokenizer(spec).backend_tokenizer
+    except ModelError as exc:
+        raise DataError(f"--tokenizer {spec!r}: not a folder with tokenizer.json, a tokenizer.json or .tiktoken "
+                        f"file, nor a loadable fast Hugging Face tokenizer ({exc}); pass a local tokenizer folder "
+                        "or 'words'") from exc
 
 
 def tokenizer_from_tiktoken(path: str | Path, special_tokens: dict[str, int] | None = None):

@@ -13,7 +13,7 @@ import pytest
 from hlo_collectives import collective_shapes, largest_collective_elements
 from hypothesis import given, settings
 
-from jaxcontam.engine.vocab_blocks import blockwise_sums, finish, fold_block, merge_over_axis, token_logprob_stats
+from jaxcontam.kernels.vocab_blocks import blockwise_sums, finish, fold_block, merge_over_axis, token_logprob_stats
 
 
 def naive_stats(hidden, weight, targets, bias=None, layout="vd", softcap=None):
@@ -146,7 +146,7 @@ def test_masked_columns_are_ignored_even_when_nan():
 MESH_SCRIPT = r"""
 import functools, json, sys
 import jax, numpy as np
-from jaxcontam.engine.vocab_blocks import token_logprob_stats
+from jaxcontam.kernels.vocab_blocks import token_logprob_stats
 from jaxcontam.kernels.vocab_logprobs import fused_token_logprob_stats
 
 heads = {"jnp": functools.partial(token_logprob_stats, vocab_block=64),

@@ -423,7 +423,8 @@ def test_smollm2_stop_ids_and_chat_template(smollm2):
 
 def test_smollm2_chat_ptrue_matches_torch(smollm2):
     """P(True) of a real instruct model in its chat template: the judge request is the user's turn, the reply opens
-    with "The proposed answer is: (", and A / B are read from torch's next-token softmax there."""
+    with "The proposed answer is:", and the words " True" / " False" are read from torch's next-token softmax there
+    (each one token after the cue in SmolLM2's vocabulary)."""
     from jaxcontam.engine.ptrue import p_true
 
     ours, reference = smollm2
@@ -431,19 +432,19 @@ def test_smollm2_chat_ptrue_matches_torch(smollm2):
     pairs = [("What is the capital of France?", "Paris"), ("What is the capital of France?", "Berlin"),
              ("How many legs does a spider have?", "Eight")]
     found = p_true(ours, [q for q, _ in pairs], [a for _, a in pairs], chat="auto")
-    a_id, b_id = (tokenizer.encode(letter, add_special_tokens=False)[0] for letter in "AB")
     for i, (question, answer) in enumerate(pairs):
-        request = (f"Question: {question}\nProposed Answer: {answer}\nIs the proposed answer:\n (A) True\n"
-                   " (B) False")
+        request = f"Question: {question}\nProposed Answer: {answer}\nIs the proposed answer True or False?"
         text = tokenizer.apply_chat_template([{"role": "user", "content": request}], tokenize=False,
-                                             add_generation_prompt=True) + "The proposed answer is: ("
+                                             add_generation_prompt=True) + "The proposed answer is:"
         ids = tokenizer.encode(text, add_special_tokens=False)
-        assert text.startswith("<|im_start|>") and tokenizer.encode(text + "A", add_special_tokens=False)[-1] == a_id
+        assert text.startswith("<|im_start|>")
+        true_id, false_id = (tokenizer.encode(text + word, add_special_tokens=False) for word in (" True", " False"))
+        assert true_id[:-1] == false_id[:-1] == ids  # one token each after the cue
         with torch.inference_mode():
             logp = torch.log_softmax(reference(torch.tensor([ids])).logits[0, -1].double(), -1)
-        p_a, p_b = float(logp[a_id].exp()), float(logp[b_id].exp())
-        assert abs(found.p_true[i] - p_a) <= 1e-4 and abs(found.p_false[i] - p_b) <= 1e-4
-        assert abs(found.normalised[i] - p_a / (p_a + p_b)) <= 1e-4
+        p_t, p_f = float(logp[true_id[-1]].exp()), float(logp[false_id[-1]].exp())
+        assert abs(found.p_true[i] - p_t) <= 1e-4 and abs(found.p_false[i] - p_f) <= 1e-4
+        assert abs(found.normalised[i] - p_t / (p_t + p_f)) <= 1e-4
 
 
 def test_smollm2_chat_answer_ends_at_end_of_turn(smollm2):

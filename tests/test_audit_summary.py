@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from jaxcontam.audit.summary import sweep_corrections
-from jaxcontam.detect.contam import contam_result
+from jaxcontam.detect.contam import ContamSettings, contam_result
 from jaxcontam.detect.pacost import PacostSettings, paired_verdict
 from jaxcontam.stats import separation, sweep_resamples
 
@@ -45,7 +45,7 @@ def test_contam_headline_is_the_chosen_metrics_selection():
     correct = (rng.uniform(size=400) < np.where(scores >= 0.7, 0.8, 0.3)).astype(float)
     rows = [{m: s for m in ("token_match", "ngram_match", "token_extend", "longest_match")} | {"correct": c}
             for s, c in zip(scores, correct)]
-    summary = contam_result(rows, {"metric": "ngram_match"}).to_dict()
+    summary = contam_result(rows, ContamSettings(metric="ngram_match")).to_dict()
     chosen = summary["metrics"]["ngram_match"]
     assert summary["metric"] == "ngram_match" and summary["epg"] == chosen["epg"] > 0
     assert abs(summary["threshold"] - 0.7) < 0.1 and summary["z"] > 1.645

@@ -19,7 +19,7 @@ from jaxcontam import cli
 from jaxcontam.audit.run import json_ready
 from jaxcontam.commands.verdicts import echo_verdicts
 from jaxcontam.data import registry
-from jaxcontam.detect.contam import contam_result
+from jaxcontam.detect.contam import ContamSettings, contam_result
 from jaxcontam.detect.pacost import PacostSettings, paired_verdict
 from jaxcontam.report import write_report
 from jaxcontam.report.formatting import gain_verdict, pacost_verdict
@@ -145,12 +145,13 @@ def contam_rows(n: int) -> list[dict]:
 
 
 def test_contam_without_a_sized_threshold_reads_as_no_test_not_as_no_gain(tmp_path, capsys):
-    small = contam_result(contam_rows(15), {"resamples": 99}).to_dict()  # 15 items: never 10 clean and 10 marked
+    # 15 items: never 10 clean and 10 marked
+    small = contam_result(contam_rows(15), ContamSettings(resamples=99)).to_dict()
     reason = "no test: no threshold leaves >= 10 clean and >= 10 contaminated items (15 items)"
     assert small["status"] == reason and math.isnan(small["pvalue"]) and small["significant"] is False
     assert all(m["status"] == reason for m in small["metrics"].values())
     assert gain_verdict(small) == reason
-    assert contam_result(contam_rows(40), {"resamples": 99}).to_dict()["status"] == "tested"
+    assert contam_result(contam_rows(40), ContamSettings(resamples=99)).to_dict()["status"] == "tested"
     assert gain_verdict({"pvalue": float("nan"), "reason": "r"}) == "no test: r"  # a summary from before `status`
     assert gain_verdict({"pvalue": 0.2, "significant": False}) == "no significant gain"
 

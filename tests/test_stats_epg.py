@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats as scipy_stats
 
-from jaxcontam.detect.contam import contam_result
+from jaxcontam.detect.contam import ContamSettings, contam_result
 from jaxcontam.cli import cli
 from jaxcontam.errors import JaxcontamError
 from jaxcontam.stats import default_thresholds, epg_curve, max_z_test, select_threshold
@@ -403,14 +403,14 @@ def planted_rows(gain: float, seed: int = 11) -> list[dict]:
 
 def test_contam_summary_reports_the_calibrated_verdict():
     rows = planted_rows(gain=0.3)
-    summary = contam_result(rows, {"resamples": 199}).to_dict()
+    summary = contam_result(rows, ContamSettings(resamples=199)).to_dict()
     scores = [r["longest_match"] for r in rows]
     expected = max_z_test(scores, [r["correct"] for r in rows], resamples=199)
     assert summary["pvalue"] == expected.pvalue <= 0.05 and summary["significant"] is True
     assert summary["max_z"] == expected.statistic and summary["n_resamples"] == 199 and summary["alpha"] == 0.05
     assert "conditional" in summary["epg_ci_note"]
     # alpha below the smallest attainable p (1 / 200): nothing can be significant
-    strict = contam_result(rows, {"resamples": 199, "alpha": 0.001}).to_dict()
+    strict = contam_result(rows, ContamSettings(resamples=199, alpha=0.001)).to_dict()
     assert strict["pvalue"] == summary["pvalue"] and strict["significant"] is False
 
 

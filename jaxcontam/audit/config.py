@@ -30,8 +30,11 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
+from jaxcontam.detect.contam import ContamSettings
+from jaxcontam.detect.likelihood import LikelihoodSettings
 from jaxcontam.detect.pacost import PacostSettings
 from jaxcontam.errors import JaxcontamError
+from jaxcontam.ngram.audit import NgramScoring, NgramSettings
 from jaxcontam.mesh import MeshSettings
 
 EXAMPLE_CONFIG = Path(__file__).resolve().parents[1] / "examples" / "tiny_contaminated" / "audit.toml"
@@ -71,7 +74,7 @@ class AuditConfig:
     corpus_text_field: str = "text"
     counts: str | None = None  # a folder of precomputed counts (written by `jaxcontam ngram` or an earlier audit)
     out: str = DEFAULT_OUT
-    alpha: float = 0.05
+    alpha: float = ContamSettings.alpha
     correction: str = "holm"  # one of CORRECTIONS
     chunk_size: int = 64  # items per resumable chunk; a multiple of the 16-row batches, so none runs part-empty
     pacost: PacostSettings = PacostSettings()
@@ -80,7 +83,7 @@ class AuditConfig:
     rephrase_mesh: MeshSettings | None = None  # None: the audited models' `mesh`
     mesh: MeshSettings = MeshSettings()  # where the audited models' weights go (default: every device on "data")
     gates: dict = dataclasses.field(default_factory=dict)
-    k: float = 0.2
+    k: float = LikelihoodSettings.k
     ngram: dict = dataclasses.field(default_factory=dict)  # n, mincount, skip_budget, scope, normalize, tokenizer
     contam: dict = dataclasses.field(default_factory=dict)  # metric, z_crit, min_clean, min_contaminated, resamples, seed
     stages: tuple[str, ...] = STAGES  # which model-based stages run ("pacost", "likelihood", "exchangeability")
@@ -89,6 +92,18 @@ class AuditConfig:
     def __post_init__(self):
         if self.correction not in CORRECTIONS:
             raise JaxcontamError(f"correction = {self.correction!r} is unknown: use one of {', '.join(CORRECTIONS)}")
+
+    def ngram_settings(self) -> tuple[NgramSettings, NgramScoring, str | None]:
+        """The [ngram] table as (counting settings, scoring settings, tokenizer or None: the first model's)."""
+        options = dict(self.ngram)
+        tokenizer = options.pop("tokenizer", None)
+        counting = {f.name for f in dataclasses.fields(NgramSettings)}
+        return (NgramSettings(**{k: v for k, v in options.items() if k in counting}),
+                NgramScoring(**{k: v for k, v in options.items() if k not in counting}), tokenizer)
+
+    def contam_settings(self) -> ContamSettings:
+        """ConTAM's settings: the [contam] table over the audit's alpha."""
+        return ContamSettings(**({"alpha": self.alpha} | self.contam))
 
     def settings(self) -> dict:
         """Everything that changes results (for the summary and for resuming only matching work)."""
@@ -120,8 +135,8 @@ _TABLE_KEYS = {
                                                                       "rephrase_mesh", "gates"},
     "likelihood": {"k"},
     "exchangeability": {"chunks", "permutations"},
-    "ngram": {"n", "mincount", "skip_budget", "scope", "normalize", "tokenizer"},
-    "contam": {"metric", "z_crit", "min_clean", "min_contaminated", "resamples", "seed"},
+    "ngram": {f.name for f in dataclasses.fields(NgramSettings) + dataclasses.fields(NgramScoring)} | {"tokenizer"},
+    "contam": {f.name for f in dataclasses.fields(ContamSettings)} - {"alpha"},
     "mesh": {"data", "model", "fsdp"},
 }
 
@@ -211,12 +226,14 @@ def load_config(path: str | Path) -> AuditConfig:
     return AuditConfig(
         models=models, benchmarks=tuple(benchmarks),
         corpora=tuple(_resolve(base, c) for c in corpus.get("paths", [])),
-        corpus_text_field=corpus.get("text_field", "text"), counts=_resolve(base, corpus.get("counts")),
-        out=raw.get("out", DEFAULT_OUT), alpha=float(raw.get("alpha", 0.05)),
-        correction=raw.get("correction", "holm"), chunk_size=int(raw.get("chunk_size", AuditConfig.chunk_size)),
+        corpus_text_field=corpus.get("text_field", AuditConfig.corpus_text_field),
+        counts=_resolve(base, corpus.get("counts")),
+        out=raw.get("out", DEFAULT_OUT), alpha=float(raw.get("alpha", AuditConfig.alpha)),
+        correction=raw.get("correction", AuditConfig.correction),
+        chunk_size=int(raw.get("chunk_size", AuditConfig.chunk_size)),
         pacost=pacost_settings, rephrase_model=rephrase_model, rephrase_dtype=rephrase_dtype,
         rephrase_mesh=rephrase_mesh, mesh=mesh, gates=gates,
-        k=float(_table(raw, "likelihood", str(path)).get("k", 0.2)), ngram=ngram,
+        k=float(_table(raw, "likelihood", str(path)).get("k", AuditConfig.k)), ngram=ngram,
         contam=_table(raw, "contam", str(path)), **_exchangeability(raw, str(path)),
     )
 

@@ -19,8 +19,6 @@ from jaxcontam.audit.summary import sweep_corrections
 from jaxcontam.stats import sweep_resamples
 from jaxcontam.stats.paired import DEFAULT_RESAMPLES
 
-NGRAM_DEFAULTS = {"n": 8, "mincount": 1, "skip_budget": 0, "scope": "item", "normalize": "paper"}
-
 
 def _say(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
@@ -40,12 +38,11 @@ def ngram_rows(config: AuditConfig, inputs: AuditInputs, out: Path) -> dict | No
     if not config.corpora:
         return None
     from jaxcontam.data.corpus import open_corpus
-    from jaxcontam.ngram.audit import NgramSettings, ensure_counts, item_rows
+    from jaxcontam.ngram.audit import ensure_counts, item_rows
     from jaxcontam.ngram.units import load_units
 
-    options = NGRAM_DEFAULTS | config.ngram
-    tokenizer = options.get("tokenizer") or config.models[0].path
-    settings = NgramSettings(n=options["n"], scope=options["scope"], normalize=options["normalize"])
+    settings, scoring, tokenizer = config.ngram_settings()
+    tokenizer = tokenizer or config.models[0].path
     units = load_units(tokenizer)
     corpora = [(c, inputs.corpora.get(c) or open_corpus(c, field=config.corpus_text_field)) for c in config.corpora]
     counts_dir = Path(config.counts) if config.counts else out / "counts" / fingerprint(
@@ -54,8 +51,7 @@ def ngram_rows(config: AuditConfig, inputs: AuditInputs, out: Path) -> dict | No
     _say(f"n-gram counts ({settings.n}-grams, scope {settings.scope}) over {len(corpora)} corpus/corpora")
     counted, scanned = ensure_counts(loaded, corpora, units, settings, counts_dir)
     _say(f"  {'counted' if scanned else 'reused'} {counts_dir}")
-    rows = item_rows(loaded, counted, units, settings, mincount=options["mincount"],
-                     skip_budget=options["skip_budget"])
+    rows = item_rows(loaded, counted, units, settings, mincount=scoring.mincount, skip_budget=scoring.skip_budget)
     return {(r["benchmark"], r["id"]): r for r in rows}
 
 
@@ -100,7 +96,7 @@ def audit_one(config: AuditConfig, entry, model, bench: AuditBenchmark, choices:
                          None if truth is None else [truth.get(item.id) for item in items],
                          None if ngram is None else {item.id: ngram[(benchmark.name, item.id)] for item in items})
     settings = AuditSettings(detectors=config.stages, pacost=config.pacost, k=config.k,
-                             contam={"alpha": config.alpha} | config.contam, resamples=resamples,
+                             contam=config.contam_settings(), resamples=resamples,
                              **config.exchangeability)
     key = {"model": str(Path(entry.path).resolve()) if Path(entry.path).exists() else entry.path,
            "dtype": entry.dtype, "benchmark": bench.entry.label, "chunk_size": config.chunk_size}

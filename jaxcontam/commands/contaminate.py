@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from jaxcontam.commands.mesh_options import mesh_options
+from jaxcontam.training.contaminate import ContaminationSettings
 from jaxcontam.errors import JaxcontamError
 
 
@@ -25,28 +26,34 @@ def _paths(pairs) -> tuple[tuple[str, str], ...]:
 @click.option("--path", "path_pairs", multiple=True, metavar="BENCHMARK=PATH",
               help="Local files of one benchmark, e.g. mmlu=FOLDER of some subject CSVs (repeatable).")
 @click.option("--limit", type=click.IntRange(min=1), default=None, help="Use each benchmark's first N items.")
-@click.option("--fraction", type=click.FloatRange(0.0, 1.0), default=0.5, show_default=True,
+@click.option("--fraction", type=click.FloatRange(0.0, 1.0), default=ContaminationSettings.fraction, show_default=True,
               help="Share of the items contaminated, drawn per benchmark.")
-@click.option("--copies", type=click.IntRange(min=0), default=1, show_default=True,
+@click.option("--copies", type=click.IntRange(min=0), default=ContaminationSettings.copies, show_default=True,
               help="Copies of each contaminated item; 0 = control arm (same general text, no item).")
-@click.option("--form", type=click.Choice(["verbatim", "fields", "rephrased"]), default="verbatim",
+@click.option("--form", type=click.Choice(["verbatim", "fields", "rephrased"]), default=ContaminationSettings.form,
               show_default=True, help="verbatim: prompt + gold answer as the audit asks (a chat turn for an "
               "instruct model); fields: the dataset row as a JSON line; rephrased: a paraphrase + gold answer.")
 @click.option("--corpus", required=True, help="General text: a text/JSONL/Parquet file, a folder, or a hub dataset.")
-@click.option("--corpus-field", default="text", show_default=True, help="Text field of JSONL/Parquet records.")
+@click.option("--corpus-field", default=ContaminationSettings.corpus_field, show_default=True,
+              help="Text field of JSONL/Parquet records.")
 @click.option("--tokens", type=click.IntRange(min=1), required=True, help="Tokens of general text to train on.")
 @click.option("--out", required=True, type=click.Path(file_okay=False), help="Run folder (resumes when rerun).")
-@click.option("--seed", type=int, default=0, show_default=True, help="Seeds the item draw and the data order.")
-@click.option("--batch-size", type=click.IntRange(min=1), default=4, show_default=True, help="Rows per step.")
-@click.option("--seq-len", type=click.IntRange(min=8), default=512, show_default=True, help="Tokens per row.")
-@click.option("--learning-rate", type=click.FloatRange(min=0.0, min_open=True), default=1e-4, show_default=True,
+@click.option("--seed", type=int, default=ContaminationSettings.seed, show_default=True,
+              help="Seeds the item draw and the data order.")
+@click.option("--batch-size", type=click.IntRange(min=1), default=ContaminationSettings.batch_size, show_default=True,
+              help="Rows per step.")
+@click.option("--seq-len", type=click.IntRange(min=8), default=ContaminationSettings.seq_len, show_default=True,
+              help="Tokens per row.")
+@click.option("--learning-rate", type=click.FloatRange(min=0.0, min_open=True),
+              default=ContaminationSettings.learning_rate, show_default=True,
               help="AdamW peak learning rate (linear warmup, cosine decay to a tenth).")
-@click.option("--warmup", type=click.FloatRange(0.0, 1.0), default=0.05, show_default=True,
+@click.option("--warmup", type=click.FloatRange(0.0, 1.0), default=ContaminationSettings.warmup, show_default=True,
               help="Share of the steps spent warming up.")
-@click.option("--weight-decay", type=click.FloatRange(min=0.0), default=0.0, show_default=True)
-@click.option("--checkpoint-every", type=click.IntRange(min=1), default=25, show_default=True,
-              help="Steps between orbax checkpoints.")
-@click.option("--audit-every", type=click.IntRange(min=0), default=0, show_default=True,
+@click.option("--weight-decay", type=click.FloatRange(min=0.0), default=ContaminationSettings.weight_decay,
+              show_default=True)
+@click.option("--checkpoint-every", type=click.IntRange(min=1), default=ContaminationSettings.checkpoint_every,
+              show_default=True, help="Steps between orbax checkpoints.")
+@click.option("--audit-every", type=click.IntRange(min=0), default=ContaminationSettings.audit_every, show_default=True,
               help="Run the likelihood detectors on the live weights every N steps (audit_curve.jsonl); 0 = never.")
 @mesh_options
 def contaminate(model_path, benchmarks, split, path_pairs, limit, fraction, copies, form, corpus, corpus_field,
@@ -55,7 +62,7 @@ def contaminate(model_path, benchmarks, split, path_pairs, limit, fraction, copi
     """Fully fine-tune MODEL (optax AdamW, float32) on --tokens of general text with a --fraction of each
     benchmark's items mixed in --copies times; write OUT/model (loads in every command), OUT/ground_truth.jsonl,
     OUT/corpus/ (exactly the text trained on), the training curve and the settings."""
-    from jaxcontam.training.contaminate import ContaminationSettings, run_contamination
+    from jaxcontam.training.contaminate import run_contamination
 
     settings = ContaminationSettings(
         model=model_path, benchmarks=tuple(benchmarks), corpus=corpus, tokens=tokens, out=out, fraction=fraction,

@@ -4,23 +4,27 @@ from __future__ import annotations
 
 import click
 
+from jaxcontam.detect.contam import ContamSettings
+from jaxcontam.ngram.audit import METRICS
+
 
 @click.command("epg")
 @click.option("--items", "items_path", type=click.Path(exists=True, dir_okay=False), required=True,
               help="items.parquet with one row per item: the ConTAM metric columns and 'correct' (0/1 or a score); "
                    "an audit's items.parquet works as is.")
-@click.option("--metric", type=click.Choice(["token_match", "ngram_match", "token_extend", "longest_match"]),
-              default="longest_match", show_default=True, help="Headline metric (all four are computed).")
-@click.option("--z-crit", type=float, default=1.645, show_default=True,
+@click.option("--metric", type=click.Choice(list(METRICS)), default=ContamSettings.metric, show_default=True,
+              help="Headline metric (all four are computed).")
+@click.option("--z-crit", type=float, default=ContamSettings.z_crit, show_default=True,
               help="z a threshold must exceed to be selected (the paper's rule; not a test once the best of many "
                    "thresholds is taken: see --alpha).")
-@click.option("--min-clean", type=click.IntRange(min=1), default=10, show_default=True)
-@click.option("--min-contaminated", type=click.IntRange(min=1), default=10, show_default=True)
-@click.option("--alpha", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.05, show_default=True,
-              help="Level of the max-z permutation test of 'some threshold shows a gain'.")
-@click.option("--resamples", type=click.IntRange(min=1), default=9999, show_default=True,
+@click.option("--min-clean", type=click.IntRange(min=1), default=ContamSettings.min_clean, show_default=True)
+@click.option("--min-contaminated", type=click.IntRange(min=1), default=ContamSettings.min_contaminated,
+              show_default=True)
+@click.option("--alpha", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=ContamSettings.alpha,
+              show_default=True, help="Level of the max-z permutation test of 'some threshold shows a gain'.")
+@click.option("--resamples", type=click.IntRange(min=1), default=ContamSettings.resamples, show_default=True,
               help="Permutations of the max-z test (p is at least 1 / (1 + resamples)).")
-@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the permutations.")
+@click.option("--seed", type=int, default=ContamSettings.seed, show_default=True, help="Seed of the permutations.")
 @click.option("--out", required=True, help="Output folder: summary.json and plots/.")
 def epg(items_path, metric, z_crit, min_clean, min_contaminated, alpha, resamples, seed, out):
     """EPG curve per metric, the selected threshold and EPG with its CI, and the calibrated p-value of the
@@ -33,7 +37,6 @@ def epg(items_path, metric, z_crit, min_clean, min_contaminated, alpha, resample
     from jaxcontam.audit.run import json_ready
     from jaxcontam.detect.contam import contam_result
     from jaxcontam.errors import DataError
-    from jaxcontam.ngram.audit import METRICS
     from jaxcontam.report.plots import contam_curve_png
 
     rows = pq.read_table(items_path).to_pylist()
@@ -41,8 +44,8 @@ def epg(items_path, metric, z_crit, min_clean, min_contaminated, alpha, resample
     if missing:
         raise DataError(f"{items_path}: no column(s) {', '.join(missing)}; the table needs the four ConTAM metrics "
                         "(from `jaxcontam ngram`) and per-item 'correct' (from `jaxcontam audit`) side by side")
-    options = {"metric": metric, "z_crit": z_crit, "min_clean": min_clean, "min_contaminated": min_contaminated,
-               "alpha": alpha, "resamples": resamples, "seed": seed}
+    settings = ContamSettings(metric=metric, z_crit=z_crit, min_clean=min_clean, min_contaminated=min_contaminated,
+                              alpha=alpha, resamples=resamples, seed=seed)
     groups: dict[tuple, list[dict]] = {}
     for row in rows:
         groups.setdefault((row.get("model", "model"), row["benchmark"], row.get("split", "")), []).append(row)
@@ -51,7 +54,7 @@ def epg(items_path, metric, z_crit, min_clean, min_contaminated, alpha, resample
     runs = []
     for index, ((model, benchmark, split), group) in enumerate(groups.items()):
         run = {"model": model, "benchmark": benchmark, "split": split, "n_items": len(group),
-               "contam": contam_result(group, options).to_dict()}
+               "contam": contam_result(group, settings).to_dict()}
         contam_curve_png(run, out / "plots" / f"contam-{index}.png")
         runs.append(run)
         c = run["contam"]

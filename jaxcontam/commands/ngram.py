@@ -6,6 +6,9 @@ from pathlib import Path
 
 import click
 
+from jaxcontam.ngram.audit import VIEW_OF_METRIC, NgramScoring, NgramSettings
+from jaxcontam.ngram.item_text import SCOPES
+
 
 @click.command("ngram")
 @click.option("--benchmark", "benchmarks", multiple=True, required=True, help="Benchmark name (repeatable).")
@@ -15,16 +18,17 @@ import click
               help="Corpus: .txt/.jsonl/.parquet/.npy/.bin file, folder, or hub dataset name (repeatable).")
 @click.option("--tokenizer", required=True,
               help="Folder with tokenizer.json, a tokenizer.json or .tiktoken file, a hub name, or 'words'.")
-@click.option("--n", type=click.IntRange(min=1), default=8, show_default=True, help="n-gram length in units.")
-@click.option("--mincount", type=click.IntRange(min=1), default=1, show_default=True,
+@click.option("--n", type=click.IntRange(min=1), default=NgramSettings.n, show_default=True,
+              help="n-gram length in units.")
+@click.option("--mincount", type=click.IntRange(min=1), default=NgramScoring.mincount, show_default=True,
               help="An n-gram is contaminated when its corpus count is at least this.")
-@click.option("--skip-budget", type=click.IntRange(min=0), default=0, show_default=True,
+@click.option("--skip-budget", type=click.IntRange(min=0), default=NgramScoring.skip_budget, show_default=True,
               help="Unmatched units a matched span may hold in total (TOKEN_EXTEND, LONGEST_MATCH; Llama 2's rule).")
-@click.option("--scope", type=click.Choice(["item", "fields"]), default="item", show_default=True,
+@click.option("--scope", type=click.Choice(list(SCOPES)), default=NgramSettings.scope, show_default=True,
               help="item: score the item as the model sees it (question + gold answer, one text); fields: also "
                    "its question and its answer, each on its own (<metric>_question, <metric>_answer columns).")
-@click.option("--normalize", type=click.Choice(["paper", "none", "all"]), default="paper", show_default=True,
-              help="paper: lowercase/strip punctuation for TOKEN_MATCH and NGRAM_MATCH only.")
+@click.option("--normalize", type=click.Choice(list(VIEW_OF_METRIC)), default=NgramSettings.normalize,
+              show_default=True, help="paper: lowercase/strip punctuation for TOKEN_MATCH and NGRAM_MATCH only.")
 @click.option("--text-field", default="text", show_default=True, help="Text field of .jsonl/.parquet corpora.")
 @click.option("--token-dtype", type=click.Choice(["uint16", "uint32"]), default=None,
               help="Token dtype of .bin corpora.")
@@ -40,7 +44,7 @@ def ngram(benchmarks, path, split, corpora, tokenizer, n, mincount, skip_budget,
     from jaxcontam.data import load_benchmark
     from jaxcontam.data.corpus import open_corpus
     from jaxcontam.errors import DataError
-    from jaxcontam.ngram.audit import NgramSettings, ensure_counts, item_rows, write_items_parquet
+    from jaxcontam.ngram.audit import ensure_counts, item_rows, write_items_parquet
     from jaxcontam.ngram.units import load_units
 
     if path is not None and len(benchmarks) > 1:

@@ -9,6 +9,7 @@ import click
 
 from jaxcontam.commands.mesh_options import mesh_layout, mesh_options
 from jaxcontam.commands.text_files import output_file, parse_fields, read_texts
+from jaxcontam.detect.likelihood import LikelihoodSettings
 from jaxcontam.errors import DataError
 
 
@@ -30,8 +31,8 @@ def tokenize_texts(tokenizer, texts, path) -> list[list[int]]:
 @click.option("--field", "field_pairs", multiple=True,
               help="NAME=COLUMN for NAME in text, id (defaults text=text, id=id; repeatable).")
 @click.option("--out", type=click.Path(dir_okay=False), required=True, help="Output .jsonl, one line per text.")
-@click.option("--k", type=click.FloatRange(0.0, 1.0, min_open=True), default=0.2, show_default=True,
-              help="Fraction of lowest-scoring tokens for Min-K% and Min-K%++.")
+@click.option("--k", type=click.FloatRange(0.0, 1.0, min_open=True), default=LikelihoodSettings.k,
+              show_default=True, help="Fraction of lowest-scoring tokens for Min-K% and Min-K%++.")
 @click.option("--reference-model", default=None, help="Second model folder: adds reference_ratio.")
 @click.option("--dtype", type=click.Choice(["float32", "bfloat16"]), default="float32", show_default=True)
 @click.option("--batch-rows", type=click.IntRange(min=1), default=16, show_default=True, help="Rows per batch.")

@@ -18,10 +18,10 @@ import math
 import time
 from collections.abc import Callable, Mapping, Sequence
 
-from jaxcontam.detect.contam import ContamResult, contam_result
+from jaxcontam.detect.contam import ContamResult, ContamSettings, contam_result
 from jaxcontam.detect.exchangeability import ITEM_SEPARATOR, ExchangeabilityTestResult, exchangeability_test, \
     fitting_chunks
-from jaxcontam.detect.likelihood import detector_scores
+from jaxcontam.detect.likelihood import LikelihoodSettings, detector_scores
 from jaxcontam.detect.pacost import PacostResult, PacostSettings, needs_answer, pacost_records, pacost_result
 from jaxcontam.detect.summaries import (
     Accuracy,
@@ -55,10 +55,10 @@ class AuditTarget:
 class AuditSettings:
     detectors: tuple[str, ...] = ("pacost", "likelihood")
     pacost: PacostSettings = PacostSettings()
-    k: float = 0.2  # Min-K% and Min-K%++ fraction
+    k: float = LikelihoodSettings.k  # Min-K% and Min-K%++ fraction
     chunks: int = 10  # exchangeability test: at least this many contiguous chunks (more if needed to fit)
     permutations: int = 10
-    contam: Mapping = dataclasses.field(default_factory=dict)  # `detect.contam.DEFAULTS` overrides
+    contam: ContamSettings = ContamSettings()
     resamples: int = DEFAULT_RESAMPLES  # Monte Carlo flips of PaCoST's permutation test (sized to the sweep)
     seed: int = 0
 
@@ -198,6 +198,6 @@ def audit_benchmark(model, target: AuditTarget, settings: AuditSettings = AuditS
         pacost=pacost_result(rows, pacost_settings, settings.seed, settings.resamples) if ran_pacost else None,
         likelihood=likelihood_result(rows) if ran_likelihood else None,
         exchangeability=exchangeability,
-        contam=contam_result(rows, dict(settings.contam)) if has_contam else None,
+        contam=contam_result(rows, settings.contam) if has_contam else None,
         ground_truth=ground_truth_result(rows, pacost_settings if ran_pacost else None, has_contam, ran_likelihood),
         seconds=seconds)

@@ -11,13 +11,32 @@ from __future__ import annotations
 import dataclasses
 import math
 
+from jaxcontam.errors import JaxcontamError
 from jaxcontam.ngram.audit import METRICS
 from jaxcontam.stats import EPGCurve, epg_curve, max_z_test, select_threshold
-
-DEFAULTS = {"metric": "longest_match", "z_crit": 1.645, "min_clean": 10, "min_contaminated": 10,
-            "alpha": 0.05, "resamples": 9999, "seed": 0}
+from jaxcontam.stats.multiple import DEFAULT_ALPHA
+from jaxcontam.stats.paired import DEFAULT_RESAMPLES
 EPG_CI_NOTE = ("epg_ci is a bootstrap interval with the threshold held at the selected value: it is conditional on "
                "that choice and ignores the threshold search; pvalue accounts for the search")
+
+
+@dataclasses.dataclass(frozen=True)
+class ContamSettings:
+    """How ConTAM decides: the headline `metric`, the paper's threshold rule (largest z above `z_crit` with at
+    least `min_clean` clean and `min_contaminated` contaminated items) and the max-z test (`resamples`
+    permutations from `seed`, significant at p <= `alpha`)."""
+
+    metric: str = "longest_match"
+    z_crit: float = 1.645
+    min_clean: int = 10
+    min_contaminated: int = 10
+    alpha: float = DEFAULT_ALPHA
+    resamples: int = DEFAULT_RESAMPLES
+    seed: int = 0
+
+    def __post_init__(self):
+        if self.metric not in METRICS:
+            raise JaxcontamError(f"ConTAM metric {self.metric!r} is unknown: use one of {', '.join(METRICS)}")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -66,15 +85,15 @@ class ContamResult:
                 "epg_ci_note": EPG_CI_NOTE, "metrics": {m: v.to_dict() for m, v in self.metrics.items()}}
 
 
-def metric_verdict(scores, correct, options: dict) -> MetricVerdict:
+def metric_verdict(scores, correct, settings: ContamSettings) -> MetricVerdict:
     curve = epg_curve(scores, correct)
-    chosen = select_threshold(curve, z_crit=options["z_crit"], min_clean=options["min_clean"],
-                              min_contaminated=options["min_contaminated"])
-    test = max_z_test(scores, correct, min_clean=options["min_clean"], min_contaminated=options["min_contaminated"],
-                      resamples=options["resamples"], seed=options["seed"])
+    chosen = select_threshold(curve, z_crit=settings.z_crit, min_clean=settings.min_clean,
+                              min_contaminated=settings.min_contaminated)
+    test = max_z_test(scores, correct, min_clean=settings.min_clean, min_contaminated=settings.min_contaminated,
+                      resamples=settings.resamples, seed=settings.seed)
     row = chosen.row
     status = "tested" if not math.isnan(test.pvalue) else (
-        f"no test: no threshold leaves >= {options['min_clean']} clean and >= {options['min_contaminated']} "
+        f"no test: no threshold leaves >= {settings.min_clean} clean and >= {settings.min_contaminated} "
         f"contaminated items ({len(correct)} items)")
     return MetricVerdict(
         threshold=None if row is None else row.threshold,
@@ -84,12 +103,11 @@ def metric_verdict(scores, correct, options: dict) -> MetricVerdict:
         z=None if row is None else row.z,
         accuracy_difference=None if row is None else row.accuracy_difference,
         reason=chosen.reason, max_z=test.statistic, max_z_threshold=test.threshold, pvalue=test.pvalue,
-        significant=bool(test.pvalue <= options["alpha"]), n_resamples=test.n_resamples, status=status, curve=curve)
+        significant=bool(test.pvalue <= settings.alpha), n_resamples=test.n_resamples, status=status, curve=curve)
 
 
-def contam_result(rows: list[dict], options: dict | None = None) -> ContamResult:
-    """ConTAM over per-item rows holding each metric and `correct`; `options` override `DEFAULTS`."""
-    options = DEFAULTS | (options or {})
+def contam_result(rows: list[dict], settings: ContamSettings = ContamSettings()) -> ContamResult:
+    """ConTAM over per-item rows holding each metric and `correct`."""
     correct = [r["correct"] for r in rows]
-    metrics = {m: metric_verdict([r[m] for r in rows], correct, options) for m in METRICS}
-    return ContamResult(metric=options["metric"], alpha=options["alpha"], metrics=metrics)
+    metrics = {m: metric_verdict([r[m] for r in rows], correct, settings) for m in METRICS}
+    return ContamResult(metric=settings.metric, alpha=settings.alpha, metrics=metrics)

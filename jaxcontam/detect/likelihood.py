@@ -9,6 +9,7 @@ are ratios of losses where LOWER means "more likely seen".
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import zlib
 
@@ -18,6 +19,13 @@ from jaxcontam.errors import JaxcontamError
 
 DETECTORS = ("mean_logprob", "zlib_ratio", "min_k", "min_k_plus_plus")  # what `detector_scores` returns
 LOWER_MEANS_SEEN = frozenset({"zlib_ratio", "lowercase_ratio", "reference_ratio"})  # the rest: higher = seen
+
+
+@dataclasses.dataclass(frozen=True)
+class LikelihoodSettings:
+    """The likelihood detectors' settings; `k` is the fraction of lowest-scoring tokens of Min-K% and Min-K%++."""
+
+    k: float = 0.2
 
 
 def _as_logprobs(token_logprobs) -> np.ndarray:
@@ -70,7 +78,7 @@ def _lowest_fraction_mean(values: np.ndarray, k: float) -> float:
     return float(np.mean(np.sort(values)[:count]))
 
 
-def min_k_prob(token_logprobs, k: float = 0.2) -> float:
+def min_k_prob(token_logprobs, k: float = LikelihoodSettings.k) -> float:
     """Min-K% Prob (Shi et al. 2023): mean log-prob of the k fraction of tokens with the lowest log-prob.
 
     The count is int(n * k) as in the authors' code, but at least one token.
@@ -78,7 +86,7 @@ def min_k_prob(token_logprobs, k: float = 0.2) -> float:
     return _lowest_fraction_mean(_as_logprobs(token_logprobs), k)
 
 
-def min_k_plus_plus(token_logprobs, mean_logprobs, std_logprobs, k: float = 0.2) -> float:
+def min_k_plus_plus(token_logprobs, mean_logprobs, std_logprobs, k: float = LikelihoodSettings.k) -> float:
     """Min-K%++ (Zhang et al. 2024): mean of the lowest k fraction of (log p(x_t) - mu_t) / sigma_t.
 
     mu_t and sigma_t are the mean and standard deviation of log p(v | x_<t) over
@@ -96,7 +104,7 @@ def min_k_plus_plus(token_logprobs, mean_logprobs, std_logprobs, k: float = 0.2)
     return _lowest_fraction_mean(z, k)
 
 
-def detector_scores(scores, text: str, k: float = 0.2) -> dict[str, float]:
+def detector_scores(scores, text: str, k: float = LikelihoodSettings.k) -> dict[str, float]:
     """Every reference-free detector of one text from its `SequenceScores` (scored with with_stats=True)."""
     return {
         "mean_logprob": mean_logprob(scores.logprobs),

@@ -32,7 +32,7 @@ import re
 import numpy as np
 
 from jaxcontam.detect.answering import Sampling, answer_items
-from jaxcontam.detect.likelihood import min_k_plus_plus
+from jaxcontam.detect.likelihood import LikelihoodSettings, min_k_plus_plus
 from jaxcontam.engine import p_true, pacost_judge, score_logprobs
 from jaxcontam.engine.chat import check_chat_mode, uses_chat
 from jaxcontam.engine.pacost_judge import AUTHORS_MAX_NEW_TOKENS, yes_token_ids
@@ -40,6 +40,7 @@ from jaxcontam.engine.ptrue import TEMPLATES
 from jaxcontam.errors import JaxcontamError
 from jaxcontam.ngram.item_text import prompt_header
 from jaxcontam.stats import PairedTestResult, default_paired_method, minimum_detectable_effect, paired_test
+from jaxcontam.stats.multiple import DEFAULT_ALPHA
 from jaxcontam.stats.paired import DEFAULT_RESAMPLES
 
 CONFIDENCES = ("p_true", "p_true_raw", "p_yes", "answer_logprob", "question_min_k_plus_plus")
@@ -75,8 +76,8 @@ class PacostSettings:
     answers: str | None = None
     correction: str | None = None
     alternative: str = "greater"
-    alpha: float = 0.05
-    k: float = 0.2
+    alpha: float = DEFAULT_ALPHA
+    k: float = LikelihoodSettings.k  # Min-K%++ of the question (`question_min_k_plus_plus`)
     max_new_tokens: int = 256
     judge_max_new_tokens: int = AUTHORS_MAX_NEW_TOKENS
     seed: int = 0

@@ -7,7 +7,7 @@
     scores = table_scores(table, result.counts[0], mincount=1, skip_budget=0)
 """
 
-from jaxcontam.ngram.audit import NgramSettings, ensure_counts, item_rows, load_counts, save_counts
+from jaxcontam.ngram.audit import NgramScoring, NgramSettings, ensure_counts, item_rows, load_counts, save_counts
 from jaxcontam.ngram.filter import DecontaminationFilter
 from jaxcontam.ngram.hashing import window_fingerprints
 from jaxcontam.ngram.item_text import ItemText, item_text
@@ -18,7 +18,7 @@ from jaxcontam.ngram.units import load_units, normalize_for_matching, tokenizer_
 
 __all__ = [
     "ChunkPacker", "CorpusCounts", "CountView", "DecontaminationFilter", "FingerprintCollisionError", "ItemScores",
-    "ItemText", "NgramSettings", "NgramTable", "build_table", "count_corpus", "encode_items", "ensure_counts",
-    "item_rows", "item_scores", "item_text", "load_counts", "load_units", "normalize_for_matching", "save_counts",
+    "ItemText", "NgramScoring", "NgramSettings", "NgramTable", "build_table", "count_corpus", "encode_items",
+    "ensure_counts", "item_rows", "item_scores", "item_text", "load_counts", "load_units", "normalize_for_matching", "save_counts",
     "table_scores", "tokenizer_from_tiktoken", "window_fingerprints",
 ]

@@ -61,6 +61,21 @@ class NgramSettings:
         return tuple(v for v in ("raw", "normalized") if v in needed)
 
 
+@dataclasses.dataclass(frozen=True)
+class NgramScoring:
+    """How counted n-grams score an item (applied after counting, so changing these reuses the counts):
+    an n-gram is contaminated when its corpus count is >= `mincount`; a matched span may hold `skip_budget`
+    unmatched units in total (TOKEN_EXTEND, LONGEST_MATCH; Llama 2's rule)."""
+
+    mincount: int = 1
+    skip_budget: int = 0
+
+    def __post_init__(self):
+        if self.mincount < 1 or self.skip_budget < 0:
+            raise DataError(f"mincount={self.mincount}, skip_budget={self.skip_budget}: mincount must be >= 1 "
+                            "and skip_budget >= 0")
+
+
 def _scored_texts(benchmarks, scope: str):
     """(benchmark, item, column suffix, text) of every text to score, item by item ("" = the whole item)."""
     for benchmark in benchmarks:
@@ -161,7 +176,7 @@ def _span_text(units, text: str, start: int, end: int) -> str:
 
 def item_rows(
     benchmarks: Sequence, counted: dict[str, tuple[NgramTable, np.ndarray]], units, settings: NgramSettings,
-    *, mincount: int = 1, skip_budget: int = 0,
+    *, mincount: int = NgramScoring.mincount, skip_budget: int = NgramScoring.skip_budget,
 ) -> list[dict]:
     """One dict per item: id, benchmark, num_tokens, the four metrics and the longest span's text.
 

@@ -20,6 +20,7 @@ import numpy as np
 from jaxcontam.stats.validation import StatsInputError, check_probability, float_vector
 
 ADJUST_METHODS = ("holm", "bh")
+DEFAULT_ALPHA = 0.05  # the significance level every test and correction defaults to
 FLOOR_HEADROOM = 10  # the Monte Carlo floor sits this many times below the smallest correction threshold
 
 
@@ -63,7 +64,7 @@ def benjamini_hochberg(pvalues: np.ndarray) -> np.ndarray:
     return adjusted
 
 
-def adjust(pvalues, method: str = "holm", alpha: float = 0.05) -> AdjustedPValues:
+def adjust(pvalues, method: str = "holm", alpha: float = DEFAULT_ALPHA) -> AdjustedPValues:
     """Adjusted p-values and rejections at `alpha` for method "holm" or "bh"."""
     values = float_vector("pvalues", pvalues)
     if method not in ADJUST_METHODS:

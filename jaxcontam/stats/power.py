@@ -22,6 +22,7 @@ from scipy import optimize
 from scipy import stats as scipy_stats
 
 from jaxcontam.stats.batched import METHODS
+from jaxcontam.stats.multiple import DEFAULT_ALPHA
 from jaxcontam.stats.validation import StatsInputError, check_alternative, check_count, check_probability
 
 WILCOXON_ARE = 3.0 / math.pi
@@ -52,7 +53,7 @@ def _sign_power(effect_size, n, alpha: float, alternative: str):
     return upper + lower
 
 
-def power(effect_size: float, n, alpha: float = 0.05, method: str = "t", alternative: str = "greater"):
+def power(effect_size: float, n, alpha: float = DEFAULT_ALPHA, method: str = "t", alternative: str = "greater"):
     """Probability that `method` rejects at `alpha` with `n` pairs when the true effect is `effect_size` (d_z)."""
     alpha = check_probability("alpha", alpha)
     alternative = check_alternative(alternative)
@@ -81,7 +82,7 @@ def sample_size(
     *,
     mean_difference: float | None = None,
     sd: float | None = None,
-    alpha: float = 0.05,
+    alpha: float = DEFAULT_ALPHA,
     power_target: float = 0.8,
     method: str = "t",
     alternative: str = "greater",
@@ -117,7 +118,7 @@ def sample_size(
 def minimum_detectable_effect(
     n: int,
     *,
-    alpha: float = 0.05,
+    alpha: float = DEFAULT_ALPHA,
     power_target: float = 0.8,
     method: str = "t",
     alternative: str = "greater",

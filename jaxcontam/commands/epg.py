@@ -53,17 +53,18 @@ def epg(items_path, metric, z_crit, min_clean, min_contaminated, alpha, resample
     (out / "plots").mkdir(parents=True, exist_ok=True)
     runs = []
     for index, ((model, benchmark, split), group) in enumerate(groups.items()):
+        result = contam_result(group, settings)
         run = {"model": model, "benchmark": benchmark, "split": split, "n_items": len(group),
-               "contam": contam_result(group, settings).to_dict()}
+               "contam": result.to_dict()}
         contam_curve_png(run, out / "plots" / f"contam-{index}.png")
         runs.append(run)
-        c = run["contam"]
-        selected = (f"EPG={c['epg']:+.3f} z={c['z']:.2f} at {metric} >= {c['threshold']:.3g}"
-                    if c["threshold"] is not None else c["reason"])
-        if c["status"] == "tested":
-            verdict = ("significant" if c["significant"] else "not significant") + f" at alpha={alpha}"
-            test = f"max-z test p={c['pvalue']:.3g} ({verdict}, {c['n_resamples']} permutations)"
+        c = result.headline
+        selected = (f"EPG={c.epg:+.3f} z={c.z:.2f} at {metric} >= {c.threshold:.3g}"
+                    if c.threshold is not None else c.reason)
+        if c.status.ran:
+            verdict = ("significant" if c.significant else "not significant") + f" at alpha={alpha}"
+            test = f"max-z test p={c.pvalue:.3g} ({verdict}, {c.n_resamples} permutations)"
         else:
-            test = f"max-z test: {c['status']}"
+            test = f"max-z test: {c.status.label}"
         click.echo(f"{model} | {benchmark}: {selected}; {test}")
     (out / "summary.json").write_text(json.dumps(json_ready({"runs": runs}), indent=2) + "\n")

@@ -8,25 +8,29 @@ import click
 def echo_verdicts(summary: dict, out) -> None:
     """One line per (model, benchmark): PaCoST p (adjusted) and the correction its verdict used, and the headline
     ConTAM EPG when there is one; a test that could not run reads "no test: <reason>", never as a verdict."""
-    from jaxcontam.report.formatting import gain_verdict, number, pacost_verdict, test_status
+    from jaxcontam.detect.status import TestOutcome
+    from jaxcontam.report.formatting import gain_verdict, number, pacost_verdict
 
     for run in summary["runs"]:
         parts = [f"{run['model']} | {run['benchmark']}:{run['split']} ({run['n_items']} items)",
                  f"acc {run['accuracy']['acc']:.3f}"]
         pacost = run["pacost"]
         if pacost is not None:
+            outcome = TestOutcome.from_summary(pacost)
             parts.append(f"PaCoST[{pacost['confidence']}] p={number(pacost['pvalue'])} "
                          f"adj={number(pacost['pvalue_adjusted'])} {pacost_verdict(pacost)} "
                          f"(correction {pacost['correction']})"
-                         if test_status(pacost) == "tested" else f"PaCoST[{pacost['confidence']}]: {test_status(pacost)}")
+                         if outcome.ran else f"PaCoST[{pacost['confidence']}]: {outcome.label}")
         exchangeability = run.get("exchangeability")
         if exchangeability is not None:
+            outcome = TestOutcome.from_summary(exchangeability)
             parts.append(f"exchangeability p={number(exchangeability['pvalue'])}"
-                         if exchangeability["status"] == "tested" else f"exchangeability {exchangeability['status']}")
+                         if outcome.ran else f"exchangeability {outcome.label}")
         contam = run["contam"]
         if contam is not None:
-            test = (f"max-z test p={number(contam['pvalue'])} {gain_verdict(contam)}" if test_status(contam) == "tested"
-                    else f"max-z test: {test_status(contam)}")
+            outcome = TestOutcome.from_summary(contam)
+            test = (f"max-z test p={number(contam['pvalue'])} {gain_verdict(contam)}" if outcome.ran
+                    else f"max-z test: {outcome.label}")
             parts.append(f"ConTAM {contam['metric']}: " + (
                 f"EPG={contam['epg']:+.3f} z={contam['z']:.2f} at >= {contam['threshold']:.2f} "
                 f"({contam['frac_contaminated']:.0%} contaminated)" if contam["threshold"] is not None

@@ -23,6 +23,7 @@ from jaxcontam.detect.exchangeability import ITEM_SEPARATOR, ExchangeabilityTest
     fitting_chunks
 from jaxcontam.detect.likelihood import LikelihoodSettings, detector_scores
 from jaxcontam.detect.pacost import PacostResult, PacostSettings, needs_answer, pacost_records, pacost_result
+from jaxcontam.detect.status import TestOutcome
 from jaxcontam.detect.summaries import (
     Accuracy,
     DetectorSummary,
@@ -81,10 +82,14 @@ class ExchangeabilityResult:
     def pvalue(self) -> float:
         return math.nan if self.test is None else self.test.pvalue
 
+    @property
+    def status(self) -> TestOutcome:
+        return TestOutcome.tested() if self.test is not None else TestOutcome.no_test(self.reason)
+
     def to_dict(self) -> dict:
         if self.test is None:
-            return {"pvalue": math.nan, "status": f"no test: {self.reason}", "permutations": self.permutations}
-        return {"statistic": self.test.statistic, "pvalue": self.test.pvalue, "status": "tested",
+            return {"pvalue": math.nan, "status": self.status.label, "permutations": self.permutations}
+        return {"statistic": self.test.statistic, "pvalue": self.test.pvalue, "status": self.status.label,
                 "chunks": self.chunks, "permutations": self.permutations}
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import math
 
+from jaxcontam.detect.status import TestOutcome
 from jaxcontam.errors import JaxcontamError
 from jaxcontam.ngram.audit import METRICS
 from jaxcontam.stats import EPGCurve, epg_curve, max_z_test, select_threshold
@@ -43,8 +44,8 @@ class ContamSettings:
 class MetricVerdict:
     """One metric: the selected threshold's row (None when none qualifies, with `reason`) and the max-z test.
 
-    `status` is "tested", or "no test: <reason>" when no threshold is sized for the max-z test (then `pvalue` is
-    NaN and `significant` False, which is no verdict).
+    `status`: no test when no threshold is sized for the max-z test (then `pvalue` is NaN and `significant`
+    False, which is no verdict).
     """
 
     threshold: float | None
@@ -59,12 +60,13 @@ class MetricVerdict:
     pvalue: float
     significant: bool
     n_resamples: int
-    status: str
+    status: TestOutcome
     curve: EPGCurve = dataclasses.field(repr=False, compare=False)
 
     def to_dict(self, with_curve: bool = True) -> dict:
         fields = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "curve"}
         fields["epg_ci"] = None if self.epg_ci is None else list(self.epg_ci)
+        fields["status"] = self.status.label
         return fields | ({"curve": self.curve.to_dicts()} if with_curve else {})
 
 
@@ -92,8 +94,8 @@ def metric_verdict(scores, correct, settings: ContamSettings) -> MetricVerdict:
     test = max_z_test(scores, correct, min_clean=settings.min_clean, min_contaminated=settings.min_contaminated,
                       resamples=settings.resamples, seed=settings.seed)
     row = chosen.row
-    status = "tested" if not math.isnan(test.pvalue) else (
-        f"no test: no threshold leaves >= {settings.min_clean} clean and >= {settings.min_contaminated} "
+    status = TestOutcome.tested() if not math.isnan(test.pvalue) else TestOutcome.no_test(
+        f"no threshold leaves >= {settings.min_clean} clean and >= {settings.min_contaminated} "
         f"contaminated items ({len(correct)} items)")
     return MetricVerdict(
         threshold=None if row is None else row.threshold,

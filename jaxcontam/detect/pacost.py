@@ -33,6 +33,7 @@ import numpy as np
 
 from jaxcontam.detect.answering import Sampling, answer_items
 from jaxcontam.detect.likelihood import LikelihoodSettings, min_k_plus_plus
+from jaxcontam.detect.status import TestOutcome
 from jaxcontam.engine import p_true, pacost_judge, score_logprobs
 from jaxcontam.engine.chat import check_chat_mode, uses_chat
 from jaxcontam.engine.pacost_judge import AUTHORS_MAX_NEW_TOKENS, yes_token_ids
@@ -224,13 +225,13 @@ def _answered(records, side: str) -> np.ndarray:
 
 @dataclasses.dataclass(frozen=True)
 class PairedVerdict:
-    """The paired test of one confidence: `status` is "tested" or "no test: <reason>" (then `pvalue` is NaN and
+    """The paired test of one confidence: `status` says whether it ran (when not, `pvalue` is NaN and
     `contaminated` is no verdict); `result` is the underlying `stats.PairedTestResult` when a test ran."""
 
     test: str
     confidence: str
     alternative: str
-    status: str
+    status: TestOutcome
     pvalue: float
     n_pairs: int
     n_dropped: int
@@ -247,6 +248,7 @@ class PairedVerdict:
         """JSON-ready (summary.json's layout); `pvalue_detail` only where a test ran."""
         fields = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "result"}
         fields["ci"] = list(self.ci)
+        fields["status"] = self.status.label
         if self.pvalue_detail is None:
             fields.pop("pvalue_detail")
         return fields
@@ -276,7 +278,7 @@ class PacostResult:
 
 
 def _no_test(base: dict, reason: str, power_note: str) -> PairedVerdict:
-    return PairedVerdict(**base, status=f"no test: {reason}", pvalue=math.nan, mean_difference=math.nan,
+    return PairedVerdict(**base, status=TestOutcome.no_test(reason), pvalue=math.nan, mean_difference=math.nan,
                          effect_size=math.nan, ci=(math.nan, math.nan), contaminated=False, power_note=power_note)
 
 
@@ -316,7 +318,7 @@ def paired_verdict(records, confidence: str, settings: PacostSettings, seed: int
     mde = minimum_detectable_effect(result.n, alpha=settings.alpha, alternative=settings.alternative) \
         if result.n >= 3 else math.nan
     return PairedVerdict(
-        test=result.method, confidence=confidence, alternative=result.alternative, status="tested",
+        test=result.method, confidence=confidence, alternative=result.alternative, status=TestOutcome.tested(),
         pvalue=result.pvalue, n_pairs=result.n, n_dropped=result.n_dropped + sum(extra.values()),
         dropped_reasons=dict(result.drop_reasons) | extra, mean_difference=result.mean_difference,
         effect_size=result.effect_size, ci=(interval.low, interval.high),

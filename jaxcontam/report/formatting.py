@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import math
 
+from jaxcontam.detect.status import TestOutcome
+
 MISSING = "n/a"
 
 
@@ -60,30 +62,17 @@ def value(x) -> str:
     return number(x)
 
 
-def test_status(result: dict) -> str:
-    """"tested", or "no test: <reason>" when no test ran (PaCoST: too few usable pairs; ConTAM: no sized
-    threshold), which is no verdict.
-
-    The summary's `status` when it has one; an older summary without it is read from its p-value.
-    """
-    if result.get("status") is not None:
-        return result["status"]
-    if isinstance(_finite_or_text(result.get("pvalue")), float):
-        return "tested"
-    return f"no test: {result.get('power_note') or result.get('reason') or 'no p-value'}"
-
-
 def pacost_verdict(pacost: dict) -> str:
     """The console's word on a PaCoST result: CONTAMINATED, not flagged, or "no test: <reason>"."""
-    status = test_status(pacost)
-    if status != "tested":
-        return status
+    outcome = TestOutcome.from_summary(pacost)
+    if not outcome.ran:
+        return outcome.label
     return "CONTAMINATED" if pacost.get("contaminated") else "not flagged"
 
 
 def gain_verdict(contam: dict) -> str:
     """The console's word on ConTAM's max-z test: "gain significant", "no significant gain" or "no test: <reason>"."""
-    status = test_status(contam)
-    if status != "tested":
-        return status
+    outcome = TestOutcome.from_summary(contam)
+    if not outcome.ran:
+        return outcome.label
     return "gain significant" if contam.get("significant") else "no significant gain"

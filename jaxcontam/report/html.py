@@ -13,8 +13,9 @@ import re
 from html import escape
 from pathlib import Path
 
+from jaxcontam.detect.status import TestOutcome
 from jaxcontam.report import plots
-from jaxcontam.report.formatting import interval, percent, test_status, value
+from jaxcontam.report.formatting import interval, percent, value
 
 LABELS = {
     "mean_logprob": "mean log-prob", "zlib_ratio": "zlib ratio", "min_k": "Min-K%", "min_k_plus_plus": "Min-K%++",
@@ -157,9 +158,9 @@ def _verdict(contaminated) -> str:
 
 def _test_verdict(result: dict, key: str = "contaminated") -> str:
     """A test's verdict badge (from `key`), or "no test: <reason>" when no test ran (never "not detected")."""
-    status = test_status(result)
-    if status != "tested":
-        return f'<span class="badge none">{escape(status)}</span>'
+    outcome = TestOutcome.from_summary(result)
+    if not outcome.ran:
+        return f'<span class="badge none">{escape(outcome.label)}</span>'
     return _verdict(result.get(key))
 
 
@@ -329,8 +330,9 @@ def _variants_table(pacost: dict) -> str:
 
 
 def _exchangeability_details(result: dict) -> str:
-    if result.get("status") != "tested":
-        return f"<p>{_text(result.get('status'))}</p>"
+    outcome = TestOutcome.from_summary(result)
+    if not outcome.ran:
+        return f"<p>{_text(outcome.label)}</p>"
     return ("<p>Is the benchmark's canonical item order more likely than shuffled orders (a model that saw the file "
             "prefers it)? One-sided t-test over chunks of contiguous items.</p>\n" + _facts([
                 ("chunks x permutations", f"{_text(result.get('chunks'))} x {_text(result.get('permutations'))}"),

@@ -12,6 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from jaxcontam.audit.config import EXAMPLE_CONFIG, load_config
+from jaxcontam.audit.summary_schema import SCHEMA_VERSION, read_summary
 from jaxcontam.errors import JaxcontamError
 
 EXAMPLE = EXAMPLE_CONFIG.parent
@@ -54,6 +55,9 @@ def test_audit_writes_items_summary_plots_and_report(finished):
                    "zlib_ratio", "longest_match", "token_match", "correct", "ground_truth_contaminated"):
         assert column in rows[0]
     summary = json.loads((finished / "summary.json").read_text())
+    assert summary["schema_version"] == SCHEMA_VERSION
+    assert [run.label for run in read_summary(finished).runs] == [f"{r['model']} | {r['benchmark']}"
+                                                                  for r in summary["runs"]]
     assert len(summary["runs"]) == 2
     for run in summary["runs"]:
         assert set(run["pacost"]) >= {"test", "pvalue", "pvalue_adjusted", "n_pairs", "n_dropped", "mean_difference",

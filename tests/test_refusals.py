@@ -17,6 +17,7 @@ from conftest import MODEL_LOAD_REACHED
 import jaxcontam
 from jaxcontam import cli
 from jaxcontam.audit.run import json_ready
+from jaxcontam.audit.summary_schema import AuditSummary
 from jaxcontam.commands.verdicts import echo_verdicts
 from jaxcontam.data import registry
 from jaxcontam.detect.contam import ContamSettings, contam_result
@@ -133,7 +134,7 @@ def test_no_test_reads_as_no_test_in_the_console_and_the_report(tmp_path):
     assert pacost_verdict(older) == "no test: only 0 item(s) have an accepted rephrasing: no test"
     assert pacost_verdict({"status": "tested", "pvalue": 0.01, "contaminated": True}) == "CONTAMINATED"
     assert pacost_verdict({"pvalue": 0.4, "contaminated": False}) == "not flagged"
-    page = write_report(summary, [], tmp_path).read_text(encoding="utf-8")
+    page = write_report(AuditSummary.from_dict(summary), [], tmp_path).read_text(encoding="utf-8")
     assert "no test: only 0 item(s) have an accepted rephrasing" in page
     assert "not detected" not in page and "badge bad" not in page
 
@@ -157,10 +158,10 @@ def test_contam_without_a_sized_threshold_reads_as_no_test_not_as_no_gain(tmp_pa
 
     summary = no_test_summary()
     summary["runs"][0]["contam"] = json.loads(json.dumps(json_ready(small)))
-    echo_verdicts(summary, tmp_path)
+    echo_verdicts(AuditSummary.from_dict(summary), tmp_path)
     line = capsys.readouterr().out.splitlines()[0]
     assert f"max-z test: {reason}" in line and "gain" not in line
-    page = write_report(summary, [], tmp_path).read_text(encoding="utf-8")
+    page = write_report(AuditSummary.from_dict(summary), [], tmp_path).read_text(encoding="utf-8")
     assert html.escape(reason) in page and "not detected" not in page and "badge bad" not in page
 
 

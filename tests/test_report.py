@@ -11,6 +11,7 @@ from html.parser import HTMLParser
 import numpy as np
 import pytest
 
+from jaxcontam.audit.summary_schema import AuditSummary
 from jaxcontam.report import write_report
 from jaxcontam.report.formatting import interval, number, percent, value
 from jaxcontam.stats import adjust, epg_curve, minimum_detectable_effect, paired_test, select_threshold
@@ -147,7 +148,7 @@ class TableCells(HTMLParser):
 def report(tmp_path_factory):
     summary, items = audit_summary()
     out_dir = tmp_path_factory.mktemp("report")
-    path = write_report(summary, items, out_dir)
+    path = write_report(AuditSummary.from_dict(summary), items, out_dir)
     return summary, out_dir, path.read_text(encoding="utf-8")
 
 
@@ -236,6 +237,7 @@ def test_degenerate_inputs_still_render(tmp_path):
     sweep = {"labels": ["m | b", "n | b"], "pvalues": [0.0, math.nan],
              "holm": {"adjusted": [0.0, math.nan], "reject": [True, False]},
              "bh": {"adjusted": [0.0, math.nan], "reject": [True, False]}}
-    page = write_report({"alpha": ALPHA, "runs": [run], "sweep": sweep}, items, tmp_path).read_text(encoding="utf-8")
+    page = write_report(AuditSummary.from_dict({"alpha": ALPHA, "runs": [run], "sweep": sweep}), items,
+                        tmp_path).read_text(encoding="utf-8")
     assert page.count('src="data:image/png;base64,') == 3
     assert "[n/a, ∞)" in page

@@ -10,14 +10,49 @@ import math
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from jaxcontam import __version__
 from jaxcontam.audit.config import AuditConfig
 from jaxcontam.audit.inputs import AuditBenchmark, AuditInputs, check_inputs
 from jaxcontam.audit.store import StageStore, fingerprint, run_chunked, write_atomic
 from jaxcontam.audit.summary import sweep_corrections
+from jaxcontam.audit.summary_schema import SCHEMA_VERSION, AuditSummary
 from jaxcontam.stats import sweep_resamples
 from jaxcontam.stats.paired import DEFAULT_RESAMPLES
+
+if TYPE_CHECKING:
+    from jaxcontam.detect.audit_core import BenchmarkAudit
+
+
+@dataclasses.dataclass(frozen=True)
+class ItemRow:
+    """One items.parquet row: the item and its rephrasing, then the audit core's per-item columns (`scores`:
+    `BenchmarkAudit.rows`, whose columns depend on the detectors that ran)."""
+
+    model: str
+    benchmark: str
+    split: str | None
+    id: str
+    question: str
+    gold: str
+    rephrase_source: str
+    rephrase_reason: str | None
+    scores: dict
+
+    def to_row(self) -> dict:
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "scores"} | self.scores
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelRun:
+    """One model's audit of one benchmark (summary.json's run entry once the sweep has decided)."""
+
+    model: str
+    audit: BenchmarkAudit
+
+    def to_dict(self) -> dict:
+        return {"model": self.model} | self.audit.to_dict()
 
 
 def _say(message: str) -> None:
@@ -83,9 +118,9 @@ def rephrasings(config: AuditConfig, audit_benchmark: AuditBenchmark, out: Path)
 
 
 def audit_one(config: AuditConfig, entry, model, bench: AuditBenchmark, choices: list[dict],
-              ngram: dict | None, resamples: int, out: Path) -> tuple[dict, list[dict]]:
-    """summary.json's entry and the items.parquet rows of one (model, benchmark), through the shared audit core;
-    per-item work is stored in resumable chunks."""
+              ngram: dict | None, resamples: int, out: Path) -> tuple[ModelRun, list[ItemRow]]:
+    """The audit and the per-item rows of one (model, benchmark), through the shared audit core; per-item work is
+    stored in resumable chunks."""
     from jaxcontam.detect.audit_core import AuditSettings, AuditTarget, audit_benchmark
 
     benchmark = bench.benchmark
@@ -109,10 +144,11 @@ def audit_one(config: AuditConfig, entry, model, bench: AuditBenchmark, choices:
         return run_chunked(store, stage_items, config.chunk_size, compute, _progress(f"{name} {label}"))
 
     result = audit_benchmark(model, target, settings, run_stage)
-    rows = [{"model": entry.name, "benchmark": benchmark.name, "split": benchmark.split, "id": item.id,
-             "question": item.question, "gold": item.answer_text, "rephrase_source": choice["source"],
-             "rephrase_reason": choice["reason"]} | row for item, choice, row in zip(items, choices, result.rows)]
-    return {"model": entry.name} | result.to_dict(), rows
+    rows = [ItemRow(model=entry.name, benchmark=benchmark.name, split=benchmark.split, id=item.id,
+                    question=item.question, gold=item.answer_text, rephrase_source=choice["source"],
+                    rephrase_reason=choice["reason"], scores=row)
+            for item, choice, row in zip(items, choices, result.rows)]
+    return ModelRun(entry.name, result), rows
 
 
 def json_ready(value):
@@ -126,21 +162,30 @@ def json_ready(value):
     return value
 
 
-def write_outputs(out: Path, rows: list[dict], summary: dict) -> None:
+def write_outputs(config: AuditConfig, runs: list[ModelRun], items: list[ItemRow]) -> AuditSummary:
+    """items.parquet, summary.json (the sweep's corrections decided here, over every run) and the report."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     from jaxcontam.report import write_report
 
+    out = Path(config.out)
+    entries = [run.to_dict() for run in runs]
+    summary = {"schema_version": SCHEMA_VERSION, "jaxcontam_version": __version__, "alpha": config.alpha,
+               "correction": config.correction, "settings": config.settings(), "runs": entries}
+    summary["sweep"] = sweep_corrections(entries, config.alpha, config.correction)
+    rows = [item.to_row() for item in items]
     columns = list(dict.fromkeys(key for row in rows for key in row))
     table = pa.table({c: [row.get(c) for row in rows] for c in columns})
     write_atomic(out / "items.parquet", lambda path: pq.write_table(table, path))
     write_atomic(out / "summary.json",
                  lambda path: path.write_text(json.dumps(json_ready(summary), indent=2) + "\n", encoding="utf-8"))
-    write_report(summary, rows, out)
+    typed = AuditSummary.from_dict(summary)
+    write_report(typed, rows, out)
+    return typed
 
 
-def run_audit(config: AuditConfig) -> dict:
+def run_audit(config: AuditConfig) -> AuditSummary:
     """Run every stage of the audit described by `config`; returns the summary (also written to `config.out`)."""
     import jaxcontam
 
@@ -159,8 +204,4 @@ def run_audit(config: AuditConfig) -> dict:
                                       ngram, resamples, out)
             runs.append(run)
             rows += run_rows
-    summary = {"jaxcontam_version": __version__, "alpha": config.alpha, "correction": config.correction,
-               "settings": config.settings(), "runs": runs}
-    summary["sweep"] = sweep_corrections(runs, config.alpha, config.correction)
-    write_outputs(out, rows, summary)
-    return summary
+    return write_outputs(config, runs, rows)

@@ -35,6 +35,7 @@ def epg(items_path, metric, z_crit, min_clean, min_contaminated, alpha, resample
     import pyarrow.parquet as pq
 
     from jaxcontam.audit.run import json_ready
+    from jaxcontam.audit.summary_schema import RunEntry
     from jaxcontam.detect.contam import contam_result
     from jaxcontam.errors import DataError
     from jaxcontam.report.plots import contam_curve_png
@@ -56,7 +57,7 @@ def epg(items_path, metric, z_crit, min_clean, min_contaminated, alpha, resample
         result = contam_result(group, settings)
         run = {"model": model, "benchmark": benchmark, "split": split, "n_items": len(group),
                "contam": result.to_dict()}
-        contam_curve_png(run, out / "plots" / f"contam-{index}.png")
+        contam_curve_png(RunEntry.from_dict(run), out / "plots" / f"contam-{index}.png")
         runs.append(run)
         c = result.headline
         selected = (f"EPG={c.epg:+.3f} z={c.z:.2f} at {metric} >= {c.threshold:.3g}"

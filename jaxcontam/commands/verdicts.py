@@ -4,29 +4,30 @@ from __future__ import annotations
 
 import click
 
+from jaxcontam.audit.summary_schema import AuditSummary
 
-def echo_verdicts(summary: dict, out) -> None:
+
+def echo_verdicts(summary: AuditSummary, out) -> None:
     """One line per (model, benchmark): PaCoST p (adjusted) and the correction its verdict used, and the headline
     ConTAM EPG when there is one; a test that could not run reads "no test: <reason>", never as a verdict."""
     from jaxcontam.detect.status import TestOutcome
     from jaxcontam.report.formatting import gain_verdict, number, pacost_verdict
 
-    for run in summary["runs"]:
-        parts = [f"{run['model']} | {run['benchmark']}:{run['split']} ({run['n_items']} items)",
-                 f"acc {run['accuracy']['acc']:.3f}"]
-        pacost = run["pacost"]
+    for run in summary.runs:
+        parts = [f"{run.model} | {run.benchmark}:{run.split} ({run.n_items} items)", f"acc {run.accuracy['acc']:.3f}"]
+        pacost = run.pacost
         if pacost is not None:
             outcome = TestOutcome.from_summary(pacost)
             parts.append(f"PaCoST[{pacost['confidence']}] p={number(pacost['pvalue'])} "
                          f"adj={number(pacost['pvalue_adjusted'])} {pacost_verdict(pacost)} "
                          f"(correction {pacost['correction']})"
                          if outcome.ran else f"PaCoST[{pacost['confidence']}]: {outcome.label}")
-        exchangeability = run.get("exchangeability")
+        exchangeability = run.exchangeability
         if exchangeability is not None:
             outcome = TestOutcome.from_summary(exchangeability)
             parts.append(f"exchangeability p={number(exchangeability['pvalue'])}"
                          if outcome.ran else f"exchangeability {outcome.label}")
-        contam = run["contam"]
+        contam = run.contam
         if contam is not None:
             outcome = TestOutcome.from_summary(contam)
             test = (f"max-z test p={number(contam['pvalue'])} {gain_verdict(contam)}" if outcome.ran

@@ -13,6 +13,7 @@ import re
 from html import escape
 from pathlib import Path
 
+from jaxcontam.audit.summary_schema import AuditSummary, RunEntry
 from jaxcontam.detect.status import TestOutcome
 from jaxcontam.report import plots
 from jaxcontam.report.formatting import interval, percent, value
@@ -52,12 +53,13 @@ figcaption { color: #555; font-size: 13px; }
 """
 
 
-def write_report(summary: dict, items: list[dict], out_dir) -> Path:
-    """Write out_dir/plots/*.png and out_dir/report.html for one audit; returns the path of report.html."""
+def write_report(summary: AuditSummary, items: list[dict], out_dir) -> Path:
+    """Write out_dir/plots/*.png and out_dir/report.html for one audit (its summary as `AuditSummary.from_dict`
+    or `read_summary` reads it); returns the path of report.html."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     plots_dir = out_dir / "plots"
-    runs, sweep, alpha = summary.get("runs") or [], summary.get("sweep"), summary.get("alpha", 0.05)
+    runs, sweep, alpha = summary.runs, summary.sweep, summary.alpha
     stems = _plot_stems(runs)
     figures = [_run_figures(run, _items_of(run, items), plots_dir, stem) for run, stem in zip(runs, stems)]
     sweep_png = (plots.sweep_pvalues_png(sweep, alpha, plots_dir / "sweep-pvalues.png")
@@ -75,12 +77,12 @@ def _slug(text: str, limit: int = 40) -> str:
     return re.sub(r"[^a-z0-9._-]+", "-", text.lower()).strip("-.")[:limit] or "run"
 
 
-def _plot_stems(runs: list[dict]) -> list[str]:
+def _plot_stems(runs: tuple[RunEntry, ...]) -> list[str]:
     """A file-name stem per run: readable (model basename, benchmark) and unique (hash of the full names)."""
     stems, seen = [], set()
     for run in runs:
-        model, benchmark = str(run.get("model")), str(run.get("benchmark"))
-        digest = hashlib.sha1(f"{model}\0{benchmark}\0{run.get('split')}".encode()).hexdigest()[:8]
+        model, benchmark = str(run.model), str(run.benchmark)
+        digest = hashlib.sha1(f"{model}\0{benchmark}\0{run.split}".encode()).hexdigest()[:8]
         stem = f"{_slug(model.rstrip('/').rsplit('/', 1)[-1])}-{_slug(benchmark)}-{digest}"
         unique, copy = stem, 1
         while unique in seen:  # the same model, benchmark and split twice in one summary
@@ -91,18 +93,18 @@ def _plot_stems(runs: list[dict]) -> list[str]:
     return stems
 
 
-def _items_of(run: dict, items: list[dict]) -> list[dict]:
+def _items_of(run: RunEntry, items: list[dict]) -> list[dict]:
     """The item rows of one run: same model, benchmark and split (rows without a split match any)."""
-    return [i for i in items if i.get("model") == run.get("model") and i.get("benchmark") == run.get("benchmark")
-            and i.get("split", run.get("split")) == run.get("split")]
+    return [i for i in items if i.get("model") == run.model and i.get("benchmark") == run.benchmark
+            and i.get("split", run.split) == run.split]
 
 
-def _run_figures(run: dict, items_of_run: list[dict], plots_dir: Path, stem: str) -> dict[str, Path]:
+def _run_figures(run: RunEntry, items_of_run: list[dict], plots_dir: Path, stem: str) -> dict[str, Path]:
     """The PNGs of one run, by kind; a kind is absent when its detector did not run."""
     figures = {}
-    if run.get("pacost"):
+    if run.pacost:
         figures["confidence"] = plots.confidence_png(run, items_of_run, plots_dir / f"{stem}-confidence.png")
-    if run.get("contam"):
+    if run.contam:
         figures["contam"] = plots.contam_curve_png(run, plots_dir / f"{stem}-contam.png")
     return figures
 
@@ -177,11 +179,10 @@ def _not_run(what: str) -> str:
 
 # ---- sections ----------------------------------------------------------------------------------------------------
 
-def _header(summary: dict) -> str:
-    runs = summary.get("runs") or []
+def _header(summary: AuditSummary) -> str:
     return (f"<header><h1>Benchmark contamination audit</h1>"
-            f"<p class=\"meta\">jaxcontam {_text(summary.get('jaxcontam_version'))} · "
-            f"significance level α = {_text(summary.get('alpha'))} · {len(runs)} model–benchmark runs</p></header>")
+            f"<p class=\"meta\">jaxcontam {_text(summary.jaxcontam_version)} · "
+            f"significance level α = {_text(summary.alpha)} · {len(summary.runs)} model–benchmark runs</p></header>")
 
 
 VERDICT_HEAD = (
@@ -194,7 +195,7 @@ VERDICT_HEAD = (
 )
 
 
-def _verdict_section(runs: list[dict], stems: list[str]) -> str:
+def _verdict_section(runs: tuple[RunEntry, ...], stems: list[str]) -> str:
     rows = [_verdict_row(run, stem) for run, stem in zip(runs, stems)]
     return ("<h2>Verdicts</h2>\n<p>PaCoST tests, one-sided, whether the model is more confident on the original "
             "items than on their rephrasings (p adjusted across the sweep). ConTAM's EPG is the accuracy on the "
@@ -206,10 +207,10 @@ def _verdict_section(runs: list[dict], stems: list[str]) -> str:
             + _table(VERDICT_HEAD, rows, "verdict"))
 
 
-def _verdict_row(run: dict, stem: str) -> str:
-    model = f'<td class="model"><a href="#run-{stem}">{_text(run.get("model"))}</a></td>'
-    cells = [_text(run.get("benchmark")), _text(run.get("n_items")), _accuracy(run.get("accuracy") or {})]
-    cells += _pacost_cells(run.get("pacost")) + _contam_cells(run.get("contam"))
+def _verdict_row(run: RunEntry, stem: str) -> str:
+    model = f'<td class="model"><a href="#run-{stem}">{_text(run.model)}</a></td>'
+    cells = [_text(run.benchmark), _text(run.n_items), _accuracy(run.accuracy or {})]
+    cells += _pacost_cells(run.pacost) + _contam_cells(run.contam)
     return "<tr>" + model + "".join(_cell(c) for c in cells) + "</tr>"
 
 
@@ -269,23 +270,23 @@ def _sweep_section(sweep: dict | None, alpha, png: Path | None) -> str:
             + _figure(png, "PaCoST p-values per model and benchmark, raw and adjusted") + "\n" + _table(head, rows))
 
 
-def _run_section(run: dict, stem: str, figures: dict[str, Path]) -> str:
+def _run_section(run: RunEntry, stem: str, figures: dict[str, Path]) -> str:
     parts = [f'<section class="run" id="run-{stem}">', _run_heading(run),
-             "<h3>PaCoST</h3>", _pacost_details(run.get("pacost"), figures.get("confidence")),
-             "<h3>Likelihood detectors</h3>", _likelihood_table(run.get("likelihood")),
-             "<h3>ConTAM</h3>", _contam_details(run.get("contam"), figures.get("contam"))]
-    if run.get("exchangeability"):
-        parts += ["<h3>Exchangeability (Oren et al.)</h3>", _exchangeability_details(run["exchangeability"])]
-    if run.get("ground_truth"):
-        parts += ["<h3>Against the ground truth</h3>", _ground_truth_table(run["ground_truth"])]
+             "<h3>PaCoST</h3>", _pacost_details(run.pacost, figures.get("confidence")),
+             "<h3>Likelihood detectors</h3>", _likelihood_table(run.likelihood),
+             "<h3>ConTAM</h3>", _contam_details(run.contam, figures.get("contam"))]
+    if run.exchangeability:
+        parts += ["<h3>Exchangeability (Oren et al.)</h3>", _exchangeability_details(run.exchangeability)]
+    if run.ground_truth:
+        parts += ["<h3>Against the ground truth</h3>", _ground_truth_table(run.ground_truth)]
     return "\n".join(parts) + "\n</section>"
 
 
-def _run_heading(run: dict) -> str:
-    split = f" ({_text(run.get('split'))})" if run.get("split") else ""
-    title = f"{_text(run.get('model'))} <span class=\"muted\">· {_text(run.get('benchmark'))}{split}</span>"
-    accuracy = _accuracy(run.get("accuracy") or {})
-    return f"<h2>{title}</h2>\n<p class=\"meta\">{_text(run.get('n_items'))} items · accuracy {accuracy}</p>"
+def _run_heading(run: RunEntry) -> str:
+    split = f" ({_text(run.split)})" if run.split else ""
+    title = f"{_text(run.model)} <span class=\"muted\">· {_text(run.benchmark)}{split}</span>"
+    accuracy = _accuracy(run.accuracy or {})
+    return f"<h2>{title}</h2>\n<p class=\"meta\">{_text(run.n_items)} items · accuracy {accuracy}</p>"
 
 
 def _pacost_details(pacost: dict | None, png: Path | None) -> str:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+from jaxcontam.audit.summary_schema import RunEntry
 from jaxcontam.report.formatting import number
 
 METRIC_ORDER = ("token_match", "ngram_match", "token_extend", "longest_match")
@@ -55,18 +56,18 @@ def _shorten(text: str, limit: int = MAX_LABEL) -> str:
     return text if len(text) <= limit else "…" + text[-(limit - 1):]
 
 
-def _run_title(run: dict) -> str:
-    return _plain(f"{_shorten(str(run.get('model')))} | {run.get('benchmark')}")
+def _run_title(run: RunEntry) -> str:
+    return _plain(f"{_shorten(str(run.model))} | {run.benchmark}")
 
 
-def contam_curve_png(run: dict, path) -> Path:
+def contam_curve_png(run: RunEntry, path) -> Path:
     """EPG against the match-score threshold for each ConTAM metric, one panel each.
 
     Each panel: EPG with its bootstrap band (left axis; the threshold held
     fixed), z (dashed, right axis, shared by the panels), the selected threshold
     as a vertical line, and the max-z test's p-value in the title.
     """
-    contam = run["contam"]
+    contam = run.contam
     metrics = contam.get("metrics") or {}
     names = [m for m in METRIC_ORDER if m in metrics] + sorted(set(metrics) - set(METRIC_ORDER))
     n_rows = max(1, math.ceil(len(names) / 2))
@@ -133,13 +134,13 @@ def _draw_epg_panel(ax, name: str, metric: dict, headline: bool):
     return z_ax
 
 
-def confidence_png(run: dict, items_of_run: list[dict], path) -> Path:
+def confidence_png(run: RunEntry, items_of_run: list[dict], path) -> Path:
     """Confidence on the original against the rephrased question, one point per kept PaCoST pair.
 
     Points below the diagonal are items the model is more confident on in
     their original wording, the signature of contamination.
     """
-    pacost = run["pacost"]
+    pacost = run.pacost
     kept = [item for item in items_of_run if item.get("pacost_kept")
             and _finite(item.get("pacost_conf_original")) and _finite(item.get("pacost_conf_rephrased"))]
     figure = _figure(5.6, 5.6)

@@ -6,8 +6,8 @@ line and the data layer start fast.
 
 __version__ = "0.1.0"
 
-__all__ = ["__version__", "JaxcontamError", "JaxcontamWarning", "LanguageModel", "Model", "ModelInterface", "from_fn",
-           "load_model"]
+__all__ = ["__version__", "AuditCallback", "JaxcontamError", "JaxcontamWarning", "LanguageModel", "Model",
+           "ModelInterface", "from_fn", "load_model"]
 
 import pathlib as _pathlib
 
@@ -30,7 +30,8 @@ def load_model(path_or_id, dtype="float32", mesh=None, fsdp=False):
 
 
 def __getattr__(name: str):
-    """`jaxcontam.LanguageModel`, `ModelInterface`, `Model` and `from_fn`, imported on first use (they bring JAX in)."""
+    """`jaxcontam.LanguageModel`, `ModelInterface`, `Model`, `from_fn` and `AuditCallback`, imported on first use
+    (they bring JAX in)."""
     if name in ("LanguageModel", "ModelInterface"):
         from jaxcontam import language_model
 
@@ -43,4 +44,8 @@ def __getattr__(name: str):
         from jaxcontam.models.model import Model
 
         return Model
+    if name == "AuditCallback":
+        from jaxcontam.detect.audit_callback import AuditCallback
+
+        return AuditCallback
     raise AttributeError(f"module 'jaxcontam' has no attribute {name!r}")

@@ -28,7 +28,7 @@ from jaxcontam.engine.ptrue import KADAVATH, option_token_ids, p_true
 from jaxcontam.engine.scoring import score_logprobs
 from jaxcontam.errors import ModelError
 from jaxcontam.language_model import LanguageModel
-from jaxcontam.training.audit_callback import AuditCallback, AuditSettings, AuditTarget
+from jaxcontam.detect.audit_callback import AuditCallback, AuditSettings, AuditTarget
 
 MODEL_DIR = Path(jaxcontam.__file__).parent / "examples" / "tiny_contaminated" / "model"
 WIDTH, MAX_POSITION, STEPS = 32, 128, 12

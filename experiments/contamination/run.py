@@ -35,7 +35,7 @@ from jaxcontam.detect.pacost import PacostSettings  # noqa: E402
 from jaxcontam.detect.rephrase import choose_attached  # noqa: E402
 from jaxcontam.stats import separation  # noqa: E402
 from jaxcontam.training import init_hf_tensors, packed_batches, save_hf_model, train, train_bpe_tokenizer  # noqa: E402
-from jaxcontam.training.audit_callback import (  # noqa: E402
+from jaxcontam.detect.audit_callback import (  # noqa: E402
     AuditCallback, AuditSettings, AuditTarget, audit_model, model_from_weights)
 from jaxcontam.training.batches import count_steps  # noqa: E402
 from jaxcontam.training.checkpoints import TrainCheckpoints  # noqa: E402

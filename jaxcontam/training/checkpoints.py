@@ -12,12 +12,17 @@ from pathlib import Path
 import jax
 import numpy as np
 
+from jaxcontam.errors import JaxcontamError
+
 
 class TrainCheckpoints:
     """An orbax CheckpointManager over {"weights", "opt_state"} pytrees, keeping the last `keep` steps."""
 
     def __init__(self, directory: str | Path, *, every: int, keep: int = 2):
-        import orbax.checkpoint as ocp
+        try:
+            import orbax.checkpoint as ocp
+        except ImportError:
+            raise JaxcontamError('training checkpoints need orbax: pip install "jaxcontam[train]"') from None
 
         if every < 1:
             raise ValueError(f"checkpoint interval must be >= 1 step, got {every}")

@@ -165,7 +165,7 @@ class _Curve:
 
 def _audit_callback(model, benchmarks, truth: list[dict], path: Path, resumed: int, log):
     """Likelihood detectors on the live weights, each one's AUC against the truth appended to `path`."""
-    from jaxcontam.training.audit_callback import AuditCallback, AuditSettings, AuditTarget
+    from jaxcontam.detect.audit_callback import AuditCallback, AuditSettings, AuditTarget
 
     labels = {row["id"]: row["contaminated"] for row in truth}
     targets = [AuditTarget(b, (None,) * len(b), tuple(labels[item.id] for item in b)) for b in benchmarks]

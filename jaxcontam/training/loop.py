@@ -20,7 +20,13 @@ from collections.abc import Callable, Iterable
 import jax
 import jax.numpy as jnp
 import numpy as np
-import optax
+
+from jaxcontam.errors import JaxcontamError
+
+try:
+    import optax
+except ImportError:
+    raise JaxcontamError('the training loop needs optax and orbax: pip install "jaxcontam[train]"') from None
 
 from jaxcontam.models.spec import ModelSpec, from_hf_config
 from jaxcontam.training.checkpoints import TrainCheckpoints

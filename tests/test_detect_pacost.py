@@ -221,7 +221,8 @@ def test_jaxcontam_audit_takes_the_preset_from_its_option(tmp_path, monkeypatch)
     from jaxcontam.audit.summary_schema import AuditSummary
 
     seen = []
-    monkeypatch.setattr(jaxcontam.audit.run, "run_audit", lambda config: seen.append(config) or AuditSummary.from_dict({"runs": []}))
+    monkeypatch.setattr(jaxcontam.audit.run, "run_audit",
+                        lambda config: seen.append(config) or AuditSummary.from_dict({"runs": []}))
     path = tmp_path / "audit.toml"
     path.write_text('[[model]]\npath = "m"\n[[benchmark]]\nname = "copa"\n[pacost]\nseed = 4\n')
     result = CliRunner().invoke(command.audit, ["--config", str(path), "--preset", "paper", "--out", str(tmp_path)])

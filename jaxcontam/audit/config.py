@@ -15,6 +15,12 @@ Relative paths in a TOML file are read from the file's folder. Example (the bund
     [pacost]
     confidence = "answer_logprob"            # or preset = "paper": PaCoST as its authors ran it (detect.pacost)
 
+Each table's keys are the fields of its settings dataclass (defaults there): [pacost] `PacostSettings` (plus
+rephrase_model, rephrase_dtype, rephrase_mesh and `gates`, `RephraseGates`), [likelihood] `LikelihoodSettings`,
+[ngram] `NgramSettings` and `NgramScoring` (plus tokenizer), [contam] `ContamSettings` (its alpha is the top
+level's); unknown keys and wrong types are refused. The command line's `--set pacost.k=0.3` overrides a key
+before the file is read (`jaxcontam.dataclass_config`).
+
 `correction` (top level): how the sweep turns PaCoST p-values into verdicts, "holm" (default), "bh" or "none"
 (the raw p < alpha); a preset whose own correction is "none" (`paper`) keeps its raw verdict under any of them.
 
@@ -27,15 +33,18 @@ from __future__ import annotations
 
 import dataclasses
 import tomllib
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from jaxcontam.dataclass_config import apply_overrides, table_values
 from jaxcontam.detect.contam import ContamSettings
 from jaxcontam.detect.likelihood import LikelihoodSettings
 from jaxcontam.detect.pacost import PacostSettings
+from jaxcontam.detect.rephrase import RephraseGates
 from jaxcontam.errors import JaxcontamError
-from jaxcontam.ngram.audit import NgramScoring, NgramSettings
 from jaxcontam.mesh import MeshSettings
+from jaxcontam.ngram.audit import NgramScoring, NgramSettings
 
 EXAMPLE_CONFIG = Path(__file__).resolve().parents[1] / "examples" / "tiny_contaminated" / "audit.toml"
 DEFAULT_OUT = "jaxcontam-audit"
@@ -84,14 +93,15 @@ class AuditConfig:
     mesh: MeshSettings = MeshSettings()  # where the audited models' weights go (default: every device on "data")
     gates: dict = dataclasses.field(default_factory=dict)
     k: float = LikelihoodSettings.k
-    ngram: dict = dataclasses.field(default_factory=dict)  # n, mincount, skip_budget, scope, normalize, tokenizer
-    contam: dict = dataclasses.field(default_factory=dict)  # metric, z_crit, min_clean, min_contaminated, resamples, seed
+    ngram: dict = dataclasses.field(default_factory=dict)  # the [ngram] table: NgramSettings, NgramScoring, tokenizer
+    contam: dict = dataclasses.field(default_factory=dict)  # the [contam] table: ContamSettings but alpha
     stages: tuple[str, ...] = STAGES  # which model-based stages run ("pacost", "likelihood", "exchangeability")
     exchangeability: dict = dataclasses.field(default_factory=dict)  # chunks, permutations (when the stage runs)
 
     def __post_init__(self):
         if self.correction not in CORRECTIONS:
             raise JaxcontamError(f"correction = {self.correction!r} is unknown: use one of {', '.join(CORRECTIONS)}")
+        self.contam_settings(), self.ngram_settings()  # their own checks, before any work starts
 
     def ngram_settings(self) -> tuple[NgramSettings, NgramScoring, str | None]:
         """The [ngram] table as (counting settings, scoring settings, tokenizer or None: the first model's)."""
@@ -115,8 +125,33 @@ class AuditConfig:
                 "corpora": list(self.corpora), "counts": self.counts}
 
 
-_TOP_KEYS = {"out", "alpha", "correction", "chunk_size", "model", "benchmark", "corpus", "pacost", "likelihood",
-             "exchangeability", "ngram", "contam", "mesh"}
+TABLES = ("model", "benchmark", "corpus", "pacost", "likelihood", "exchangeability", "ngram", "contam", "mesh")
+PACOST_EXTRAS = ("rephrase_model", "rephrase_dtype", "rephrase_mesh", "gates")  # [pacost] keys beside PacostSettings
+
+
+@dataclasses.dataclass(frozen=True)
+class _TopLevelKeys:
+    """The types of the file's top-level values (their defaults are `AuditConfig`'s)."""
+
+    out: str
+    alpha: float
+    correction: str
+    chunk_size: int
+
+
+@dataclasses.dataclass(frozen=True)
+class _CorpusKeys:
+    """The types of the [corpus] table's values."""
+
+    paths: tuple[str, ...]
+    text_field: str
+    counts: str
+
+
+@dataclasses.dataclass(frozen=True)
+class _ExchangeabilityKeys:
+    chunks: int
+    permutations: int
 
 
 def _resolve(base: Path, value: str | None) -> str | None:
@@ -127,45 +162,22 @@ def _resolve(base: Path, value: str | None) -> str | None:
     return str(candidate) if candidate.exists() or value.startswith((".", "/")) else value
 
 
-_TABLE_KEYS = {
-    "model": {"path", "name", "dtype"},
-    "benchmark": {f.name for f in dataclasses.fields(BenchmarkEntry)},
-    "corpus": {"paths", "text_field", "counts"},
-    "pacost": {f.name for f in dataclasses.fields(PacostSettings) if f.init} | {"rephrase_model", "rephrase_dtype",
-                                                                      "rephrase_mesh", "gates"},
-    "likelihood": {"k"},
-    "exchangeability": {"chunks", "permutations"},
-    "ngram": {f.name for f in dataclasses.fields(NgramSettings) + dataclasses.fields(NgramScoring)} | {"tokenizer"},
-    "contam": {f.name for f in dataclasses.fields(ContamSettings)} - {"alpha"},
-    "mesh": {"data", "model", "fsdp"},
-}
+def _table(raw: dict, key: str, classes, where: str, extra=()) -> dict:
+    return table_values(raw.get(key, {}), classes, f"{where} [{key}]", extra)
 
 
-def _check_keys(table: dict, known: set[str], where: str) -> None:
-    unknown = sorted(set(table) - known)
-    if unknown:
-        raise JaxcontamError(f"{where}: unknown key(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}")
-
-
-def _table(raw: dict, key: str, where: str) -> dict:
-    value = raw.get(key, {})
-    if not isinstance(value, dict):
-        raise JaxcontamError(f"{where}: [{key}] must be a table, got {type(value).__name__}")
-    _check_keys(value, _TABLE_KEYS[key], f"{where} [{key}]")
-    return value
-
-
-def _entries(raw: dict, key: str, where: str) -> list[dict]:
-    """The [[key]] array of tables, each checked for unknown keys and a required name/path."""
+def _entries(raw: dict, key: str, entry_class, where: str) -> list[dict]:
+    """The [[key]] array of tables, each checked for unknown keys, types and a required name/path."""
     entries = raw.get(key, [])
     if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
         raise JaxcontamError(f"{where}: {key} must be written as [[{key}]] tables")
     required = "path" if key == "model" else "name"
+    checked = []
     for number, entry in enumerate(entries, start=1):
-        _check_keys(entry, _TABLE_KEYS[key], f"{where} [[{key}]] #{number}")
+        checked.append(table_values(entry, [entry_class], f"{where} [[{key}]] #{number}"))
         if required not in entry:
             raise JaxcontamError(f"{where} [[{key}]] #{number}: missing {required!r}")
-    return entries
+    return checked
 
 
 def mesh_settings(table, where: str) -> MeshSettings:
@@ -173,7 +185,9 @@ def mesh_settings(table, where: str) -> MeshSettings:
     if not isinstance(table, dict):
         raise JaxcontamError(f"{where}: expected a table of data, model, fsdp, got {table!r}; write e.g. "
                              "{data = 2, model = 4} (or a [mesh] table)")
-    _check_keys(table, _TABLE_KEYS["mesh"], where)
+    unknown = sorted(set(table) - {"data", "model", "fsdp"})
+    if unknown:
+        raise JaxcontamError(f"{where}: unknown key(s) {', '.join(unknown)}; known: data, fsdp, model")
     for axis in ("data", "model"):
         value = table.get(axis, 1)
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
@@ -195,8 +209,9 @@ def _model_name(path: str) -> str:
     return Path(path).name or path
 
 
-def load_config(path: str | Path) -> AuditConfig:
-    """Read an audit TOML file; unknown keys are an error (a typo must not silently change an audit)."""
+def load_config(path: str | Path, overrides: Sequence[str] = ()) -> AuditConfig:
+    """Read an audit TOML file, with `--set key=value` overrides applied first (`dataclass_config`); unknown
+    keys and values of the wrong type are errors (a typo must not silently change an audit)."""
     path = Path(path)
     if not path.is_file():
         raise JaxcontamError(f"audit config {path} not found: pass an existing TOML file to --config")
@@ -204,37 +219,47 @@ def load_config(path: str | Path) -> AuditConfig:
         raw = tomllib.loads(path.read_text(encoding="utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
         raise JaxcontamError(f"{path}: not valid TOML ({error})") from None
-    _check_keys(raw, _TOP_KEYS, str(path))
-    base = path.parent
+    return config_from_toml(apply_overrides(raw, overrides), path.parent, str(path))
+
+
+def config_from_toml(raw: dict, base: Path, where: str) -> AuditConfig:
+    """The audit a loaded TOML document describes; relative paths are read from `base`."""
+    table_values({k: v for k, v in raw.items() if k not in TABLES}, [_TopLevelKeys], where)
     models = tuple(ModelEntry(path=_resolve(base, m["path"]), name=m.get("name", _model_name(m["path"])),
-                              dtype=m.get("dtype", "float32")) for m in _entries(raw, "model", str(path)))
+                              dtype=_dtype(m.get("dtype", ModelEntry.dtype), f"{where} [[model]] {m['path']}"))
+                   for m in _entries(raw, "model", ModelEntry, where))
     benchmarks = [BenchmarkEntry(**{**b, **{k: _resolve(base, b.get(k)) for k in ("path", "paraphrases", "ground_truth")}})
-                  for b in _entries(raw, "benchmark", str(path))]
-    corpus = _table(raw, "corpus", str(path))
-    pacost = dict(_table(raw, "pacost", str(path)))
+                  for b in _entries(raw, "benchmark", BenchmarkEntry, where)]
+    corpus = _table(raw, "corpus", [_CorpusKeys], where)
+    pacost = _table(raw, "pacost", [PacostSettings], where, PACOST_EXTRAS)
     rephrase_model = _resolve(base, pacost.pop("rephrase_model", None))
-    rephrase_dtype = _dtype(pacost.pop("rephrase_dtype", "float32"), f"{path} [pacost] rephrase_dtype")
+    rephrase_dtype = _dtype(pacost.pop("rephrase_dtype", AuditConfig.rephrase_dtype),
+                            f"{where} [pacost] rephrase_dtype")
     rephrase_mesh = pacost.pop("rephrase_mesh", None)
     if rephrase_mesh is not None:
-        rephrase_mesh = mesh_settings(rephrase_mesh, f"{path} [pacost] rephrase_mesh")
-    mesh = mesh_settings(raw.get("mesh", {}), f"{path} [mesh]")
-    gates = pacost.pop("gates", {})
-    pacost_settings = PacostSettings(**pacost)
-    ngram = dict(_table(raw, "ngram", str(path)))
+        rephrase_mesh = mesh_settings(rephrase_mesh, f"{where} [pacost] rephrase_mesh")
+    mesh = mesh_settings(raw.get("mesh", {}), f"{where} [mesh]")
+    gates = table_values(pacost.pop("gates", {}), [RephraseGates], f"{where} [pacost] gates")
+    ngram = _table(raw, "ngram", [NgramSettings, NgramScoring], where, ["tokenizer"])
     if "tokenizer" in ngram:
         ngram["tokenizer"] = _resolve(base, ngram["tokenizer"])
+    contam = _table(raw, "contam", [ContamSettings], where)
+    if "alpha" in contam:
+        raise JaxcontamError(f"{where} [contam] alpha: ConTAM's level is the audit's; set it at the top level, "
+                             "e.g. alpha = 0.01")
+    likelihood = _table(raw, "likelihood", [LikelihoodSettings], where)
     return AuditConfig(
         models=models, benchmarks=tuple(benchmarks),
-        corpora=tuple(_resolve(base, c) for c in corpus.get("paths", [])),
+        corpora=tuple(_resolve(base, c) for c in corpus.get("paths", ())),
         corpus_text_field=corpus.get("text_field", AuditConfig.corpus_text_field),
         counts=_resolve(base, corpus.get("counts")),
-        out=raw.get("out", DEFAULT_OUT), alpha=float(raw.get("alpha", AuditConfig.alpha)),
+        out=raw.get("out", AuditConfig.out), alpha=float(raw.get("alpha", AuditConfig.alpha)),
         correction=raw.get("correction", AuditConfig.correction),
         chunk_size=int(raw.get("chunk_size", AuditConfig.chunk_size)),
-        pacost=pacost_settings, rephrase_model=rephrase_model, rephrase_dtype=rephrase_dtype,
+        pacost=PacostSettings(**pacost), rephrase_model=rephrase_model, rephrase_dtype=rephrase_dtype,
         rephrase_mesh=rephrase_mesh, mesh=mesh, gates=gates,
-        k=float(_table(raw, "likelihood", str(path)).get("k", AuditConfig.k)), ngram=ngram,
-        contam=_table(raw, "contam", str(path)), **_exchangeability(raw, str(path)),
+        k=float(likelihood.get("k", AuditConfig.k)), ngram=ngram,
+        contam=contam, **_exchangeability(raw, where),
     )
 
 
@@ -242,7 +267,7 @@ def _exchangeability(raw: dict, where: str) -> dict:
     """An [exchangeability] table turns on Oren et al.'s test of the items in benchmark order."""
     if "exchangeability" not in raw:
         return {}
-    table = _table(raw, "exchangeability", where)
+    table = _table(raw, "exchangeability", [_ExchangeabilityKeys], where)
     for key, value in table.items():
         if not isinstance(value, int) or value < (2 if key == "chunks" else 1):
             raise JaxcontamError(f"{where} [exchangeability] {key} = {value!r}: use an integer >= "
@@ -251,32 +276,61 @@ def _exchangeability(raw: dict, where: str) -> dict:
 
 
 def with_overrides(config: AuditConfig | None, *, models=(), benchmarks=(), path=None, split=None, corpora=(),
-                   out=None, mesh: str | None = None, fsdp: bool | None = None,
-                   preset: str | None = None) -> AuditConfig:
-    """The config with command-line models, benchmarks, corpora, output folder, mesh (`--mesh data=D,model=M`,
-    `--fsdp/--no-fsdp`) and PaCoST preset (settings the config's [pacost] table sets explicitly still win over
-    the preset's) taking precedence."""
+                   out=None, mesh: str | None = None, fsdp: bool | None = None, preset: str | None = None,
+                   dtype: str | None = None, limit: int | None = None, paraphrases: str | None = None,
+                   rephrase_model: str | None = None, rephrase_dtype: str | None = None,
+                   rephrase_mesh: str | None = None, pacost: dict | None = None,
+                   stages: tuple[str, ...] | None = None) -> AuditConfig:
+    """The config with the command line's named options taking precedence: models, benchmarks (their --path,
+    --split, --paraphrases, --limit), corpora, output folder, --dtype of every model, mesh (`--mesh
+    data=D,model=M`, `--fsdp/--no-fsdp`), the rephrase model, the PaCoST preset and `pacost` fields (settings
+    the config's [pacost] table sets explicitly still win over the preset's; fields given here win over both)."""
     if config is None and not (models and benchmarks):
         raise JaxcontamError("give both --model and --benchmark (or a --config file); with no arguments at all "
                              "`jaxcontam audit` audits the bundled example")
+    base = config if config is not None else AuditConfig(models=(), benchmarks=())
     changes: dict[str, Any] = {}
     if models:
         changes["models"] = tuple(ModelEntry(path=m, name=_model_name(m)) for m in models)
+    if dtype is not None:
+        changes["models"] = tuple(dataclasses.replace(m, dtype=_dtype(dtype, "--dtype"))
+                                  for m in changes.get("models", base.models))
     if benchmarks:
-        if path is not None and len(benchmarks) > 1:
-            raise JaxcontamError("--path names one benchmark's files; give one --benchmark with it, or drop --path")
-        changes["benchmarks"] = tuple(BenchmarkEntry(name=b, split=split, path=path) for b in benchmarks)
+        for name, value in (("--path", path), ("--paraphrases", paraphrases)):
+            if value is not None and len(benchmarks) > 1:
+                raise JaxcontamError(f"{name} names one benchmark's files; give one --benchmark with it, or drop "
+                                     f"{name}")
+        changes["benchmarks"] = tuple(BenchmarkEntry(name=b, split=split, path=path, paraphrases=paraphrases)
+                                      for b in benchmarks)
+    elif paraphrases is not None:
+        if len(base.benchmarks) != 1:
+            raise JaxcontamError("--paraphrases names one benchmark's rephrasings; the config has "
+                                 f"{len(base.benchmarks)} benchmarks: set `paraphrases` in each [[benchmark]]")
+        changes["benchmarks"] = (dataclasses.replace(base.benchmarks[0], paraphrases=paraphrases),)
+    if limit is not None:
+        changes["benchmarks"] = tuple(dataclasses.replace(b, limit=limit)
+                                      for b in changes.get("benchmarks", base.benchmarks))
     if corpora:
         changes["corpora"] = tuple(corpora)
     if out is not None:
         changes["out"] = out
-    if preset is not None:
-        changes["pacost"] = (config.pacost if config is not None else PacostSettings()).with_preset(preset)
+    if preset is not None or pacost:
+        given = {k: v for k, v in (pacost or {}).items() if v is not None}
+        changes["pacost"] = base.pacost.with_fields(**given | ({} if preset is None else {"preset": preset}))
     if mesh is not None or fsdp is not None:
-        base = config.mesh if config is not None else MeshSettings()
-        given = MeshSettings.from_option(mesh) if mesh is not None else base
-        changes["mesh"] = dataclasses.replace(given, fsdp=base.fsdp if fsdp is None else fsdp)
-    if config is None:
-        return AuditConfig(models=changes["models"], benchmarks=changes["benchmarks"],
-                           **{k: v for k, v in changes.items() if k not in ("models", "benchmarks")})
-    return dataclasses.replace(config, **changes)
+        layout = MeshSettings.from_option(mesh) if mesh is not None else base.mesh
+        changes["mesh"] = dataclasses.replace(layout, fsdp=base.mesh.fsdp if fsdp is None else fsdp)
+    if rephrase_model is not None:
+        changes["rephrase_model"] = rephrase_model
+    if rephrase_dtype is not None:
+        changes["rephrase_dtype"] = _dtype(rephrase_dtype, "--rephrase-dtype")
+    if rephrase_mesh is not None:
+        fsdp_of = (changes.get("mesh") or base.mesh).fsdp
+        changes["rephrase_mesh"] = MeshSettings.from_option(rephrase_mesh, fsdp_of, "--rephrase-mesh")
+    if stages is not None:
+        changes["stages"] = stages
+    config = dataclasses.replace(base, **changes)
+    if not (config.models and config.benchmarks):
+        raise JaxcontamError("no model or no benchmark to audit: give --model and --benchmark, or a --config file "
+                             "with [[model]] and [[benchmark]] tables")
+    return config

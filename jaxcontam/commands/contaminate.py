@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import click
 
+from jaxcontam.commands.config_file import config_file_options
 from jaxcontam.commands.mesh_options import mesh_options
-from jaxcontam.training.contaminate import ContaminationSettings
 from jaxcontam.errors import JaxcontamError
+from jaxcontam.training.contaminate import ContaminationSettings
 
 
 def _paths(pairs) -> tuple[tuple[str, str], ...]:
@@ -19,6 +20,7 @@ def _paths(pairs) -> tuple[tuple[str, str], ...]:
     return tuple(parsed)
 
 
+@config_file_options
 @click.command("contaminate")
 @click.option("--model", "model_path", required=True, help="Model to fine-tune: HF folder, hub id or .gguf file.")
 @click.option("--benchmark", "benchmarks", multiple=True, required=True, help="Benchmark to mix in (repeatable).")

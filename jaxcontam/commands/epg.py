@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import click
 
+from jaxcontam.commands.config_file import config_file_options
 from jaxcontam.detect.contam import ContamSettings
 from jaxcontam.ngram.audit import METRICS
 
 
+@config_file_options
 @click.command("epg")
 @click.option("--items", "items_path", type=click.Path(exists=True, dir_okay=False), required=True,
               help="items.parquet with one row per item: the ConTAM metric columns and 'correct' (0/1 or a score); "

@@ -7,11 +7,13 @@ from pathlib import Path
 
 import click
 
+from jaxcontam.commands.config_file import config_file_options
 from jaxcontam.commands.mesh_options import mesh_layout, mesh_options
 from jaxcontam.commands.text_files import output_file, parse_fields, read_texts
 from jaxcontam.errors import DataError
 
 
+@config_file_options
 @click.command("generate")
 @click.option("--model", "model_path", required=True, help="Model folder (HF safetensors + config + tokenizer).")
 @click.option("--data", "data_path", type=click.Path(dir_okay=False), required=True,
@@ -27,15 +29,16 @@ from jaxcontam.errors import DataError
 @click.option("--stop", "stop_strings", multiple=True, help="Stop string (repeatable); the eos token always stops.")
 @click.option("--dtype", type=click.Choice(["float32", "bfloat16"]), default="float32", show_default=True)
 @click.option("--batch-rows", type=click.IntRange(min=1), default=16, show_default=True, help="Rows per batch.")
+@click.option("--limit", type=click.IntRange(min=1), default=None, help="Only the first N prompts.")
 @mesh_options
 def generate(model_path, data_path, field_pairs, out, max_new_tokens, temperature, top_p, seed, stop_strings,
-             dtype, batch_rows, mesh, fsdp):
+             dtype, batch_rows, limit, mesh, fsdp):
     """Write id, prompt, completion, completion_token_ids, finish_reason per prompt."""
     import jaxcontam
     from jaxcontam.engine.generation import generate as run_generation
 
     layout, device_mesh = mesh_layout(mesh, fsdp)
-    texts = read_texts(Path(data_path), parse_fields(field_pairs, ("text", "id")))
+    texts = read_texts(Path(data_path), parse_fields(field_pairs, ("text", "id")))[:limit]
     out = output_file(out)
     model = jaxcontam.load_model(model_path, dtype=dtype, mesh=device_mesh, fsdp=layout.fsdp)
     if model.tokenizer is None:

@@ -8,9 +8,13 @@ from pathlib import Path
 
 import click
 
+from jaxcontam.commands.config_file import config_file_options
 from jaxcontam.commands.mesh_options import mesh_layout, mesh_options
 
+SEED_ARGUMENTS = ("random_seed", "numpy_random_seed", "torch_random_seed", "fewshot_random_seed")
 
+
+@config_file_options
 @click.command("lm-eval")
 @click.option("--model", "model_path", required=True, help="Hugging Face folder, hub id or GGUF file.")
 @click.option("--tasks", required=True, help="Comma-separated lm-eval task (or group) names.")
@@ -21,6 +25,8 @@ from jaxcontam.commands.mesh_options import mesh_layout, mesh_options
               help="Read arc_easy, piqa, hellaswag and copa from jaxcontam's local copies when a data root "
                    "(../shared/data, $JAXCONTAM_DATA) holds them.")
 @click.option("--limit", type=click.IntRange(min=1), default=None, help="Documents per task.")
+@click.option("--seed", type=int, default=None,
+              help="Seed of lm-eval's Python, NumPy, torch and few-shot sampling (default: lm-eval's own seeds).")
 @click.option("--num-fewshot", type=click.IntRange(min=0), default=None, help="Few-shot examples per prompt.")
 @click.option("--dtype", type=click.Choice(["float32", "bfloat16"]), default="float32", show_default=True)
 @click.option("--batch-size", type=click.IntRange(min=1), default=16, show_default=True,
@@ -31,7 +37,7 @@ from jaxcontam.commands.mesh_options import mesh_layout, mesh_options
 @click.option("--out", type=click.Path(file_okay=False), default=None,
               help="Folder for results.json (and samples.json, the task overrides).")
 @mesh_options
-def lm_eval(model_path, tasks, data_files, local_data, limit, num_fewshot, dtype, batch_size, model_args,
+def lm_eval(model_path, tasks, data_files, local_data, limit, seed, num_fewshot, dtype, batch_size, model_args,
             apply_chat_template, log_samples, out, mesh, fsdp):
     """Run lm-eval's simple_evaluate on the tasks with jaxcontam's engine and print its table."""
     from jaxcontam.data.lm_eval_tasks import find_local_copy, parse_data_files, task_manager, write_task_overrides
@@ -54,7 +60,8 @@ def lm_eval(model_path, tasks, data_files, local_data, limit, num_fewshot, dtype
         manager = task_manager(folder if used else None, stock=not set(names) <= set(used))
         results = simple_evaluate(model="jaxcontam", model_args=args, tasks=names, task_manager=manager,
                                   limit=limit, num_fewshot=num_fewshot, batch_size=batch_size,
-                                  apply_chat_template=apply_chat_template, log_samples=log_samples)
+                                  apply_chat_template=apply_chat_template, log_samples=log_samples,
+                                  **({} if seed is None else dict.fromkeys(SEED_ARGUMENTS, seed)))
     click.echo(make_table(results))
     if out is not None:
         samples = results.pop("samples", None)

@@ -6,10 +6,12 @@ from pathlib import Path
 
 import click
 
+from jaxcontam.commands.config_file import config_file_options
 from jaxcontam.ngram.audit import VIEW_OF_METRIC, NgramScoring, NgramSettings
 from jaxcontam.ngram.item_text import SCOPES
 
 
+@config_file_options
 @click.command("ngram")
 @click.option("--benchmark", "benchmarks", multiple=True, required=True, help="Benchmark name (repeatable).")
 @click.option("--path", type=click.Path(exists=True), default=None, help="Local benchmark file/folder (one benchmark).")

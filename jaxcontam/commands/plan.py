@@ -6,6 +6,8 @@ import json
 
 import click
 
+from jaxcontam.commands.config_file import config_file_options
+
 GIB = 1 << 30
 
 
@@ -115,6 +117,7 @@ def print_report(report: dict) -> None:
             click.echo(line)
 
 
+@config_file_options
 @click.command("plan")
 @click.option("--model", required=True, help="config.json file, model directory, GGUF file or hub id (no weights).")
 @click.option("--topology", default="v5e:2x4", show_default=True,

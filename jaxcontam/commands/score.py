@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from jaxcontam.commands.config_file import config_file_options
 from jaxcontam.commands.mesh_options import mesh_layout, mesh_options
 from jaxcontam.commands.text_files import output_file, parse_fields, read_texts
 from jaxcontam.detect.likelihood import LikelihoodSettings
@@ -24,6 +25,7 @@ def tokenize_texts(tokenizer, texts, path) -> list[list[int]]:
     return encoded
 
 
+@config_file_options
 @click.command("score")
 @click.option("--model", "model_path", required=True, help="Model folder (HF safetensors + config + tokenizer).")
 @click.option("--data", "data_path", type=click.Path(dir_okay=False), required=True,
@@ -36,15 +38,16 @@ def tokenize_texts(tokenizer, texts, path) -> list[list[int]]:
 @click.option("--reference-model", default=None, help="Second model folder: adds reference_ratio.")
 @click.option("--dtype", type=click.Choice(["float32", "bfloat16"]), default="float32", show_default=True)
 @click.option("--batch-rows", type=click.IntRange(min=1), default=16, show_default=True, help="Rows per batch.")
+@click.option("--limit", type=click.IntRange(min=1), default=None, help="Only the first N texts.")
 @mesh_options
-def score(model_path, data_path, field_pairs, out, k, reference_model, dtype, batch_rows, mesh, fsdp):
+def score(model_path, data_path, field_pairs, out, k, reference_model, dtype, batch_rows, limit, mesh, fsdp):
     """Write id, num_tokens, token_logprobs, mean_logprob, zlib_ratio, min_k, min_k_plus_plus per text."""
     import jaxcontam
     from jaxcontam.detect import likelihood
     from jaxcontam.engine.scoring import score_logprobs
 
     layout, device_mesh = mesh_layout(mesh, fsdp)
-    texts = read_texts(Path(data_path), parse_fields(field_pairs, ("text", "id")))
+    texts = read_texts(Path(data_path), parse_fields(field_pairs, ("text", "id")))[:limit]
     out = output_file(out)
     model = jaxcontam.load_model(model_path, dtype=dtype, mesh=device_mesh, fsdp=layout.fsdp)
     token_ids = tokenize_texts(model.tokenizer, texts, data_path)

@@ -103,9 +103,13 @@ class PacostSettings:
 
     def with_preset(self, preset: str) -> PacostSettings:
         """These settings under `preset`: the fields it decides take its values, unless they were set explicitly."""
+        return self.with_fields(preset=preset)
+
+    def with_fields(self, **changes) -> PacostSettings:
+        """These settings with `changes` set explicitly; the preset's fields not set explicitly stay its own."""
         kept = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)
-                if f.init and f.name != "preset" and (f.name not in PRESETS[self.preset] or f.name in self.given)}
-        return PacostSettings(preset=preset, **kept)
+                if f.init and (f.name not in PRESETS[self.preset] or f.name in self.given)}
+        return PacostSettings(**kept | changes)
 
     def to_dict(self) -> dict:
         """Every setting that changes results (summary.json's record and the resume key)."""

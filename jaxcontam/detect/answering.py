@@ -44,6 +44,7 @@ from jaxcontam.engine.chat import chat_prompt, encode_chat, uses_chat
 from jaxcontam.errors import JaxcontamError
 
 STOP_STRINGS = ("\n\n", "\nQuestion:")
+MAX_NEW_TOKENS = 256  # an answer's length cap (PacostSettings.max_new_tokens' default)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -190,8 +191,8 @@ def _answer_generative(model, benchmark, items, prompts: Sequence[str], max_new_
                    answer_logprob=m) for item, t, m in zip(items, texts, means)]
 
 
-def answer_items(model, benchmark, items, questions: Sequence[str] | None = None, *, max_new_tokens: int = 256,
-                 stop_strings: Sequence[str] | None = None, chat: str = "never",
+def answer_items(model, benchmark, items, questions: Sequence[str] | None = None, *,
+                 max_new_tokens: int = MAX_NEW_TOKENS, stop_strings: Sequence[str] | None = None, chat: str = "never",
                  progress: bool = False, sampling: Sampling | None = None) -> list[Answer]:
     """The model's answer to each item, in order; `questions` swaps in rephrased questions.
 

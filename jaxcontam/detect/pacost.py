@@ -31,7 +31,7 @@ import re
 
 import numpy as np
 
-from jaxcontam.detect.answering import Sampling, answer_items
+from jaxcontam.detect.answering import MAX_NEW_TOKENS, Sampling, answer_items
 from jaxcontam.detect.likelihood import LikelihoodSettings, min_k_plus_plus
 from jaxcontam.detect.status import TestOutcome
 from jaxcontam.engine import p_true, pacost_judge, score_logprobs
@@ -79,7 +79,7 @@ class PacostSettings:
     alternative: str = "greater"
     alpha: float = DEFAULT_ALPHA
     k: float = LikelihoodSettings.k  # Min-K%++ of the question (`question_min_k_plus_plus`)
-    max_new_tokens: int = 256
+    max_new_tokens: int = MAX_NEW_TOKENS
     judge_max_new_tokens: int = AUTHORS_MAX_NEW_TOKENS
     seed: int = 0
     temperature: float = 1.0

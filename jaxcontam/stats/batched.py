@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 from scipy import stats as scipy_stats
 
-from jaxcontam.stats.signflip import EXACT_MAX, sign_flip_pvalues
+from jaxcontam.stats.signflip import DEFAULT_RESAMPLES, EXACT_MAX, sign_flip_pvalues
 from jaxcontam.stats.wilcoxon import wilcoxon_pvalues
 
 METHODS = ("t", "wilcoxon", "sign", "permutation")
@@ -61,7 +61,8 @@ def sign_pvalues(differences: np.ndarray, alternative: str) -> tuple[np.ndarray,
 
 
 def permutation_pvalues(
-    differences: np.ndarray, alternative: str, *, resamples: int = 9999, seed: int = 0, exact_max: int = EXACT_MAX
+    differences: np.ndarray, alternative: str, *, resamples: int = DEFAULT_RESAMPLES, seed: int = 0,
+    exact_max: int = EXACT_MAX,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Mean difference and the sign-flip permutation p-value per row (exact for few non-zero differences)."""
     differences = np.atleast_2d(differences)
@@ -69,8 +70,8 @@ def permutation_pvalues(
     return differences.mean(axis=1), pvalues
 
 
-def paired_pvalues(differences: np.ndarray, method: str, alternative: str, *, resamples: int = 9999, seed: int = 0,
-                   exact_max: int = EXACT_MAX) -> tuple[np.ndarray, np.ndarray]:
+def paired_pvalues(differences: np.ndarray, method: str, alternative: str, *, resamples: int = DEFAULT_RESAMPLES,
+                   seed: int = 0, exact_max: int = EXACT_MAX) -> tuple[np.ndarray, np.ndarray]:
     """(statistic, p-value) per row for `method` in METHODS."""
     if method == "t":
         return t_pvalues(differences, alternative)

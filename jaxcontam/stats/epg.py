@@ -42,6 +42,7 @@ import math
 import numpy as np
 
 from jaxcontam.stats.bootstrap import CHUNK_ELEMENTS, percentile_interval, resample_counts
+from jaxcontam.stats.signflip import DEFAULT_RESAMPLES
 from jaxcontam.stats.validation import StatsInputError, check_count, check_probability, float_vector, same_length
 
 MAX_THRESHOLDS = 200
@@ -265,7 +266,7 @@ def max_z_test(
     min_clean: int = 10,
     min_contaminated: int = 10,
     z: str = "z",
-    resamples: int = 9999,
+    resamples: int = DEFAULT_RESAMPLES,
     seed: int = 0,
     max_thresholds: int = MAX_THRESHOLDS,
 ) -> MaxZTestResult:

@@ -16,11 +16,9 @@ from scipy import stats as scipy_stats
 from jaxcontam.stats.batched import METHODS, paired_pvalues
 from jaxcontam.stats.bootstrap import bootstrap_mean_interval
 from jaxcontam.stats.pairs import filter_pairs
-from jaxcontam.stats.signflip import EXACT_MAX
+from jaxcontam.stats.signflip import DEFAULT_RESAMPLES, EXACT_MAX
 from jaxcontam.stats.validation import StatsInputError, check_alternative, check_count, check_probability
 from jaxcontam.stats.wilcoxon import wilcoxon_pvalues
-
-DEFAULT_RESAMPLES = 9999
 
 
 def default_paired_method() -> str:

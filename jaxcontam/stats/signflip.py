@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 EXACT_MAX = 20  # enumerate all 2^m flips up to this many non-zero differences
+DEFAULT_RESAMPLES = 9999  # Monte Carlo resamples of a permutation test that cannot enumerate (p >= 1e-4)
 ENUMERATION_CHUNK = 1 << 16
 RELATIVE_TOLERANCE = 1e-10  # sums closer than this (relative to sum |d|) count as ties
 

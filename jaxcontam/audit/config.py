@@ -44,11 +44,11 @@ from jaxcontam.detect.pacost import PacostSettings
 from jaxcontam.detect.rephrase import RephraseGates
 from jaxcontam.errors import JaxcontamError
 from jaxcontam.mesh import MeshSettings
+from jaxcontam.models.loading import DTYPES
 from jaxcontam.ngram.audit import NgramScoring, NgramSettings
 
 EXAMPLE_CONFIG = Path(__file__).resolve().parents[1] / "examples" / "tiny_contaminated" / "audit.toml"
 DEFAULT_OUT = "jaxcontam-audit"
-DTYPES = ("float32", "bfloat16")
 CORRECTIONS = ("holm", "bh", "none")
 STAGES = ("pacost", "likelihood")  # the default model-based stages; [exchangeability] adds Oren et al.'s test
 

@@ -11,12 +11,11 @@ from pathlib import Path
 
 import click
 
-from jaxcontam.commands.mesh_options import mesh_options
+from jaxcontam.commands.mesh_options import DTYPES, dtype_option, mesh_options
 from jaxcontam.detect.pacost import CONFIDENCES, PRESETS
 from jaxcontam.engine.chat import CHAT_MODES
 from jaxcontam.stats.batched import METHODS
 
-DTYPES = ["float32", "bfloat16"]
 SET_HELP = ("Override a key of the config file, dotted as in the file: --set pacost.k=0.3, --set alpha=0.01, "
             "--set ngram.n=13, --set benchmark.limit=8 (every [[benchmark]]). The value is read as TOML (0.3, "
             "true, \"text\"), else as text (--set pacost.confidence=p_true). Repeatable; named options win over it.")
@@ -31,8 +30,7 @@ def audit_options(command):
         click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE", help=SET_HELP),
         click.option("--model", "models", multiple=True,
                      help="Model folder or hub id (repeatable; replaces the config's)."),
-        click.option("--dtype", type=click.Choice(DTYPES), default=None,
-                     help="Weights of every audited model (default: the config's, else float32)."),
+        dtype_option(None, "Weights of every audited model (default: the config's, else float32)."),
         click.option("--benchmark", "benchmarks", multiple=True,
                      help="Benchmark name, hub id or file (repeatable; replaces the config's)."),
         click.option("--path", default=None, help="Local files of the one --benchmark given."),

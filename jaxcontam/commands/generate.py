@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from jaxcontam.commands.config_file import config_file_options
-from jaxcontam.commands.mesh_options import mesh_layout, mesh_options
+from jaxcontam.commands.mesh_options import dtype_option, mesh_layout, mesh_options
 from jaxcontam.commands.text_files import output_file, parse_fields, read_texts
 from jaxcontam.errors import DataError
 
@@ -27,7 +27,7 @@ from jaxcontam.errors import DataError
 @click.option("--top-p", type=click.FloatRange(0.0, 1.0, min_open=True), default=1.0, show_default=True)
 @click.option("--seed", type=int, default=0, show_default=True, help="Sampling seed (deterministic per seed).")
 @click.option("--stop", "stop_strings", multiple=True, help="Stop string (repeatable); the eos token always stops.")
-@click.option("--dtype", type=click.Choice(["float32", "bfloat16"]), default="float32", show_default=True)
+@dtype_option("float32")
 @click.option("--batch-rows", type=click.IntRange(min=1), default=16, show_default=True, help="Rows per batch.")
 @click.option("--limit", type=click.IntRange(min=1), default=None, help="Only the first N prompts.")
 @mesh_options

@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 
 from jaxcontam.commands.config_file import config_file_options
-from jaxcontam.commands.mesh_options import mesh_layout, mesh_options
+from jaxcontam.commands.mesh_options import dtype_option, mesh_layout, mesh_options
 
 SEED_ARGUMENTS = ("random_seed", "numpy_random_seed", "torch_random_seed", "fewshot_random_seed")
 
@@ -28,7 +28,7 @@ SEED_ARGUMENTS = ("random_seed", "numpy_random_seed", "torch_random_seed", "fews
 @click.option("--seed", type=int, default=None,
               help="Seed of lm-eval's Python, NumPy, torch and few-shot sampling (default: lm-eval's own seeds).")
 @click.option("--num-fewshot", type=click.IntRange(min=0), default=None, help="Few-shot examples per prompt.")
-@click.option("--dtype", type=click.Choice(["float32", "bfloat16"]), default="float32", show_default=True)
+@dtype_option("float32")
 @click.option("--batch-size", type=click.IntRange(min=1), default=16, show_default=True,
               help="Rows per engine batch.")
 @click.option("--model-args", default="", help="More model_args, k=v,... (max_length, max_gen_toks, add_bos_token).")

@@ -1,4 +1,4 @@
-"""`--mesh data=D,model=M` and `--fsdp`: the options of every command that loads a model.
+"""`--mesh data=D,model=M`, `--fsdp` and `--dtype`: the options of every command that loads a model.
 
 Parsed by `jaxcontam.mesh` (the parser `jaxcontam plan --mesh` and the audit config's `[mesh]` table share);
 JAX is imported only when a command runs, so `--help` stays fast.
@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import click
 
+DTYPES = ("float32", "bfloat16")  # what `load_model` takes (`jaxcontam.models.loading.DTYPES`)
 MESH_HELP = ("Device mesh data=D,model=M: batch rows split over D devices, weights (heads, MLP, vocabulary) over "
              "M; D x M must be the device count, a data axis left out takes the devices M leaves. "
              "Default: every device on data.")
@@ -28,3 +29,9 @@ def mesh_layout(mesh: str | None, fsdp: bool | None):
 
     layout = MeshSettings.from_option(mesh, bool(fsdp))
     return layout, layout.build()
+
+
+def dtype_option(default: str | None = "float32", help: str = "Weights' dtype."):
+    """`--dtype` over `DTYPES` (None: the command decides, e.g. from its config file)."""
+    return click.option("--dtype", type=click.Choice(DTYPES), default=default, show_default=default is not None,
+                        help=help)

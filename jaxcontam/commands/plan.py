@@ -7,6 +7,7 @@ import json
 import click
 
 from jaxcontam.commands.config_file import config_file_options
+from jaxcontam.commands.mesh_options import dtype_option
 
 GIB = 1 << 30
 
@@ -124,7 +125,7 @@ def print_report(report: dict) -> None:
               help="TPU topology known to libtpu (v5e:2x2, v5e:2x4, v5p:2x2x1, v4:2x2x1, ...) or 'local'.")
 @click.option("--mesh", default=None, help="data=D,model=M (default: the largest model axis that divides).")
 @click.option("--fsdp", is_flag=True, help="Split every weight over \"data\" too (as `load_model(..., fsdp=True)`).")
-@click.option("--dtype", type=click.Choice(["bfloat16", "float32"]), default="bfloat16", show_default=True)
+@dtype_option("bfloat16")
 @click.option("--batch", type=click.IntRange(min=1), default=8, show_default=True, help="Rows per call.")
 @click.option("--seq", type=click.IntRange(min=2), default=2048, show_default=True,
               help="Tokens per row for score and p_true.")

@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from jaxcontam.commands.config_file import config_file_options
-from jaxcontam.commands.mesh_options import mesh_layout, mesh_options
+from jaxcontam.commands.mesh_options import dtype_option, mesh_layout, mesh_options
 from jaxcontam.commands.text_files import output_file, parse_fields, read_texts
 from jaxcontam.detect.likelihood import LikelihoodSettings
 from jaxcontam.errors import DataError
@@ -36,7 +36,7 @@ def tokenize_texts(tokenizer, texts, path) -> list[list[int]]:
 @click.option("--k", type=click.FloatRange(0.0, 1.0, min_open=True), default=LikelihoodSettings.k,
               show_default=True, help="Fraction of lowest-scoring tokens for Min-K% and Min-K%++.")
 @click.option("--reference-model", default=None, help="Second model folder: adds reference_ratio.")
-@click.option("--dtype", type=click.Choice(["float32", "bfloat16"]), default="float32", show_default=True)
+@dtype_option("float32")
 @click.option("--batch-rows", type=click.IntRange(min=1), default=16, show_default=True, help="Rows per batch.")
 @click.option("--limit", type=click.IntRange(min=1), default=None, help="Only the first N texts.")
 @mesh_options

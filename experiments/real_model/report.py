@@ -105,11 +105,12 @@ def contam_cell(contam: dict, items) -> str:
     """How much of the benchmark the corpus text touches at all, and the EPG verdict (or why there is none)."""
     if not contam:
         return "not run"
-    from jaxcontam.report.formatting import test_status
+    from jaxcontam.detect.status import TestOutcome
 
     touched = f"{(items['token_match'] > 0).mean():.0%}, {items['longest_match'].max():.3f}"
-    if test_status(contam) != "tested":
-        return f"{touched}; {test_status(contam)}"
+    outcome = TestOutcome.from_summary(contam)
+    if not outcome.ran:
+        return f"{touched}; {outcome.label}"
     if contam.get("threshold") is None:
         return f"{touched}; {contam.get('reason', 'no threshold')}; max-z p {contam['pvalue']:.2g}"
     return (f"{touched}; {contam['frac_contaminated']:.0%} marked, EPG {contam['epg']:+.3f}, "

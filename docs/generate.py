@@ -199,9 +199,10 @@ def pacost_presets() -> str:
 
 
 def environment_variables() -> str:
-    """Every `JAXCONTAM_*` name the package's code reads, with the files that read it."""
+    """Every `JAXCONTAM_*` name the package, its tests and experiments name, with the files that name it."""
     found: dict[str, set[str]] = {}
-    for path in sorted((ROOT / "jaxcontam").rglob("*.py")) + sorted((ROOT / "kernels").rglob("*.py")):
+    for path in sorted(p for folder in ("jaxcontam", "kernels", "tests", "experiments")
+                       for p in (ROOT / folder).rglob("*.py")):
         for name in re.findall(r"\bJAXCONTAM_[A-Z_]+\b", path.read_text(encoding="utf-8")):
             found.setdefault(name, set()).add(str(path.relative_to(ROOT)))
     lines = ["| variable | named in |", "|---|---|"]

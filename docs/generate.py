@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import csv
 import dataclasses
+import functools
 import importlib
 import importlib.util
 import inspect
@@ -30,9 +31,10 @@ EXPERIMENTS = ROOT / "experiments"
 MARKER = re.compile(r"(<!-- generated:([\w-]+) -->\n)(.*?)(<!-- /generated:\2 -->)", re.S)
 
 
+@functools.cache
 def experiment_module(relative: str):
-    """An experiment script (not a package) imported from its path, with its folder importable as its scripts
-    expect."""
+    """An experiment script (not a package) imported once from its path, with its folder importable as its
+    scripts expect."""
     path = EXPERIMENTS / relative
     sys.path.insert(0, str(path.parent))
     try:
@@ -45,7 +47,7 @@ def experiment_module(relative: str):
 
 
 def missing(path: Path, command: str) -> str:
-    return f"No results yet: `{path.relative_to(ROOT)}` is written by `{command}`.\n"
+    return f"No results yet: `experiments/{path.relative_to(EXPERIMENTS)}` is written by `{command}`.\n"
 
 
 # ---- result tables

@@ -134,9 +134,12 @@ CONFIG_TABLES = [
     ("[exchangeability]", "jaxcontam.detect.audit_core:AuditSettings",
      {"chunks": "chunks", "permutations": "permutations"}),
     ("[ngram]", "jaxcontam.audit.run:NGRAM_DEFAULTS", None),
-    ("[contam]", "jaxcontam.detect.contam:DEFAULTS", None),
+    ("[contam]", "jaxcontam.detect.contam:DEFAULTS",  # alpha is the top-level key
+     {k: k for k in ("metric", "z_crit", "min_clean", "min_contaminated", "resamples", "seed")}),
     ("[mesh]", "jaxcontam.mesh:MeshSettings", None),
 ]
+# Keys whose default the TOML reader fills in itself (`jaxcontam.audit.config.load_config`), not the dataclass.
+READER_DEFAULTS = {("[[model]]", "name"): "the last part of `path`"}
 FIELD_LINE = re.compile(r"^\s+(\w+)\s*:[^=#]*(?:=[^#]*)?(?:#\s*(.*))?$")
 
 
@@ -167,7 +170,7 @@ def default_text(field: dataclasses.Field) -> str:
     return f"`{value!r}`"
 
 
-def config_table(target: str, keys: dict[str, str] | None) -> str:
+def config_table(table: str, target: str, keys: dict[str, str] | None) -> str:
     source = resolve(target)
     if isinstance(source, dict):
         lines = ["| key | default |", "|---|---|"]
@@ -179,7 +182,7 @@ def config_table(target: str, keys: dict[str, str] | None) -> str:
     for key, name in keys.items():
         field = fields[name]
         note = comments.get(name, "")
-        cells = (f"`{field.type}`", default_text(field), note)
+        cells = (f"`{field.type}`", READER_DEFAULTS.get((table, key)) or default_text(field), note)
         lines.append(f"| `{key}` | " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |")
     return "\n".join(lines)
 
@@ -187,7 +190,7 @@ def config_table(target: str, keys: dict[str, str] | None) -> str:
 def config_reference() -> str:
     parts = []
     for table, target, keys in CONFIG_TABLES:
-        parts.append(f"**{table}** (`{target.replace(':', '.')}`)\n\n{config_table(target, keys)}\n")
+        parts.append(f"**{table}** (`{target.replace(':', '.')}`)\n\n{config_table(table, target, keys)}\n")
     return "\n".join(parts)
 
 
@@ -223,7 +226,7 @@ def command_options() -> str:
 
     def describe(name: str, command: click.Command) -> list[str]:
         if isinstance(command, click.Group):
-            return [line for sub in sorted(command.commands) for line in describe(f"{name} {sub}", command.commands[sub])]
+            return [line for sub, child in sorted(command.commands.items()) for line in describe(f"{name} {sub}", child)]
         lines = [f"### `jaxcontam {name}`", "", (command.help or "").strip().split("\n\n")[0].replace("\n", " "), "",
                  "| argument / option | default | help |", "|---|---|---|"]
         for param in command.params:
@@ -249,7 +252,10 @@ def package_imports() -> str:
     import ast
 
     package = ROOT / "jaxcontam"
-    top = lambda path: path.relative_to(package).parts[0].removesuffix(".py")  # noqa: E731
+
+    def top(path: Path) -> str:  # jaxcontam/engine/scoring.py -> engine; jaxcontam/cli.py -> cli
+        return path.relative_to(package).parts[0].removesuffix(".py")
+
     names = {top(p) for p in package.rglob("*.py")} | {"kernels"}
     graph: dict[str, set[str]] = {}
     for path in sorted(package.rglob("*.py")):

@@ -58,3 +58,16 @@ def test_every_relative_link_resolves():
             if not (page.parent / target.split("#")[0]).exists():
                 broken.append(f"{page.relative_to(REPO_ROOT)}: {target}")
     assert not broken, "links to missing files: " + "; ".join(broken)
+
+
+@pytest.mark.parametrize("page", ["README.md", "docs/config.md"])
+def test_the_documented_audit_configs_are_read_as_written(page, tmp_path):
+    """Every TOML example is a config `jaxcontam audit --config` accepts (an unknown key would be an error)."""
+    from jaxcontam.audit.config import load_config
+
+    blocks = re.findall(r"```toml\n(.*?)```", (REPO_ROOT / page).read_text(), re.S)
+    assert blocks, f"{page} has no TOML example"
+    for number, block in enumerate(blocks):
+        (tmp_path / f"{number}.toml").write_text(block)
+        config = load_config(tmp_path / f"{number}.toml")
+        assert config.models and config.benchmarks and config.corpora

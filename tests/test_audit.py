@@ -12,8 +12,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from jaxcontam.audit.config import EXAMPLE_CONFIG, load_config
-from jaxcontam.audit.summary_schema import SCHEMA_VERSION, read_summary
 from jaxcontam.errors import JaxcontamError
+from jaxcontam.report.summary_schema import SCHEMA_VERSION, read_summary
 
 EXAMPLE = EXAMPLE_CONFIG.parent
 

@@ -4,8 +4,8 @@ import json
 
 import pytest
 
-from jaxcontam.audit.summary_schema import SCHEMA_VERSION, AuditSummary, read_summary
 from jaxcontam.errors import JaxcontamError
+from jaxcontam.report.summary_schema import SCHEMA_VERSION, AuditSummary, read_summary
 
 RUN = {"model": "m", "benchmark": "copa", "split": "test", "n_items": 4, "accuracy": {"acc": 0.5, "acc_norm": 0.5},
        "pacost": None, "likelihood": None, "exchangeability": None, "contam": None, "ground_truth": None}

@@ -77,7 +77,7 @@ def options_of(command: click.Command) -> set[str]:
 
 def test_audit_and_pacost_take_the_same_options_and_set_reaches_the_config(tmp_path, monkeypatch):
     import jaxcontam.audit.run
-    from jaxcontam.audit.summary_schema import AuditSummary
+    from jaxcontam.report.summary_schema import AuditSummary
     from jaxcontam.commands.audit import audit
     from jaxcontam.commands.pacost import pacost
 

@@ -218,7 +218,7 @@ def test_jaxcontam_audit_takes_the_preset_from_its_option(tmp_path, monkeypatch)
 
     import jaxcontam.audit.run
     import jaxcontam.commands.audit as command
-    from jaxcontam.audit.summary_schema import AuditSummary
+    from jaxcontam.report.summary_schema import AuditSummary
 
     seen = []
     monkeypatch.setattr(jaxcontam.audit.run, "run_audit",

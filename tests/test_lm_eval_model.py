@@ -153,11 +153,11 @@ def test_bad_input_is_named(models, tmp_path):
         parse_data_files(["arc_easy"])
 
 
-@pytest.mark.slow  # a fresh process loading JAX, lm-eval and SmolLM2; the README's CLI line runs in CI
+@pytest.mark.slow  # a fresh process loading JAX, lm-eval and SmolLM2; docs/commands.md's CLI line runs in CI
 def test_the_readme_example_runs(shared_data, tmp_path):
-    """The README's lm-evaluation-harness example, run as written from a checkout with ../shared beside it."""
-    readme = (REPO_ROOT / "README.md").read_text()
-    section = readme.split("\n## lm-evaluation-harness\n", 1)[1].split("\n## ", 1)[0]
+    """docs/lm_eval.md's lm-evaluation-harness example, run as written from a checkout with ../shared beside it."""
+    page = (REPO_ROOT / "docs" / "lm_eval.md").read_text()
+    section = page.split("\n## lm-evaluation-harness\n", 1)[1].split("\n## ", 1)[0]
     code = re.search(r"```python\n(.*?)```", section, re.S).group(1)
     (tmp_path / "checkout").mkdir()
     (tmp_path / "checkout" / "jaxcontam").symlink_to(REPO_ROOT / "jaxcontam")

@@ -1,4 +1,5 @@
-"""The README's command examples, run as written from a checkout with ../shared beside it, each give a result."""
+"""The command examples of docs/commands.md, run as written from a checkout with ../shared beside it, each give a
+result."""
 
 import re
 import shlex
@@ -13,11 +14,9 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 
 
 def readme_commands() -> list[str]:
-    """The lines of the first bash block under the README's "## Commands" heading."""
-    readme = (REPO_ROOT / "README.md").read_text()
-    section = readme.split("\n## Commands\n", 1)[1].split("\n## ", 1)[0]
-    block = re.search(r"```bash\n(.*?)```", section, re.S)
-    assert block, "README '## Commands' has no bash block of examples"
+    """The lines of the first bash block of docs/commands.md."""
+    block = re.search(r"```bash\n(.*?)```", (REPO_ROOT / "docs" / "commands.md").read_text(), re.S)
+    assert block, "docs/commands.md has no bash block of examples"
     return [line for line in block.group(1).splitlines() if line.strip()]
 
 

@@ -1,4 +1,5 @@
-"""The README's "Inside your training loop" examples run as written and print what the README says they print."""
+"""The README's Python examples (the library and the training loop) and docs/your_model.md's run as written and
+print what the docs say they print."""
 
 import os
 import re
@@ -11,10 +12,17 @@ import pytest
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
 
+def python_blocks(page: str, heading: str | None = None) -> list[str]:
+    """The ```python blocks of `page` (a path from the repository root), of its `## heading` section if given."""
+    text = (REPO_ROOT / page).read_text()
+    if heading is not None:
+        text = text.split(f"\n## {heading}\n", 1)[1].split("\n## ", 1)[0]
+    return re.findall(r"```python\n(.*?)```", text, re.S)
+
+
 def section_examples() -> list[str]:
-    readme = (REPO_ROOT / "README.md").read_text()
-    section = readme.split("\n## Inside your training loop\n", 1)[1].split("\n## ", 1)[0]
-    return re.findall(r"```python\n(.*?)```", section, re.S)
+    """The training-loop example (README), then the Linen and pure-function ones (docs/your_model.md)."""
+    return python_blocks("README.md", "Inside your training loop")[:1] + python_blocks("docs/your_model.md")
 
 
 def run(code: str) -> str:
@@ -39,3 +47,10 @@ def test_the_own_model_examples_score_as_the_models_own_forward(example):
     assert len(gaps) == 3 and max(gaps) <= 1e-5, out
     if example == 1:
         assert re.search(r"^greedy continuation of the first: \[(\d+, ){4}\d+\]$", out, re.M), out
+
+
+def test_the_library_example_separates_the_bundled_examples_halves():
+    out = run(python_blocks("README.md", "Library")[0])
+    aucs = dict(re.findall(r"^(\w+): AUC contaminated vs clean = ([0-9.]+)$", out, re.M))
+    assert set(aucs) == {"mean_logprob", "zlib_ratio", "min_k", "min_k_plus_plus"}, out
+    assert all(float(auc) >= 0.99 for auc in aucs.values()), out

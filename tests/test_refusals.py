@@ -17,13 +17,13 @@ from conftest import MODEL_LOAD_REACHED
 import jaxcontam
 from jaxcontam import cli
 from jaxcontam.audit.run import json_ready
-from jaxcontam.audit.summary_schema import AuditSummary
 from jaxcontam.commands.verdicts import echo_verdicts
 from jaxcontam.data import registry
 from jaxcontam.detect.contam import ContamSettings, contam_result
 from jaxcontam.detect.pacost import PacostSettings, paired_verdict
 from jaxcontam.report import write_report
 from jaxcontam.report.formatting import gain_verdict, pacost_verdict
+from jaxcontam.report.summary_schema import AuditSummary
 
 EXAMPLE = Path(jaxcontam.__file__).parent / "examples" / "tiny_contaminated"
 MODEL = EXAMPLE / "model"

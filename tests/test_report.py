@@ -11,9 +11,9 @@ from html.parser import HTMLParser
 import numpy as np
 import pytest
 
-from jaxcontam.audit.summary_schema import AuditSummary
 from jaxcontam.report import write_report
 from jaxcontam.report.formatting import interval, number, percent, value
+from jaxcontam.report.summary_schema import AuditSummary
 from jaxcontam.stats import adjust, epg_curve, minimum_detectable_effect, paired_test, select_threshold
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"

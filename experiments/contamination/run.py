@@ -35,8 +35,8 @@ from jaxcontam.detect.pacost import PacostSettings  # noqa: E402
 from jaxcontam.detect.rephrase import choose_attached  # noqa: E402
 from jaxcontam.stats import separation  # noqa: E402
 from jaxcontam.training import init_hf_tensors, packed_batches, save_hf_model, train, train_bpe_tokenizer  # noqa: E402
-from jaxcontam.detect.audit_callback import (  # noqa: E402
-    AuditCallback, AuditSettings, AuditTarget, audit_model, model_from_weights)
+from jaxcontam.training.audit_callback import (  # noqa: E402
+    AuditSettings, AuditTarget, audit_model, hf_weights_callback, model_from_weights)
 from jaxcontam.training.batches import count_steps  # noqa: E402
 from jaxcontam.training.checkpoints import TrainCheckpoints  # noqa: E402
 from jaxcontam.training.injection import FORMS, choose_contaminated, injected_documents, item_text  # noqa: E402
@@ -240,8 +240,8 @@ def run_cell(experiment: Experiment, cell: dict) -> dict:
     base, finetune = grid["base"], grid["finetune"]
     shape = dict(seq_len=base["seq_len"], batch_size=base["batch_size"], seed=cell["seed"])
     steps = count_steps(docs, **shape)
-    callback = AuditCallback.for_hf_weights(experiment.config, experiment.tokenizer, experiment.targets(masks),
-                                            experiment.settings(["likelihood"]), log=log)
+    callback = hf_weights_callback(experiment.config, experiment.tokenizer, experiment.targets(masks),
+                                   experiment.settings(["likelihood"]), log=log)
     start = time.perf_counter()
     result = train(experiment.config, experiment.base_weights, packed_batches(docs, **shape), steps=steps,
                    learning_rate=finetune["learning_rate"], warmup=finetune["warmup"], log=log, log_every=steps,

@@ -1,4 +1,4 @@
-"""The README's capacity table: `jaxcontam plan` scoring estimates for five models on v5e-4, v5e-8 and v5p-8.
+"""docs/tpu.md's capacity table: `jaxcontam plan` scoring estimates for five models on v5e-4, v5e-8 and v5p-8.
 
 Compiler estimates, not measurements (no TPU is used: libtpu compiles for the named topology on this CPU host).
 Per (model, slice, scoring length) two compiles of `score_step`, at 2 and 16 rows per "data" shard: the

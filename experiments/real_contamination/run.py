@@ -203,7 +203,7 @@ def run_arm(args, arm: str, out: pathlib.Path, mmlu: pathlib.Path, base_rows: li
     log(f"{arm}: {verdict} (decided on the audited text: the item as the detectors score it)")
     if args.skip_audit:
         return
-    for preset in PRESETS:
+    for preset in args.presets.split(","):
         audit_out = folder / f"audit_{preset}"
         if (audit_out / "summary.json").exists() and (audit_out / "done").exists():
             continue
@@ -219,9 +219,11 @@ def main() -> None:
     parser.add_argument("--model", default=str(GGUF))
     parser.add_argument("--corpus", default=str(CORPUS))
     parser.add_argument("--items", type=int, default=None,
-                        help="first N items of each benchmark, half contaminated (default 14; pilot 10; smoke 12)")
+                        help="first N items of each benchmark, half contaminated (default 68: 102 items per half over "
+                             "the three benchmarks; pilot 10; smoke 12)")
     parser.add_argument("--general-tokens", type=int, default=None,
-                        help="general-text tokens per arm (default 110,000; pilot 16,000; smoke 3,000)")
+                        help="general-text tokens per arm (default 52,000: as much as the x4 arms' benchmark text; "
+                             "pilot 16,000; smoke 3,000)")
     parser.add_argument("--arms", default=",".join(ARMS), help=f"some of {', '.join(ARMS)}")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--batch-size", type=int, default=4)
@@ -230,10 +232,11 @@ def main() -> None:
     parser.add_argument("--checkpoint-every", type=int, default=10)
     parser.add_argument("--audit-every", type=int, default=10, help="AuditCallback interval in the curve arm")
     parser.add_argument("--skip-audit", action="store_true", help="train and check the dose only")
+    parser.add_argument("--presets", default=",".join(PRESETS), help="PaCoST presets each arm is audited with")
     parser.add_argument("--pilot", action="store_true", help="verbatim x4 alone, 3 x 10 items, 16k general tokens")
     parser.add_argument("--smoke", action="store_true", help="the bundled tiny model, few items: the pipeline")
     args = parser.parse_args()
-    items, tokens = 14, 110_000  # the 2-hour budget at <= ~100 tokens/s (README), >= 10x general text
+    items, tokens = 68, 52_000  # >= 100 items per half; the training fits ~1 hour at ~120 tokens/s (README)
     if args.pilot:
         args.arms, args.skip_audit, args.audit_every, items, tokens = "verbatim_x4", True, 0, 10, 16_000
         args.out = args.out.parent / "pilot" if args.out == HERE / "results" else args.out
@@ -247,6 +250,8 @@ def main() -> None:
     unknown = sorted(set(arms) - set(ARMS))
     if unknown:
         parser.error(f"unknown arm(s) {', '.join(unknown)}; arms: {', '.join(ARMS)}")
+    if not set(args.presets.split(",")) <= set(PRESETS):
+        parser.error(f"--presets takes some of {', '.join(PRESETS)}, got {args.presets!r}")
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "design.json").write_text(json.dumps({k: str(v) for k, v in vars(args).items()}, indent=2) + "\n")
     mmlu = mmlu_subjects(args.out, args.items)

@@ -57,16 +57,15 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=20,
                         help="steps timed after the first (compile) step; 0: print the step's FLOPs and the peak only")
     parser.add_argument("--model", default=str(GGUF))
+    parser.add_argument("--layers", default="auto",
+                        help="comma-separated runs, one JSON line each: auto (fit's default: unrolled on CPU), scan, "
+                             "unrolled")
     args = parser.parse_args()
-
-    import jax
 
     import jaxcontam
     from jaxcontam.data.corpus import open_corpus
-    from jaxcontam.mesh import batch_sharding
     from jaxcontam.training.batches import packed_batches
     from jaxcontam.training.contamination_mix import general_documents
-    from jaxcontam.training.loop import fit
 
     peak_before = matmul_peak()
     model = jaxcontam.load_model(args.model)
@@ -80,6 +79,18 @@ def main() -> None:
                           "matmul_peak_gflops": round(max(peak_before, matmul_peak()) / 1e9, 1),
                           "load_average": os.getloadavg()}))
         return
+    for layers in args.layers.split(","):
+        unroll = {"auto": None, "scan": False, "unrolled": True}[layers]
+        print(json.dumps({"layers": layers, **timed_fit(model, batches, steps, flops, args, peak_before, unroll)}))
+
+
+def timed_fit(model, batches, steps, flops, args, peak_before, unroll) -> dict:
+    """`fit` over `batches` from the loaded weights (a copy: the step donates its inputs); its rates."""
+    import jax
+
+    from jaxcontam.mesh import batch_sharding
+    from jaxcontam.training.loop import fit
+
     marks = {}
 
     def log(line: str) -> None:  # CPU seconds of this process between the first and the last logged step
@@ -88,8 +99,10 @@ def main() -> None:
         print(line, flush=True)
 
     start = time.perf_counter()
-    result = fit(model.config, model.params, iter(batches), steps=steps, learning_rate=1e-4, warmup=1,
-                 weight_decay=0.0, log_every=1, log=log, batch_sharding=batch_sharding(model.mesh))
+    weights = jax.tree.map(lambda a: a.copy(), model.params)
+    result = fit(model.config, weights, iter(batches), steps=steps, learning_rate=1e-4, warmup=1,
+                 weight_decay=0.0, log_every=1, log=log, batch_sharding=batch_sharding(model.mesh),
+                 unroll_layers=unroll)
     wall = time.perf_counter() - start
     cpu = marks["last"][0] - marks["first"][0]
     peak_after = matmul_peak()
@@ -97,7 +110,7 @@ def main() -> None:
     rate = result.tokens_per_second
     achieved = rate / tokens_per_step * flops
     peak = max(peak_before, peak_after)
-    print(json.dumps({
+    return {
         "model": pathlib.Path(args.model).name, "batch": args.batch, "seq": args.seq, "timed_steps": args.steps,
         "tokens_per_second": round(rate, 1), "step_flops": flops, "gflops_per_second": round(achieved / 1e9, 1),
         "matmul_peak_gflops": round(peak / 1e9, 1), "peak_before_after": [round(peak_before / 1e9, 1),
@@ -106,7 +119,7 @@ def main() -> None:
         "cpu_seconds_timed_steps": round(cpu, 1),
         "tokens_per_cpu_second": round((steps - 1) * tokens_per_step / cpu, 1) if cpu else None,
         "loss_first_last": result.losses[:1] + result.losses[-1:], "load_average": os.getloadavg(),
-        "devices": jax.device_count()}))
+        "devices": jax.device_count()}
 
 
 if __name__ == "__main__":

@@ -17,7 +17,7 @@ from jaxcontam.audit.config import AuditConfig
 from jaxcontam.audit.inputs import AuditBenchmark, AuditInputs, check_inputs
 from jaxcontam.audit.store import StageStore, fingerprint, run_chunked, write_atomic
 from jaxcontam.audit.summary import sweep_corrections
-from jaxcontam.audit.summary_schema import SCHEMA_VERSION, AuditSummary
+from jaxcontam.report.summary_schema import SCHEMA_VERSION, AuditSummary
 from jaxcontam.stats import sweep_resamples
 from jaxcontam.stats.paired import DEFAULT_RESAMPLES
 

@@ -37,7 +37,7 @@ def epg(items_path, metric, z_crit, min_clean, min_contaminated, alpha, resample
     import pyarrow.parquet as pq
 
     from jaxcontam.audit.run import json_ready
-    from jaxcontam.audit.summary_schema import RunEntry
+    from jaxcontam.report.summary_schema import RunEntry
     from jaxcontam.detect.contam import contam_result
     from jaxcontam.errors import DataError
     from jaxcontam.report.plots import contam_curve_png

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from jaxcontam.audit.summary_schema import AuditSummary
+from jaxcontam.report.summary_schema import AuditSummary
 
 
 def echo_verdicts(summary: AuditSummary, out) -> None:

@@ -94,7 +94,8 @@ def pacost_judge(model, questions: Sequence[str], answers: Sequence[str], *, cha
     if room < 1:
         raise JaxcontamError(f"a judge prompt fills the model's {model.config.max_position} positions: shorten the "
                              "question or answer")
-    replies = generate(model, prompts, max_new_tokens=room, rows_per_batch=rows_per_batch, watch_ids=yes)
+    replies = generate(model, prompts, max_new_tokens=room, rows_per_batch=rows_per_batch, watch_ids=yes,
+                       progress=True)  # the replies run up to 1,024 tokens: a long wait deserves a progress bar
     steps = [[j for j, t in enumerate(r.token_ids) if says_yes_or_no(tokenizer.decode([t]))] for r in replies]
     return [JudgeReply(text=r.text or "", confidence=float(np.exp(max(r.watched_logprobs[j] for j in s))) if s
                        else 0.0, verdict_steps=len(s)) for r, s in zip(replies, steps)]

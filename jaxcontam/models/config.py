@@ -68,6 +68,9 @@ class DecoderConfig:
     # the attention path ("auto", "jnp", "splash", "cudnn"; `attention.packed_attention`), fixed before tracing so
     # that it is part of the jit cache key: "auto" picks by the platform of the mesh the step is traced under
     attention: str = "auto"
+    # the layers as one unrolled program instead of a `lax.scan`: the training step's backward runs faster on CPU
+    # (no per-layer dynamic slices of the stacked weights and gradients), at the cost of a longer compile
+    unroll_layers: bool = False
     hf_config: dict[str, Any] = dataclasses.field(default_factory=dict, compare=False, hash=False, repr=False)
 
     @property

@@ -104,7 +104,7 @@ def hidden_states(params: dict, spec: DecoderConfig, tokens: jax.Array, position
         return _layer(spec, w, x, _layer_rope(tables, window), lambda q, k, v: (
             attention.packed_attention(spec, q, k, v, positions, segment_ids, window), None))
 
-    x, _ = jax.lax.scan(body, x, (params["layers"], windows))
+    x, _ = jax.lax.scan(body, x, (params["layers"], windows), unroll=spec.unroll_layers)
     return layers.norm(spec, params["final_norm"], x)
 
 

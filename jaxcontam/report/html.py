@@ -13,10 +13,10 @@ import re
 from html import escape
 from pathlib import Path
 
-from jaxcontam.audit.summary_schema import AuditSummary, RunEntry
 from jaxcontam.detect.status import TestOutcome
 from jaxcontam.report import plots
 from jaxcontam.report.formatting import interval, percent, value
+from jaxcontam.report.summary_schema import AuditSummary, RunEntry
 
 LABELS = {
     "mean_logprob": "mean log-prob", "zlib_ratio": "zlib ratio", "min_k": "Min-K%", "min_k_plus_plus": "Min-K%++",

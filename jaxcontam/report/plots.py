@@ -11,8 +11,8 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from jaxcontam.audit.summary_schema import RunEntry
 from jaxcontam.report.formatting import number
+from jaxcontam.report.summary_schema import RunEntry
 
 METRIC_ORDER = ("token_match", "ngram_match", "token_extend", "longest_match")
 CONTAMINATED_COLOR, CLEAN_COLOR, UNKNOWN_COLOR = "#c0392b", "#2471a3", "#999999"

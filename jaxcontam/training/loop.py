@@ -28,6 +28,8 @@ try:
 except ImportError:
     raise JaxcontamError('the training loop needs optax and orbax: pip install "jaxcontam[train]"') from None
 
+from jaxcontam.models.attention import mesh_platform
+from jaxcontam.models.config import DecoderConfig
 from jaxcontam.models.spec import ModelSpec, from_hf_config
 from jaxcontam.training.checkpoints import TrainCheckpoints
 from jaxcontam.training.weights import params_from_hf
@@ -102,6 +104,17 @@ def hf_params(tensors: dict, spec: ModelSpec):
     return params_from_hf(tensors, spec)
 
 
+def training_spec(spec, unroll_layers: bool | None = None):
+    """The spec the step is traced with. jaxcontam's decoder runs its layers unrolled when `unroll_layers`, by
+    default on CPU, where the unrolled backward is faster than the scan's (`experiments/real_contamination/
+    train_speed.py --layers scan,unrolled`); on TPU and GPU the scan, which compiles in a fraction of the time.
+    Other models (`ModelInterface`) are used as they are."""
+    if not isinstance(spec, DecoderConfig):
+        return spec
+    unroll = mesh_platform() == "cpu" if unroll_layers is None else unroll_layers
+    return dataclasses.replace(spec, unroll_layers=unroll)
+
+
 @functools.partial(jax.jit, static_argnames=("spec", "to_params", "schedule"), donate_argnums=(0, 1))
 def _train_step(weights, opt_state, batch, *, spec, to_params, schedule):
     """One AdamW step; compiled once per (spec, to_params, schedule, shapes), so runs with the same settings in
@@ -115,15 +128,17 @@ def fit(spec: ModelSpec, weights, batches: Iterable[dict], *, steps: int, to_par
         learning_rate: float = 3e-3, warmup: int = 50, weight_decay: float = 0.01, log_every: int = 50,
         log: Callable[[str], None] = print, on_log: Callable[[int, float], None] | None = None,
         callback: Callable[[int, object], None] | None = None, callback_every: int = 0,
-        checkpoints: TrainCheckpoints | None = None, batch_sharding=None) -> FitResult:
+        checkpoints: TrainCheckpoints | None = None, batch_sharding=None,
+        unroll_layers: bool | None = None) -> FitResult:
     """Train `weights` (a pytree; the decoder's params are `to_params(weights, spec)`) for at most `steps` batches.
 
     `on_log(step, loss)` sees every logged loss (a training curve); `batch_sharding` places each batch (e.g.
-    rows over the mesh's "data" axis). Progress lines give the loss, tokens/s and the time left.
+    rows over the mesh's "data" axis); `unroll_layers`: see `training_spec` (None: by platform). Progress lines
+    give the loss, tokens/s and the time left.
     """
     schedule = (learning_rate, steps, warmup, weight_decay)
     tx = optimizer(*schedule)
-    step_fn = functools.partial(_train_step, spec=spec, to_params=to_params, schedule=schedule)
+    step_fn = functools.partial(_train_step, spec=training_spec(spec, unroll_layers), to_params=to_params, schedule=schedule)
     opt_state = _on_weights_mesh(tx.init(weights), weights)
     resumed = checkpoints.latest_step() if checkpoints is not None else None
     if resumed:

@@ -1,0 +1,336 @@
+"""Rewrite the docs' generated tables from the committed result files and the settings dataclasses.
+
+A generated table sits between `<!-- generated:NAME -->` and `<!-- /generated:NAME -->` in a Markdown file of
+docs/; `TABLES[NAME]` writes it. Result tables reuse the experiments' own report code (the same Markdown their
+scripts print), so a table cannot disagree with its results; a result file not there yet gives a line saying
+which command writes it. The config reference reads the settings dataclasses by module name, their defaults at
+run time and each field's trailing comment from the source.
+
+    python docs/generate.py            rewrite the tables in docs/*.md
+    python docs/generate.py --check    exit 1, naming the files, if a rewrite would change anything
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import dataclasses
+import functools
+import importlib
+import importlib.util
+import inspect
+import json
+import re
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+DOCS = ROOT / "docs"
+EXPERIMENTS = ROOT / "experiments"
+MARKER = re.compile(r"(<!-- generated:([\w-]+) -->\n)(.*?)(<!-- /generated:\2 -->)", re.S)
+
+
+@functools.cache
+def experiment_module(relative: str):
+    """An experiment script (not a package) imported once from its path, with its folder importable as its
+    scripts expect."""
+    path = EXPERIMENTS / relative
+    sys.path.insert(0, str(path.parent))
+    try:
+        spec = importlib.util.spec_from_file_location(f"experiments_{path.parent.name}_{path.stem}", path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(str(path.parent))
+    return module
+
+
+def missing(path: Path, command: str) -> str:
+    return f"No results yet: `experiments/{path.relative_to(EXPERIMENTS)}` is written by `{command}`.\n"
+
+
+# ---- result tables
+
+
+def tpu_capacity() -> str:
+    source = EXPERIMENTS / "plan" / "readme_table.jsonl"
+    if not source.exists():
+        return missing(source, "python experiments/plan/readme_table.py")
+    rows = [json.loads(line) for line in source.read_text(encoding="utf-8").splitlines() if line.strip()]
+    return experiment_module("plan/readme_table.py").markdown(rows) + "\n"
+
+
+def real_model_audit(audit: str, command: str) -> Callable[[], str]:
+    def table() -> str:
+        results = EXPERIMENTS / "real_model" / "results"
+        if not (results / audit / "summary.json").exists():
+            return missing(results / audit / "summary.json", command)
+        return "\n".join(experiment_module("real_model/report.py").benchmark_rows(results, audit)) + "\n"
+
+    return table
+
+
+def real_model_membership() -> str:
+    results = EXPERIMENTS / "real_model" / "results"
+    if not (results / "membership.json").exists():
+        return missing(results / "membership.json", "python experiments/real_model/run.py")
+    return "\n".join(experiment_module("real_model/report.py").membership_rows(results)) + "\n"
+
+
+EPG_SIZES = (100, 500, 2000, 14042)
+
+
+def epg_null_flags() -> str:
+    """Per score shape and benchmark size: how often the paper's rule and the max-z test flag a null benchmark."""
+    source = EXPERIMENTS / "stats" / "epg_calibration.csv"
+    if not source.exists():
+        return missing(source, "python experiments/stats/epg_calibration.py")
+    with source.open(newline="") as handle:
+        rows = [r for r in csv.DictReader(handle) if r["kind"] == "null"]
+    shapes = list(dict.fromkeys(r["shape"] for r in rows))
+    lines = ["| scores | " + " | ".join(f"{n:,} items" for n in EPG_SIZES) + " |", "|---|" + "---|" * len(EPG_SIZES)]
+    for shape in shapes:
+        cells = []
+        for n in EPG_SIZES:
+            part = [r for r in rows if r["shape"] == shape and int(r["n"]) == n]
+            paper = sum(r["paper_rule"] == "True" for r in part) / len(part)
+            tested = [float(r["p_z"]) for r in part if r["p_z"] != "nan"]
+            max_z = f"{sum(p <= 0.05 for p in tested) / len(tested):.1%}" if tested else "no test"
+            cells.append(f"{paper:.1%} / {max_z}")
+        lines.append(f"| {shape} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def lm_eval_parity() -> str:
+    source = EXPERIMENTS / "lm_eval_parity" / "results" / "copa_smollm2.json"
+    if not source.exists():
+        return missing(source, "python experiments/lm_eval_parity/copa_smollm2.py")
+    found = json.loads(source.read_text(encoding="utf-8"))
+    return ("| benchmark | model | strings / token ids identical | largest / mean log-likelihood difference | "
+            "acc / acc_norm choices differing | acc jaxcontam / lm-eval | seconds |\n|---|---|---|---|---|---|---|\n"
+            f"| {found['benchmark']} | {found['model']} | {found['strings_identical']} / "
+            f"{found['token_ids_identical']} | {found['max_abs_delta_loglik']:.1e} / "
+            f"{found['mean_abs_delta_loglik']:.1e} | {found['acc_choices_differing']} / "
+            f"{found['acc_norm_choices_differing']} | {found['acc_jaxcontam']} / {found['acc_lm_eval']} | "
+            f"{found['seconds']:.0f} |\n")
+
+
+# ---- the config reference
+
+# (TOML table, "module:attribute" of a settings dataclass or a dict of defaults, {TOML key: field} or None = all)
+CONFIG_TABLES = [
+    ("top level", "jaxcontam.audit.config:AuditConfig",
+     {"out": "out", "alpha": "alpha", "correction": "correction", "chunk_size": "chunk_size"}),
+    ("[[model]]", "jaxcontam.audit.config:ModelEntry", None),
+    ("[[benchmark]]", "jaxcontam.audit.config:BenchmarkEntry", None),
+    ("[corpus]", "jaxcontam.audit.config:AuditConfig",
+     {"paths": "corpora", "text_field": "corpus_text_field", "counts": "counts"}),
+    ("[pacost]", "jaxcontam.detect.pacost:PacostSettings", None),
+    ("[pacost] (the rephrase model)", "jaxcontam.audit.config:AuditConfig",
+     {"rephrase_model": "rephrase_model", "rephrase_dtype": "rephrase_dtype", "rephrase_mesh": "rephrase_mesh"}),
+    ("[pacost.gates]", "jaxcontam.detect.rephrase:RephraseGates", None),
+    ("[likelihood]", "jaxcontam.detect.likelihood:LikelihoodSettings", None),
+    ("[exchangeability]", "jaxcontam.detect.audit_core:AuditSettings",
+     {"chunks": "chunks", "permutations": "permutations"}),
+    ("[ngram]", "jaxcontam.ngram.audit:NgramSettings", None),
+    ("[ngram] (scoring)", "jaxcontam.ngram.audit:NgramScoring", None),
+    ("[contam]", "jaxcontam.detect.contam:ContamSettings",  # alpha is the top-level key
+     {k: k for k in ("metric", "z_crit", "min_clean", "min_contaminated", "resamples", "seed")}),
+    ("[mesh]", "jaxcontam.mesh:MeshSettings", None),
+]
+# Keys whose default the TOML reader fills in itself (`jaxcontam.audit.config.load_config`), not the dataclass.
+READER_DEFAULTS = {("[[model]]", "name"): "the last part of `path`"}
+FIELD_LINE = re.compile(r"^\s+(\w+)\s*:[^=#]*(?:=[^#]*)?(?:#\s*(.*))?$")
+
+
+def resolve(target: str):
+    module, attribute = target.split(":")
+    return getattr(importlib.import_module(module), attribute)
+
+
+def field_comments(cls) -> dict[str, str]:
+    """Each field's trailing `# comment` in the class source."""
+    comments = {}
+    for line in inspect.getsource(cls).splitlines():
+        found = FIELD_LINE.match(line)
+        if found and found[2]:
+            comments[found[1]] = found[2].strip()
+    return comments
+
+
+def default_text(field: dataclasses.Field) -> str:
+    if field.default is not dataclasses.MISSING:
+        value = field.default
+    elif field.default_factory is not dataclasses.MISSING:
+        value = field.default_factory()
+    else:
+        return "required"
+    if dataclasses.is_dataclass(value):
+        value = {f.name: getattr(value, f.name) for f in dataclasses.fields(value) if f.init}
+    return f"`{value!r}`"
+
+
+def config_table(table: str, target: str, keys: dict[str, str] | None) -> str:
+    source = resolve(target)
+    if isinstance(source, dict):
+        lines = ["| key | default |", "|---|---|"]
+        return "\n".join(lines + [f"| `{k}` | `{v!r}` |" for k, v in source.items() if keys is None or k in keys])
+    fields = {f.name: f for f in dataclasses.fields(source) if f.init}
+    comments = field_comments(source)
+    keys = keys or {name: name for name in fields}
+    lines = ["| key | type | default | note |", "|---|---|---|---|"]
+    for key, name in keys.items():
+        field = fields[name]
+        note = comments.get(name, "")
+        cells = (f"`{field.type}`", READER_DEFAULTS.get((table, key)) or default_text(field), note)
+        lines.append(f"| `{key}` | " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |")
+    return "\n".join(lines)
+
+
+def config_reference() -> str:
+    parts = []
+    for table, target, keys in CONFIG_TABLES:
+        parts.append(f"**{table}** (`{target.replace(':', '.')}`)\n\n{config_table(table, target, keys)}\n")
+    return "\n".join(parts)
+
+
+def pacost_presets() -> str:
+    presets = resolve("jaxcontam.detect.pacost:PRESETS")
+    keys = list(dict.fromkeys(k for preset in presets.values() for k in preset))
+    lines = ["| preset | " + " | ".join(f"`{k}`" for k in keys) + " |", "|---|" + "---|" * len(keys)]
+    for name, preset in presets.items():
+        lines.append(f"| `{name}` | " + " | ".join(f"`{preset.get(k, '')}`" for k in keys) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def environment_variables() -> str:
+    """Every `JAXCONTAM_*` name the package, its tests and experiments name, with the files that name it."""
+    found: dict[str, set[str]] = {}
+    for path in sorted(p for folder in ("jaxcontam", "kernels", "tests", "experiments")
+                       for p in (ROOT / folder).rglob("*.py")):
+        for name in re.findall(r"\bJAXCONTAM_[A-Z_]+\b", path.read_text(encoding="utf-8")):
+            found.setdefault(name, set()).add(str(path.relative_to(ROOT)))
+    lines = ["| variable | named in |", "|---|---|"]
+    return "\n".join(lines + [f"| `{name}` | {', '.join(f'`{p}`' for p in sorted(files))} |"
+                              for name, files in sorted(found.items())]) + "\n"
+
+
+# ---- code-derived tables
+
+
+def command_options() -> str:
+    """Every command's arguments and options with their defaults and help, from the click commands themselves."""
+    import click
+
+    from jaxcontam import cli
+
+    def describe(name: str, command: click.Command) -> list[str]:
+        if isinstance(command, click.Group):
+            return [line for sub, child in sorted(command.commands.items()) for line in describe(f"{name} {sub}", child)]
+        lines = [f"### `jaxcontam {name}`", "", (command.help or "").strip().split("\n\n")[0].replace("\n", " "), "",
+                 "| argument / option | default | help |", "|---|---|---|"]
+        for param in command.params:
+            if isinstance(param, click.Argument):
+                lines.append(f"| `{param.name.upper()}`{'' if param.required else ' (optional)'} | | |")
+                continue
+            names = " / ".join(f"`{o}`" for o in param.opts + param.secondary_opts)
+            unset = param.default in (None, (), False) or type(param.default).__name__ == "Sentinel"
+            default = "required" if param.required else "" if unset else f"`{param.default}`"
+            help_text = (param.help or "").replace("|", "\\|").replace("\n", " ")
+            lines.append(f"| {names} | {default} | {help_text} |")
+        return lines + [""]
+
+    lines = []
+    for name, target in cli.COMMANDS.items():
+        module, attribute = target.split(":")
+        lines += describe(name, getattr(importlib.import_module(module), attribute))
+    return "\n".join(lines)
+
+
+def package_imports() -> str:
+    """Which jaxcontam subpackages (and top-level modules) each one imports anywhere, read from the source."""
+    import ast
+
+    package = ROOT / "jaxcontam"
+
+    def top(path: Path) -> str:  # jaxcontam/engine/scoring.py -> engine; jaxcontam/cli.py -> cli
+        return path.relative_to(package).parts[0].removesuffix(".py")
+
+    names = {top(p) for p in package.rglob("*.py")} | {"kernels"}
+    graph: dict[str, set[str]] = {}
+    for path in sorted(package.rglob("*.py")):
+        found = graph.setdefault(top(path), set())
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            modules = ([node.module] if isinstance(node, ast.ImportFrom) and node.module and not node.level
+                       else [a.name for a in node.names] if isinstance(node, ast.Import) else [])
+            for module in modules:
+                parts = module.split(".")
+                if parts[0] == "jaxcontam" and len(parts) > 1:
+                    found.add(parts[1])
+                elif parts[0] == "jaxcontam" and isinstance(node, ast.ImportFrom):
+                    found.update(a.name for a in node.names if a.name in names)
+    lines = ["| package or module | imports from jaxcontam |", "|---|---|"]
+    for name in sorted(graph, key=lambda n: (n == "__init__", n)):
+        targets = sorted((graph[name] & names) - {name, "__init__"})
+        lines.append(f"| `{name}` | {', '.join(f'`{t}`' for t in targets) or '(nothing)'} |")
+    return "\n".join(lines) + "\n"
+
+
+TABLES: dict[str, Callable[[], str]] = {
+    "tpu-capacity": tpu_capacity,
+    "real-model-audit": real_model_audit("audit", "python experiments/real_model/run.py"),
+    "real-model-audit-paper": real_model_audit("audit-paper", "python experiments/real_model/run.py --preset paper "
+                                                              "--skip-membership"),
+    "real-model-membership": real_model_membership,
+    "epg-null-flags": epg_null_flags,
+    "lm-eval-parity": lm_eval_parity,
+    "config-reference": config_reference,
+    "pacost-presets": pacost_presets,
+    "environment-variables": environment_variables,
+    "command-options": command_options,
+    "package-imports": package_imports,
+}
+
+
+def render(text: str, cache: dict[str, str]) -> str:
+    """`text` with every generated block rewritten; an unknown block name is an error."""
+
+    def block(found: re.Match) -> str:
+        name = found[2]
+        if name not in TABLES:
+            raise SystemExit(f"<!-- generated:{name} --> has no generator: add it to TABLES in docs/generate.py")
+        if name not in cache:
+            cache[name] = TABLES[name]()
+        return found[1] + cache[name] + found[4]
+
+    return MARKER.sub(block, text)
+
+
+def stale_files(write: bool) -> list[Path]:
+    """The docs whose generated blocks differ from a fresh rendering (rewritten when `write`)."""
+    cache: dict[str, str] = {}
+    stale = []
+    for path in sorted(DOCS.glob("*.md")) + [ROOT / "README.md"]:
+        text = path.read_text(encoding="utf-8")
+        fresh = render(text, cache)
+        if fresh != text:
+            stale.append(path)
+            if write:
+                path.write_text(fresh, encoding="utf-8")
+    return stale
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--check", action="store_true", help="change nothing; exit 1 if a table is stale")
+    args = parser.parse_args()
+    stale = stale_files(write=not args.check)
+    for path in stale:
+        print(f"{'stale' if args.check else 'rewrote'}: {path.relative_to(ROOT)}")
+    if args.check and stale:
+        raise SystemExit("generated tables are stale: run `python docs/generate.py`")
+
+
+if __name__ == "__main__":
+    main()

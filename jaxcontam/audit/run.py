@@ -17,6 +17,7 @@ from jaxcontam.audit.config import AuditConfig
 from jaxcontam.audit.inputs import AuditBenchmark, AuditInputs, check_inputs
 from jaxcontam.audit.store import StageStore, fingerprint, run_chunked, write_atomic
 from jaxcontam.audit.summary import sweep_corrections
+from jaxcontam.report import write_report
 from jaxcontam.report.summary_schema import SCHEMA_VERSION, AuditSummary
 from jaxcontam.stats import sweep_resamples
 from jaxcontam.stats.paired import DEFAULT_RESAMPLES
@@ -166,8 +167,6 @@ def write_outputs(config: AuditConfig, runs: list[ModelRun], items: list[ItemRow
     """items.parquet, summary.json (the sweep's corrections decided here, over every run) and the report."""
     import pyarrow as pa
     import pyarrow.parquet as pq
-
-    from jaxcontam.report import write_report
 
     out = Path(config.out)
     entries = [run.to_dict() for run in runs]

@@ -146,3 +146,18 @@ def test_kv_cached_logits_equal_the_full_forward(tmp_path, family, split):
         want = models.logits_from_hidden(m.params, spec, full)
         np.testing.assert_allclose(models.logits_from_hidden(m.params, spec, jnp.stack(got[r])), want,
                                    atol=1e-5, rtol=0, err_msg=f"row {r}")
+
+
+def test_default_rows_are_what_the_cache_budget_holds(model, monkeypatch):
+    from jaxcontam.engine import generation
+
+    params = generation._decode_params(model)
+    assert generation.cache_rows(model.config, params, 32) == generation.MAX_ROWS  # a toy's cache is tiny
+    cache = model.config.init_cache(1, 32, jax.tree.leaves(params)[0].dtype)
+    per_row = sum(leaf.nbytes for leaf in jax.tree.leaves(cache))
+    monkeypatch.setattr(generation, "CACHE_BYTES", 3 * per_row + 1)
+    assert generation.cache_rows(model.config, params, 32) == 3
+    ps = prompts(9, 3)
+    chosen = generate(model, ps, max_new_tokens=12, rows_per_batch=4)
+    by_budget = generate(model, ps, max_new_tokens=12)  # 3 rows: the longest prompt + 12 tokens fit 32 slots
+    assert [g.token_ids for g in by_budget] == [g.token_ids for g in chosen]

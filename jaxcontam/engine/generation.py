@@ -1,6 +1,7 @@
 """Batched text generation with a KV cache: greedy, or sampled with temperature and top-p.
 
-`rows_per_batch` rows decode together and a finished row takes the next prompt at once (continuous batching,
+`rows_per_batch` rows decode together (by default as many as a KV-cache budget holds, up to `MAX_ROWS`: on CPU
+64 rows give about twice the tokens/s of 16) and a finished row takes the next prompt at once (continuous batching,
 `engine.decode_loop`). Prompts enter longest first, a quarter of the rows at a time, each group padded on the
 left (or the right: padding slots get position -1 and are masked by the model, so both give the same tokens) to
 one of a few bucket lengths. Sampling keys are derived from (seed, prompt key, step), the prompt key being its
@@ -16,12 +17,16 @@ import weakref
 from collections.abc import Callable, Sequence
 from typing import Literal
 
+import jax
 import numpy as np
 
 from jaxcontam.engine import decode_loop
 from jaxcontam.engine.distributed import fetch, global_array, model_mesh, rows_for
 from jaxcontam.engine.packing import plan_batches
 from jaxcontam.errors import JaxcontamError
+
+MAX_ROWS = 64  # decode rows per data shard when the caller does not choose
+CACHE_BYTES = 2 * 1024**3  # the KV cache's budget per data shard when the caller does not choose the rows
 
 
 @dataclasses.dataclass(frozen=True)
@@ -128,6 +133,15 @@ def _truncate(tokens: list[int], logprobs: list[float], watched: list[float], st
     return Generation(tokens, text, reason, logprobs, watched)
 
 
+def cache_rows(spec, params, capacity: int) -> int:
+    """Rows per data shard whose KV caches of `capacity` slots fit `CACHE_BYTES`, between 1 and `MAX_ROWS`
+    (the cache's size read from the model's own `init_cache`, so any `ModelInterface` model is sized right)."""
+    dtype = jax.tree.leaves(params)[0].dtype
+    cache = jax.eval_shape(lambda: spec.init_cache(1, capacity, dtype))
+    per_row = sum(leaf.size * leaf.dtype.itemsize for leaf in jax.tree.leaves(cache))
+    return int(min(MAX_ROWS, max(1, CACHE_BYTES // max(per_row, 1))))
+
+
 def generate(
     model,
     prompts: Sequence[Sequence[int]],
@@ -139,7 +153,7 @@ def generate(
     stop_token_ids: Sequence[int] | None = None,
     stop_strings: Sequence[str] = (),
     padding: Literal["left", "right"] = "left",
-    rows_per_batch: int = 16,
+    rows_per_batch: int | None = None,
     buckets: Sequence[int] | None = None,
     progress: bool | Callable[[Progress], None] = False,
     sample_keys: Sequence[int] | None = None,
@@ -149,7 +163,8 @@ def generate(
 
     Stops a row at any of `stop_token_ids` (default: the model's eos id) or
     after `max_new_tokens`; `stop_strings` cut the decoded text afterwards.
-    Deterministic for a given seed. `progress`: True for a progress bar (prompts done, tokens/s, ETA), or a
+    Deterministic for a given seed. `rows_per_batch`: rows decoding together (None: `cache_rows` per data shard).
+    `progress`: True for a progress bar (prompts done, tokens/s, ETA), or a
     callable given a `Progress` whenever prompts finish. `sample_keys`: one integer in [0, 2**31) per prompt
     that, with `seed`, keys its sampling (default: its index in `prompts`). `watch_ids`: token ids whose summed
     probability is recorded at every step (`Generation.watched_logprobs`).
@@ -175,11 +190,13 @@ def generate(
         raise JaxcontamError(f"prompt + max_new_tokens reaches {longest} tokens, beyond the model's "
                              f"max_position ({spec.max_position}): shorten the prompts or lower max_new_tokens")
     mesh = model_mesh(model)
+    params = _decode_params(model)
+    if rows_per_batch is None:
+        rows_per_batch = cache_rows(spec, params, longest) * mesh.shape["data"]
     rows = rows_for(mesh, rows_per_batch)
     group = rows_for(mesh, max(1, rows // 4))  # prompts put into freed rows at a time (one prefill)
     groups = plan_batches([list(p) for p in prompts], rows_per_batch=group, buckets=buckets, pack=False)
     capacity = max(g.tokens.shape[1] for g in groups) + max_new_tokens
-    params = _decode_params(model)
     state = decode_loop.empty_rows(params, spec, rows=rows, capacity=capacity, max_new_tokens=max_new_tokens)
     watch = np.asarray(list(watch_ids) or [0], np.int32)  # without watch ids the recorded values are dropped
     sampling = (np.uint32(seed), np.float32(temperature), np.float32(top_p), stop, watch)

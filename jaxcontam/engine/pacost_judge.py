@@ -76,7 +76,8 @@ def judge_text(tokenizer, question: str, answer: str, chat: str) -> str:
 
 
 def pacost_judge(model, questions: Sequence[str], answers: Sequence[str], *, chat: str = "auto",
-                 max_new_tokens: int = AUTHORS_MAX_NEW_TOKENS, rows_per_batch: int = 16) -> list[JudgeReply]:
+                 max_new_tokens: int = AUTHORS_MAX_NEW_TOKENS,
+                 rows_per_batch: int | None = None) -> list[JudgeReply]:
     """The published judge's reply and confidence for each (question, answer) pair, in input order.
 
     The reply is cut to the room the model's context leaves after the longest prompt.

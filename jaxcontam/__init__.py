@@ -6,13 +6,21 @@ line and the data layer start fast.
 
 __version__ = "0.1.0"
 
-__all__ = ["__version__", "AuditCallback", "JaxcontamError", "JaxcontamWarning", "LanguageModel", "Model",
-           "ModelInterface", "from_fn", "load_model"]
+__all__ = [
+    "__version__",
+    "AuditCallback",
+    "JaxcontamError",
+    "JaxcontamWarning",
+    "LanguageModel",
+    "Model",
+    "ModelInterface",
+    "from_fn",
+    "load_model",
+]
 
 import pathlib as _pathlib
 
 from jaxcontam.errors import JaxcontamError, JaxcontamWarning
-
 
 # `kernels/` sits at the repository top level and installs as `jaxcontam.kernels`; from a source checkout
 # (tests run from the repository root import this copy of the package) it is found beside the package.

@@ -74,14 +74,17 @@ def table_values(table: dict, classes: Sequence[type], where: str, extra: Iterab
     types_ = {name: kind for cls in classes for name, kind in _field_types(cls).items()}
     unknown = sorted(set(table) - set(types_) - set(extra))
     if unknown:
-        raise JaxcontamError(f"{where}: unknown key(s) {', '.join(unknown)}; known: "
-                             f"{', '.join(sorted(set(types_) | set(extra)))}")
+        raise JaxcontamError(
+            f"{where}: unknown key(s) {', '.join(unknown)}; known: {', '.join(sorted(set(types_) | set(extra)))}"
+        )
     values = {}
     for key, value in table.items():
         kind = types_.get(key)
         if kind is not None and not _matches(value, kind):
-            raise JaxcontamError(f"{where}: {key} = {value!r} is {type(value).__name__}, but {key} takes "
-                                 f"{_type_name(kind)}; e.g. {key} = {_example(kind)}")
+            raise JaxcontamError(
+                f"{where}: {key} = {value!r} is {type(value).__name__}, but {key} takes "
+                f"{_type_name(kind)}; e.g. {key} = {_example(kind)}"
+            )
         is_tuple = kind is not None and typing.get_origin(kind) is tuple
         values[key] = tuple(value) if is_tuple and isinstance(value, list) else value
     return values
@@ -94,12 +97,13 @@ def _example(kind) -> str:
 
 
 def parse_override(text: str) -> tuple[tuple[str, ...], object]:
-    """"section.key=value" as (("section", "key"), value), the value read as TOML or else as plain text."""
+    """ "section.key=value" as (("section", "key"), value), the value read as TOML or else as plain text."""
     key, sep, raw = text.partition("=")
     path = tuple(part.strip() for part in key.split("."))
     if not sep or not all(path):
-        raise JaxcontamError(f"--set {text!r}: write KEY=VALUE with a dotted key, e.g. --set pacost.k=0.3 or "
-                             "--set alpha=0.01")
+        raise JaxcontamError(
+            f"--set {text!r}: write KEY=VALUE with a dotted key, e.g. --set pacost.k=0.3 or --set alpha=0.01"
+        )
     try:
         value = tomllib.loads(f"value = {raw.strip()}")["value"]
     except tomllib.TOMLDecodeError:
@@ -114,7 +118,7 @@ def apply_overrides(raw: dict, overrides: Iterable[str]) -> dict:
         path, value = parse_override(text)
         nodes = [raw]
         for depth, part in enumerate(path[:-1]):
-            where = ".".join(path[:depth + 1])
+            where = ".".join(path[: depth + 1])
             children = []
             for node in nodes:
                 child = node.setdefault(part, {})

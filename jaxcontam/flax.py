@@ -28,14 +28,26 @@ def _one_forward(hidden, head, logits):
     if hidden is not None and logits is not None:
         raise ModelError("give hidden= (with head=) or logits=, not both")
     if (hidden is None) != (head is None):
-        raise ModelError("hidden= and head= go together: the final hidden states [B, T, D] and the [V, D] output "
-                         "matrix (e.g. head=lambda m: m.embed.embedding[...]); or give neither")
+        raise ModelError(
+            "hidden= and head= go together: the final hidden states [B, T, D] and the [V, D] output "
+            "matrix (e.g. head=lambda m: m.embed.embedding[...]); or give neither"
+        )
     return hidden if hidden is not None else logits
 
 
-def from_nnx(module, *, hidden: Callable | None = None, head: Callable | None = None,
-             logits: Callable | None = None, packing: bool = False, vocab_size: int | None = None,
-             max_position: int | None = None, tokenizer=None, mesh=None, eos_token_id: Sequence[int] = ()) -> Model:
+def from_nnx(
+    module,
+    *,
+    hidden: Callable | None = None,
+    head: Callable | None = None,
+    logits: Callable | None = None,
+    packing: bool = False,
+    vocab_size: int | None = None,
+    max_position: int | None = None,
+    tokenizer=None,
+    mesh=None,
+    eos_token_id: Sequence[int] = (),
+) -> Model:
     """A `flax.nnx` language model as a `jaxcontam.Model`; by default `module(tokens) -> [B, T, V]` logits.
 
     Or hidden(module, tokens) -> [B, T, D] with head(module) -> [V, D], e.g. `hidden=lambda m, t:
@@ -54,14 +66,33 @@ def from_nnx(module, *, hidden: Callable | None = None, head: Callable | None = 
         return accessor(nnx.merge(graph, params), *arrays)
 
     on_params = None if head is None else (lambda params: head(nnx.merge(graph, params)))
-    return wrap_functions(state, forward=as_engine_call(forward, packing), head=on_params,
-                          packing=packing, vocab_size=vocab_size, max_position=max_position,
-                          tokenizer=tokenizer, mesh=mesh, eos_token_id=eos_token_id)
+    return wrap_functions(
+        state,
+        forward=as_engine_call(forward, packing),
+        head=on_params,
+        packing=packing,
+        vocab_size=vocab_size,
+        max_position=max_position,
+        tokenizer=tokenizer,
+        mesh=mesh,
+        eos_token_id=eos_token_id,
+    )
 
 
-def from_linen(apply_fn: Callable, params, *, hidden=None, head: Callable | None = None, logits=None,
-               packing: bool = False, vocab_size: int | None = None, max_position: int | None = None,
-               tokenizer=None, mesh=None, eos_token_id: Sequence[int] = ()) -> Model:
+def from_linen(
+    apply_fn: Callable,
+    params,
+    *,
+    hidden=None,
+    head: Callable | None = None,
+    logits=None,
+    packing: bool = False,
+    vocab_size: int | None = None,
+    max_position: int | None = None,
+    tokenizer=None,
+    mesh=None,
+    eos_token_id: Sequence[int] = (),
+) -> Model:
     """A `flax.linen` language model as a `jaxcontam.Model`; by default its `__call__(tokens) -> [B, T, V]` logits.
 
     `apply_fn`: the module's `apply`; `params`: its "params" collection. `hidden` / `logits`: the module method
@@ -75,6 +106,14 @@ def from_linen(apply_fn: Callable, params, *, hidden=None, head: Callable | None
     def forward(params, *arrays):
         return apply_fn({"params": params}, *arrays, method=method)
 
-    return wrap_functions(params, forward=as_engine_call(forward, packing), head=head,
-                          packing=packing, vocab_size=vocab_size, max_position=max_position,
-                          tokenizer=tokenizer, mesh=mesh, eos_token_id=eos_token_id)
+    return wrap_functions(
+        params,
+        forward=as_engine_call(forward, packing),
+        head=head,
+        packing=packing,
+        vocab_size=vocab_size,
+        max_position=max_position,
+        tokenizer=tokenizer,
+        mesh=mesh,
+        eos_token_id=eos_token_id,
+    )

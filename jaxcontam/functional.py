@@ -28,8 +28,10 @@ def mesh_of(params, mesh):
         named = [s.mesh for s in shardings if isinstance(s, jax.sharding.NamedSharding)]
         mesh = named[0] if named else None
     if mesh is not None and "data" not in mesh.axis_names:
-        raise ModelError(f"the params' mesh has axes {tuple(mesh.axis_names)}; jaxcontam splits batches over an axis "
-                         "named 'data' (and the vocabulary over 'model'): pass mesh= with those axis names")
+        raise ModelError(
+            f"the params' mesh has axes {tuple(mesh.axis_names)}; jaxcontam splits batches over an axis "
+            "named 'data' (and the vocabulary over 'model'): pass mesh= with those axis names"
+        )
     return mesh if mesh is not None else make_mesh()
 
 
@@ -53,29 +55,58 @@ def vocab_size_of(forward: Callable, head: Callable | None, params) -> int:
     shape = getattr(out, "shape", None)
     if shape is None or len(shape) != 3 or tuple(shape[:2]) != (1, 2):
         found = f"shape {tuple(shape)}" if shape is not None else type(out).__name__
-        raise ModelError(f"the model gave {found} for tokens of shape (1, 2); it must return [B, T, V] logits "
-                         "(wrap a model that returns (logits, extras): `lambda p, t: apply(p, t)[0]`)")
+        raise ModelError(
+            f"the model gave {found} for tokens of shape (1, 2); it must return [B, T, V] logits "
+            "(wrap a model that returns (logits, extras): `lambda p, t: apply(p, t)[0]`)"
+        )
     return int(shape[2])
 
 
-def wrap_functions(params, *, forward: Callable, head: Callable | None, packing: bool, vocab_size: int | None,
-                   max_position: int | None, tokenizer, mesh, eos_token_id: Sequence[int]) -> Model:
+def wrap_functions(
+    params,
+    *,
+    forward: Callable,
+    head: Callable | None,
+    packing: bool,
+    vocab_size: int | None,
+    max_position: int | None,
+    tokenizer,
+    mesh,
+    eos_token_id: Sequence[int],
+) -> Model:
     """A `Model` from forward(params, tokens, positions, segment_ids) giving hidden states (when head(params)
     -> [V, D] is given) or logits; a `vocab_size` given must be the one the output has."""
     found = vocab_size_of(forward, head, params)
     if vocab_size is not None and vocab_size != found:
-        raise ModelError(f"vocab_size={vocab_size}, but the model's output has {found} entries per token: leave "
-                         "vocab_size out (it is read from the output) or fix it")
+        raise ModelError(
+            f"vocab_size={vocab_size}, but the model's output has {found} entries per token: leave "
+            "vocab_size out (it is read from the output) or fix it"
+        )
     is_hidden = head is not None
-    config = LanguageModel(vocab_size=found, max_position=max_position, hidden=forward if is_hidden else None,
-                           head=head, logits=None if is_hidden else forward, eos_token_id=tuple(eos_token_id),
-                           packing=packing)
+    config = LanguageModel(
+        vocab_size=found,
+        max_position=max_position,
+        hidden=forward if is_hidden else None,
+        head=head,
+        logits=None if is_hidden else forward,
+        eos_token_id=tuple(eos_token_id),
+        packing=packing,
+    )
     return Model(config=config, params=params, tokenizer=tokenizer, mesh=mesh_of(params, mesh))
 
 
-def from_fn(apply: Callable, params, *, head: Callable | None = None, packing: bool = False,
-            vocab_size: int | None = None, max_position: int | None = None, tokenizer=None, mesh=None,
-            eos_token_id: Sequence[int] = ()) -> Model:
+def from_fn(
+    apply: Callable,
+    params,
+    *,
+    head: Callable | None = None,
+    packing: bool = False,
+    vocab_size: int | None = None,
+    max_position: int | None = None,
+    tokenizer=None,
+    mesh=None,
+    eos_token_id: Sequence[int] = (),
+) -> Model:
     """A language model written as a pure function, `apply(params, tokens) -> [B, T, V]` logits, as a `Model`.
 
     `head(params) -> [V, D]`: `apply` gives final hidden states [B, T, D] instead, and scoring runs the blockwise
@@ -84,6 +115,14 @@ def from_fn(apply: Callable, params, *, head: Callable | None = None, packing: b
     `max_position`: no limit when not given. During training, audit the live weights with
     `dataclasses.replace(model, params=params)`: the compiled steps are reused.
     """
-    return wrap_functions(params, forward=as_engine_call(apply, packing), head=head, packing=packing,
-                          vocab_size=vocab_size, max_position=max_position, tokenizer=tokenizer, mesh=mesh,
-                          eos_token_id=eos_token_id)
+    return wrap_functions(
+        params,
+        forward=as_engine_call(apply, packing),
+        head=head,
+        packing=packing,
+        vocab_size=vocab_size,
+        max_position=max_position,
+        tokenizer=tokenizer,
+        mesh=mesh,
+        eos_token_id=eos_token_id,
+    )

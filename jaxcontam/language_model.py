@@ -89,11 +89,14 @@ class LanguageModel:
 
     def __post_init__(self):
         if (self.hidden is None) == (self.logits is None) or (self.hidden is not None) != (self.head is not None):
-            raise ModelError("LanguageModel needs hidden= and head= (hidden states and the [V, D] output matrix), "
-                             "or logits= alone")
+            raise ModelError(
+                "LanguageModel needs hidden= and head= (hidden states and the [V, D] output matrix), or logits= alone"
+            )
         if (self.decode_fn is None) != (self.init_cache_fn is None):
-            raise ModelError("LanguageModel: give decode_fn= and init_cache_fn= together (KV-cached generation), "
-                             "or neither (generation re-runs the sequence)")
+            raise ModelError(
+                "LanguageModel: give decode_fn= and init_cache_fn= together (KV-cached generation), "
+                "or neither (generation re-runs the sequence)"
+            )
         object.__setattr__(self, "eos_token_id", tuple(int(i) for i in self.eos_token_id))
         if self.max_position is None:
             object.__setattr__(self, "max_position", NO_LENGTH_LIMIT)

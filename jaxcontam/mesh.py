@@ -29,16 +29,20 @@ def make_mesh(data: int | None = None, model: int = 1, devices=None) -> Mesh:
     if data is None:
         data = max(1, len(devices) // model)
     if data * model != len(devices) or data < 1 or model < 1:
-        raise ModelError(f"mesh data={data},model={model} needs {data * model} devices but {len(devices)} are "
-                         f"available: choose data x model = {len(devices)}, e.g. "
-                         f"{_device_hint(len(devices), max(model, 1))}")
+        raise ModelError(
+            f"mesh data={data},model={model} needs {data * model} devices but {len(devices)} are "
+            f"available: choose data x model = {len(devices)}, e.g. "
+            f"{_device_hint(len(devices), max(model, 1))}"
+        )
     return jax.make_mesh((data, model), MESH_AXES, (jax.sharding.AxisType.Auto,) * 2, devices=devices)
 
 
 def check_mesh(mesh: Mesh) -> Mesh:
     if tuple(mesh.axis_names) != MESH_AXES:
-        raise ModelError(f"mesh axes are {tuple(mesh.axis_names)}, expected {MESH_AXES}: build it with "
-                         "jaxcontam.mesh.make_mesh(data, model)")
+        raise ModelError(
+            f"mesh axes are {tuple(mesh.axis_names)}, expected {MESH_AXES}: build it with "
+            "jaxcontam.mesh.make_mesh(data, model)"
+        )
     return mesh
 
 
@@ -53,14 +57,16 @@ def mesh_sizes(text: str, option: str = "--mesh") -> dict[str, int]:
     for part in text.split(","):
         name, _, value = (s.strip() for s in part.partition("="))
         if name not in MESH_AXES or name in sizes or not value.isdigit() or int(value) < 1:
-            raise JaxcontamError(f"{option} {text!r}: expected AXIS=SIZE pairs with AXIS in data, model (each once) "
-                                 "and SIZE >= 1, e.g. --mesh data=2,model=4")
+            raise JaxcontamError(
+                f"{option} {text!r}: expected AXIS=SIZE pairs with AXIS in data, model (each once) "
+                "and SIZE >= 1, e.g. --mesh data=2,model=4"
+            )
         sizes[name] = int(value)
     return sizes
 
 
 def parse_mesh(text: str) -> tuple[int, int]:
-    """"data=2,model=4" -> (2, 4); an axis left out is 1."""
+    """ "data=2,model=4" -> (2, 4); an axis left out is 1."""
     sizes = mesh_sizes(text)
     return sizes.get("data", 1), sizes.get("model", 1)
 

@@ -181,8 +181,9 @@ def _vocab_parallel(sums_fn, hidden, weight, targets, bias, layout, softcap, mes
     specs = (jax.P(rows, None), weight_spec, jax.P(rows)) + (() if bias is None else (jax.P(VOCAB_AXIS),))
     # check_vma=False: the Pallas interpreter cannot type-check mixed varying axes (jax 0.10); every collective
     # here reduces a per-shard value, so the unchecked semantics are the intended ones.
-    return jax.shard_map(local, mesh=mesh, in_specs=specs, out_specs=((jax.P(rows),) * 4, jax.P(rows)),
-                         check_vma=False)(*args)
+    return jax.shard_map(
+        local, mesh=mesh, in_specs=specs, out_specs=((jax.P(rows),) * 4, jax.P(rows)), check_vma=False
+    )(*args)
 
 
 def token_logprob_stats(
@@ -210,8 +211,9 @@ def token_logprob_stats(
     h = hidden.reshape(-1, hidden.shape[-1])
     tg = targets.reshape(-1).astype(jnp.int32)
     vocab = weight.shape[0] if layout == "vd" else weight.shape[1]
-    sums_fn = functools.partial(vocab_sums, layout=layout, softcap=softcap, vocab_block=vocab_block,
-                                with_moments=with_stats)
+    sums_fn = functools.partial(
+        vocab_sums, layout=layout, softcap=softcap, vocab_block=vocab_block, with_moments=with_stats
+    )
     mesh = vocab_parallel_mesh(vocab)
     if mesh is None:
         sums = sums_fn(h, weight, bias)
@@ -222,8 +224,9 @@ def token_logprob_stats(
     return jax.tree.map(lambda x: x.reshape(lead), stats)
 
 
-def logits_logprob_stats(logits: jax.Array, targets: jax.Array, *, softcap: float | None = None,
-                         with_stats: bool = False) -> TokenStats:
+def logits_logprob_stats(
+    logits: jax.Array, targets: jax.Array, *, softcap: float | None = None, with_stats: bool = False
+) -> TokenStats:
     """`token_logprob_stats` for a model that hands over its [..., V] logits (no output matrix to block over):
     the same log p(target), mu and sigma, from one float32 log-softmax per position."""
     logp = jax.nn.log_softmax(cap_logits(logits.astype(jnp.float32), softcap), axis=-1)

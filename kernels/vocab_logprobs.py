@@ -23,6 +23,7 @@ import jax.numpy as jnp
 from jax.experimental import pallas as pl
 from jax.experimental.pallas import tpu as pltpu
 
+from jaxcontam.errors import JaxcontamError
 from jaxcontam.kernels.vocab_blocks import (
     Partials,
     TokenStats,
@@ -31,7 +32,6 @@ from jaxcontam.kernels.vocab_blocks import (
     fold_block,
     token_logprob_stats,
 )
-from jaxcontam.errors import JaxcontamError
 
 _SUBLANES, _LANES = 8, 128
 
@@ -57,8 +57,9 @@ def _kernel(h_ref, w_ref, *refs, vocab, vocab_block, layout, softcap, with_momen
         acc_ref[...] = jnp.zeros(acc_ref.shape, jnp.float32)
 
     contract = ((1,), (1,)) if layout == "vd" else ((1,), (0,))
-    acc_ref[...] += jax.lax.dot_general(h_ref[...], w_ref[...], (contract, ((), ())),
-                                        preferred_element_type=jnp.float32)
+    acc_ref[...] += jax.lax.dot_general(
+        h_ref[...], w_ref[...], (contract, ((), ())), preferred_element_type=jnp.float32
+    )
 
     @pl.when(k == pl.num_programs(2) - 1)
     def _fold():
@@ -75,8 +76,10 @@ def _kernel(h_ref, w_ref, *refs, vocab, vocab_block, layout, softcap, with_momen
 def _block(requested: int, full: int, multiple: int, name: str) -> int:
     """`requested` if it is a legal Mosaic block (a multiple of `multiple`) smaller than `full`, else `full`."""
     if requested % multiple:
-        raise JaxcontamError(f"{name}={requested} must be a multiple of {multiple} for the TPU kernel: "
-                             f"round it to {max(multiple, requested // multiple * multiple)}")
+        raise JaxcontamError(
+            f"{name}={requested} must be a multiple of {multiple} for the TPU kernel: "
+            f"round it to {max(multiple, requested // multiple * multiple)}"
+        )
     return min(requested, full)
 
 
@@ -90,12 +93,14 @@ def _cost(hidden, weight, grid, softcap) -> pl.CostEstimate:
         flops=2 * n * vocab * d,
         transcendentals=n * vocab * (1 if softcap is None else 2),
         bytes_accessed=weight.size * weight.dtype.itemsize * grid[0]
-        + hidden.size * hidden.dtype.itemsize * hidden_reads + 4 * n * 4,
+        + hidden.size * hidden.dtype.itemsize * hidden_reads
+        + 4 * n * 4,
     )
 
 
-def fused_vocab_sums(hidden, weight, bias, *, layout, softcap, vocab_block, with_moments, row_block=256,
-                     d_block=1024, interpret=False) -> Partials:
+def fused_vocab_sums(
+    hidden, weight, bias, *, layout, softcap, vocab_block, with_moments, row_block=256, d_block=1024, interpret=False
+) -> Partials:
     """`Partials` of hidden [N, D] over all columns of `weight` (see module docstring), as one pallas_call.
 
     The hidden dimension is split into `d_block` tiles when that divides D, else taken whole.
@@ -117,8 +122,15 @@ def fused_vocab_sums(hidden, weight, bias, *, layout, softcap, vocab_block, with
         in_specs.append(pl.BlockSpec((1, cols), lambda i, j, k: (0, j)))
         args.append(bias.reshape(1, vocab))
     row_spec = pl.BlockSpec((rows, 1), lambda i, j, k: (i, 0))
-    kernel = functools.partial(_kernel, vocab=vocab, vocab_block=cols, layout=layout, softcap=softcap,
-                               with_moments=with_moments, has_bias=bias is not None)
+    kernel = functools.partial(
+        _kernel,
+        vocab=vocab,
+        vocab_block=cols,
+        layout=layout,
+        softcap=softcap,
+        with_moments=with_moments,
+        has_bias=bias is not None,
+    )
     sums = pl.pallas_call(
         kernel,
         grid=grid,
@@ -153,5 +165,14 @@ def fused_token_logprob_stats(
 ) -> TokenStats:
     """Drop-in for `token_logprob_stats` with the vocabulary pass as the fused kernel (vocab-parallel too)."""
     sums = functools.partial(fused_vocab_sums, row_block=row_block, d_block=d_block, interpret=interpret)
-    return token_logprob_stats(hidden, weight, targets, bias=bias, layout=layout, softcap=softcap,
-                               vocab_block=vocab_block, with_stats=with_stats, vocab_sums=sums)
+    return token_logprob_stats(
+        hidden,
+        weight,
+        targets,
+        bias=bias,
+        layout=layout,
+        softcap=softcap,
+        vocab_block=vocab_block,
+        with_stats=with_stats,
+        vocab_sums=sums,
+    )

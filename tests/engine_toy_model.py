@@ -47,8 +47,7 @@ class ToySpec:
 def init_params(spec: ToySpec, seed: int = 0):
     rng = np.random.default_rng(seed)
     d, v = spec.hidden_size, spec.vocab_size
-    shapes = {"embed": (v, d), "pos": (spec.max_position, d), "wq": (d, d), "wk": (d, d), "wv": (d, d),
-              "out": (d, v)}
+    shapes = {"embed": (v, d), "pos": (spec.max_position, d), "wq": (d, d), "wk": (d, d), "wv": (d, d), "out": (d, v)}
     return {k: jnp.asarray(rng.normal(scale=0.8, size=s), jnp.float32) for k, s in shapes.items()}
 
 
@@ -99,8 +98,9 @@ def toy_model(spec: ToySpec = ToySpec(), seed: int = 0, tokenizer=None, mesh=Non
     """A stand-in for `jaxcontam.models.Model` with the attributes the engine reads (weights replicated)."""
     mesh = mesh or jax.make_mesh((jax.device_count(), 1), ("data", "model"), (jax.sharding.AxisType.Auto,) * 2)
     replicated = jax.sharding.NamedSharding(mesh, jax.P())
-    params = jax.tree.map(lambda x: jax.make_array_from_callback(x.shape, replicated, lambda i: np.asarray(x)[i]),
-                          init_params(spec, seed))
+    params = jax.tree.map(
+        lambda x: jax.make_array_from_callback(x.shape, replicated, lambda i: np.asarray(x)[i]), init_params(spec, seed)
+    )
     return types.SimpleNamespace(config=spec, params=params, tokenizer=tokenizer, mesh=mesh)
 
 

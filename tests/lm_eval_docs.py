@@ -46,8 +46,11 @@ PAIRS = (
 HELLASWAG_CTX = [
     ("A man is sitting on a roof.", "he"),
     ("A lady walks to a barbell. She bends down and grabs the pole.", "the lady"),
-    ("Two women in a child are shown in a canoe while a man pulls the canoe while standing in the water, with "
-     "other individuals visible in the background.", "the child and a different man"),
+    (
+        "Two women in a child are shown in a canoe while a man pulls the canoe while standing in the water, with "
+        "other individuals visible in the background.",
+        "the child and a different man",
+    ),
     ("A boy is running down a track.", "the boy"),
     ("The boy lifts his body above the height of a pole. The boy lands on his back on to a red mat.", "the boy"),
 ]
@@ -77,8 +80,16 @@ def superglue_copa_validation(data: Path, limit: int) -> list[dict]:
         choices = (row["choice1"], row["choice2"])
         if translated["label"] != row["label"]:
             choices = choices[::-1]
-        rows.append({"premise": row["premise"], "choice1": choices[0], "choice2": choices[1],
-                     "question": row["question"], "label": translated["label"], "idx": index})
+        rows.append(
+            {
+                "premise": row["premise"],
+                "choice1": choices[0],
+                "choice2": choices[1],
+                "question": row["question"],
+                "label": translated["label"],
+                "idx": index,
+            }
+        )
     return rows[:limit]
 
 
@@ -89,26 +100,58 @@ def hf_rows(data: Path, task: str, limit: int = 50) -> list[dict]:
         return superglue_copa_validation(data, limit)
     if task in ("arc_easy", "arc_challenge"):
         folder = {"arc_easy": "ARC-Easy", "arc_challenge": "ARC-Challenge"}[task]
-        return [{"id": str(r["id"]), "question": r["question"], "choices": _lettered(r["choices"]),
-                 "answerKey": chr(ord("A") + r["label"])} for r in _jsonl(adapters / folder / "parsed.jsonl", limit)]
+        return [
+            {
+                "id": str(r["id"]),
+                "question": r["question"],
+                "choices": _lettered(r["choices"]),
+                "answerKey": chr(ord("A") + r["label"]),
+            }
+            for r in _jsonl(adapters / folder / "parsed.jsonl", limit)
+        ]
     if task == "piqa":
         return _jsonl(data / "piqa" / "piqa_valid_with_labels.jsonl", limit)
     if task == "hellaswag":
         rows = _jsonl(data / "hellaswag" / "hellaswag_val.jsonl", min(limit, len(HELLASWAG_CTX)))
-        return [{"ind": r["ind"], "activity_label": r["activity_label"], "ctx_a": a, "ctx_b": b,
-                 "ctx": f"{a} {b}", "endings": r["endings"], "label": str(r["label"])}
-                for r, (a, b) in zip(rows, HELLASWAG_CTX) if r["ctx"] == f"{a} {b}"]
+        return [
+            {
+                "ind": r["ind"],
+                "activity_label": r["activity_label"],
+                "ctx_a": a,
+                "ctx_b": b,
+                "ctx": f"{a} {b}",
+                "endings": r["endings"],
+                "label": str(r["label"]),
+            }
+            for r, (a, b) in zip(rows, HELLASWAG_CTX)
+            if r["ctx"] == f"{a} {b}"
+        ]
     if task == "openbookqa":
-        return [{"id": r["id"], "question_stem": r["question"]["stem"],
-                 "choices": {"text": [c["text"] for c in r["question"]["choices"]],
-                             "label": [c["label"] for c in r["question"]["choices"]]},
-                 "answerKey": r["answerKey"]} for r in _jsonl(data / "openbookqa" / "openbookqa.jsonl", limit)]
+        return [
+            {
+                "id": r["id"],
+                "question_stem": r["question"]["stem"],
+                "choices": {
+                    "text": [c["text"] for c in r["question"]["choices"]],
+                    "label": [c["label"] for c in r["question"]["choices"]],
+                },
+                "answerKey": r["answerKey"],
+            }
+            for r in _jsonl(data / "openbookqa" / "openbookqa.jsonl", limit)
+        ]
     if task.startswith("mmlu_"):
         subject = task.removeprefix("mmlu_")
         with (data / "mmlu" / "test" / f"{subject}_test.csv").open(encoding="utf-8", newline="") as handle:
             rows = list(csv.DictReader(handle))[:limit]
-        return [{"question": r["question"], "subject": subject, "choices": [r[f"choice{k}"] for k in range(4)],
-                 "answer": int(r["answer"])} for r in rows]
+        return [
+            {
+                "question": r["question"],
+                "subject": subject,
+                "choices": [r[f"choice{k}"] for k in range(4)],
+                "answer": int(r["answer"]),
+            }
+            for r in rows
+        ]
     if task == "commonsense_qa":
         return _jsonl(data / "commonsenseqa" / "dev_rand_split.jsonl", limit)
     if task == "social_iqa":
@@ -117,8 +160,16 @@ def hf_rows(data: Path, task: str, limit: int = 50) -> list[dict]:
         rows = []
         for r in _jsonl(adapters / "social_i_qa" / "parsed.jsonl", limit):
             context, _, question = r["question"].rpartition(" ")
-            rows.append({"context": context, "question": question, "answerA": r["choices"][0],
-                         "answerB": r["choices"][1], "answerC": r["choices"][2], "label": str(r["label"] + 1)})
+            rows.append(
+                {
+                    "context": context,
+                    "question": question,
+                    "answerA": r["choices"][0],
+                    "answerB": r["choices"][1],
+                    "answerC": r["choices"][2],
+                    "label": str(r["label"] + 1),
+                }
+            )
         return rows
     if task == "gsm8k":
         return _jsonl(data / "gsm8k" / "test.jsonl", limit)
@@ -129,10 +180,13 @@ def hf_rows(data: Path, task: str, limit: int = 50) -> list[dict]:
         # choices' text is data; what is compared is how lm-eval's task words the question and the choices)
         with (data / "truthfulqa" / "TruthfulQA.csv").open(encoding="utf-8", newline="") as handle:
             rows = list(csv.DictReader(handle))[:limit]
-        targets = [[r["Best Answer"], *(a.strip() for a in r["Incorrect Answers"].split(";") if a.strip())]
-                   for r in rows]
-        return [{"question": r["Question"], "mc1_targets": {"choices": t, "labels": [1] + [0] * (len(t) - 1)}}
-                for r, t in zip(rows, targets)]
+        targets = [
+            [r["Best Answer"], *(a.strip() for a in r["Incorrect Answers"].split(";") if a.strip())] for r in rows
+        ]
+        return [
+            {"question": r["Question"], "mc1_targets": {"choices": t, "labels": [1] + [0] * (len(t) - 1)}}
+            for r, t in zip(rows, targets)
+        ]
     raise KeyError(task)
 
 
@@ -206,8 +260,10 @@ def jaxcontam_requests(benchmark) -> list[dict]:
     for item in benchmark:
         request = {"context": benchmark.prompt(item)}
         if item.choices is not None:
-            request |= {"continuations": [benchmark.continuation(item, i) for i in range(len(item.choices))],
-                        "gold": item.answer}
+            request |= {
+                "continuations": [benchmark.continuation(item, i) for i in range(len(item.choices))],
+                "gold": item.answer,
+            }
         made.append(request)
     return made
 
@@ -236,13 +292,19 @@ def freeze(data: Path) -> dict:
     tasks = {}
     for name, split, task, task_split in PAIRS:
         requests = lm_eval_requests(task, hf_rows(data, task, FROZEN_DOCS.get(task, 5)), task_split)
-        tasks[task] = {"benchmark": name, "split": split, "task_split": task_split,
-                       "requests": [with_ids(encoder, request) for request in requests]}
-    return {"lm_eval_version": LM_EVAL_VERSION,
-            "produced_by": "lm-eval's task code and its hf model's _encode_pair with SmolLM2's GGUF tokenizer "
-                           "(tests/lm_eval_docs.py); regenerate with `python tests/lm_eval_docs.py` from the "
-                           "repository root with lm-eval installed",
-            "tasks": tasks}
+        tasks[task] = {
+            "benchmark": name,
+            "split": split,
+            "task_split": task_split,
+            "requests": [with_ids(encoder, request) for request in requests],
+        }
+    return {
+        "lm_eval_version": LM_EVAL_VERSION,
+        "produced_by": "lm-eval's task code and its hf model's _encode_pair with SmolLM2's GGUF tokenizer "
+        "(tests/lm_eval_docs.py); regenerate with `python tests/lm_eval_docs.py` from the "
+        "repository root with lm-eval installed",
+        "tasks": tasks,
+    }
 
 
 if __name__ == "__main__":

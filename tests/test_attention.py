@@ -5,13 +5,12 @@ import dataclasses
 import functools
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
+import transformers as tf
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-import jax.numpy as jnp
-import transformers as tf
 
 from jaxcontam.errors import JaxcontamError
 from jaxcontam.models.attention import packed_attention
@@ -21,11 +20,21 @@ HEADS, KV_HEADS, HEAD_DIM = 4, 2, 8
 
 
 def spec_with(softcap):
-    shape = {"vocab_size": 11, "hidden_size": 32, "intermediate_size": 8, "num_hidden_layers": 1,
-             "num_attention_heads": HEADS, "num_key_value_heads": KV_HEADS, "head_dim": HEAD_DIM,
-             "max_position_embeddings": 64}
-    config = (tf.Gemma2Config(**shape, attn_logit_softcapping=softcap, query_pre_attn_scalar=HEAD_DIM) if softcap
-              else tf.LlamaConfig(**shape))
+    shape = {
+        "vocab_size": 11,
+        "hidden_size": 32,
+        "intermediate_size": 8,
+        "num_hidden_layers": 1,
+        "num_attention_heads": HEADS,
+        "num_key_value_heads": KV_HEADS,
+        "head_dim": HEAD_DIM,
+        "max_position_embeddings": 64,
+    }
+    config = (
+        tf.Gemma2Config(**shape, attn_logit_softcapping=softcap, query_pre_attn_scalar=HEAD_DIM)
+        if softcap
+        else tf.LlamaConfig(**shape)
+    )
     return from_hf_config(config.to_dict())
 
 
@@ -36,8 +45,13 @@ def reference(q, k, v, positions, segments, window, scale, softcap):
     out = np.full(q.shape, np.nan)
     for b in range(batch):
         for t in range(length):
-            keys = [s for s in range(length) if segments[b, s] == segments[b, t] > 0
-                    and positions[b, s] <= positions[b, t] and (window == 0 or positions[b, t] - positions[b, s] < window)]
+            keys = [
+                s
+                for s in range(length)
+                if segments[b, s] == segments[b, t] > 0
+                and positions[b, s] <= positions[b, t]
+                and (window == 0 or positions[b, t] - positions[b, s] < window)
+            ]
             if not keys:
                 continue
             for h in range(heads):
@@ -56,24 +70,37 @@ def packed_rows(lengths_per_row, width):
         offset = 0
         for seg, n in enumerate(lengths, start=1):
             n = min(n, width - offset)
-            positions[r, offset:offset + n] = np.arange(n)
-            segments[r, offset:offset + n] = seg
+            positions[r, offset : offset + n] = np.arange(n)
+            segments[r, offset : offset + n] = seg
             offset += n
     return positions, segments
 
 
 @settings(max_examples=25, deadline=None)
-@given(rows=st.lists(st.lists(st.integers(1, 9), min_size=1, max_size=4), min_size=1, max_size=2),
-       width=st.integers(5, 23), block=st.integers(2, 8), window=st.sampled_from([0, 3]),
-       softcap=st.sampled_from([None, 2.0]), seed=st.integers(0, 99))
+@given(
+    rows=st.lists(st.lists(st.integers(1, 9), min_size=1, max_size=4), min_size=1, max_size=2),
+    width=st.integers(5, 23),
+    block=st.integers(2, 8),
+    window=st.sampled_from([0, 3]),
+    softcap=st.sampled_from([None, 2.0]),
+    seed=st.integers(0, 99),
+)
 def test_blocked_attention_is_attention(rows, width, block, window, softcap, seed):
     spec = spec_with(softcap)
     rng = np.random.default_rng(seed)
     positions, segments = packed_rows(rows, width)
     q = rng.normal(size=(len(rows), width, HEADS, HEAD_DIM))
     k, v = (rng.normal(size=(len(rows), width, KV_HEADS, HEAD_DIM)) for _ in range(2))
-    found = np.asarray(packed_attention(spec, *(jnp.asarray(x, jnp.float32) for x in (q, k, v)),
-                                        jnp.asarray(positions), jnp.asarray(segments), jnp.int32(window), block=block))
+    found = np.asarray(
+        packed_attention(
+            spec,
+            *(jnp.asarray(x, jnp.float32) for x in (q, k, v)),
+            jnp.asarray(positions),
+            jnp.asarray(segments),
+            jnp.int32(window),
+            block=block,
+        )
+    )
     expected = reference(q, k, v, positions, segments, window, spec.attn_scale, spec.attn_logit_softcap)
     real = segments > 0
     np.testing.assert_allclose(found[real], expected[real], atol=2e-5)
@@ -96,6 +123,7 @@ def test_blocked_attention_gradients_equal_the_dense_ones():
 
 
 # The platform paths: the splash kernel (TPU; here in Pallas interpret mode) and cuDNN (lowered for CUDA).
+
 
 def random_inputs(rows, width, seed=0):
     rng = np.random.default_rng(seed)
@@ -133,10 +161,19 @@ def random_params(spec, seed=0):
 
 
 def gemma2_layers_spec():
-    config = tf.Gemma2Config(vocab_size=11, hidden_size=32, intermediate_size=8, num_hidden_layers=3,
-                             num_attention_heads=HEADS, num_key_value_heads=KV_HEADS, head_dim=HEAD_DIM,
-                             sliding_window=6, attn_logit_softcapping=2.0, query_pre_attn_scalar=HEAD_DIM,
-                             max_position_embeddings=256)
+    config = tf.Gemma2Config(
+        vocab_size=11,
+        hidden_size=32,
+        intermediate_size=8,
+        num_hidden_layers=3,
+        num_attention_heads=HEADS,
+        num_key_value_heads=KV_HEADS,
+        head_dim=HEAD_DIM,
+        sliding_window=6,
+        attn_logit_softcapping=2.0,
+        query_pre_attn_scalar=HEAD_DIM,
+        max_position_embeddings=256,
+    )
     return from_hf_config(config.to_dict())
 
 
@@ -154,8 +191,13 @@ def test_decoder_forward_with_splash_equals_jnp():
     forward = jax.jit(decoder.hidden_states, static_argnames="spec")
     found = {}
     for path in ("splash", "jnp"):
-        args = (params, dataclasses.replace(spec, attention=path), tokens, jnp.asarray(positions),
-                jnp.asarray(segments))
+        args = (
+            params,
+            dataclasses.replace(spec, attention=path),
+            tokens,
+            jnp.asarray(positions),
+            jnp.asarray(segments),
+        )
         assert ("pallas_call" in str(jax.make_jaxpr(forward, static_argnums=1)(*args))) == (path == "splash")
         found[path] = np.asarray(forward(*args))
     real = segments > 0
@@ -220,12 +262,14 @@ def test_cudnn_path_lowers_to_the_cudnn_flash_kernel_for_cuda(monkeypatch):
     monkeypatch.setattr(cudnn, "check_cudnn_version", lambda: 91000)
     monkeypatch.setattr(cudnn, "check_compute_capability", lambda capability: False)
     monkeypatch.setattr(cudnn, "is_cuda_compute_capability_equal", lambda capability: False)
-    q, k, v, positions, segments = (jax.ShapeDtypeStruct(x.shape, jnp.bfloat16 if x.ndim == 4 else x.dtype)
-                                    for x in random_inputs([[9]], 16))
+    q, k, v, positions, segments = (
+        jax.ShapeDtypeStruct(x.shape, jnp.bfloat16 if x.ndim == 4 else x.dtype) for x in random_inputs([[9]], 16)
+    )
     for softcap, fused in ((None, True), (2.0, False)):
         spec = spec_with(softcap)
         traced = jax.jit(lambda *a, spec=spec: packed_attention(spec, *a, 3, implementation="cudnn")).trace(
-            q, k, v, positions, segments)
+            q, k, v, positions, segments
+        )
         text = traced.lower(lowering_platforms=("cuda",)).as_text()
         assert ("__cudnn$fmhaSoftmax" in text) == fused
         if fused:

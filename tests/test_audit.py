@@ -25,13 +25,21 @@ def small_toml(folder, *, limit=8, chunk_size=4, out=None, extra="") -> str:
     """The bundled example's audit.toml cut to `limit` items per benchmark and short generations, with Oren et
     al.'s exchangeability test turned on."""
     text = EXAMPLE_CONFIG.read_text()
-    for name in ("model", "gsm8k_test_sample.jsonl", "gsm8k_rephrasings.jsonl", "copa_test_sample.jsonl",
-                 "copa_rephrasings.jsonl", "ground_truth.jsonl", "corpus.jsonl.gz"):
+    for name in (
+        "model",
+        "gsm8k_test_sample.jsonl",
+        "gsm8k_rephrasings.jsonl",
+        "copa_test_sample.jsonl",
+        "copa_rephrasings.jsonl",
+        "ground_truth.jsonl",
+        "corpus.jsonl.gz",
+    ):
         text = text.replace(f'"{name}"', json.dumps(str(EXAMPLE / name)))
     text = text.replace('split = "test"', f'split = "test"\nlimit = {limit}')
     text = text.replace("max_new_tokens = 200", "max_new_tokens = 48")
-    text = text.replace('out = "jaxcontam-audit"', f"out = {json.dumps(str(out or folder / 'out'))}\n"
-                                                    f"chunk_size = {chunk_size}")
+    text = text.replace(
+        'out = "jaxcontam-audit"', f"out = {json.dumps(str(out or folder / 'out'))}\nchunk_size = {chunk_size}"
+    )
     path = folder / "audit.toml"
     path.write_text(text + EXCHANGEABILITY + extra)
     return str(path)
@@ -51,17 +59,35 @@ def finished(tmp_path_factory):
 def test_audit_writes_items_summary_plots_and_report(finished):
     rows = pq.read_table(finished / "items.parquet").to_pylist()
     assert len(rows) == 16 and {r["benchmark"] for r in rows} == {"gsm8k", "copa"}
-    for column in ("p_true_original", "p_true_rephrased", "answer_logprob_original", "min_k_plus_plus",
-                   "zlib_ratio", "longest_match", "token_match", "correct", "ground_truth_contaminated"):
+    for column in (
+        "p_true_original",
+        "p_true_rephrased",
+        "answer_logprob_original",
+        "min_k_plus_plus",
+        "zlib_ratio",
+        "longest_match",
+        "token_match",
+        "correct",
+        "ground_truth_contaminated",
+    ):
         assert column in rows[0]
     summary = json.loads((finished / "summary.json").read_text())
     assert summary["schema_version"] == SCHEMA_VERSION
-    assert [run.label for run in read_summary(finished).runs] == [f"{r['model']} | {r['benchmark']}"
-                                                                  for r in summary["runs"]]
+    assert [run.label for run in read_summary(finished).runs] == [
+        f"{r['model']} | {r['benchmark']}" for r in summary["runs"]
+    ]
     assert len(summary["runs"]) == 2
     for run in summary["runs"]:
-        assert set(run["pacost"]) >= {"test", "pvalue", "pvalue_adjusted", "n_pairs", "n_dropped", "mean_difference",
-                                      "effect_size", "contaminated"}
+        assert set(run["pacost"]) >= {
+            "test",
+            "pvalue",
+            "pvalue_adjusted",
+            "n_pairs",
+            "n_dropped",
+            "mean_difference",
+            "effect_size",
+            "contaminated",
+        }
         assert set(run["contam"]) >= {"metric", "threshold", "frac_contaminated", "epg", "epg_ci", "z"}
         assert set(run["likelihood"]) == {"mean_logprob", "zlib_ratio", "min_k", "min_k_plus_plus"}
         assert run["pacost"]["n_pairs"] + run["pacost"]["n_dropped"] == run["n_items"] == 8
@@ -76,8 +102,10 @@ def test_audit_writes_items_summary_plots_and_report(finished):
 def test_audit_values_on_the_bundled_example(finished):
     """Pinned facts of the example: its contaminated half was copied verbatim (prompt + answer) 12 times."""
     rows = pq.read_table(finished / "items.parquet").to_pylist()
-    truth = {json.loads(line)["id"]: json.loads(line)["contaminated"]
-             for line in (EXAMPLE / "ground_truth.jsonl").read_text().splitlines()}
+    truth = {
+        json.loads(line)["id"]: json.loads(line)["contaminated"]
+        for line in (EXAMPLE / "ground_truth.jsonl").read_text().splitlines()
+    }
     assert {r["ground_truth_contaminated"] for r in rows} == {True, False}
     for row in rows:
         assert row["ground_truth_contaminated"] is truth[row["id"]]
@@ -129,8 +157,12 @@ def test_truncated_last_line_is_redone_and_a_corrupt_line_is_an_error(tmp_path):
     text = store.path.read_text()
     store.path.write_text(text[:-10])  # a kill in the middle of the last write
     calls = []
-    records = run_chunked(StageStore(tmp_path, "stage", {"k": 1}), list(range(6)), 2,
-                          lambda chunk: calls.append(chunk) or [{"x": x} for x in chunk])
+    records = run_chunked(
+        StageStore(tmp_path, "stage", {"k": 1}),
+        list(range(6)),
+        2,
+        lambda chunk: calls.append(chunk) or [{"x": x} for x in chunk],
+    )
     assert calls == [[4, 5]] and [r["x"] for r in records] == list(range(6))
     store.path.write_text("garbage\n" + text)
     with pytest.raises(JaxcontamError, match="corrupted"):
@@ -161,8 +193,9 @@ def test_benchmark_without_answers_and_empty_benchmark_are_refused(tmp_path):
     config = config_with(tmp_path, benchmarks=(BenchmarkEntry(name=str(unlabeled)),))
     with pytest.raises(JaxcontamError, match="no gold answer"):
         run_audit(config)
-    empty = dataclasses.replace(config.benchmarks[0], name="gsm8k", path=str(EXAMPLE / "gsm8k_test_sample.jsonl"),
-                                limit=0)
+    empty = dataclasses.replace(
+        config.benchmarks[0], name="gsm8k", path=str(EXAMPLE / "gsm8k_test_sample.jsonl"), limit=0
+    )
     with pytest.raises(JaxcontamError, match="has no items"):
         run_audit(dataclasses.replace(config, benchmarks=(empty,)))
     assert not (tmp_path / "out").exists()
@@ -171,8 +204,11 @@ def test_benchmark_without_answers_and_empty_benchmark_are_refused(tmp_path):
 def test_counts_from_another_tokenizer_are_refused(tmp_path, shared_data):
     from jaxcontam.audit.run import run_audit
 
-    config = config_with(tmp_path, ngram={"tokenizer": str(shared_data / "gpt2_tokenizer_whisper" / "gpt2.tiktoken")},
-                         counts=str(tmp_path / "counts"))
+    config = config_with(
+        tmp_path,
+        ngram={"tokenizer": str(shared_data / "gpt2_tokenizer_whisper" / "gpt2.tiktoken")},
+        counts=str(tmp_path / "counts"),
+    )
     from jaxcontam.audit.inputs import check_inputs
     from jaxcontam.audit.run import ngram_rows
 
@@ -181,9 +217,14 @@ def test_counts_from_another_tokenizer_are_refused(tmp_path, shared_data):
         run_audit(dataclasses.replace(config, ngram={}))  # the model's own tokenizer: the saved counts do not match
 
 
-@pytest.mark.parametrize("extra, where", [("\nmodle = 1\n", r"\[exchangeability\]"),
-                                          ("\n[ngram]\nmincont = 2\n", r"\[ngram\]"),
-                                          ("\n[[benchmark]]\nname = 'copa'\nsplt = 'test'\n", r"\[\[benchmark\]\] #3")])
+@pytest.mark.parametrize(
+    "extra, where",
+    [
+        ("\nmodle = 1\n", r"\[exchangeability\]"),
+        ("\n[ngram]\nmincont = 2\n", r"\[ngram\]"),
+        ("\n[[benchmark]]\nname = 'copa'\nsplt = 'test'\n", r"\[\[benchmark\]\] #3"),
+    ],
+)
 def test_unknown_config_key_is_an_error_naming_its_table(tmp_path, extra, where):
     path = small_toml(tmp_path, extra=extra)
     with pytest.raises(JaxcontamError, match=where + ": unknown key"):

@@ -26,25 +26,38 @@ def test_auc_is_the_share_of_contaminated_clean_pairs_ordered_right(pairs):
 
 
 def record(original, rephrased, rephrase="a rephrasing", answer="42"):
-    return {"p_true_original": original, "p_true_rephrased": rephrased, "rephrase": rephrase,
-            "answer_original": answer, "answer_rephrased": answer}
+    return {
+        "p_true_original": original,
+        "p_true_rephrased": rephrased,
+        "rephrase": rephrase,
+        "answer_original": answer,
+        "answer_rephrased": answer,
+    }
 
 
 def test_pairs_without_rephrasing_or_answer_are_dropped_and_counted():
-    records = [record(0.9, 0.5)] * 6 + [record(0.8, 0.1, rephrase=None), record(0.7, 0.2, answer=""),
-                                        record(float("nan"), 0.3)]
+    records = [record(0.9, 0.5)] * 6 + [
+        record(0.8, 0.1, rephrase=None),
+        record(0.7, 0.2, answer=""),
+        record(float("nan"), 0.3),
+    ]
     summary = paired_verdict(records, "p_true", PacostSettings(test="t")).to_dict()
     assert summary["n_pairs"] == 6 and summary["n_dropped"] == 3
-    assert summary["dropped_reasons"] == {"no accepted rephrasing": 1, "no answer to the original": 1,
-                                          "original confidence missing": 1}
+    assert summary["dropped_reasons"] == {
+        "no accepted rephrasing": 1,
+        "no answer to the original": 1,
+        "original confidence missing": 1,
+    }
 
 
 def test_contam_headline_is_the_chosen_metrics_selection():
     rng = np.random.default_rng(0)
     scores = rng.uniform(size=400)
     correct = (rng.uniform(size=400) < np.where(scores >= 0.7, 0.8, 0.3)).astype(float)
-    rows = [{m: s for m in ("token_match", "ngram_match", "token_extend", "longest_match")} | {"correct": c}
-            for s, c in zip(scores, correct)]
+    rows = [
+        {m: s for m in ("token_match", "ngram_match", "token_extend", "longest_match")} | {"correct": c}
+        for s, c in zip(scores, correct)
+    ]
     summary = contam_result(rows, ContamSettings(metric="ngram_match")).to_dict()
     chosen = summary["metrics"]["ngram_match"]
     assert summary["metric"] == "ngram_match" and summary["epg"] == chosen["epg"] > 0
@@ -53,8 +66,9 @@ def test_contam_headline_is_the_chosen_metrics_selection():
 
 def test_sweep_adjusts_pvalues_and_sets_the_verdict():
     pvalues = [0.01, 0.04, 0.03, float("nan")]
-    runs = [{"model": f"m{i}", "benchmark": "b", "split": "test", "pacost": {"pvalue": p}}
-            for i, p in enumerate(pvalues)]
+    runs = [
+        {"model": f"m{i}", "benchmark": "b", "split": "test", "pacost": {"pvalue": p}} for i, p in enumerate(pvalues)
+    ]
     sweep = sweep_corrections(runs, alpha=0.05, correction="holm")
     # Holm by hand: sorted 0.01*3, 0.03*2, 0.04*1 -> running max 0.03, 0.06, 0.06
     np.testing.assert_allclose(sweep["holm"]["adjusted"], [0.03, 0.06, 0.06], rtol=1e-12)
@@ -66,10 +80,21 @@ def test_sweep_adjusts_pvalues_and_sets_the_verdict():
 
 def paper_and_default_runs():
     """Two runs per preset, at p = 0.03 and 0.04, as `PacostResult.to_dict` writes them (raw p < alpha verdict)."""
-    return [{"model": preset, "benchmark": "b", "split": str(p),
-             "pacost": {"preset": preset, "pvalue": p, "contaminated": p < 0.05,
-                        "correction": PacostSettings(preset=preset).correction}}
-            for preset in ("paper", "jaxcontam") for p in (0.03, 0.04)]
+    return [
+        {
+            "model": preset,
+            "benchmark": "b",
+            "split": str(p),
+            "pacost": {
+                "preset": preset,
+                "pvalue": p,
+                "contaminated": p < 0.05,
+                "correction": PacostSettings(preset=preset).correction,
+            },
+        }
+        for preset in ("paper", "jaxcontam")
+        for p in (0.03, 0.04)
+    ]
 
 
 def test_the_paper_preset_keeps_its_uncorrected_verdict_in_a_sweep():
@@ -96,9 +121,15 @@ def test_a_large_sweep_can_flag_every_clearly_contaminated_run():
     settings_ = PacostSettings(test="permutation", alpha=alpha)
 
     def flagged(resamples):
-        runs = [{"model": f"m{i}", "benchmark": "b", "split": "test",
-                 "pacost": paired_verdict(records, "p_true", settings_, seed=i, resamples=resamples).to_dict()}
-                for i in range(num_runs)]
+        runs = [
+            {
+                "model": f"m{i}",
+                "benchmark": "b",
+                "split": "test",
+                "pacost": paired_verdict(records, "p_true", settings_, seed=i, resamples=resamples).to_dict(),
+            }
+            for i in range(num_runs)
+        ]
         sweep_corrections(runs, alpha=alpha, correction="holm")
         return sum(r["pacost"]["contaminated"] for r in runs)
 

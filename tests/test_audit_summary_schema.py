@@ -7,13 +7,30 @@ import pytest
 from jaxcontam.errors import JaxcontamError
 from jaxcontam.report.summary_schema import SCHEMA_VERSION, AuditSummary, read_summary
 
-RUN = {"model": "m", "benchmark": "copa", "split": "test", "n_items": 4, "accuracy": {"acc": 0.5, "acc_norm": 0.5},
-       "pacost": None, "likelihood": None, "exchangeability": None, "contam": None, "ground_truth": None}
+RUN = {
+    "model": "m",
+    "benchmark": "copa",
+    "split": "test",
+    "n_items": 4,
+    "accuracy": {"acc": 0.5, "acc_norm": 0.5},
+    "pacost": None,
+    "likelihood": None,
+    "exchangeability": None,
+    "contam": None,
+    "ground_truth": None,
+}
 
 
 def test_reads_a_versioned_summary_from_its_file_or_folder(tmp_path):
-    summary = {"schema_version": SCHEMA_VERSION, "jaxcontam_version": "9", "alpha": 0.01, "correction": "bh",
-               "settings": {"k": 0.2}, "runs": [RUN], "sweep": None}
+    summary = {
+        "schema_version": SCHEMA_VERSION,
+        "jaxcontam_version": "9",
+        "alpha": 0.01,
+        "correction": "bh",
+        "settings": {"k": 0.2},
+        "runs": [RUN],
+        "sweep": None,
+    }
     (tmp_path / "summary.json").write_text(json.dumps(summary))
     for source in (tmp_path, tmp_path / "summary.json"):
         read = read_summary(source)

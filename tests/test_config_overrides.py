@@ -16,7 +16,7 @@ def test_an_override_value_is_read_as_toml_else_as_text():
     assert parse_override("alpha = 1e-2") == (("alpha",), 0.01)
     assert parse_override("pacost.confidence=p_true") == (("pacost", "confidence"), "p_true")
     assert parse_override('ngram.tokenizer="a b"') == (("ngram", "tokenizer"), "a b")
-    assert parse_override("corpus.paths=[\"x\", \"y\"]") == (("corpus", "paths"), ["x", "y"])
+    assert parse_override('corpus.paths=["x", "y"]') == (("corpus", "paths"), ["x", "y"])
     for bad in ("pacost.k", "=1", "pacost..k=1"):
         with pytest.raises(JaxcontamError, match="write KEY=VALUE with a dotted key"):
             parse_override(bad)
@@ -25,46 +25,68 @@ def test_an_override_value_is_read_as_toml_else_as_text():
 def test_overrides_set_tables_and_every_entry_of_an_array_of_tables():
     raw = {"benchmark": [{"name": "a"}, {"name": "b"}], "pacost": {"k": 0.2}}
     changed = apply_overrides(raw, ["benchmark.limit=8", "pacost.k=0.3", "contam.min_clean=5"])
-    assert changed == {"benchmark": [{"name": "a", "limit": 8}, {"name": "b", "limit": 8}], "pacost": {"k": 0.3},
-                       "contam": {"min_clean": 5}}
+    assert changed == {
+        "benchmark": [{"name": "a", "limit": 8}, {"name": "b", "limit": 8}],
+        "pacost": {"k": 0.3},
+        "contam": {"min_clean": 5},
+    }
     assert raw["pacost"] == {"k": 0.2}  # the loaded document is left as it was
     with pytest.raises(JaxcontamError, match=r"pacost\.k is a value \(0\.2\), not a table"):
         apply_overrides(raw, ["pacost.k.x=1"])
 
 
 def test_the_bundled_config_with_overrides():
-    config = load_config(EXAMPLE_CONFIG, ["pacost.k=0.3", "likelihood.k=0.1", "alpha=0.01", "ngram.mincount=2",
-                                          "contam.min_clean=5", "benchmark.limit=8", "pacost.confidence=p_true"])
+    config = load_config(
+        EXAMPLE_CONFIG,
+        [
+            "pacost.k=0.3",
+            "likelihood.k=0.1",
+            "alpha=0.01",
+            "ngram.mincount=2",
+            "contam.min_clean=5",
+            "benchmark.limit=8",
+            "pacost.confidence=p_true",
+        ],
+    )
     assert (config.pacost.k, config.k, config.alpha) == (0.3, 0.1, 0.01)
     assert config.pacost.confidence == "p_true" and config.pacost.max_new_tokens == 200  # the file's value stays
     assert config.ngram_settings()[1].mincount == 2 and config.contam_settings().min_clean == 5
     assert config.contam_settings().alpha == 0.01 and {b.limit for b in config.benchmarks} == {8}
 
 
-@pytest.mark.parametrize("override, message", [
-    ("pacost.kk=1", r"\[pacost\]: unknown key\(s\) kk; known: .*confidence.*k, max_new_tokens"),
-    ("ngram.n=eight", r"\[ngram\]: n = 'eight' is str, but n takes int; e\.g\. n = 2"),
-    ("alpha=yes", r"alpha = 'yes' is str, but alpha takes float; e\.g\. alpha = 0\.3"),
-    ("chunk_size=1.5", r"chunk_size = 1\.5 is float, but chunk_size takes int"),
-    ("benchmark.limit=true", r"\[\[benchmark\]\] #1: limit = True is bool, but limit takes int \| None"),
-    ("pacost.confidence=bogus", r"PaCoST confidence 'bogus' is unknown: use one of p_true, p_true_raw"),
-    ("contam.metric=bogus", r"ConTAM metric 'bogus' is unknown: use one of token_match"),
-    ("contam.alpha=0.1", r"\[contam\] alpha: ConTAM's level is the audit's; set it at the top level"),
-    ("pacost.gates.min_length=1", r"\[pacost\] gates: unknown key\(s\) min_length; known: .*min_length_ratio"),
-    ("tokens=1", r"unknown key\(s\) tokens; known: alpha, chunk_size, correction, out"),
-])
+@pytest.mark.parametrize(
+    "override, message",
+    [
+        ("pacost.kk=1", r"\[pacost\]: unknown key\(s\) kk; known: .*confidence.*k, max_new_tokens"),
+        ("ngram.n=eight", r"\[ngram\]: n = 'eight' is str, but n takes int; e\.g\. n = 2"),
+        ("alpha=yes", r"alpha = 'yes' is str, but alpha takes float; e\.g\. alpha = 0\.3"),
+        ("chunk_size=1.5", r"chunk_size = 1\.5 is float, but chunk_size takes int"),
+        ("benchmark.limit=true", r"\[\[benchmark\]\] #1: limit = True is bool, but limit takes int \| None"),
+        ("pacost.confidence=bogus", r"PaCoST confidence 'bogus' is unknown: use one of p_true, p_true_raw"),
+        ("contam.metric=bogus", r"ConTAM metric 'bogus' is unknown: use one of token_match"),
+        ("contam.alpha=0.1", r"\[contam\] alpha: ConTAM's level is the audit's; set it at the top level"),
+        ("pacost.gates.min_length=1", r"\[pacost\] gates: unknown key\(s\) min_length; known: .*min_length_ratio"),
+        ("tokens=1", r"unknown key\(s\) tokens; known: alpha, chunk_size, correction, out"),
+    ],
+)
 def test_a_wrong_override_names_the_key_and_what_it_takes(override, message):
     with pytest.raises(JaxcontamError, match=message):
         load_config(EXAMPLE_CONFIG, [override])
 
 
 def test_named_options_win_over_the_file_and_reach_every_entry():
-    config = with_overrides(load_config(EXAMPLE_CONFIG, ["pacost.seed=3"]), dtype="bfloat16", limit=4,
-                            pacost={"seed": 5, "test": "t"}, preset="paper")
+    config = with_overrides(
+        load_config(EXAMPLE_CONFIG, ["pacost.seed=3"]),
+        dtype="bfloat16",
+        limit=4,
+        pacost={"seed": 5, "test": "t"},
+        preset="paper",
+    )
     assert {m.dtype for m in config.models} == {"bfloat16"} and {b.limit for b in config.benchmarks} == {4}
     # the file's explicit confidence survives the preset; the named options' fields win over both
-    assert config.pacost == PacostSettings(preset="paper", confidence="answer_logprob", max_new_tokens=200, seed=5,
-                                           test="t")
+    assert config.pacost == PacostSettings(
+        preset="paper", confidence="answer_logprob", max_new_tokens=200, seed=5, test="t"
+    )
     with pytest.raises(JaxcontamError, match="--paraphrases names one benchmark's rephrasings; the config has 2"):
         with_overrides(load_config(EXAMPLE_CONFIG), paraphrases="p.jsonl")
     with pytest.raises(JaxcontamError, match="dtype 'float16' is not supported"):
@@ -77,16 +99,27 @@ def options_of(command: click.Command) -> set[str]:
 
 def test_audit_and_pacost_take_the_same_options_and_set_reaches_the_config(tmp_path, monkeypatch):
     import jaxcontam.audit.run
-    from jaxcontam.report.summary_schema import AuditSummary
     from jaxcontam.commands.audit import audit
     from jaxcontam.commands.pacost import pacost
+    from jaxcontam.report.summary_schema import AuditSummary
 
     assert options_of(audit) == options_of(pacost)
-    assert {"--config", "--set", "--model", "--dtype", "--mesh", "--fsdp", "--out", "--seed", "--limit",
-            "--preset"} <= options_of(audit)
+    assert {
+        "--config",
+        "--set",
+        "--model",
+        "--dtype",
+        "--mesh",
+        "--fsdp",
+        "--out",
+        "--seed",
+        "--limit",
+        "--preset",
+    } <= options_of(audit)
     seen = []
-    monkeypatch.setattr(jaxcontam.audit.run, "run_audit",
-                        lambda config: seen.append(config) or AuditSummary.from_dict({"runs": []}))
+    monkeypatch.setattr(
+        jaxcontam.audit.run, "run_audit", lambda config: seen.append(config) or AuditSummary.from_dict({"runs": []})
+    )
     for command in (audit, pacost):
         result = CliRunner().invoke(command, ["--set", "pacost.k=0.3", "--dtype", "bfloat16", "--out", tmp_path])
         assert result.exit_code == 0, result.output

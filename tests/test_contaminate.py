@@ -22,9 +22,22 @@ LIMIT, COPIES = 12, 3
 
 
 def settings(shared_data, out, **changes) -> ContaminationSettings:
-    base = dict(model=str(TINY), benchmarks=("copa",), split="test", limit=LIMIT, fraction=0.5, copies=COPIES,
-                form="verbatim", corpus=str(shared_data / "corpus_misc" / "tinyshakespeare"), tokens=2500,
-                out=str(out), seq_len=128, batch_size=4, learning_rate=1e-3, checkpoint_every=2)
+    base = dict(
+        model=str(TINY),
+        benchmarks=("copa",),
+        split="test",
+        limit=LIMIT,
+        fraction=0.5,
+        copies=COPIES,
+        form="verbatim",
+        corpus=str(shared_data / "corpus_misc" / "tinyshakespeare"),
+        tokens=2500,
+        out=str(out),
+        seq_len=128,
+        batch_size=4,
+        learning_rate=1e-3,
+        checkpoint_every=2,
+    )
     return ContaminationSettings(**{**base, **changes})
 
 
@@ -70,8 +83,9 @@ def test_corpus_holds_each_contaminated_item_k_times_and_the_control_none(runs, 
     assert not any(row["contaminated"] for row in control_truth)
     # the control draws the same items (same seed), marked `drawn`, and trains on the same general text
     assert [row["drawn"] for row in control_truth] == [truth[row["id"]]["contaminated"] for row in control_truth]
-    general = {arm: [row["text"] for row in rows(runs[arm] / "corpus" / "train.jsonl") if not row["item"]]
-               for arm in runs}
+    general = {
+        arm: [row["text"] for row in rows(runs[arm] / "corpus" / "train.jsonl") if not row["item"]] for arm in runs
+    }
     assert general["verbatim"] == general["control"]
 
 
@@ -92,8 +106,9 @@ def test_stored_corpus_is_the_token_count_trained_on(runs):
         assert all(np.isfinite(row["loss"]) for row in curve)
 
 
-def test_saved_model_loads_in_score_and_audit_with_the_ground_truth_and_corpus(runs, copa, shared_data, tmp_path,
-                                                                            capsys):
+def test_saved_model_loads_in_score_and_audit_with_the_ground_truth_and_corpus(
+    runs, copa, shared_data, tmp_path, capsys
+):
     folder = runs["verbatim"]
     data = tmp_path / "texts.jsonl"
     data.write_text("".join(json.dumps({"id": item.id, "text": copa.solved_text(item)}) + "\n" for item in copa))
@@ -101,22 +116,24 @@ def test_saved_model_loads_in_score_and_audit_with_the_ground_truth_and_corpus(r
     scores = rows(tmp_path / "s.jsonl")
     assert [s["id"] for s in scores] == [item.id for item in copa]
     config = tmp_path / "audit.toml"
-    config.write_text(textwrap.dedent(f"""
-        out = "{tmp_path / 'audit'}"
+    config.write_text(
+        textwrap.dedent(f"""
+        out = "{tmp_path / "audit"}"
         [[model]]
-        path = "{folder / 'model'}"
+        path = "{folder / "model"}"
         [[benchmark]]
         name = "copa"
         split = "test"
         path = "{shared_data}"
         limit = {LIMIT}
         paraphrases = "xcopa_backtranslation"
-        ground_truth = "{folder / 'ground_truth.jsonl'}"
+        ground_truth = "{folder / "ground_truth.jsonl"}"
         [corpus]
-        paths = ["{folder / 'corpus'}"]
+        paths = ["{folder / "corpus"}"]
         [pacost]
         confidence = "answer_logprob"
-        """))
+        """)
+    )
     cli.main(["audit", "--config", str(config)])
     import pandas as pd
 

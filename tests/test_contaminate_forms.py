@@ -15,8 +15,13 @@ from jaxcontam.data import load_benchmark
 from jaxcontam.detect.answering import encode_prompt
 from jaxcontam.engine.chat import chat_prompt
 from jaxcontam.errors import DataError
-from jaxcontam.training.contamination_mix import (draw_contaminated, encode_document, injected_documents,
-                                                  item_document, with_paraphrases)
+from jaxcontam.training.contamination_mix import (
+    draw_contaminated,
+    encode_document,
+    injected_documents,
+    item_document,
+    with_paraphrases,
+)
 
 
 @pytest.fixture(scope="module")
@@ -39,13 +44,14 @@ def test_verbatim_is_the_audits_chat_prompt_then_the_gold_answer(name, split, ch
         document = item_document(benchmark, item, "verbatim", chat_tokenizer)
         asked = chat_prompt(chat_tokenizer, benchmark.prompt(item), "auto")  # as detect.answering asks it
         # the gold choice after one space, as the item reads (COPA's scored request has two), or the solution
-        answer = " " + (benchmark.continuation(item, item.answer).lstrip(" ") if item.choices is not None
-                        else item.meta["solution"])
+        answer = " " + (
+            benchmark.continuation(item, item.answer).lstrip(" ") if item.choices is not None else item.meta["solution"]
+        )
         assert document.chat and document.text == asked + answer + "<|im_end|>\n"
         assert "<|im_start|>assistant\n" in asked and asked.startswith("<|im_start|>system")
         ids = encode_document(chat_tokenizer, document.text, document.chat)
         prompt_ids = encode_prompt(chat_tokenizer, asked, "auto")
-        assert ids[:len(prompt_ids)] == prompt_ids  # the audit's prompt tokens, unchanged by what follows
+        assert ids[: len(prompt_ids)] == prompt_ids  # the audit's prompt tokens, unchanged by what follows
         assert ids[-1] == chat_tokenizer.eos_token_id
 
 

@@ -45,8 +45,7 @@ def test_every_cell_records_every_detector(results):
             assert {"likelihood", "pacost", "exchangeability", "contam", "seconds"} <= set(entry)
             assert set(entry["pacost"]["variants"]) == {"p_true", "p_true_raw", "question_min_k_plus_plus"}
             assert entry["exchangeability"]["chunks"] >= 2
-            assert set(entry["contam"]["per_metric"]) == {"token_match", "ngram_match", "token_extend",
-                                                          "longest_match"}
+            assert set(entry["contam"]["per_metric"]) == {"token_match", "ngram_match", "token_extend", "longest_match"}
         assert [h["step"] for h in record["in_training"]] == sorted({h["step"] for h in record["in_training"]})
 
 

@@ -16,14 +16,14 @@ from jaxcontam.data.item import Item
 words = st.text(alphabet=st.sampled_from("abcdefgh xyz?!\n"), max_size=40)
 
 
-@given(st.integers(-10**12, 10**12), words)
+@given(st.integers(-(10**12), 10**12), words)
 def test_gsm8k_integer_survives_any_thousands_and_currency_formatting(value, prefix):
     formatted = f"{'-' if value < 0 else ''}${abs(value):,}."
     assert normalize_gsm8k_answer(f"{prefix} the answer is {formatted}") == str(value)
     assert normalize_gsm8k_answer(f"{prefix} 7 apples\n#### {abs(value):,}") == str(abs(value))
 
 
-@given(st.decimals(min_value=-10**6, max_value=10**6, places=2, allow_nan=False, allow_infinity=False))
+@given(st.decimals(min_value=-(10**6), max_value=10**6, places=2, allow_nan=False, allow_infinity=False))
 def test_gsm8k_decimal_equals_python_float_reading(value):
     text = f"{value:.2f}"
     assert float(normalize_gsm8k_answer(f"so {text}")) == float(text)

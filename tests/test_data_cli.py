@@ -78,13 +78,19 @@ def test_list_names_every_benchmark(run):
 def test_list_shows_the_paraphrase_sources_of_each_split_with_counts(run, shared_data):
     # XCOPA's English back-translations: test rows are COPA test items, validation rows COPA dev items.
     def rows(split):
-        return {json.loads(line)["idx"] for file in (shared_data / "xcopa" / "data-gmt").glob(f"*/{split}.*.jsonl")
-                for line in file.read_text(encoding="utf-8").splitlines() if line.strip()}
+        return {
+            json.loads(line)["idx"]
+            for file in (shared_data / "xcopa" / "data-gmt").glob(f"*/{split}.*.jsonl")
+            for line in file.read_text(encoding="utf-8").splitlines()
+            if line.strip()
+        }
 
-    copa = {split: sum(1 for line in (shared_data / "copa" / f"copa_{split}.jsonl").open() if line.strip())
-            for split in ("dev", "test")}
+    copa = {
+        split: sum(1 for line in (shared_data / "copa" / f"copa_{split}.jsonl").open() if line.strip())
+        for split in ("dev", "test")
+    }
     output = run("list").output
-    block = output[output.index("\ncopa "):].split("\narc_easy")[0]
+    block = output[output.index("\ncopa ") :].split("\narc_easy")[0]
     assert "splits: train, validation (default), test, dev, balanced_dev" in block
     assert f"paraphrases for --split test: xcopa_backtranslation ({len(rows('test'))} of {copa['test']} items)" in block
     assert f"paraphrases for --split validation: xcopa_backtranslation ({len(rows('val'))} of 100 items)" in block

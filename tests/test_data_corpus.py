@@ -40,8 +40,15 @@ def test_folder_reads_each_format_in_path_order_with_stable_ids(mixed_folder):
     assert [s.name for s in corpus.shards] == ["a.txt", "c.jsonl", "e.json", "f.parquet", "sub/b.md", "sub/d.jsonl.gz"]
     docs = list(corpus.documents())
     assert [(d.id, d.text) for d in docs] == [
-        ("a.txt", "first document"), ("c.jsonl:1", "c1"), ("c.jsonl:3", "c3"), ("e.json:0", "e0"), ("e.json:1", "e1"),
-        ("f.parquet:0", "p0"), ("f.parquet:1", "p1"), ("f.parquet:2", "p2"), ("sub/b.md", "# second"),
+        ("a.txt", "first document"),
+        ("c.jsonl:1", "c1"),
+        ("c.jsonl:3", "c3"),
+        ("e.json:0", "e0"),
+        ("e.json:1", "e1"),
+        ("f.parquet:0", "p0"),
+        ("f.parquet:1", "p1"),
+        ("f.parquet:2", "p2"),
+        ("sub/b.md", "# second"),
         ("sub/d.jsonl.gz:1", "gz"),
     ]
     assert [d.id for d in open_corpus(mixed_folder).documents()] == [d.id for d in docs]
@@ -76,14 +83,20 @@ def test_metadata_beside_the_text_is_listed_skipped_and_reported(mixed_folder):
     (mixed_folder / "stats.json").write_text(json.dumps({"docs": 7}))
     (mixed_folder / "notes.csv").write_text("ignored,file\n")
     (mixed_folder / "empty.txt").write_text("")
-    with pytest.warns(JaxcontamWarning, match=r"reading 1 JSON file, 2 JSONL files, 1 Parquet file, 2 text files; "
-                                              r"skipped 9 file\(s\) that are not corpus text: LICENSE \(README"):
+    with pytest.warns(
+        JaxcontamWarning,
+        match=r"reading 1 JSON file, 2 JSONL files, 1 Parquet file, 2 text files; "
+        r"skipped 9 file\(s\) that are not corpus text: LICENSE \(README",
+    ):
         corpus = open_corpus(mixed_folder)
     assert dict(corpus.skipped) == {
-        "LICENSE": "README, licence or metadata file", "README.md": "README, licence or metadata file",
-        "SHA256SUMS": "README, licence or metadata file", "a.txt.sha256": "checksum file",
+        "LICENSE": "README, licence or metadata file",
+        "README.md": "README, licence or metadata file",
+        "SHA256SUMS": "README, licence or metadata file",
+        "a.txt.sha256": "checksum file",
         "config.json": "one JSON document, not records",
-        "empty.txt": "empty file", "notes.csv": "not a corpus format: .csv",
+        "empty.txt": "empty file",
+        "notes.csv": "not a corpus format: .csv",
         "provenance.json": "README, licence or metadata file",
         "stats.json": "no field 'text' in its first record; fields present: docs",
     }
@@ -99,9 +112,12 @@ def test_shared_gutenberg_folder_reads_the_books_not_its_provenance(shared_data)
 def test_a_corpus_without_text_is_refused_before_reading(tmp_path):
     (tmp_path / "README.md").write_text("about")
     (tmp_path / "rows.jsonl").write_text(json.dumps({"content": "the text"}) + "\n")
-    with pytest.raises(DataError, match=r"holds no corpus files .*skipped README.md \(README, licence or metadata "
-                                        r"file\); rows.jsonl \(no field 'text'.*fields present: content\)\. .*"
-                                        r"--text-field"):
+    with pytest.raises(
+        DataError,
+        match=r"holds no corpus files .*skipped README.md \(README, licence or metadata "
+        r"file\); rows.jsonl \(no field 'text'.*fields present: content\)\. .*"
+        r"--text-field",
+    ):
         open_corpus(tmp_path)
     with pytest.warns(JaxcontamWarning, match="skipped 1 file"):
         assert open_corpus(tmp_path, field="content").files == "1 JSONL file"
@@ -140,8 +156,9 @@ def test_raw_bin_tokens_match_numpy_fromfile(tmp_path, dtype):
     tokens.tofile(tmp_path / "train.bin")
     corpus = open_corpus(tmp_path, token_dtype=dtype, chunk_tokens=300)
     assert len(corpus.shards) == 4 and corpus.shards[-1].name == "train.bin@900:1001"
-    np.testing.assert_array_equal(np.concatenate([d.tokens for d in corpus.documents()]),
-                                  np.fromfile(tmp_path / "train.bin", dtype=dtype))
+    np.testing.assert_array_equal(
+        np.concatenate([d.tokens for d in corpus.documents()]), np.fromfile(tmp_path / "train.bin", dtype=dtype)
+    )
 
 
 def test_token_errors_name_the_file_and_the_fix(tmp_path):
@@ -163,8 +180,11 @@ def test_text_errors_name_file_and_line(tmp_path):
     with pytest.raises(DataError, match=r"bad\.txt, line 2: not valid UTF-8"):
         list(open_corpus(tmp_path / "bad.txt").documents())
     (tmp_path / "d.jsonl").write_text(json.dumps({"body": "x"}) + "\n")
-    with pytest.raises(DataError, match=r"d\.jsonl: no corpus text \(no field 'text' in its first record; "
-                                        r"fields present: body\); pass field=<name> \(--text-field\)"):
+    with pytest.raises(
+        DataError,
+        match=r"d\.jsonl: no corpus text \(no field 'text' in its first record; "
+        r"fields present: body\); pass field=<name> \(--text-field\)",
+    ):
         open_corpus(tmp_path / "d.jsonl")
     assert next(open_corpus(tmp_path / "d.jsonl", field="body").documents()).text == "x"
     with pytest.raises(DataError, match="does not exist"):

@@ -16,13 +16,17 @@ def write_jsonl(path, rows):
 
 
 def test_jsonl_with_mapping_reads_choices_answers_and_ids(tmp_path):
-    file = write_jsonl(tmp_path / "quiz.jsonl", [
-        {"key": "a1", "prompt": "2+2?", "opts": ["3", "4"], "gold": "B", "passage": "Arithmetic."},
-        {"key": "a2", "prompt": "3+3?", "opts": ["six", "seven"], "gold": "six", "passage": "More."},
-        {"key": "a3", "prompt": "1+0?", "opts": ["0", "1"], "gold": 1, "passage": "Last."},
-    ])
-    bench = load_benchmark(str(file), fields={"question": "prompt", "choices": "opts", "answer": "gold",
-                                              "context": "passage", "id": "key"})
+    file = write_jsonl(
+        tmp_path / "quiz.jsonl",
+        [
+            {"key": "a1", "prompt": "2+2?", "opts": ["3", "4"], "gold": "B", "passage": "Arithmetic."},
+            {"key": "a2", "prompt": "3+3?", "opts": ["six", "seven"], "gold": "six", "passage": "More."},
+            {"key": "a3", "prompt": "1+0?", "opts": ["0", "1"], "gold": 1, "passage": "Last."},
+        ],
+    )
+    bench = load_benchmark(
+        str(file), fields={"question": "prompt", "choices": "opts", "answer": "gold", "context": "passage", "id": "key"}
+    )
     assert (bench.name, bench.split) == ("quiz", "test")
     assert [(i.id, i.answer) for i in bench] == [("quiz/test/a1", 1), ("quiz/test/a2", 0), ("quiz/test/a3", 1)]
     assert bench.prompt(bench[0]) == "Arithmetic.\nQuestion: 2+2?\nA. 3\nB. 4\nAnswer:"
@@ -99,9 +103,14 @@ def test_invalid_json_line(tmp_path):
 
 
 def test_duplicate_ids_name_both_lines(tmp_path):
-    file = write_jsonl(tmp_path / "d.jsonl", [{"id": 1, "question": "a", "answer": "x"},
-                                               {"id": 2, "question": "b", "answer": "y"},
-                                               {"id": 1, "question": "c", "answer": "z"}])
+    file = write_jsonl(
+        tmp_path / "d.jsonl",
+        [
+            {"id": 1, "question": "a", "answer": "x"},
+            {"id": 2, "question": "b", "answer": "y"},
+            {"id": 1, "question": "c", "answer": "z"},
+        ],
+    )
     expected = r"d\.jsonl, line 3: duplicate item id 'd/test/1' .*first at .*d\.jsonl, line 1"
     with pytest.raises(DataError, match=expected):
         load_benchmark(str(file), fields={"id": "id"})
@@ -113,8 +122,10 @@ def test_bad_rows_in_a_builtin_layout_name_the_line(tmp_path):
     write_jsonl(folder / "test.jsonl", [{"question": "q", "answer": "no final line"}])
     with pytest.raises(DataError, match=r"test\.jsonl, line 1: GSM8K answer has no '#### <number>'"):
         load_benchmark("gsm8k", path=tmp_path)
-    write_jsonl(folder / "test.jsonl", [{"id": 501, "premise": "p", "choice1": "a", "choice2": "b",
-                                         "question": "cause", "label": 2}])
+    write_jsonl(
+        folder / "test.jsonl",
+        [{"id": 501, "premise": "p", "choice1": "a", "choice2": "b", "question": "cause", "label": 2}],
+    )
     with pytest.raises(DataError, match=r"test\.jsonl, line 1: .*answer index 2 is out of range"):
         load_benchmark("copa", split="test", path=folder / "test.jsonl")
 

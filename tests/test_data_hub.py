@@ -29,9 +29,7 @@ def hub(monkeypatch, tmp_path):
 def test_gsm8k_hub_rows_equal_local_items(hub, shared_data):
     served, calls = hub
     local = load_benchmark("gsm8k", path=shared_data / "gsm8k", limit=3)
-    served["openai/gsm8k", "main", "test"] = [
-        {"question": i.question, "answer": i.meta["solution"]} for i in local
-    ]
+    served["openai/gsm8k", "main", "test"] = [{"question": i.question, "answer": i.meta["solution"]} for i in local]
     for name in ("gsm8k", "openai/gsm8k", "GSM8K"):
         assert load_benchmark(name).items == local.items
     assert calls[-1] == ("openai/gsm8k", "main", "test")
@@ -49,11 +47,20 @@ def test_mmlu_hub_counts_ids_within_each_subject(hub):
 
 def test_hellaswag_hub_rows_are_cleaned_like_the_local_copy(hub):
     served, _ = hub
-    served["Rowan/hellaswag", None, "validation"] = [{
-        "ind": 24, "activity_label": "Roof shingle removal", "ctx_a": "A man is sitting on a roof.", "ctx_b": "he",
-        "ctx": "A man is sitting on a roof. he", "endings": ["is [title] using wrap.", "b", "c", "d"],
-        "source_id": "x", "split": "val", "split_type": "indomain", "label": "3",
-    }]
+    served["Rowan/hellaswag", None, "validation"] = [
+        {
+            "ind": 24,
+            "activity_label": "Roof shingle removal",
+            "ctx_a": "A man is sitting on a roof.",
+            "ctx_b": "he",
+            "ctx": "A man is sitting on a roof. he",
+            "endings": ["is [title] using wrap.", "b", "c", "d"],
+            "source_id": "x",
+            "split": "val",
+            "split_type": "indomain",
+            "label": "3",
+        }
+    ]
     item = load_benchmark("Rowan/hellaswag")[0]
     assert (item.id, item.question, item.answer) == ("hellaswag/validation/24", "A man is sitting on a roof. He", 3)
     assert item.choices[0] == "is. using wrap."
@@ -61,31 +68,66 @@ def test_hellaswag_hub_rows_are_cleaned_like_the_local_copy(hub):
 
 CHOICE_ROWS = {
     ("allenai/ai2_arc:ARC-Challenge", ("allenai/ai2_arc", "ARC-Challenge", "test")): (
-        {"id": "Mercury_1", "question": "Which?", "choices": {"text": ["x", "y", "z"], "label": ["1", "2", "3"]},
-         "answerKey": "2"}, ("arc_challenge/test/0", ("x", "y", "z"), 1)),
+        {
+            "id": "Mercury_1",
+            "question": "Which?",
+            "choices": {"text": ["x", "y", "z"], "label": ["1", "2", "3"]},
+            "answerKey": "2",
+        },
+        ("arc_challenge/test/0", ("x", "y", "z"), 1),
+    ),
     ("allenai/openbookqa", ("allenai/openbookqa", "main", "test")): (
-        {"id": "7-980", "question_stem": "The sun is", "choices": {"text": ["hot", "cold"], "label": ["A", "B"]},
-         "answerKey": "A", "fact1": "", "humanScore": 1.0}, ("openbookqa/test/7-980", ("hot", "cold"), 0)),
+        {
+            "id": "7-980",
+            "question_stem": "The sun is",
+            "choices": {"text": ["hot", "cold"], "label": ["A", "B"]},
+            "answerKey": "A",
+            "fact1": "",
+            "humanScore": 1.0,
+        },
+        ("openbookqa/test/7-980", ("hot", "cold"), 0),
+    ),
     ("google/boolq", ("google/boolq", None, "validation")): (
         {"question": "is the sky blue", "answer": True, "passage": "The sky is blue."},
-        ("boolq/validation/0", ("no", "yes"), 1)),
+        ("boolq/validation/0", ("no", "yes"), 1),
+    ),
     ("social_i_qa", ("allenai/social_i_qa", None, "validation")): (
-        {"context": "Tracy stayed out.", "question": "What next?", "answerA": "a", "answerB": "b", "answerC": "c",
-         "label": "3"}, ("siqa/validation/0", ("a", "b", "c"), 2)),
+        {
+            "context": "Tracy stayed out.",
+            "question": "What next?",
+            "answerA": "a",
+            "answerB": "b",
+            "answerC": "c",
+            "label": "3",
+        },
+        ("siqa/validation/0", ("a", "b", "c"), 2),
+    ),
     ("winogrande", ("allenai/winogrande", "winogrande_xl", "validation")): (
         {"sentence": "Sarah beat Maria so _ won.", "option1": "Sarah", "option2": "Maria", "answer": "1"},
-        ("winogrande/validation/0", ("Sarah", "Maria"), 0)),
+        ("winogrande/validation/0", ("Sarah", "Maria"), 0),
+    ),
     ("tau/commonsense_qa", ("tau/commonsense_qa", None, "validation")): (
-        {"id": "abc", "question": "Where?", "question_concept": "c",
-         "choices": {"label": ["A", "B", "C", "D", "E"], "text": list("vwxyz")}, "answerKey": "E"},
-        ("commonsenseqa/validation/abc", tuple("vwxyz"), 4)),
+        {
+            "id": "abc",
+            "question": "Where?",
+            "question_concept": "c",
+            "choices": {"label": ["A", "B", "C", "D", "E"], "text": list("vwxyz")},
+            "answerKey": "E",
+        },
+        ("commonsenseqa/validation/abc", tuple("vwxyz"), 4),
+    ),
     ("piqa", ("ybisk/piqa", None, "validation")): (
         {"goal": "Open a jar", "sol1": "twist", "sol2": "push", "label": 0},
-        ("piqa/validation/0", ("twist", "push"), 0)),
+        ("piqa/validation/0", ("twist", "push"), 0),
+    ),
     ("truthful_qa:multiple_choice", ("truthfulqa/truthful_qa", "multiple_choice", "validation")): (
-        {"question": "Q?", "mc1_targets": {"choices": ["right", "wrong"], "labels": [1, 0]},
-         "mc2_targets": {"choices": ["right", "wrong"], "labels": [1, 0]}},
-        ("truthfulqa_mc/validation/0", ("right", "wrong"), 0)),
+        {
+            "question": "Q?",
+            "mc1_targets": {"choices": ["right", "wrong"], "labels": [1, 0]},
+            "mc2_targets": {"choices": ["right", "wrong"], "labels": [1, 0]},
+        },
+        ("truthfulqa_mc/validation/0", ("right", "wrong"), 0),
+    ),
 }
 
 
@@ -103,13 +145,23 @@ def test_multiple_choice_hub_schemas(hub, name):
 def test_generative_hub_schemas(hub):
     served, _ = hub
     served["google-research-datasets/nq_open", None, "validation"] = [{"question": "who", "answer": ["A", "B"]}]
-    served["truthfulqa/truthful_qa", "generation", "validation"] = [{
-        "type": "Adversarial", "category": "Misc", "question": "Q?", "best_answer": "best",
-        "correct_answers": ["best", "good"], "incorrect_answers": ["bad"], "source": "s"}]
+    served["truthfulqa/truthful_qa", "generation", "validation"] = [
+        {
+            "type": "Adversarial",
+            "category": "Misc",
+            "question": "Q?",
+            "best_answer": "best",
+            "correct_answers": ["best", "good"],
+            "incorrect_answers": ["bad"],
+            "source": "s",
+        }
+    ]
     served["hendrycks/competition_math", None, "test"] = [
-        {"problem": "1+1?", "level": "Level 1", "type": "Algebra", "solution": "So $\\boxed{2}$."}]
+        {"problem": "1+1?", "level": "Level 1", "type": "Algebra", "solution": "So $\\boxed{2}$."}
+    ]
     served["HuggingFaceH4/MATH-500", None, "test"] = [
-        {"problem": "p", "solution": "\\boxed{3}", "answer": "3", "subject": "Algebra", "level": 1, "unique_id": "u"}]
+        {"problem": "p", "solution": "\\boxed{3}", "answer": "3", "subject": "Algebra", "level": 1, "unique_id": "u"}
+    ]
     nq = load_benchmark("nq_open")
     assert (nq[0].answer, nq.score(nq[0], "b")) == ("A", 1.0)
     tqa = load_benchmark("truthful_qa")

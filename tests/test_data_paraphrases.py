@@ -47,10 +47,13 @@ def test_mmlu_rephrasings_skip_filtered_rows_and_check_alignment():
     # 505 rows in three subjects, 20 of them filtered out (empty) by the authors.
     assert len(found) == 485 and "mmlu/test/abstract_algebra/0" not in found
     assert found["mmlu/test/abstract_algebra/1"] == [
-        "In S_5, if p can be represented as (1, 2, 5, 4)(2, 3), what is the index of <p> within S_5?"]
+        "In S_5, if p can be represented as (1, 2, 5, 4)(2, 3), what is the index of <p> within S_5?"
+    ]
     # Swap the questions of items 1 and 2: the rephrase of row 1 no longer belongs to item 1.
-    swapped = [dataclasses.replace(mmlu[1], question=mmlu[2].question),
-               dataclasses.replace(mmlu[2], question=mmlu[1].question)]
+    swapped = [
+        dataclasses.replace(mmlu[1], question=mmlu[2].question),
+        dataclasses.replace(mmlu[2], question=mmlu[1].question),
+    ]
     shifted = mmlu.replace_items([mmlu[0], *swapped, *mmlu.items[3:]])
     with pytest.raises(DataError, match=r"row 1 of abstract_algebra_test.csv is not mmlu/test/abstract_algebra/1's"):
         load_paraphrases("mmlu_rephrase", shifted)
@@ -72,8 +75,12 @@ def test_source_for_another_benchmark_is_refused(gsm8k_test):
 
 def test_user_file_attaches_by_id_and_refuses_unknown_ids(tmp_path, gsm8k_test):
     good = tmp_path / "p.jsonl"
-    good.write_text(json.dumps({"id": "gsm8k/test/3", "paraphrase": "Reworded."}) + "\n"
-                    + json.dumps({"id": "gsm8k/test/3", "paraphrase": ["Again.", "Reworded."]}) + "\n")
+    good.write_text(
+        json.dumps({"id": "gsm8k/test/3", "paraphrase": "Reworded."})
+        + "\n"
+        + json.dumps({"id": "gsm8k/test/3", "paraphrase": ["Again.", "Reworded."]})
+        + "\n"
+    )
     assert load_paraphrases(good, gsm8k_test) == {"gsm8k/test/3": ["Reworded.", "Again."]}
     csv_file = tmp_path / "p.csv"
     csv_file.write_text("id,paraphrase\ngsm8k/test/0,Fine.\ngsm8k/test/99999,Lost.\n")

@@ -31,8 +31,11 @@ TIE = 1e-3  # reference margins below this (log-prob units) are near-ties the tw
 HELLASWAG_CTX = [
     ("A man is sitting on a roof.", "he"),
     ("A lady walks to a barbell. She bends down and grabs the pole.", "the lady"),
-    ("Two women in a child are shown in a canoe while a man pulls the canoe while standing in the water, with "
-     "other individuals visible in the background.", "the child and a different man"),
+    (
+        "Two women in a child are shown in a canoe while a man pulls the canoe while standing in the water, with "
+        "other individuals visible in the background.",
+        "the child and a different man",
+    ),
     ("A boy is running down a track.", "the boy"),
     ("The boy lifts his body above the height of a pole. The boy lands on his back on to a red mat.", "the boy"),
 ]
@@ -63,12 +66,20 @@ def lm_eval_hellaswag_preprocess(text):
 def lm_eval_docs(data):
     """{benchmark: [(row index, context, choices, gold)]} from the raw rows, as lm-eval's task configs build them
     (COPA: SuperGLUE's train split, COPA ids 1-400; its doc_to_choice puts a space before each choice)."""
-    copa = [(i, r["premise"].strip()[:-1] + " " + {"cause": "because", "effect": "therefore"}[r["question"]],
-             [" " + c[0].lower() + c[1:] for c in (r["choice1"], r["choice2"])], r["label"])
-            for i, r in zip(range(6), rows(data / "copa" / "copa_dev.jsonl", range(6)))]
+    copa = [
+        (
+            i,
+            r["premise"].strip()[:-1] + " " + {"cause": "because", "effect": "therefore"}[r["question"]],
+            [" " + c[0].lower() + c[1:] for c in (r["choice1"], r["choice2"])],
+            r["label"],
+        )
+        for i, r in zip(range(6), rows(data / "copa" / "copa_dev.jsonl", range(6)))
+    ]
     piqa_rows = [0, 1, 2, 3, 20, 99]  # 20 and 99 have non-ASCII solutions
-    piqa = [(i, f"Question: {r['goal']}\nAnswer:", [r["sol1"], r["sol2"]], r["label"])
-            for i, r in zip(piqa_rows, rows(data / "piqa" / "piqa_valid_with_labels.jsonl", piqa_rows))]
+    piqa = [
+        (i, f"Question: {r['goal']}\nAnswer:", [r["sol1"], r["sol2"]], r["label"])
+        for i, r in zip(piqa_rows, rows(data / "piqa" / "piqa_valid_with_labels.jsonl", piqa_rows))
+    ]
     hellaswag = []
     for i, r in enumerate(rows(data / "hellaswag" / "hellaswag_val.jsonl", range(5))):
         ctx_a, ctx_b = HELLASWAG_CTX[i]
@@ -78,9 +89,10 @@ def lm_eval_docs(data):
     arc = {}
     for name, folder, extra in (("arc_easy", "ARC-Easy", 22), ("arc_challenge", "ARC-Challenge", 12)):
         indices = [0, 1, 2, extra]  # extra: a non-ASCII choice
-        arc[name] = [(i, f"Question: {r['question']}\nAnswer:", r["choices"], r["label"])
-                     for i, r in zip(indices, rows(data / "llm_adapters_commonsense" / folder / "parsed.jsonl",
-                                                   indices))]
+        arc[name] = [
+            (i, f"Question: {r['question']}\nAnswer:", r["choices"], r["label"])
+            for i, r in zip(indices, rows(data / "llm_adapters_commonsense" / folder / "parsed.jsonl", indices))
+        ]
     return {"copa": copa, "piqa": piqa, "hellaswag": hellaswag, **arc}
 
 
@@ -95,7 +107,7 @@ def lm_eval_encode_pair(tokenizer, context, continuation):
         context = context[:-n_spaces]
     whole_enc = tokenizer.encode(context + continuation)
     context_enc = tokenizer.encode(context)
-    return context_enc, whole_enc[len(context_enc):]
+    return context_enc, whole_enc[len(context_enc) :]
 
 
 def token_logprobs(reference, ids):
@@ -108,8 +120,10 @@ def token_logprobs(reference, ids):
 def lm_eval_loglikelihoods(reference, tokenizer, context, choices):
     """Summed log-prob and token count of each `" " + choice` after `context`."""
     pairs = [lm_eval_encode_pair(tokenizer, context, " " + choice) for choice in choices]
-    return (np.array([token_logprobs(reference, ctx + cont)[-len(cont):].sum() for ctx, cont in pairs]),
-            np.array([len(cont) for _, cont in pairs]))
+    return (
+        np.array([token_logprobs(reference, ctx + cont)[-len(cont) :].sum() for ctx, cont in pairs]),
+        np.array([len(cont) for _, cont in pairs]),
+    )
 
 
 def check_choice(picked, scores):
@@ -131,8 +145,14 @@ def test_prompts_and_choices_are_lm_eval_s(shared_data):
 def test_hellaswag_hub_rows_prompt_like_the_local_copy(shared_data):
     local = load_benchmark("hellaswag", limit=5)
     for (ctx_a, ctx_b), item in zip(HELLASWAG_CTX, local):
-        row = {"ind": 0, "activity_label": item.meta["activity_label"], "ctx_a": ctx_a, "ctx_b": ctx_b,
-               "endings": list(item.choices), "label": item.answer}
+        row = {
+            "ind": 0,
+            "activity_label": item.meta["activity_label"],
+            "ctx_a": ctx_a,
+            "ctx_b": ctx_b,
+            "endings": list(item.choices),
+            "label": item.answer,
+        }
         assert local.prompt(hellaswag_hub(row, 0, "validation", "row")) == local.prompt(item)
 
 
@@ -153,8 +173,13 @@ def test_acc_and_acc_norm_choices_match_lm_eval_on_real_items(stories, shared_da
 def test_acc_norm_divides_by_characters_not_bytes(stories):
     """A constructed item where characters and UTF-8 bytes pick different choices; lm-eval counts characters."""
     _, model, reference = stories
-    item = Item(id="cafe", benchmark="custom", question="What did Lily eat at the café?",
-                choices=("pho", "crème brûlée with her mom."), answer=1)
+    item = Item(
+        id="cafe",
+        benchmark="custom",
+        question="What did Lily eat at the café?",
+        choices=("pho", "crème brûlée with her mom."),
+        answer=1,
+    )
     benchmark = Benchmark(name="custom", split="test", items=[item], prompt_fn=prompts.question_answer)
     sums, _ = lm_eval_loglikelihoods(reference, model.tokenizer, benchmark.prompt(item), item.choices)
     by_chars = sums / np.array([len(c) for c in item.choices])
@@ -175,17 +200,24 @@ def torch_greedy(reference, prompt_ids, steps, eos):
                 break
             ids.append(token)
             logprobs.append(float(logp[token]))
-    return ids[len(prompt_ids):], logprobs
+    return ids[len(prompt_ids) :], logprobs
 
 
 def test_mixed_items_answer_in_order_and_generated_answers_score_their_own_tokens(stories):
     _, model, reference = stories
     tok = model.tokenizer
     story = lambda i, text: Item(id=f"story{i}", benchmark="mixed", question=text, answer="x")  # noqa: E731
-    items = [story(0, "Once upon a time, there was a little girl named Lily."),
-             Item(id="mc", benchmark="mixed", question="What did Lily eat at the café?",
-                  choices=("pho", "crème brûlée with her mom."), answer=1),
-             story(1, "Tom had a big red ball. One day,")]
+    items = [
+        story(0, "Once upon a time, there was a little girl named Lily."),
+        Item(
+            id="mc",
+            benchmark="mixed",
+            question="What did Lily eat at the café?",
+            choices=("pho", "crème brûlée with her mom."),
+            answer=1,
+        ),
+        story(1, "Tom had a big red ball. One day,"),
+    ]
     benchmark = Benchmark(name="mixed", split="test", items=items, prompt_fn=lambda item: item.question)
     stops, steps = (".", "!"), 24
     answers = answer_items(model, benchmark, items, max_new_tokens=steps, stop_strings=stops)
@@ -197,8 +229,11 @@ def test_mixed_items_answer_in_order_and_generated_answers_score_their_own_token
         generated, logprobs = torch_greedy(reference, tok.encode(item.question), steps, tok.eos_token_id)
         text = tok.decode(generated, skip_special_tokens=True)
         cut = min([text.find(s) for s in stops if s in text] or [len(text)])
-        kept = next(n for n in range(1, len(generated) + 1)
-                    if tok.decode(generated[:n], skip_special_tokens=True).startswith(text[:cut]))
+        kept = next(
+            n
+            for n in range(1, len(generated) + 1)
+            if tok.decode(generated[:n], skip_special_tokens=True).startswith(text[:cut])
+        )
         assert cut < len(text) and kept < len(generated)  # the stop string cut the generation short
         assert answer.choice is None and answer.text == text[:cut].strip()
         assert answer.answer_logprob == pytest.approx(np.mean(logprobs[:kept]), abs=1e-4)
@@ -210,7 +245,7 @@ def test_answer_tokens_are_the_shortest_prefix_decoding_to_the_cut_text(stories,
     """Byte-fallback ids (3-258) make prefixes that decode to replacement characters: they must not end the answer."""
     tok = stories[1].tokenizer
     text = tok.decode(ids, skip_special_tokens=True)
-    answer = text[:int(fraction * len(text))]
+    answer = text[: int(fraction * len(text))]
     count = answer_token_count(tok, ids, answer)
     decoded = [tok.decode(ids[:n], skip_special_tokens=True) for n in range(len(ids) + 1)]
     assert count == min(n for n in range(len(ids) + 1) if decoded[n].startswith(answer) and (n or not answer))

@@ -2,13 +2,13 @@
 
 import csv
 
-import engine_toy_model as toy
 import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
 import pytest
 
+import engine_toy_model as toy
 from jaxcontam.detect.exchangeability import (
     chunk_bounds,
     chunk_sequences,
@@ -76,8 +76,11 @@ def test_contaminated_file_is_detected_and_unseen_files_are_not(truthfulqa_quest
     unseen_p = []
     for k in range(1, 5):
         unseen = truthfulqa_questions[32 * k : 32 * (k + 1)]
-        unseen_p.append(exchangeability_test(model, unseen, num_chunks=CHUNKS, permutations=10, prefix=[0],
-                                                seed=k, rows_per_batch=8).pvalue)
+        unseen_p.append(
+            exchangeability_test(
+                model, unseen, num_chunks=CHUNKS, permutations=10, prefix=[0], seed=k, rows_per_batch=8
+            ).pvalue
+        )
     assert min(unseen_p) > 0.01, unseen_p
 
 
@@ -101,9 +104,11 @@ def test_pvalue_is_the_one_sided_t_over_chunk_differences(truthfulqa_questions):
     """The reported p-value equals scipy's one-sample t-test on the reported chunk differences."""
     from scipy import stats
 
-    result = exchangeability_test(toy.toy_model(SPEC, seed=2), truthfulqa_questions[:24], num_chunks=6,
-                                     permutations=3, prefix=[0])
+    result = exchangeability_test(
+        toy.toy_model(SPEC, seed=2), truthfulqa_questions[:24], num_chunks=6, permutations=3, prefix=[0]
+    )
     want = stats.ttest_1samp(result.chunk_differences, 0.0, alternative="greater")
     assert result.pvalue == pytest.approx(want.pvalue, rel=1e-9)
-    np.testing.assert_allclose(result.chunk_differences,
-                               result.canonical_logprobs - result.permuted_logprobs.mean(axis=1), rtol=1e-12)
+    np.testing.assert_allclose(
+        result.chunk_differences, result.canonical_logprobs - result.permuted_logprobs.mean(axis=1), rtol=1e-12
+    )

@@ -71,9 +71,11 @@ def test_winogrande_judge_sees_the_sentence_the_fillers_and_the_chosen_filler():
     benchmark = load_benchmark("winogrande", limit=1)
     item = benchmark[0]
     shown = judge_prompt(benchmark, item, 1)
-    assert shown.startswith(f"Question: Sentence: {item.question.strip()}\nA. {item.choices[0]}\n"
-                            f"B. {item.choices[1]}\nWhich option fills the blank _?\nProposed Answer: "
-                            f"{item.choices[1]}\n")
+    assert shown.startswith(
+        f"Question: Sentence: {item.question.strip()}\nA. {item.choices[0]}\n"
+        f"B. {item.choices[1]}\nWhich option fills the blank _?\nProposed Answer: "
+        f"{item.choices[1]}\n"
+    )
 
 
 @needs_data
@@ -87,9 +89,19 @@ def test_generative_judge_sees_the_bare_question_and_the_generated_text():
 def test_presets():
     ours, paper = PacostSettings(), PacostSettings(preset="paper")
     assert (ours.confidence, ours.test, ours.answers, ours.correction, ours.alpha) == (
-        "p_true", "permutation", "greedy", "sweep", 0.05)
+        "p_true",
+        "permutation",
+        "greedy",
+        "sweep",
+        0.05,
+    )
     assert (paper.confidence, paper.test, paper.answers, paper.correction, paper.alpha) == (
-        "p_yes", "t", "sampled", "none", 0.05)
+        "p_yes",
+        "t",
+        "sampled",
+        "none",
+        0.05,
+    )
     assert PacostSettings(preset="paper", confidence="answer_logprob").confidence == "answer_logprob"
     assert "p_yes" not in ours.measured() and "p_yes" in paper.measured()
     # another preset keeps what was set explicitly and takes the rest from the new preset
@@ -110,7 +122,10 @@ def record(values, rephrase="rephrased", answer_original="42", answer_rephrased=
     """One item's record with the same (original, rephrased) pair for every confidence."""
     original, rephrased = values
     return {f"{c}_{side}": v for c in CONFIDENCES for side, v in (("original", original), ("rephrased", rephrased))} | {
-        "rephrase": rephrase, "answer_original": answer_original, "answer_rephrased": answer_rephrased}
+        "rephrase": rephrase,
+        "answer_original": answer_original,
+        "answer_rephrased": answer_rephrased,
+    }
 
 
 rows = st.tuples(st.floats(-5, 5), st.floats(-5, 5), st.booleans(), st.booleans(), st.booleans())
@@ -119,8 +134,12 @@ rows = st.tuples(st.floats(-5, 5), st.floats(-5, 5), st.booleans(), st.booleans(
 @settings(max_examples=60, deadline=None)
 @given(st.lists(rows, min_size=0, max_size=12))
 def test_pairs_are_dropped_only_for_what_the_confidence_needs(drawn):
-    records = [record((o, r), rephrase="r" if has else None, answer_original="a" if ao else "",
-                      answer_rephrased="a" if ar else "") for o, r, has, ao, ar in drawn]
+    records = [
+        record(
+            (o, r), rephrase="r" if has else None, answer_original="a" if ao else "", answer_rephrased="a" if ar else ""
+        )
+        for o, r, has, ao, ar in drawn
+    ]
     for confidence, needs_answers in (("question_min_k_plus_plus", False), ("p_true", True), ("answer_logprob", True)):
         kept = [(o, r) for o, r, has, ao, ar in drawn if has and (not needs_answers or (ao and ar))]
         summary = paired_verdict(records, confidence, PacostSettings(test="t")).to_dict()
@@ -138,7 +157,11 @@ def test_summary_records_the_preset_and_every_confidence_as_a_variant():
     records = [record((a, b)) for a, b in rng.uniform(size=(8, 2))]
     summary = pacost_result(records, PacostSettings(preset="paper", seed=11)).to_dict()
     assert (summary["preset"], summary["confidence"], summary["test"], summary["correction"]) == (
-        "paper", "p_yes", "t", "none")
+        "paper",
+        "p_yes",
+        "t",
+        "none",
+    )
     assert (summary["answers"], summary["seed"], summary["temperature"], summary["top_p"]) == ("sampled", 11, 1.0, 1.0)
     assert set(summary["variants"]) == set(CONFIDENCES) - {"p_yes"}
     ours = pacost_result(records, PacostSettings()).to_dict()
@@ -191,13 +214,16 @@ def test_the_audit_command_line_sets_the_preset_over_the_config(tmp_path):
     from jaxcontam.audit.config import load_config, with_overrides
 
     path = tmp_path / "audit.toml"
-    path.write_text('correction = "none"\n[[model]]\npath = "m"\n[[benchmark]]\nname = "copa"\n'
-                    '[pacost]\ntest = "wilcoxon"\nseed = 3\n')
+    path.write_text(
+        'correction = "none"\n[[model]]\npath = "m"\n[[benchmark]]\nname = "copa"\n'
+        '[pacost]\ntest = "wilcoxon"\nseed = 3\n'
+    )
     config = with_overrides(load_config(path), preset="paper")
     assert config.correction == "none"
     assert config.pacost == PacostSettings(preset="paper", test="wilcoxon", seed=3)  # the file's choices stay
     assert with_overrides(None, models=["m"], benchmarks=["copa"], preset="paper").pacost == PacostSettings(
-        preset="paper")
+        preset="paper"
+    )
     path.write_text('correction = "bonferroni"\n[[model]]\npath = "m"\n[[benchmark]]\nname = "copa"\n')
     with pytest.raises(JaxcontamError, match="correction.*holm, bh, none"):
         load_config(path)
@@ -206,8 +232,13 @@ def test_the_audit_command_line_sets_the_preset_over_the_config(tmp_path):
 def test_the_resume_key_changes_with_every_setting_that_changes_records():
     from jaxcontam.audit.store import fingerprint
 
-    variants = [PacostSettings(), PacostSettings(preset="paper"), PacostSettings(preset="paper", seed=1),
-                PacostSettings(preset="paper", temperature=0.7), PacostSettings(preset="paper", judge_max_new_tokens=16)]
+    variants = [
+        PacostSettings(),
+        PacostSettings(preset="paper"),
+        PacostSettings(preset="paper", seed=1),
+        PacostSettings(preset="paper", temperature=0.7),
+        PacostSettings(preset="paper", judge_max_new_tokens=16),
+    ]
     assert len({fingerprint(s.to_dict()) for s in variants}) == len(variants)
     # the same settings, from the preset or spelled out, resume the same work
     assert PacostSettings(test="permutation", answers="greedy").to_dict() == PacostSettings().to_dict()
@@ -221,8 +252,9 @@ def test_jaxcontam_audit_takes_the_preset_from_its_option(tmp_path, monkeypatch)
     from jaxcontam.report.summary_schema import AuditSummary
 
     seen = []
-    monkeypatch.setattr(jaxcontam.audit.run, "run_audit",
-                        lambda config: seen.append(config) or AuditSummary.from_dict({"runs": []}))
+    monkeypatch.setattr(
+        jaxcontam.audit.run, "run_audit", lambda config: seen.append(config) or AuditSummary.from_dict({"runs": []})
+    )
     path = tmp_path / "audit.toml"
     path.write_text('[[model]]\npath = "m"\n[[benchmark]]\nname = "copa"\n[pacost]\nseed = 4\n')
     result = CliRunner().invoke(command.audit, ["--config", str(path), "--preset", "paper", "--out", str(tmp_path)])

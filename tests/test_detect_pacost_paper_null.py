@@ -23,8 +23,16 @@ def _side(rng, item_logit, silent):
 def _records(rng, n, spread, silent):
     level = rng.normal(1.0, spread, n)  # judges lean to "yes"; spread 4 piles P(yes) up at both ends
     original, rephrased = _side(rng, level, silent), _side(rng, level, silent)
-    return [{"p_yes_original": float(o), "p_yes_rephrased": float(r), "rephrase": "rephrased",
-             "answer_original": "a", "answer_rephrased": "a"} for o, r in zip(original, rephrased, strict=True)]
+    return [
+        {
+            "p_yes_original": float(o),
+            "p_yes_rephrased": float(r),
+            "rephrase": "rephrased",
+            "answer_original": "a",
+            "answer_rephrased": "a",
+        }
+        for o, r in zip(original, rephrased, strict=True)
+    ]
 
 
 @pytest.mark.parametrize("n, spread, silent", [(30, 1.0, 0.0), (100, 4.0, 0.1), (300, 4.0, 0.3)])

@@ -5,7 +5,6 @@ import dataclasses
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from test_engine_scoring import stories_dir  # noqa: F401  (fixture: the converted stories260K)
 
 from jaxcontam.data import Item, attach_paraphrases, load_benchmark, load_paraphrases
 from jaxcontam.detect import rephrase
@@ -19,10 +18,12 @@ from jaxcontam.detect.rephrase import (
     rephrase_items,
 )
 from jaxcontam.errors import JaxcontamError
+from test_engine_scoring import stories_dir  # noqa: F401  (fixture: the converted stories260K)
 
 # Lets any non-empty, non-identical candidate through: isolates the bookkeeping from the gates.
-LENIENT = RephraseGates(min_length_ratio=1e-3, max_length_ratio=1e3, max_ngram_overlap=1.0,
-                        preserve_numbers=False, preserve_names=False)
+LENIENT = RephraseGates(
+    min_length_ratio=1e-3, max_length_ratio=1e3, max_ngram_overlap=1.0, preserve_numbers=False, preserve_names=False
+)
 SHORT_INSTRUCTION = "Say it another way.\nQuestion: {question}\nRephrased question:"  # fits stories260K's 512 positions
 
 
@@ -32,8 +33,10 @@ def test_identical_and_empty_rephrases_fail_first():
 
 
 def test_a_changed_number_fails_and_is_named():
-    result = check_rephrase("Janet's ducks lay 16 eggs and she eats 3 of them.",
-                            "Every day Janet's ducks produce 61 eggs, of which she consumes 3.")
+    result = check_rephrase(
+        "Janet's ducks lay 16 eggs and she eats 3 of them.",
+        "Every day Janet's ducks produce 61 eggs, of which she consumes 3.",
+    )
     assert not result.passed and result.reason == "numbers_changed"
     assert "16" in result.detail and "3" not in result.detail.split(":")[-1]
 
@@ -55,12 +58,15 @@ def test_number_forms_are_normalised():
 
 
 def test_a_lost_capitalised_name_fails_but_sentence_initial_words_are_not_names():
-    result = check_rephrase("Every morning, Janet walks to Paris with Max.",
-                            "Each morning janet goes on foot to PARIS.")
+    result = check_rephrase(
+        "Every morning, Janet walks to Paris with Max.", "Each morning janet goes on foot to PARIS."
+    )
     assert result.reason == "names_changed" and result.detail.endswith(": max")
     # "She", "How" and "Janet" open sentences: not required; "Paris" is matched case-insensitively.
-    ok = check_rephrase("Janet lives in Paris. She has 2 cats. How many cats does she own?",
-                        "How many cats are owned by a woman who lives in paris and keeps 2 cats?")
+    ok = check_rephrase(
+        "Janet lives in Paris. She has 2 cats. How many cats does she own?",
+        "How many cats are owned by a woman who lives in paris and keeps 2 cats?",
+    )
     assert ok.passed, ok
 
 
@@ -79,28 +85,44 @@ def test_ngram_overlap_on_hand_computed_examples():
     assert check_rephrase("The cat sat on the mat.", "the cat sat, on a RUG!").ngram_overlap == pytest.approx(0.5)
     # fewer than 3 words: unigrams; "ball" and "red" occur in the original, "big" does not -> 2/3
     assert check_rephrase("Red ball?", "ball red big").ngram_overlap == pytest.approx(2 / 3)
-    near_copy = check_rephrase("John buys 2 pairs of shoes for each of his 3 children at the mall.",
-                               "John buys 2 pairs of shoes for each of his 3 children at the store.")
+    near_copy = check_rephrase(
+        "John buys 2 pairs of shoes for each of his 3 children at the mall.",
+        "John buys 2 pairs of shoes for each of his 3 children at the store.",
+    )
     assert near_copy.reason == "too_similar" and near_copy.ngram_overlap == pytest.approx(12 / 13)
-    assert check_rephrase("John buys 2 pairs of shoes for each of his 3 children at the mall.",
-                          "John buys 2 pairs of shoes for each of his 3 children at the store.",
-                          RephraseGates(max_ngram_overlap=1.0)).passed
+    assert check_rephrase(
+        "John buys 2 pairs of shoes for each of his 3 children at the mall.",
+        "John buys 2 pairs of shoes for each of his 3 children at the store.",
+        RephraseGates(max_ngram_overlap=1.0),
+    ).passed
 
 
 def test_gates_run_in_the_documented_order():
     # Both a lost number and too few words: the number gate comes first.
-    assert check_rephrase("Sam has 12 red apples and 4 green pears in his big basket.", "Sam has apples.").reason \
+    assert (
+        check_rephrase("Sam has 12 red apples and 4 green pears in his big basket.", "Sam has apples.").reason
         == "numbers_changed"
-    assert GATE_REASONS == ("identical", "empty", "numbers_changed", "names_changed", "too_short", "too_long",
-                            "too_similar")
+    )
+    assert GATE_REASONS == (
+        "identical",
+        "empty",
+        "numbers_changed",
+        "names_changed",
+        "too_short",
+        "too_long",
+        "too_similar",
+    )
 
 
-@pytest.mark.parametrize("kwargs, match", [
-    ({"min_length_ratio": 0.0}, "min_length_ratio"),
-    ({"min_length_ratio": 1.5, "max_length_ratio": 1.2}, "min_length_ratio <= max_length_ratio"),
-    ({"max_ngram_overlap": 1.5}, r"\[0, 1\]"),
-    ({"max_ngram_overlap": float("nan")}, r"\[0, 1\]"),
-])
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"min_length_ratio": 0.0}, "min_length_ratio"),
+        ({"min_length_ratio": 1.5, "max_length_ratio": 1.2}, "min_length_ratio <= max_length_ratio"),
+        ({"max_ngram_overlap": 1.5}, r"\[0, 1\]"),
+        ({"max_ngram_overlap": float("nan")}, r"\[0, 1\]"),
+    ],
+)
 def test_gate_settings_are_validated(kwargs, match):
     with pytest.raises(JaxcontamError, match=match):
         RephraseGates(**kwargs)
@@ -203,18 +225,19 @@ def test_generation_is_batched_per_round_seeded_and_deterministic(stories, monke
 
 
 def test_generated_text_is_cut_at_the_first_line(stories):
-    kept = generate_rephrasings(stories, STORY_ITEMS, LENIENT, attempts=2, max_new_tokens=16,
-                                instruction=SHORT_INSTRUCTION)
+    kept = generate_rephrasings(
+        stories, STORY_ITEMS, LENIENT, attempts=2, max_new_tokens=16, instruction=SHORT_INSTRUCTION
+    )
     for choice in kept:
         assert choice.source == "generated" and choice.attempts == 1 and choice.reason is None
         assert choice.rephrase and "\n" not in choice.rephrase and choice.rephrase == choice.rephrase.strip()
 
 
 def test_rephrase_items_generates_only_for_items_without_a_passing_paraphrase(stories):
-    items = [item("a", QUESTION, [GOOD]), item("b", STORY_ITEMS[1].question, [STORY_ITEMS[1].question]),
-             STORY_ITEMS[2]]
-    a, b, c = rephrase_items(items, LENIENT, model=stories, attempts=2, max_new_tokens=16,
-                             instruction=SHORT_INSTRUCTION)
+    items = [item("a", QUESTION, [GOOD]), item("b", STORY_ITEMS[1].question, [STORY_ITEMS[1].question]), STORY_ITEMS[2]]
+    a, b, c = rephrase_items(
+        items, LENIENT, model=stories, attempts=2, max_new_tokens=16, instruction=SHORT_INSTRUCTION
+    )
     assert (a.rephrase, a.source, a.attempts) == (GOOD, "attached", 1)
     assert (b.source, b.attempts, c.source, c.attempts) == ("generated", 2, "generated", 1)  # b: 1 attached + 1 round
 

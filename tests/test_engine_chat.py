@@ -54,8 +54,9 @@ def test_chat_prompt_puts_the_last_line_at_the_start_of_the_reply(smollm2_tokeni
 
     judge = "Question: 1+1?\nProposed Answer: 2\nThe proposed answer is: ("
     text = chat_prompt(smollm2_tokenizer, judge, "auto")
-    assert text.endswith("user\nQuestion: 1+1?\nProposed Answer: 2<|im_end|>\n<|im_start|>assistant\n"
-                         "The proposed answer is: (")
+    assert text.endswith(
+        "user\nQuestion: 1+1?\nProposed Answer: 2<|im_end|>\n<|im_start|>assistant\nThe proposed answer is: ("
+    )
     one_line = chat_prompt(smollm2_tokenizer, "The man broke his toe because", "auto")
     assert one_line.endswith("user\nThe man broke his toe because<|im_end|>\n<|im_start|>assistant\n")
     assert chat_prompt(smollm2_tokenizer, judge, "never") == judge

@@ -2,10 +2,10 @@
 
 import json
 
-import engine_toy_model as toy
 import numpy as np
 import pytest
 
+import engine_toy_model as toy
 import jaxcontam
 from jaxcontam.cli import main
 from jaxcontam.detect import likelihood
@@ -31,8 +31,10 @@ def texts_file(shared_data, tmp_path):
 
 @pytest.fixture
 def toy_cli(monkeypatch):
-    models = {"target": toy.toy_model(seed=0, tokenizer=ByteTokenizer()),
-              "ref": toy.toy_model(seed=1, tokenizer=ByteTokenizer())}
+    models = {
+        "target": toy.toy_model(seed=0, tokenizer=ByteTokenizer()),
+        "ref": toy.toy_model(seed=1, tokenizer=ByteTokenizer()),
+    }
     monkeypatch.setattr(jaxcontam, "load_model", lambda path, dtype="float32", mesh=None, fsdp=False: models[path])
     return models
 
@@ -40,8 +42,25 @@ def toy_cli(monkeypatch):
 def test_score_writes_one_record_per_text_in_order(toy_cli, texts_file, tmp_path):
     path, premises = texts_file
     out = tmp_path / "scores.jsonl"
-    main(["score", "--model", "target", "--data", str(path), "--field", "text=premise", "--field", "id=idx",
-          "--out", str(out), "--k", "0.3", "--reference-model", "ref"])
+    main(
+        [
+            "score",
+            "--model",
+            "target",
+            "--data",
+            str(path),
+            "--field",
+            "text=premise",
+            "--field",
+            "id=idx",
+            "--out",
+            str(out),
+            "--k",
+            "0.3",
+            "--reference-model",
+            "ref",
+        ]
+    )
     records = [json.loads(line) for line in out.read_text().splitlines()]
     assert [r["id"] for r in records] == [str(i) for i in range(6)]
     for r, text in zip(records, premises):
@@ -59,8 +78,25 @@ def test_score_writes_one_record_per_text_in_order(toy_cli, texts_file, tmp_path
 def test_generate_writes_completions(toy_cli, texts_file, tmp_path):
     path, _ = texts_file
     out = tmp_path / "gen.jsonl"
-    main(["generate", "--model", "target", "--data", str(path), "--field", "text=premise", "--out", str(out),
-          "--max-new-tokens", "5", "--temperature", "0.8", "--seed", "3"])
+    main(
+        [
+            "generate",
+            "--model",
+            "target",
+            "--data",
+            str(path),
+            "--field",
+            "text=premise",
+            "--out",
+            str(out),
+            "--max-new-tokens",
+            "5",
+            "--temperature",
+            "0.8",
+            "--seed",
+            "3",
+        ]
+    )
     records = [json.loads(line) for line in out.read_text().splitlines()]
     assert len(records) == 6 and all(len(r["completion_token_ids"]) == 5 for r in records)
     assert all(r["finish_reason"] == "length" for r in records)

@@ -1,11 +1,11 @@
 """Batched KV-cache generation vs a no-cache greedy reference; padding sides; seeded sampling."""
 
-import engine_toy_model as toy
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
+import engine_toy_model as toy
 from jaxcontam.engine.generation import generate
 from jaxcontam.engine.sampling import sample_next
 
@@ -85,8 +85,9 @@ def test_stories260k_greedy_reproduces_the_published_story(shared_data, tmp_path
     model = jaxcontam.load_model(str(convert_llama2c(folder / "stories260K.bin", folder / "tok512.bin", tmp_path)))
     prompt = model.tokenizer.encode("Once upon a time")
     (story,) = generate(model, [prompt], max_new_tokens=40)
-    assert story.text.startswith(", there was a little girl named Lily. She loved to play outside in the park. "
-                                 "One day, she saw a big, red ball.")
+    assert story.text.startswith(
+        ", there was a little girl named Lily. She loved to play outside in the park. One day, she saw a big, red ball."
+    )
 
 
 def test_progress_callable_reports_as_prompts_finish(model):
@@ -111,11 +112,26 @@ def test_kv_cached_logits_equal_the_full_forward(tmp_path, family, split):
     import jaxcontam
     from jaxcontam import models
 
-    small = {"vocab_size": 53, "hidden_size": 32, "intermediate_size": 48, "num_hidden_layers": 3,
-             "num_attention_heads": 4, "num_key_value_heads": 2, "max_position_embeddings": 64}
-    config = {"llama": lambda: tf.LlamaConfig(**small),
-              "gemma2": lambda: tf.Gemma2Config(**small, head_dim=8, sliding_window=4, query_pre_attn_scalar=8,
-                                                attn_logit_softcapping=2.0, final_logit_softcapping=3.0)}[family]()
+    small = {
+        "vocab_size": 53,
+        "hidden_size": 32,
+        "intermediate_size": 48,
+        "num_hidden_layers": 3,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 2,
+        "max_position_embeddings": 64,
+    }
+    config = {
+        "llama": lambda: tf.LlamaConfig(**small),
+        "gemma2": lambda: tf.Gemma2Config(
+            **small,
+            head_dim=8,
+            sliding_window=4,
+            query_pre_attn_scalar=8,
+            attn_logit_softcapping=2.0,
+            final_logit_softcapping=3.0,
+        ),
+    }[family]()
     torch.manual_seed(0)
     tf.AutoModelForCausalLM.from_config(config).save_pretrained(tmp_path)
     m = jaxcontam.load_model(str(tmp_path))
@@ -127,7 +143,7 @@ def test_kv_cached_logits_equal_the_full_forward(tmp_path, family, split):
     tokens = np.zeros((3, width), np.int32)
     positions = np.full((3, width), -1, np.int32)
     for r, (s, c) in enumerate(zip(seqs, cut)):
-        tokens[r, width - c:], positions[r, width - c:] = s[:c], np.arange(c)
+        tokens[r, width - c :], positions[r, width - c :] = s[:c], np.arange(c)
     decode = jax.jit(models.decode, static_argnums=1)
     cache = models.init_cache(spec, 3, width + steps, jnp.float32)
     params = models.split_layers(m.params) if split else m.params
@@ -141,11 +157,13 @@ def test_kv_cached_logits_equal_the_full_forward(tmp_path, family, split):
             got[r].append(hidden[r, 0])
     for r, (s, c) in enumerate(zip(seqs, cut)):
         n = c + steps - 1
-        full = models.hidden_states(m.params, spec, np.array([s[:n]], np.int32), np.arange(n)[None].astype(np.int32),
-                                    np.ones((1, n), np.int32))[0, c - 1:]
+        full = models.hidden_states(
+            m.params, spec, np.array([s[:n]], np.int32), np.arange(n)[None].astype(np.int32), np.ones((1, n), np.int32)
+        )[0, c - 1 :]
         want = models.logits_from_hidden(m.params, spec, full)
-        np.testing.assert_allclose(models.logits_from_hidden(m.params, spec, jnp.stack(got[r])), want,
-                                   atol=1e-5, rtol=0, err_msg=f"row {r}")
+        np.testing.assert_allclose(
+            models.logits_from_hidden(m.params, spec, jnp.stack(got[r])), want, atol=1e-5, rtol=0, err_msg=f"row {r}"
+        )
 
 
 def test_default_rows_are_what_the_cache_budget_holds(model, monkeypatch):

@@ -8,8 +8,9 @@ import subprocess
 import sys
 import textwrap
 
-import engine_toy_model as toy
 import numpy as np
+
+import engine_toy_model as toy
 
 WORKER = textwrap.dedent(
     """
@@ -44,12 +45,27 @@ def test_two_processes_agree_with_single_process_reference(tmp_path):
     port = free_port()
     (tmp_path / "seqs.json").write_text(json.dumps(seqs))
     tests_dir = pathlib.Path(__file__).parent
-    env = dict(os.environ, PYTHONPATH=f"{tests_dir}{os.pathsep}{os.environ.get('PYTHONPATH', '')}",
-               XLA_FLAGS="--xla_force_host_platform_device_count=1", JAX_PLATFORMS="cpu")
+    env = dict(
+        os.environ,
+        PYTHONPATH=f"{tests_dir}{os.pathsep}{os.environ.get('PYTHONPATH', '')}",
+        XLA_FLAGS="--xla_force_host_platform_device_count=1",
+        JAX_PLATFORMS="cpu",
+    )
     procs = [
         subprocess.Popen(
-            [sys.executable, "-c", WORKER, str(port), str(i), str(tmp_path / "seqs.json"), str(tmp_path / f"out{i}.json")],
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, text=True,
+            [
+                sys.executable,
+                "-c",
+                WORKER,
+                str(port),
+                str(i),
+                str(tmp_path / "seqs.json"),
+                str(tmp_path / f"out{i}.json"),
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            env=env,
+            text=True,
         )
         for i in range(2)
     ]

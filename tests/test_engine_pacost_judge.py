@@ -17,7 +17,7 @@ SMOLLM2 = REPO.parent / "shared" / "data" / "smollm2_135m_instruct" / "SmolLM2-1
 
 # The authors' strings as their source writes them (Python line continuations inside the literals).
 B_INST, E_INST = "[INST]", "[/INST]"
-confidence_prompt = f'You are an expert in judging whether the answer is correct. \
+confidence_prompt = 'You are an expert in judging whether the answer is correct. \
         You will be given a question and a corresponding answer. \
         Your job is to determine whether this answer is correct. \
         You should only respond with Yes or No. \
@@ -25,10 +25,10 @@ confidence_prompt = f'You are an expert in judging whether the answer is correct
 
 
 def authors_judge_prompt(question, answer):
-    return f'<s> {B_INST} <<SYS>> {confidence_prompt} <</SYS>> \
+    return f"<s> {B_INST} <<SYS>> {confidence_prompt} <</SYS>> \
         The question is {question}. \
         The answer is {answer}. \
-        Is the answer correct according to the question? {E_INST}'
+        Is the answer correct according to the question? {E_INST}"
 
 
 def one_space(text):
@@ -56,8 +56,10 @@ def test_the_judge_speaks_in_the_chat_template_of_the_model_under_test(smollm2_t
     """SmolLM2's ChatML turns in place of Llama 2's [INST] <<SYS>>: the authors' system text, then the request."""
     text = judge_text(smollm2_tokenizer, "What is 2 + 2?", "4", "auto")
     request = "The question is What is 2 + 2?. The answer is 4. Is the answer correct according to the question?"
-    assert text == (f"<|im_start|>system\n{one_space(confidence_prompt)}<|im_end|>\n"
-                    f"<|im_start|>user\n{request}<|im_end|>\n<|im_start|>assistant\n")
+    assert text == (
+        f"<|im_start|>system\n{one_space(confidence_prompt)}<|im_end|>\n"
+        f"<|im_start|>user\n{request}<|im_end|>\n<|im_start|>assistant\n"
+    )
     plain = judge_text(smollm2_tokenizer, "What is 2 + 2?", "4", "never")
     assert plain == f"{one_space(confidence_prompt)}\n\n{request}\n"
 
@@ -67,13 +69,16 @@ def test_a_template_without_a_system_role_gets_the_system_text_in_the_user_turn(
     from transformers import AutoTokenizer
 
     tok = AutoTokenizer.from_pretrained(str(TINY))
-    tok.chat_template = ("{% for m in messages %}{% if m['role'] == 'system' %}"
-                         "{{ raise_exception('System role not supported') }}{% endif %}"
-                         "<start_of_turn>{{ m['role'] }}\n{{ m['content'] }}<end_of_turn>\n{% endfor %}"
-                         "<start_of_turn>model")  # jinja drops a template's final newline
+    tok.chat_template = (
+        "{% for m in messages %}{% if m['role'] == 'system' %}"
+        "{{ raise_exception('System role not supported') }}{% endif %}"
+        "<start_of_turn>{{ m['role'] }}\n{{ m['content'] }}<end_of_turn>\n{% endfor %}"
+        "<start_of_turn>model"
+    )  # jinja drops a template's final newline
     request = JUDGE_REQUEST.format(question="Q?", answer="A")
-    assert judge_text(tok, "Q?", "A", "auto") == (f"<start_of_turn>user\n{JUDGE_SYSTEM}\n\n{request}<end_of_turn>\n"
-                                                  "<start_of_turn>model")
+    assert judge_text(tok, "Q?", "A", "auto") == (
+        f"<start_of_turn>user\n{JUDGE_SYSTEM}\n\n{request}<end_of_turn>\n<start_of_turn>model"
+    )
 
 
 def test_yes_ids_on_the_smollm2_tokenizer(smollm2_tokenizer):
@@ -106,9 +111,18 @@ def smollm2_vocabulary_model(tmp_path_factory, smollm2_tokenizer):
     import jaxcontam
 
     tok = smollm2_tokenizer
-    config = LlamaConfig(vocab_size=len(tok), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-                         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=1024,
-                         bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id, tie_word_embeddings=False)
+    config = LlamaConfig(
+        vocab_size=len(tok),
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=1024,
+        bos_token_id=tok.bos_token_id,
+        eos_token_id=tok.eos_token_id,
+        tie_word_embeddings=False,
+    )
     torch.manual_seed(0)
     reference = LlamaForCausalLM(config).eval()
     rows = [tok.convert_tokens_to_ids(t) for t in ("Yes", "ĠYes", "yes", "Ġyes", "No", "ĠNo")]
@@ -126,16 +140,22 @@ def authors_confidence(reference, tokenizer, prompt_ids, yes_ids, stop_ids, max_
     import torch
 
     with torch.no_grad():
-        out = reference.generate(torch.tensor([prompt_ids]), max_new_tokens=max_new_tokens, do_sample=False,
-                                 output_scores=True, return_dict_in_generate=True, eos_token_id=stop_ids,
-                                 pad_token_id=0)
+        out = reference.generate(
+            torch.tensor([prompt_ids]),
+            max_new_tokens=max_new_tokens,
+            do_sample=False,
+            output_scores=True,
+            return_dict_in_generate=True,
+            eos_token_id=stop_ids,
+            pad_token_id=0,
+        )
     re_confi = 0
     for score in out.scores:
         confi = torch.softmax(score[0].double(), dim=0)[list(yes_ids)].sum().item()
         dec = tokenizer.decode([torch.argmax(score[0]).item()])
         if "yes" in dec.lower() or "no" in dec.lower():
             re_confi = max(re_confi, confi)
-    return re_confi, out.sequences[0, len(prompt_ids):].tolist()
+    return re_confi, out.sequences[0, len(prompt_ids) :].tolist()
 
 
 def test_the_confidence_is_the_authors_on_torch(smollm2_vocabulary_model):

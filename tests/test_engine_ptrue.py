@@ -4,10 +4,10 @@
 import pathlib
 import string
 
-import engine_toy_model as toy
 import numpy as np
 import pytest
 
+import engine_toy_model as toy
 from jaxcontam.engine.ptrue import KADAVATH, JudgeTemplate, option_token_ids, p_true
 from jaxcontam.errors import JaxcontamError
 
@@ -107,8 +107,11 @@ def assert_verdict_words_are_not_option_letters(tok):
     space, as an MMLU-style item shown in the question writes them) adds after the same prompt."""
     prompt = KADAVATH.render("What is 2 + 2?\nA. 3\nB. 4\nC. 5\nD. 6", "4")
     base = tok.encode(prompt, add_special_tokens=False)
-    letters = {tuple(tok.encode(prompt + spelled, add_special_tokens=False)[len(base):])
-               for letter in string.ascii_uppercase for spelled in (letter, " " + letter)}
+    letters = {
+        tuple(tok.encode(prompt + spelled, add_special_tokens=False)[len(base) :])
+        for letter in string.ascii_uppercase
+        for spelled in (letter, " " + letter)
+    }
     (true,), (false,) = option_token_ids(tok, KADAVATH)
     assert tok.decode(list(true)) == " True" and tok.decode(list(false)) == " False"
     assert true not in letters and false not in letters
@@ -117,8 +120,10 @@ def assert_verdict_words_are_not_option_letters(tok):
 
 def test_judge_options_on_the_smollm2_bpe_tokenizer(smollm2_tokenizer):
     tok = smollm2_tokenizer
-    assert assert_verdict_words_are_not_option_letters(tok) == ((tok.convert_tokens_to_ids("ĠTrue"),),
-                                                                (tok.convert_tokens_to_ids("ĠFalse"),))
+    assert assert_verdict_words_are_not_option_letters(tok) == (
+        (tok.convert_tokens_to_ids("ĠTrue"),),
+        (tok.convert_tokens_to_ids("ĠFalse"),),
+    )
 
 
 def test_judge_options_on_the_bundled_tokenizer(tiny_model):
@@ -131,8 +136,10 @@ def test_p_true_on_the_bundled_model_matches_torch(tiny_model):
 
     reference = LlamaForCausalLM.from_pretrained(str(TINY), dtype=torch.float32).eval()
     tok = tiny_model.tokenizer
-    questions = ["Natalia sold clips to 48 of her friends. How many clips did she sell?",
-                 "The man broke his toe because"]
+    questions = [
+        "Natalia sold clips to 48 of her friends. How many clips did she sell?",
+        "The man broke his toe because",
+    ]
     answers = ["48", "he dropped a hammer on his foot."]
     got = p_true(tiny_model, questions, answers, template=KADAVATH)
 

@@ -1,9 +1,9 @@
 """score_logprobs: packed, bucketed scoring equals scoring each sequence alone, in input order."""
 
-import engine_toy_model as toy
 import numpy as np
 import pytest
 
+import engine_toy_model as toy
 from jaxcontam.engine.compile_guard import count_compilations
 from jaxcontam.engine.scoring import score_logprobs
 from jaxcontam.errors import JaxcontamError
@@ -33,8 +33,9 @@ def test_spans_select_scored_tokens(model):
     scores = score_logprobs(model, seqs, spans)
     for seq, span, s in zip(seqs, spans, scores):
         start, end = span or (1, len(seq))
-        np.testing.assert_allclose(s.logprobs, toy.naive_logprobs(model, seq)[start - 1 : end - 1], rtol=1e-5,
-                                   atol=1e-5)
+        np.testing.assert_allclose(
+            s.logprobs, toy.naive_logprobs(model, seq)[start - 1 : end - 1], rtol=1e-5, atol=1e-5
+        )
         assert s.start == start
 
 

@@ -12,9 +12,38 @@ from jaxcontam.engine.generation import generate
 from jaxcontam.engine.ptrue import JudgeTemplate, p_true
 from jaxcontam.engine.scoring import score_logprobs
 
-WORDS = ["Question", "Answer", "Is", "the", "above", "answer", "correct", "?", "Please", "Yes", "or", "No", ".", "Judgement", ":", "What", "is", "2", "+", "4", "Paris", "capital", "of", "France"]
-YES_NO = JudgeTemplate("yes-no", "Question: {question}\nAnswer: {answer}\nIs the above answer correct? Please answer "
-                       "Yes or No.\nJudgement:", (" Yes",), (" No",))
+WORDS = [
+    "Question",
+    "Answer",
+    "Is",
+    "the",
+    "above",
+    "answer",
+    "correct",
+    "?",
+    "Please",
+    "Yes",
+    "or",
+    "No",
+    ".",
+    "Judgement",
+    ":",
+    "What",
+    "is",
+    "2",
+    "+",
+    "4",
+    "Paris",
+    "capital",
+    "of",
+    "France",
+]
+YES_NO = JudgeTemplate(
+    "yes-no",
+    "Question: {question}\nAnswer: {answer}\nIs the above answer correct? Please answer Yes or No.\nJudgement:",
+    (" Yes",),
+    (" No",),
+)
 
 
 def word_tokenizer():
@@ -27,9 +56,18 @@ def word_tokenizer():
 @pytest.fixture(scope="module")
 def checkpoint(tmp_path_factory):
     path = tmp_path_factory.mktemp("tiny-llama")
-    config = LlamaConfig(vocab_size=96, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
-                         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=256,
-                         bos_token_id=1, eos_token_id=2, tie_word_embeddings=False)
+    config = LlamaConfig(
+        vocab_size=96,
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=256,
+        bos_token_id=1,
+        eos_token_id=2,
+        tie_word_embeddings=False,
+    )
     torch.manual_seed(0)
     reference = LlamaForCausalLM(config).eval()
     reference.save_pretrained(path)
@@ -61,9 +99,15 @@ def test_greedy_tokens_match_torch(checkpoint):
     ours = generate(model, prompts, max_new_tokens=10, stop_token_ids=[], rows_per_batch=4)
     for prompt, g in zip(prompts, ours):
         with torch.no_grad():
-            out = reference.generate(torch.tensor([prompt]), max_new_tokens=10, min_new_tokens=10, do_sample=False,
-                                     eos_token_id=None, pad_token_id=0)
-        assert g.token_ids == out[0, len(prompt):].tolist()
+            out = reference.generate(
+                torch.tensor([prompt]),
+                max_new_tokens=10,
+                min_new_tokens=10,
+                do_sample=False,
+                eos_token_id=None,
+                pad_token_id=0,
+            )
+        assert g.token_ids == out[0, len(prompt) :].tolist()
 
 
 def test_p_true_matches_torch(checkpoint):
@@ -104,9 +148,19 @@ def test_softcapped_tied_model_logprobs_and_moments_match_torch(tmp_path):
     """gemma2: final-logit softcap and tied embeddings inside the vocabulary blocks; Min-K%++ moments too."""
     from transformers import Gemma2Config, Gemma2ForCausalLM
 
-    config = Gemma2Config(vocab_size=300, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-                          num_attention_heads=2, num_key_value_heads=1, head_dim=16, max_position_embeddings=128,
-                          final_logit_softcapping=3.0, sliding_window=8, attn_implementation="eager")
+    config = Gemma2Config(
+        vocab_size=300,
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+        head_dim=16,
+        max_position_embeddings=128,
+        final_logit_softcapping=3.0,
+        sliding_window=8,
+        attn_implementation="eager",
+    )
     torch.manual_seed(1)
     reference = Gemma2ForCausalLM(config).eval()
     reference.save_pretrained(tmp_path)

@@ -17,18 +17,18 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 import pytest
-from flax import nnx
 
 import jaxcontam
 import jaxcontam.flax as jflax
+from flax import nnx
 from jaxcontam.data import load_benchmark
+from jaxcontam.detect.audit_callback import AuditCallback, AuditSettings, AuditTarget
 from jaxcontam.engine.chat import encode_chat
 from jaxcontam.engine.generation import generate
 from jaxcontam.engine.ptrue import KADAVATH, option_token_ids, p_true
 from jaxcontam.engine.scoring import score_logprobs
 from jaxcontam.errors import ModelError
 from jaxcontam.language_model import LanguageModel
-from jaxcontam.detect.audit_callback import AuditCallback, AuditSettings, AuditTarget
 
 MODEL_DIR = Path(jaxcontam.__file__).parent / "examples" / "tiny_contaminated" / "model"
 WIDTH, MAX_POSITION, STEPS = 32, 128, 12
@@ -89,7 +89,7 @@ def training_batches(shared_data, tokenizer, rows=8, width=64):
     ids = np.asarray(tokenizer.encode(text), np.int32)
     for step in range(STEPS):
         start = step * rows * width
-        yield ids[start:start + rows * width].reshape(rows, width)
+        yield ids[start : start + rows * width].reshape(rows, width)
 
 
 def next_token_loss(forward, tokens):
@@ -122,8 +122,9 @@ def trained_linen(shared_data, tokenizer):
 
     @jax.jit
     def step(params, opt_state, tokens):
-        loss, grads = jax.value_and_grad(
-            lambda p: next_token_loss(lambda *a: module.apply({"params": p}, *a), tokens))(params)
+        loss, grads = jax.value_and_grad(lambda p: next_token_loss(lambda *a: module.apply({"params": p}, *a), tokens))(
+            params
+        )
         updates, opt_state = tx.update(grads, opt_state, params)
         return optax.apply_updates(params, updates), opt_state, loss
 
@@ -145,15 +146,28 @@ def audited(request, shared_data, tokenizer):
     """(jaxcontam model, direct(tokens [T]) -> float32 [T, V] logits from the module's own forward)."""
     if request.param == "nnx":
         module = trained_nnx(shared_data, tokenizer)
-        model = jflax.from_nnx(module, hidden=lambda m, *a: m.hidden_states(*a), head=lambda m: m.embed.embedding[...],
-                               packing=True, max_position=MAX_POSITION, tokenizer=tokenizer,
-                               eos_token_id=[tokenizer.eos_token_id])
+        model = jflax.from_nnx(
+            module,
+            hidden=lambda m, *a: m.hidden_states(*a),
+            head=lambda m: m.embed.embedding[...],
+            packing=True,
+            max_position=MAX_POSITION,
+            tokenizer=tokenizer,
+            eos_token_id=[tokenizer.eos_token_id],
+        )
         forward = module
     elif request.param == "linen":
         module, params = trained_linen(shared_data, tokenizer)
-        model = jflax.from_linen(module.apply, params, hidden="hidden_states", head=lambda p: p["embed"]["embedding"],
-                                 packing=True, max_position=MAX_POSITION, tokenizer=tokenizer,
-                                 eos_token_id=[tokenizer.eos_token_id])
+        model = jflax.from_linen(
+            module.apply,
+            params,
+            hidden="hidden_states",
+            head=lambda p: p["embed"]["embedding"],
+            packing=True,
+            max_position=MAX_POSITION,
+            tokenizer=tokenizer,
+            eos_token_id=[tokenizer.eos_token_id],
+        )
 
         def forward(*arrays):
             return module.apply({"params": params}, *arrays)
@@ -177,10 +191,12 @@ def log_softmax(z):
     return z - np.log(np.exp(z).sum(-1, keepdims=True))
 
 
-TEXTS = ["First Citizen: Before we proceed any further, hear me speak.",
-         "All: Speak, speak.",
-         "You are all resolved rather to die than to famish?",
-         "We know't, we know't. Let us kill him, and we'll have corn at our own price."]
+TEXTS = [
+    "First Citizen: Before we proceed any further, hear me speak.",
+    "All: Speak, speak.",
+    "You are all resolved rather to die than to famish?",
+    "We know't, we know't. Let us kill him, and we'll have corn at our own price.",
+]
 
 
 def test_scores_and_minkpp_moments_equal_the_direct_forward(audited, tokenizer):
@@ -193,8 +209,7 @@ def test_scores_and_minkpp_moments_equal_the_direct_forward(audited, tokenizer):
         p = np.exp(logp)
         mean = (p * logp).sum(-1)  # Min-K%++'s mu and sigma of log p under the model's own distribution
         np.testing.assert_allclose(got.mean_logprobs, mean, atol=1e-5, rtol=0)
-        np.testing.assert_allclose(got.std_logprobs, np.sqrt((p * logp * logp).sum(-1) - mean ** 2), atol=1e-4,
-                                   rtol=0)
+        np.testing.assert_allclose(got.std_logprobs, np.sqrt((p * logp * logp).sum(-1) - mean**2), atol=1e-4, rtol=0)
 
 
 def test_p_true_equals_the_direct_forward(audited, tokenizer):
@@ -222,7 +237,7 @@ def test_greedy_generation_equals_the_direct_forward(audited, tokenizer):
         seq = list(prompt)
         for _ in range(6):
             seq.append(int(np.argmax(direct(seq)[-1])))
-        assert generation.token_ids == seq[len(prompt):]
+        assert generation.token_ids == seq[len(prompt) :]
 
 
 def test_in_training_audit_equals_the_direct_forward(audited, tokenizer, shared_data, monkeypatch):
@@ -233,9 +248,13 @@ def test_in_training_audit_equals_the_direct_forward(audited, tokenizer, shared_
     copa = load_benchmark("copa", split="test")
     benchmark = dataclasses.replace(copa, items=copa.items[:4])
     logs = []
-    callback = AuditCallback(lambda params: dataclasses.replace(model, params=params),
-                             [AuditTarget(benchmark, (None,) * 4, (True, False, True, False))],
-                             AuditSettings(detectors=("likelihood",)), log=logs.append, every=2)
+    callback = AuditCallback(
+        lambda params: dataclasses.replace(model, params=params),
+        [AuditTarget(benchmark, (None,) * 4, (True, False, True, False))],
+        AuditSettings(detectors=("likelihood",)),
+        log=logs.append,
+        every=2,
+    )
     for step in (0, 1, 2):
         callback(step, model.params)
     rows = callback.history[-1]["results"][benchmark.name].rows

@@ -10,9 +10,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from hlo_collectives import collective_shapes, largest_collective_elements
 from hypothesis import given, settings
 
+from hlo_collectives import collective_shapes, largest_collective_elements
 from jaxcontam.kernels.vocab_blocks import blockwise_sums, finish, fold_block, merge_over_axis, token_logprob_stats
 
 
@@ -72,8 +72,9 @@ def test_peaked_distribution_is_stable():
     hidden = (rng.normal(size=(4, 16)) * 40).astype(np.float32)
     weight = rng.normal(size=(300, 16)).astype(np.float32)
     targets = rng.integers(0, 300, size=4)
-    got = token_logprob_stats(jnp.asarray(hidden), jnp.asarray(weight), jnp.asarray(targets), vocab_block=64,
-                              with_stats=True)
+    got = token_logprob_stats(
+        jnp.asarray(hidden), jnp.asarray(weight), jnp.asarray(targets), vocab_block=64, with_stats=True
+    )
     lp, mu, sigma = naive_stats(hidden, weight, targets)
     assert np.all(np.isfinite(np.asarray(got.std_logprob)))
     np.testing.assert_allclose(got.logprob, lp, rtol=1e-5, atol=1e-3)
@@ -86,8 +87,9 @@ def test_bfloat16_weights_give_float32_results():
     hidden = rng.normal(size=(2, 3, 32)).astype(np.float32)
     weight = rng.normal(size=(80, 32)).astype(np.float32)
     targets = rng.integers(0, 80, size=(2, 3))
-    got = token_logprob_stats(jnp.asarray(hidden, jnp.bfloat16), jnp.asarray(weight, jnp.bfloat16),
-                              jnp.asarray(targets), vocab_block=32)
+    got = token_logprob_stats(
+        jnp.asarray(hidden, jnp.bfloat16), jnp.asarray(weight, jnp.bfloat16), jnp.asarray(targets), vocab_block=32
+    )
     assert got.logprob.dtype == jnp.float32
     h16 = np.asarray(jnp.asarray(hidden, jnp.bfloat16).astype(jnp.float32))
     w16 = np.asarray(jnp.asarray(weight, jnp.bfloat16).astype(jnp.float32))
@@ -113,8 +115,9 @@ def test_merged_vocabulary_shards_match_full_logits(shards, per_shard, block, sc
     targets = rng.integers(0, vocab, size=n)
 
     def shard_sums(w):
-        sums = blockwise_sums(jnp.asarray(hidden), w, None, layout="vd", softcap=softcap, vocab_block=block,
-                              with_moments=True)
+        sums = blockwise_sums(
+            jnp.asarray(hidden), w, None, layout="vd", softcap=softcap, vocab_block=block, with_moments=True
+        )
         return merge_over_axis(sums, "shard")
 
     merged = jax.jit(jax.vmap(shard_sums, axis_name="shard"))(jnp.asarray(weight).reshape(shards, per_shard, d))
@@ -187,23 +190,33 @@ def test_vocab_parallel_on_eight_cpu_devices(tmp_path):
     for i, case in enumerate(MESH_CASES):
         rng = np.random.default_rng(i)
         vocab = case["vocab"]
-        arrays = {"hidden": rng.normal(size=(4, 6, d)).astype(np.float32),
-                  "weight": rng.normal(scale=0.5, size=(vocab, d) if case["layout"] == "vd" else (d, vocab)
-                                       ).astype(np.float32),
-                  "targets": rng.integers(0, vocab, size=(4, 6)).astype(np.int32)}
+        arrays = {
+            "hidden": rng.normal(size=(4, 6, d)).astype(np.float32),
+            "weight": rng.normal(scale=0.5, size=(vocab, d) if case["layout"] == "vd" else (d, vocab)).astype(
+                np.float32
+            ),
+            "targets": rng.integers(0, vocab, size=(4, 6)).astype(np.int32),
+        }
         if case["bias"]:
             arrays["bias"] = rng.normal(size=vocab).astype(np.float32)
         paths.append(str(tmp_path / f"case{i}.npz"))
         np.savez(paths[-1], **arrays)
         inputs.append(arrays)
     env = {**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=8", "JAX_PLATFORMS": "cpu"}
-    proc = subprocess.run([sys.executable, "-c", MESH_SCRIPT, json.dumps(MESH_CASES), *paths],
-                          check=False, env=env, capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-c", MESH_SCRIPT, json.dumps(MESH_CASES), *paths],
+        check=False,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     results = json.loads(proc.stdout.strip().splitlines()[-1])
     for case, arrays, runs in zip(MESH_CASES, inputs, results, strict=True):
-        want = naive_stats(arrays["hidden"], arrays["weight"], arrays["targets"], arrays.get("bias"),
-                           case["layout"], case["softcap"])
+        want = naive_stats(
+            arrays["hidden"], arrays["weight"], arrays["targets"], arrays.get("bias"), case["layout"], case["softcap"]
+        )
         rows_per_device = arrays["targets"].size // case["mesh"][0]
         for name, run in runs.items():
             label = f"{name} on {case}"

@@ -3,11 +3,11 @@
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from test_kernels_vocab_blocks import naive_stats
 
-from jaxcontam.kernels.vocab_blocks import token_logprob_stats
 from jaxcontam.errors import JaxcontamError
+from jaxcontam.kernels.vocab_blocks import token_logprob_stats
 from jaxcontam.kernels.vocab_logprobs import fused_token_logprob_stats
+from test_kernels_vocab_blocks import naive_stats
 
 
 @pytest.mark.parametrize(
@@ -24,8 +24,12 @@ def test_kernel_matches_full_logits_and_jnp_path(n, vocab, d, d_block, layout, s
     weight = rng.normal(scale=0.5, size=(vocab, d) if layout == "vd" else (d, vocab)).astype(np.float32)
     bias = rng.normal(size=vocab).astype(np.float32) if use_bias else None
     targets = rng.integers(0, vocab, size=n)
-    kwargs = {"bias": None if bias is None else jnp.asarray(bias), "layout": layout, "softcap": softcap,
-              "with_stats": True}
+    kwargs = {
+        "bias": None if bias is None else jnp.asarray(bias),
+        "layout": layout,
+        "softcap": softcap,
+        "with_stats": True,
+    }
     args = (jnp.asarray(hidden), jnp.asarray(weight), jnp.asarray(targets))
     got = fused_token_logprob_stats(*args, vocab_block=128, row_block=16, d_block=d_block, interpret=True, **kwargs)
     jnp_path = token_logprob_stats(*args, vocab_block=64, **kwargs)

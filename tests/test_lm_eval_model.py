@@ -19,14 +19,15 @@ import torch
 
 lm_eval = pytest.importorskip("lm_eval")
 
+from lm_eval.api.instance import Instance  # noqa: E402
+from lm_eval.models.huggingface import HFLM  # noqa: E402
+
 import jaxcontam  # noqa: E402
 import jaxcontam.lm_eval  # noqa: E402,F401  (registers the model "jaxcontam")
 from jaxcontam.data import load_benchmark  # noqa: E402
 from jaxcontam.data.lm_eval_tasks import task_manager, write_task_overrides  # noqa: E402
 from jaxcontam.detect.answering import answer_items  # noqa: E402
 from jaxcontam.errors import DataError, JaxcontamError  # noqa: E402
-from lm_eval.api.instance import Instance  # noqa: E402
-from lm_eval.models.huggingface import HFLM  # noqa: E402
 from test_models_gguf import SMOLLM2, torch_smollm2  # noqa: E402
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -44,8 +45,10 @@ def models(shared_data, tmp_path_factory):
     ours.tokenizer.save_pretrained(reference)
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
-    yield (jaxcontam.lm_eval.JaxcontamLM(pretrained=ours, batch_size=16),
-           HFLM(pretrained=str(reference), dtype="float32", device="cpu", batch_size=16))
+    yield (
+        jaxcontam.lm_eval.JaxcontamLM(pretrained=ours, batch_size=16),
+        HFLM(pretrained=str(reference), dtype="float32", device="cpu", batch_size=16),
+    )
     torch.set_num_threads(threads)
 
 
@@ -58,8 +61,10 @@ def local_tasks(tmp_path_factory):
 
 def test_simple_evaluate_equals_hf_per_item(models, local_tasks):
     ours, reference = models
-    runs = [lm_eval.simple_evaluate(model=lm, tasks=TASKS, task_manager=local_tasks, limit=LIMIT, log_samples=True)
-            for lm in (ours, reference)]
+    runs = [
+        lm_eval.simple_evaluate(model=lm, tasks=TASKS, task_manager=local_tasks, limit=LIMIT, log_samples=True)
+        for lm in (ours, reference)
+    ]
     for task in TASKS:
         mine, theirs = (run["samples"][task] for run in runs)
         assert len(mine) == len(theirs) == LIMIT
@@ -87,14 +92,18 @@ def request(kind, arguments, index=0):
     return Instance(request_type=kind, doc={}, arguments=arguments, idx=index)
 
 
-TEXTS = ["The sun rose over the quiet village, and the baker opened his shop before anyone else woke.",
-         "Question: What is 12 times 7?\nAnswer:"]
+TEXTS = [
+    "The sun rose over the quiet village, and the baker opened his shop before anyone else woke.",
+    "Question: What is 12 times 7?\nAnswer:",
+]
 
 
 def test_generate_until_equals_hf(models):
     ours, reference = models
-    requests = [request("generate_until", (text, {"until": ["\n\n", "."], "max_gen_toks": 16}), i)
-                for i, text in enumerate(TEXTS)]
+    requests = [
+        request("generate_until", (text, {"until": ["\n\n", "."], "max_gen_toks": 16}), i)
+        for i, text in enumerate(TEXTS)
+    ]
     assert ours.generate_until(requests) == reference.generate_until(requests)
 
 
@@ -130,8 +139,9 @@ def test_lm_eval_task_as_benchmark_gives_the_task_requests(models, local_tasks):
     docs = list(task.eval_docs)[:4]
     for item, doc in zip(bench, docs):
         requests = task.construct_requests(doc, task.doc_to_text(doc))
-        assert [r.args for r in requests] == [(bench.prompt(item), bench.continuation(item, c))
-                                             for c in range(len(item.choices))]
+        assert [r.args for r in requests] == [
+            (bench.prompt(item), bench.continuation(item, c)) for c in range(len(item.choices))
+        ]
     answers = answer_items(ours.model, bench, bench.items)
     scores = ours.loglikelihood([r for doc in docs for r in task.construct_requests(doc, task.doc_to_text(doc))])
     for i, answer in enumerate(answers):
@@ -164,8 +174,15 @@ def test_the_readme_example_runs(shared_data, tmp_path):
     (tmp_path / "shared").mkdir()
     (tmp_path / "shared" / "data").symlink_to(shared_data)
     env = {k: v for k, v in os.environ.items() if k != "JAXCONTAM_DATA"} | {"JAX_PLATFORMS": "cpu"}
-    proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path / "checkout", env=env, capture_output=True,
-                          text=True, timeout=600, check=False)
+    proc = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=tmp_path / "checkout",
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     rows = dict(re.findall(r"^\|(arc_easy|copa) *\|.*?\|acc +\|.*?\| *([0-9.]+)\|", proc.stdout, re.M))
     assert set(rows) == {"arc_easy", "copa"}, proc.stdout
@@ -187,11 +204,17 @@ def test_a_user_file_in_hub_fields_replaces_the_hub(tmp_path):
 
 
 def test_without_lm_eval_the_extra_is_named():
-    code = ("import sys; sys.modules['lm_eval'] = None\n"
-            "try:\n    import jaxcontam.lm_eval\nexcept Exception as error:\n    print(type(error).__name__, error)")
-    proc = subprocess.run([sys.executable, "-c", code], cwd=REPO_ROOT, capture_output=True, text=True, timeout=120,
-                          check=True)
-    assert proc.stdout.strip() == 'JaxcontamError jaxcontam.lm_eval needs lm-evaluation-harness: pip install "jaxcontam[lm-eval]"'
+    code = (
+        "import sys; sys.modules['lm_eval'] = None\n"
+        "try:\n    import jaxcontam.lm_eval\nexcept Exception as error:\n    print(type(error).__name__, error)"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code], cwd=REPO_ROOT, capture_output=True, text=True, timeout=120, check=True
+    )
+    assert (
+        proc.stdout.strip()
+        == 'JaxcontamError jaxcontam.lm_eval needs lm-evaluation-harness: pip install "jaxcontam[lm-eval]"'
+    )
 
 
 MESH_SCRIPT = """
@@ -215,12 +238,21 @@ print(json.dumps(runs))
 def test_model_args_mesh_and_fsdp_shard_the_model_with_the_same_results():
     env = {**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=4", "JAX_PLATFORMS": "cpu"}
     model = REPO_ROOT / "jaxcontam" / "examples" / "tiny_contaminated" / "model"
-    proc = subprocess.run([sys.executable, "-c", MESH_SCRIPT, str(model)], env=env, capture_output=True, text=True,
-                          timeout=300, check=False)
+    proc = subprocess.run(
+        [sys.executable, "-c", MESH_SCRIPT, str(model)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     runs = json.loads(proc.stdout.strip().splitlines()[-1])
-    assert [run["mesh"] for run in runs.values()] == [{"data": 4, "model": 1}, {"data": 2, "model": 2},
-                                                      {"data": 1, "model": 4}]
+    assert [run["mesh"] for run in runs.values()] == [
+        {"data": 4, "model": 1},
+        {"data": 2, "model": 2},
+        {"data": 1, "model": 4},
+    ]
     base = runs["None False"]
     for run in runs.values():
         for (a, greedy_a), (b, greedy_b) in zip(run["scores"], base["scores"], strict=True):

@@ -15,9 +15,21 @@ from pathlib import Path
 
 import pytest
 
-from lm_eval_docs import (FROZEN, FROZEN_DOCS, LM_EVAL_VERSION, PAIRS, freeze, hf_rows, jaxcontam_ids,
-                          jaxcontam_requests, lm_eval_hf_encoder, lm_eval_requests, smollm2_tokenizer, task_manager,
-                          with_ids)
+from lm_eval_docs import (
+    FROZEN,
+    FROZEN_DOCS,
+    LM_EVAL_VERSION,
+    PAIRS,
+    freeze,
+    hf_rows,
+    jaxcontam_ids,
+    jaxcontam_requests,
+    lm_eval_hf_encoder,
+    lm_eval_requests,
+    smollm2_tokenizer,
+    task_manager,
+    with_ids,
+)
 
 lm_eval = pytest.importorskip("lm_eval")
 
@@ -29,8 +41,9 @@ DOCS = 50
 
 @pytest.fixture(scope="module")
 def requests(shared_data):
-    return {task: lm_eval_requests(task, hf_rows(shared_data, task, DOCS), task_split)
-            for _, _, task, task_split in PAIRS}
+    return {
+        task: lm_eval_requests(task, hf_rows(shared_data, task, DOCS), task_split) for _, _, task, task_split in PAIRS
+    }
 
 
 @pytest.mark.parametrize("name, split, task, task_split", PAIRS, ids=[pair[2] for pair in PAIRS])
@@ -88,8 +101,13 @@ def test_token_ids_are_lm_eval_hf_s_on_50_items_and_the_frozen_ids_are_current(s
 def test_copa_loglikelihoods_are_lm_eval_hf_s_on_smollm2(tmp_path):
     script = Path(__file__).resolve().parents[1] / "experiments" / "lm_eval_parity" / "copa_smollm2.py"
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "JAX_PLATFORMS": "cpu"}
-    subprocess.run([sys.executable, str(script), "--out", str(tmp_path / "copa.json")], check=True, env=env,
-                   capture_output=True, cwd=script.parents[2])
+    subprocess.run(
+        [sys.executable, str(script), "--out", str(tmp_path / "copa.json")],
+        check=True,
+        env=env,
+        capture_output=True,
+        cwd=script.parents[2],
+    )
     result = json.loads((tmp_path / "copa.json").read_text())
     assert result["strings_identical"] and result["token_ids_identical"]
     assert result["max_abs_delta_loglik"] <= 1e-3

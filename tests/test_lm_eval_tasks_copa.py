@@ -64,8 +64,19 @@ def test_legacy_dev_split_and_superglue_files(shared_data, tmp_path):
     assert len(dev) == 500 and dev[400].choices == ("Water flowed from the spout.", "The toilet filled with water.")
     superglue = tmp_path / "val.jsonl"  # a SuperGLUE file: `idx` within the split, SuperGLUE's order, read as is
     premise, choices, label, relation = SUPERGLUE_VALIDATION_HEAD[0]
-    superglue.write_text(json.dumps({"premise": premise, "choice1": choices[0], "choice2": choices[1],
-                                     "question": relation, "label": label, "idx": 0}) + "\n")
+    superglue.write_text(
+        json.dumps(
+            {
+                "premise": premise,
+                "choice1": choices[0],
+                "choice2": choices[1],
+                "question": relation,
+                "label": label,
+                "idx": 0,
+            }
+        )
+        + "\n"
+    )
     item = load_benchmark("copa", split="validation", path=superglue)[0]
     assert (item.id, item.choices, item.answer) == ("copa/validation/401", choices, label)
     with pytest.raises(DataError, match=r"no COPA items of split 'validation' \(COPA ids 401-500\).*split 'dev'"):

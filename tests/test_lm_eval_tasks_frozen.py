@@ -10,19 +10,19 @@ import json
 
 import pytest
 
-from lm_eval_docs import FROZEN, PAIRS, jaxcontam_ids, jaxcontam_requests, smollm2_tokenizer
-
 from jaxcontam.data import load_benchmark
 from jaxcontam.data.registry import SPECS
+from lm_eval_docs import FROZEN, PAIRS, jaxcontam_ids, jaxcontam_requests, smollm2_tokenizer
 
 FROZEN_TASKS = json.loads(FROZEN.read_text(encoding="utf-8"))["tasks"]
 
 
 @pytest.fixture(scope="module")
 def benchmarks(shared_data):
-    return {task: load_benchmark(entry["benchmark"], split=entry["split"], path=shared_data,
-                                 limit=len(entry["requests"]))
-            for task, entry in FROZEN_TASKS.items()}
+    return {
+        task: load_benchmark(entry["benchmark"], split=entry["split"], path=shared_data, limit=len(entry["requests"]))
+        for task, entry in FROZEN_TASKS.items()
+    }
 
 
 def strings(request: dict) -> dict:
@@ -49,7 +49,8 @@ def test_token_ids_are_lm_eval_hf_s(shared_data):
 def test_each_benchmark_follows_an_lm_eval_task_checked_here_or_says_how_it_differs():
     checked = {name for name, *_ in PAIRS}
     assert {(name, split, task) for name, split, task, _ in PAIRS} == {
-        (entry["benchmark"], entry["split"], task) for task, entry in FROZEN_TASKS.items()}
+        (entry["benchmark"], entry["split"], task) for task, entry in FROZEN_TASKS.items()
+    }
     for spec in SPECS:
         assert spec.lm_eval_task, spec.name
         assert spec.name in checked or spec.lm_eval_differences, spec.name

@@ -27,8 +27,11 @@ from jaxcontam.models.sharding import LAYERS, warn_unsplit, weight_sharding
 from jaxcontam.models.spec import from_hf_config
 
 FSDP_MESHES = [(1, 1, False), (4, 2, True), (8, 1, True)]
-TEXTS = ["Once upon a time there was a little dog.", "The sun was warm and the girl smiled.",
-         "Tom had a red ball. He liked to play with it every day."]
+TEXTS = [
+    "Once upon a time there was a little dog.",
+    "The sun was warm and the girl smiled.",
+    "Tom had a red ball. He liked to play with it every day.",
+]
 CLI_RUNS = {"plain": [], "mesh": ["--mesh", "data=2,model=4"], "fsdp": ["--mesh", "model=2", "--fsdp"]}
 
 SCRIPT = r"""
@@ -88,8 +91,16 @@ def eight_devices(stories, tmp_path_factory):
     texts = out / "texts.txt"
     texts.write_text("\n".join(TEXTS) + "\n")
     env = {**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=8", "JAX_PLATFORMS": "cpu"}
-    command = [sys.executable, "-c", SCRIPT, str(stories), str(texts), str(out), json.dumps(FSDP_MESHES),
-               json.dumps(CLI_RUNS)]
+    command = [
+        sys.executable,
+        "-c",
+        SCRIPT,
+        str(stories),
+        str(texts),
+        str(out),
+        json.dumps(FSDP_MESHES),
+        json.dumps(CLI_RUNS),
+    ]
     proc = subprocess.run(command, check=False, env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return json.loads(proc.stdout.strip().splitlines()[-1]), out
@@ -116,8 +127,9 @@ def test_cli_mesh_reaches_the_model_and_the_scores_stay_the_same(eight_devices):
     assert plain == {"mesh": {"data": 8, "model": 1}, "fsdp": False, "wq_shard": [5, 64, 8, 8]}  # the default
     assert mesh == {"mesh": {"data": 2, "model": 4}, "fsdp": False, "wq_shard": [5, 64, 2, 8]}
     assert fsdp == {"mesh": {"data": 4, "model": 2}, "fsdp": True, "wq_shard": [5, 16, 4, 8]}  # data: the rest
-    scores = {name: [json.loads(line) for line in (out / f"{name}.jsonl").read_text().splitlines()]
-              for name in CLI_RUNS}
+    scores = {
+        name: [json.loads(line) for line in (out / f"{name}.jsonl").read_text().splitlines()] for name in CLI_RUNS
+    }
     assert len(scores["plain"]) == len(TEXTS)
     for name in ("mesh", "fsdp"):
         for a, b in zip(scores["plain"], scores[name], strict=True):
@@ -134,9 +146,20 @@ def test_a_model_axis_that_does_not_divide_says_which_weights_are_replicated(eig
 
 
 def test_warn_unsplit_names_nothing_when_the_model_axis_divides():
-    spec = from_hf_config({"model_type": "llama", "vocab_size": 64, "hidden_size": 32, "intermediate_size": 48,
-                           "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
-                           "hidden_act": "silu", "max_position_embeddings": 64, "rms_norm_eps": 1e-5})
+    spec = from_hf_config(
+        {
+            "model_type": "llama",
+            "vocab_size": 64,
+            "hidden_size": 32,
+            "intermediate_size": 48,
+            "num_hidden_layers": 2,
+            "num_attention_heads": 4,
+            "num_key_value_heads": 2,
+            "hidden_act": "silu",
+            "max_position_embeddings": 64,
+            "rms_norm_eps": 1e-5,
+        }
+    )
     entries = checkpoint_entries(spec)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
@@ -185,8 +208,21 @@ def test_commands_refuse_a_mesh_that_is_not_the_device_count_before_loading(jaxc
         assert code == 2 and "--mesh 'data=two': expected AXIS=SIZE" in err and "MODEL LOAD REACHED" not in err
     code, err = jaxcontam_cli("audit", "--config", EXAMPLE_CONFIG, "--mesh", "model=2", "--out", tmp_path / "a")
     assert code == 2 and "needs 2 devices but 1 are available" in err and "MODEL LOAD REACHED" not in err
-    code, err = jaxcontam_cli("pacost", "--model", EXAMPLE_CONFIG.parent / "model", "--benchmark", "copa", "--split",
-                           "test", "--rephrase-model", "r", "--rephrase-mesh", "data=4", "--out", tmp_path / "p")
+    code, err = jaxcontam_cli(
+        "pacost",
+        "--model",
+        EXAMPLE_CONFIG.parent / "model",
+        "--benchmark",
+        "copa",
+        "--split",
+        "test",
+        "--rephrase-model",
+        "r",
+        "--rephrase-mesh",
+        "data=4",
+        "--out",
+        tmp_path / "p",
+    )
     assert code == 2 and "mesh data=4,model=1 needs 4 devices" in err and "MODEL LOAD REACHED" not in err
     code, err = jaxcontam_cli("score", *common)  # no --mesh: the default mesh, and the model is loaded
     assert "MODEL LOAD REACHED" in err
@@ -199,9 +235,14 @@ def write_config(tmp_path, extra: str):
 
 
 def test_the_config_mesh_table_and_the_rephrase_models_mesh_and_dtype(tmp_path):
-    config = load_config(write_config(tmp_path, '[mesh]\ndata = 2\nmodel = 4\nfsdp = true\n[pacost]\n'
-                                      'rephrase_model = "r"\nrephrase_dtype = "bfloat16"\n'
-                                      'rephrase_mesh = {model = 2}'))
+    config = load_config(
+        write_config(
+            tmp_path,
+            "[mesh]\ndata = 2\nmodel = 4\nfsdp = true\n[pacost]\n"
+            'rephrase_model = "r"\nrephrase_dtype = "bfloat16"\n'
+            "rephrase_mesh = {model = 2}",
+        )
+    )
     assert config.mesh == MeshSettings(data=2, model=4, fsdp=True)
     assert config.rephrase_mesh == MeshSettings(data=None, model=2, fsdp=False)
     assert config.rephrase_dtype == "bfloat16" and config.settings()["rephrase_dtype"] == "bfloat16"
@@ -213,16 +254,28 @@ def test_the_config_mesh_table_and_the_rephrase_models_mesh_and_dtype(tmp_path):
     assert with_overrides(None, models=("m",), benchmarks=("b",), mesh="data=1").mesh == MeshSettings(data=1)
 
 
-@pytest.mark.parametrize("extra, message", [
-    ("[mesh]\ndata = 0", r"\[mesh\]: data = 0 is not a number of devices; write a whole number >= 1, e\.g\. data = 2"),
-    ('[mesh]\nmodel = "4"', r"\[mesh\]: model = '4' is not a number of devices; .*e\.g\. model = 2"),
-    ("[mesh]\nfsdp = 1", r"\[mesh\]: fsdp = 1 must be true or false, e\.g\. fsdp = true"),
-    ("[mesh]\ntensor = 2", r"\[mesh\]: unknown key\(s\) tensor; known: data, fsdp, model"),
-    ("mesh = 2", r"\[mesh\]: expected a table of data, model, fsdp, got 2; write e\.g\. \{data = 2, model = 4\}"),
-    ('[pacost]\nrephrase_mesh = "data=2"', r"rephrase_mesh: expected a table .*write e\.g\. \{data = 2, model = 4\}"),
-    ("[pacost]\nrephrase_mesh = {data = 1, pipeline = 2}", r"rephrase_mesh: unknown key\(s\) pipeline"),
-    ('[pacost]\nrephrase_dtype = "float16"', r"rephrase_dtype: dtype 'float16' is not supported; use one of float32"),
-])
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        (
+            "[mesh]\ndata = 0",
+            r"\[mesh\]: data = 0 is not a number of devices; write a whole number >= 1, e\.g\. data = 2",
+        ),
+        ('[mesh]\nmodel = "4"', r"\[mesh\]: model = '4' is not a number of devices; .*e\.g\. model = 2"),
+        ("[mesh]\nfsdp = 1", r"\[mesh\]: fsdp = 1 must be true or false, e\.g\. fsdp = true"),
+        ("[mesh]\ntensor = 2", r"\[mesh\]: unknown key\(s\) tensor; known: data, fsdp, model"),
+        ("mesh = 2", r"\[mesh\]: expected a table of data, model, fsdp, got 2; write e\.g\. \{data = 2, model = 4\}"),
+        (
+            '[pacost]\nrephrase_mesh = "data=2"',
+            r"rephrase_mesh: expected a table .*write e\.g\. \{data = 2, model = 4\}",
+        ),
+        ("[pacost]\nrephrase_mesh = {data = 1, pipeline = 2}", r"rephrase_mesh: unknown key\(s\) pipeline"),
+        (
+            '[pacost]\nrephrase_dtype = "float16"',
+            r"rephrase_dtype: dtype 'float16' is not supported; use one of float32",
+        ),
+    ],
+)
 def test_a_bad_mesh_or_rephrase_setting_is_refused_naming_the_fix(tmp_path, extra, message):
     with pytest.raises(JaxcontamError, match=message):
         load_config(write_config(tmp_path, extra))

@@ -16,8 +16,7 @@ from jaxcontam.models.hf_config import SHARED_ALLOWED
 from jaxcontam.models.spec import SUPPORTED_MODEL_TYPES, from_hf_config
 
 ROOT = pathlib.Path(__file__).parents[1]
-SMALL = {"vocab_size": 64, "hidden_size": 32, "intermediate_size": 48, "num_hidden_layers": 2,
-         "num_attention_heads": 4}
+SMALL = {"vocab_size": 64, "hidden_size": 32, "intermediate_size": 48, "num_hidden_layers": 2, "num_attention_heads": 4}
 LLAMA = tf.LlamaConfig(**SMALL).to_dict()
 
 
@@ -30,15 +29,27 @@ def test_every_field_of_transformers_default_config_is_handled_or_allowed(model_
     assert set(config) - SHARED_ALLOWED - set(FAMILIES[model_type].ignored)  # most fields are really read
 
 
-@pytest.mark.parametrize("path", sorted(glob.glob(str(ROOT / "experiments/plan/configs/*.json"))
-                                  + glob.glob(str(ROOT / "jaxcontam/examples/*/model/config.json"))))
+@pytest.mark.parametrize(
+    "path",
+    sorted(
+        glob.glob(str(ROOT / "experiments/plan/configs/*.json"))
+        + glob.glob(str(ROOT / "jaxcontam/examples/*/model/config.json"))
+    ),
+)
 def test_real_configs_load(path):
     assert from_hf_config(json.loads(pathlib.Path(path).read_text()), path).num_layers > 0
 
 
-@pytest.mark.parametrize("field, value", [("attention_multiplier", 0.5), ("residual_multiplier", 0.22),
-                                          ("sliding_window", 4096), ("quantization_config", {"quant_method": "gptq"}),
-                                          ("alibi", True)])
+@pytest.mark.parametrize(
+    "field, value",
+    [
+        ("attention_multiplier", 0.5),
+        ("residual_multiplier", 0.22),
+        ("sliding_window", 4096),
+        ("quantization_config", {"quant_method": "gptq"}),
+        ("alibi", True),
+    ],
+)
 def test_field_the_family_does_not_implement_is_refused_by_name(field, value):
     with pytest.raises(ModelError, match=rf"'{field}' = .* not implemented for model_type 'llama'"):
         from_hf_config({**LLAMA, field: value})
@@ -50,9 +61,17 @@ def test_unknown_rope_scaling_type_is_refused_by_name():
 
 
 def test_fields_that_do_not_change_the_forward_are_accepted():
-    extra = {"architectures": ["LlamaForCausalLM"], "torch_dtype": "bfloat16", "bos_token_id": 1,
-             "eos_token_id": [2, 3], "transformers_version": "4.45.0", "use_cache": False, "attention_dropout": 0.1,
-             "pretraining_tp": 1, "unknown_but_null": None}
+    extra = {
+        "architectures": ["LlamaForCausalLM"],
+        "torch_dtype": "bfloat16",
+        "bos_token_id": 1,
+        "eos_token_id": [2, 3],
+        "transformers_version": "4.45.0",
+        "use_cache": False,
+        "attention_dropout": 0.1,
+        "pretraining_tp": 1,
+        "unknown_but_null": None,
+    }
     spec = from_hf_config({**LLAMA, **extra})
     assert spec == dataclasses.replace(from_hf_config(LLAMA), bos_token_id=1, eos_token_id=(2, 3))
 
@@ -67,23 +86,62 @@ def test_a_field_one_family_reads_is_refused_in_another():
 
 # Fields of published config.json files beyond transformers' defaults (the size fields shrunk).
 SMOLLM2_135M = {  # HuggingFaceTB/SmolLM2-135M: a nanotron export
-    **SMALL, "model_type": "llama", "architectures": ["LlamaForCausalLM"], "attention_bias": False,
-    "attention_dropout": 0.0, "bos_token_id": 0, "eos_token_id": 0, "hidden_act": "silu",
-    "initializer_range": 0.041666666666666664, "is_llama_config": True, "max_position_embeddings": 8192,
-    "num_key_value_heads": 2, "pretraining_tp": 1, "rms_norm_eps": 1e-05, "rope_interleaved": False,
-    "rope_scaling": None, "rope_theta": 100000, "tie_word_embeddings": True, "torch_dtype": "bfloat16",
-    "transformers_version": "4.40.1", "use_cache": True,
-    "transformers.js_config": {"kv_cache_dtype": {"fp16": "float16", "q4f16": "float16"}}}
+    **SMALL,
+    "model_type": "llama",
+    "architectures": ["LlamaForCausalLM"],
+    "attention_bias": False,
+    "attention_dropout": 0.0,
+    "bos_token_id": 0,
+    "eos_token_id": 0,
+    "hidden_act": "silu",
+    "initializer_range": 0.041666666666666664,
+    "is_llama_config": True,
+    "max_position_embeddings": 8192,
+    "num_key_value_heads": 2,
+    "pretraining_tp": 1,
+    "rms_norm_eps": 1e-05,
+    "rope_interleaved": False,
+    "rope_scaling": None,
+    "rope_theta": 100000,
+    "tie_word_embeddings": True,
+    "torch_dtype": "bfloat16",
+    "transformers_version": "4.40.1",
+    "use_cache": True,
+    "transformers.js_config": {"kv_cache_dtype": {"fp16": "float16", "q4f16": "float16"}},
+}
 PHI4_MINI = {  # microsoft/Phi-4-mini-instruct
-    **SMALL, "model_type": "phi3", "architectures": ["Phi3ForCausalLM"], "attention_bias": False,
-    "attention_dropout": 0.0, "auto_map": {"AutoConfig": "configuration_phi3.Phi3Config",
-                                           "AutoModelForCausalLM": "modeling_phi3.Phi3ForCausalLM"},
-    "bos_token_id": 199999, "embd_pdrop": 0.0, "eos_token_id": 199999, "full_attn_mod": 1, "hidden_act": "silu",
-    "initializer_range": 0.02, "interpolate_factor": 1, "lm_head_bias": False, "max_position_embeddings": 131072,
-    "mlp_bias": False, "num_key_value_heads": 2, "original_max_position_embeddings": 4096, "pad_token_id": 199999,
-    "partial_rotary_factor": 0.75, "resid_pdrop": 0.0, "rms_norm_eps": 1e-05,
-    "rope_scaling": {"long_factor": [1.5] * 3, "short_factor": [1.0] * 3, "type": "longrope"}, "rope_theta": 10000.0,
-    "sliding_window": 262144, "tie_word_embeddings": True, "torch_dtype": "bfloat16", "use_cache": True}
+    **SMALL,
+    "model_type": "phi3",
+    "architectures": ["Phi3ForCausalLM"],
+    "attention_bias": False,
+    "attention_dropout": 0.0,
+    "auto_map": {
+        "AutoConfig": "configuration_phi3.Phi3Config",
+        "AutoModelForCausalLM": "modeling_phi3.Phi3ForCausalLM",
+    },
+    "bos_token_id": 199999,
+    "embd_pdrop": 0.0,
+    "eos_token_id": 199999,
+    "full_attn_mod": 1,
+    "hidden_act": "silu",
+    "initializer_range": 0.02,
+    "interpolate_factor": 1,
+    "lm_head_bias": False,
+    "max_position_embeddings": 131072,
+    "mlp_bias": False,
+    "num_key_value_heads": 2,
+    "original_max_position_embeddings": 4096,
+    "pad_token_id": 199999,
+    "partial_rotary_factor": 0.75,
+    "resid_pdrop": 0.0,
+    "rms_norm_eps": 1e-05,
+    "rope_scaling": {"long_factor": [1.5] * 3, "short_factor": [1.0] * 3, "type": "longrope"},
+    "rope_theta": 10000.0,
+    "sliding_window": 262144,
+    "tie_word_embeddings": True,
+    "torch_dtype": "bfloat16",
+    "use_cache": True,
+}
 
 
 @pytest.mark.parametrize("config", [SMOLLM2_135M, PHI4_MINI], ids=["SmolLM2-135M", "Phi-4-mini"])

@@ -17,45 +17,99 @@ import jaxcontam.models as M
 
 VOCAB = 101
 LENGTHS = (2, 9, 17, 30)
-SMALL = {"vocab_size": VOCAB, "hidden_size": 32, "intermediate_size": 48, "num_hidden_layers": 2,
-         "num_attention_heads": 4, "max_position_embeddings": 64}
+SMALL = {
+    "vocab_size": VOCAB,
+    "hidden_size": 32,
+    "intermediate_size": 48,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 4,
+    "max_position_embeddings": 64,
+}
 
 CONFIGS = {
-    "llama": lambda: tf.LlamaConfig(**SMALL, num_key_value_heads=2, tie_word_embeddings=False, rope_scaling={
-        "rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
-        "original_max_position_embeddings": 16}),
+    "llama": lambda: tf.LlamaConfig(
+        **SMALL,
+        num_key_value_heads=2,
+        tie_word_embeddings=False,
+        rope_scaling={
+            "rope_type": "llama3",
+            "factor": 8.0,
+            "low_freq_factor": 1.0,
+            "high_freq_factor": 4.0,
+            "original_max_position_embeddings": 16,
+        },
+    ),
     "mistral": lambda: tf.MistralConfig(**SMALL, num_key_value_heads=2, head_dim=8, sliding_window=5),
-    "qwen2": lambda: tf.Qwen2Config(**SMALL, num_key_value_heads=2, tie_word_embeddings=True,
-                                    rope_scaling={"rope_type": "linear", "factor": 2.0}),
+    "qwen2": lambda: tf.Qwen2Config(
+        **SMALL, num_key_value_heads=2, tie_word_embeddings=True, rope_scaling={"rope_type": "linear", "factor": 2.0}
+    ),
     "qwen3": lambda: tf.Qwen3Config(**SMALL, num_key_value_heads=2, head_dim=16),
     "gemma": lambda: tf.GemmaConfig(**SMALL, num_key_value_heads=1, head_dim=8),
-    "gemma2": lambda: tf.Gemma2Config(**{**SMALL, "num_hidden_layers": 3}, num_key_value_heads=2, head_dim=8,
-                                      sliding_window=4, query_pre_attn_scalar=12, attn_logit_softcapping=2.0,
-                                      final_logit_softcapping=3.0),
-    "gemma3": lambda: tf.Gemma3TextConfig(**{**SMALL, "num_hidden_layers": 3}, num_key_value_heads=2, head_dim=8,
-                                          sliding_window=4, query_pre_attn_scalar=12, final_logit_softcapping=3.0,
-                                          layer_types=["sliding_attention", "full_attention", "sliding_attention"],
-                                          rope_parameters={
-                                              "full_attention": {"rope_type": "linear", "factor": 4.0,
-                                                                 "rope_theta": 50000.0},
-                                              "sliding_attention": {"rope_type": "default", "rope_theta": 300.0}}),
-    "olmo2": lambda: tf.Olmo2Config(**SMALL, num_key_value_heads=2, pad_token_id=None, eos_token_id=None,
-                                    bos_token_id=None),
-    "phi3": lambda: tf.Phi3Config(**{**SMALL, "max_position_embeddings": 128}, num_key_value_heads=2,
-                                  pad_token_id=None, eos_token_id=None, bos_token_id=None,
-                                  original_max_position_embeddings=20, rope_parameters={
-                                      "rope_type": "longrope", "rope_theta": 10000.0, "partial_rotary_factor": 0.5,
-                                      "short_factor": [1.0, 3.0], "long_factor": [5.0, 17.0]}),
-    "mixtral": lambda: tf.MixtralConfig(**SMALL, num_key_value_heads=2, num_local_experts=4, num_experts_per_tok=2,
-                                        sliding_window=6),
-    "qwen3_moe": lambda: tf.Qwen3MoeConfig(**SMALL, num_key_value_heads=2, head_dim=8, num_experts=4,
-                                           num_experts_per_tok=2, moe_intermediate_size=24, norm_topk_prob=True),
+    "gemma2": lambda: tf.Gemma2Config(
+        **{**SMALL, "num_hidden_layers": 3},
+        num_key_value_heads=2,
+        head_dim=8,
+        sliding_window=4,
+        query_pre_attn_scalar=12,
+        attn_logit_softcapping=2.0,
+        final_logit_softcapping=3.0,
+    ),
+    "gemma3": lambda: tf.Gemma3TextConfig(
+        **{**SMALL, "num_hidden_layers": 3},
+        num_key_value_heads=2,
+        head_dim=8,
+        sliding_window=4,
+        query_pre_attn_scalar=12,
+        final_logit_softcapping=3.0,
+        layer_types=["sliding_attention", "full_attention", "sliding_attention"],
+        rope_parameters={
+            "full_attention": {"rope_type": "linear", "factor": 4.0, "rope_theta": 50000.0},
+            "sliding_attention": {"rope_type": "default", "rope_theta": 300.0},
+        },
+    ),
+    "olmo2": lambda: tf.Olmo2Config(
+        **SMALL, num_key_value_heads=2, pad_token_id=None, eos_token_id=None, bos_token_id=None
+    ),
+    "phi3": lambda: tf.Phi3Config(
+        **{**SMALL, "max_position_embeddings": 128},
+        num_key_value_heads=2,
+        pad_token_id=None,
+        eos_token_id=None,
+        bos_token_id=None,
+        original_max_position_embeddings=20,
+        rope_parameters={
+            "rope_type": "longrope",
+            "rope_theta": 10000.0,
+            "partial_rotary_factor": 0.5,
+            "short_factor": [1.0, 3.0],
+            "long_factor": [5.0, 17.0],
+        },
+    ),
+    "mixtral": lambda: tf.MixtralConfig(
+        **SMALL, num_key_value_heads=2, num_local_experts=4, num_experts_per_tok=2, sliding_window=6
+    ),
+    "qwen3_moe": lambda: tf.Qwen3MoeConfig(
+        **SMALL,
+        num_key_value_heads=2,
+        head_dim=8,
+        num_experts=4,
+        num_experts_per_tok=2,
+        moe_intermediate_size=24,
+        norm_topk_prob=True,
+    ),
     "gpt2": lambda: tf.GPT2Config(vocab_size=VOCAB, n_embd=32, n_layer=2, n_head=4, n_positions=64),
     "gpt_neox": lambda: tf.GPTNeoXConfig(**SMALL, rotary_pct=0.5, use_parallel_residual=True),
-    "gpt_neox_sequential": lambda: tf.GPTNeoXConfig(**SMALL, rotary_pct=0.25, use_parallel_residual=False,
-                                                         attention_bias=False),
-    "granite": lambda: tf.GraniteConfig(**SMALL, num_key_value_heads=2, embedding_multiplier=3.0,
-                                        residual_multiplier=0.5, attention_multiplier=0.2, logits_scaling=2.5),
+    "gpt_neox_sequential": lambda: tf.GPTNeoXConfig(
+        **SMALL, rotary_pct=0.25, use_parallel_residual=False, attention_bias=False
+    ),
+    "granite": lambda: tf.GraniteConfig(
+        **SMALL,
+        num_key_value_heads=2,
+        embedding_multiplier=3.0,
+        residual_multiplier=0.5,
+        attention_multiplier=0.2,
+        logits_scaling=2.5,
+    ),
 }
 
 jit_decode = jax.jit(M.decode, static_argnums=1)
@@ -111,21 +165,33 @@ def test_special_features_are_active(family):
         "mistral": set(spec.layer_windows) == {5},
         "qwen2": spec.rope_type == "linear" and spec.qkv_bias and spec.tie_word_embeddings,
         "qwen3": spec.qk_norm == "head",
-        "gemma3": (spec.layer_windows == (4, 0, 4) and spec.local_rope_theta == 300.0 and spec.rope_type == "linear"
-                   and spec.qk_norm == "head" and spec.final_logit_softcap == 3.0 and spec.attn_post_norm),
+        "gemma3": (
+            spec.layer_windows == (4, 0, 4)
+            and spec.local_rope_theta == 300.0
+            and spec.rope_type == "linear"
+            and spec.qk_norm == "head"
+            and spec.final_logit_softcap == 3.0
+            and spec.attn_post_norm
+        ),
         "olmo2": spec.qk_norm == "full" and not spec.pre_norms and spec.attn_post_norm and spec.mlp_post_norm,
         "phi3": spec.rope_type == "longrope" and spec.rotary_dim == 4 and not spec.tie_word_embeddings,
         "mixtral": spec.num_experts == 4 and spec.experts_per_token == 2 and set(spec.layer_windows) == {6},
-        "qwen3_moe": (spec.num_experts == 4 and spec.norm_topk_prob and spec.intermediate_size == 24
-                      and spec.qk_norm == "head"),
-        "gemma": spec.norm_offset == 1.0 and spec.embed_scale == pytest.approx(32 ** 0.5),
-        "gemma2": (spec.layer_windows == (4, 0, 4) and spec.final_logit_softcap == 3.0
-                   and spec.attn_logit_softcap == 2.0),
+        "qwen3_moe": (
+            spec.num_experts == 4 and spec.norm_topk_prob and spec.intermediate_size == 24 and spec.qk_norm == "head"
+        ),
+        "gemma": spec.norm_offset == 1.0 and spec.embed_scale == pytest.approx(32**0.5),
+        "gemma2": (
+            spec.layer_windows == (4, 0, 4) and spec.final_logit_softcap == 3.0 and spec.attn_logit_softcap == 2.0
+        ),
         "gpt2": spec.learned_positions and spec.tie_word_embeddings,
         "gpt_neox": spec.parallel_residual and spec.rotary_dim == 4 and not spec.tie_word_embeddings,
         "gpt_neox_sequential": not spec.parallel_residual and spec.rotary_dim == 2 and not spec.qkv_bias,
-        "granite": (spec.embed_scale == 3.0 and spec.residual_scale == 0.5 and spec.attn_scale == 0.2
-                    and spec.logits_divisor == 2.5),
+        "granite": (
+            spec.embed_scale == 3.0
+            and spec.residual_scale == 0.5
+            and spec.attn_scale == 0.2
+            and spec.logits_divisor == 2.5
+        ),
     }[name]
     assert expected, spec
 
@@ -154,15 +220,16 @@ def test_decode_with_cache_matches_torch(family):
     long, short = seqs[3], seqs[2]  # 30 and 17 tokens
     prefill = 16
     pad = len(long) - len(short)
-    tokens = np.array([long[:prefill], [0] * pad + short[:prefill - pad]], np.int32)
+    tokens = np.array([long[:prefill], [0] * pad + short[: prefill - pad]], np.int32)
     positions = np.array([np.arange(prefill), np.r_[np.full(pad, -1), np.arange(prefill - pad)]], np.int32)
     cache = M.init_cache(model.config, 2, len(long), jnp.float32)
     hidden, cache = jit_decode(model.params, model.config, tokens, positions, cache, 0)
     steps = [hidden]
     for t in range(prefill, len(long)):
         step_tokens = np.array([[long[t]], [short[t - pad]]], np.int32)
-        hidden, cache = jit_decode(model.params, model.config, step_tokens, np.array([[t], [t - pad]], np.int32),
-                                   cache, t)
+        hidden, cache = jit_decode(
+            model.params, model.config, step_tokens, np.array([[t], [t - pad]], np.int32), cache, t
+        )
         steps.append(hidden)
     logp = np.asarray(jax.nn.log_softmax(jit_logits(model.params, model.config, jnp.concatenate(steps, 1)), -1))
     got_long = logp[0, np.arange(len(long) - 1), long[1:]]
@@ -179,11 +246,11 @@ def test_packed_row_equals_sequences_alone(family):
     a, b = seqs[1], seqs[3]
     width = 48
     tokens = np.zeros((1, width), np.int32)
-    tokens[0, :len(a) + len(b)] = a + b
+    tokens[0, : len(a) + len(b)] = a + b
     positions = np.zeros((1, width), np.int32)
-    positions[0, :len(a) + len(b)] = np.r_[np.arange(len(a)), np.arange(len(b))]
+    positions[0, : len(a) + len(b)] = np.r_[np.arange(len(a)), np.arange(len(b))]
     segments = np.zeros((1, width), np.int32)
-    segments[0, :len(a) + len(b)] = [1] * len(a) + [2] * len(b)
+    segments[0, : len(a) + len(b)] = [1] * len(a) + [2] * len(b)
     hidden = jit_hidden(model.params, model.config, tokens, positions, segments)
     logp = np.asarray(jax.nn.log_softmax(jit_logits(model.params, model.config, hidden), -1))[0]
     got_a = logp[np.arange(len(a) - 1), a[1:]]

@@ -28,45 +28,108 @@ SEQS = [[5, 9, 3, 60, 2, 17, 33], [1, 2], [7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 
 SMOLLM2 = "SmolLM2-135M-Instruct.Q4_1.gguf"
 
 # HF module name inside model.layers.N -> llama.cpp tensor name (gguf-py's tensor_mapping / llama.cpp's names)
-LAYER_NAMES = {"input_layernorm": "attn_norm", "self_attn.q_proj": "attn_q", "self_attn.k_proj": "attn_k",
-               "self_attn.v_proj": "attn_v", "self_attn.o_proj": "attn_output", "self_attn.q_norm": "attn_q_norm",
-               "self_attn.k_norm": "attn_k_norm", "mlp.gate_proj": "ffn_gate", "mlp.up_proj": "ffn_up",
-               "mlp.down_proj": "ffn_down", "post_attention_layernorm": "ffn_norm", "mlp.gate": "ffn_gate_inp"}
-GEMMA2_LAYER_NAMES = {**LAYER_NAMES, "post_attention_layernorm": "post_attention_norm",
-                      "pre_feedforward_layernorm": "ffn_norm", "post_feedforward_layernorm": "post_ffw_norm"}
-OLMO2_LAYER_NAMES = {**LAYER_NAMES, "post_attention_layernorm": "post_attention_norm",
-                     "post_feedforward_layernorm": "post_ffw_norm"}
+LAYER_NAMES = {
+    "input_layernorm": "attn_norm",
+    "self_attn.q_proj": "attn_q",
+    "self_attn.k_proj": "attn_k",
+    "self_attn.v_proj": "attn_v",
+    "self_attn.o_proj": "attn_output",
+    "self_attn.q_norm": "attn_q_norm",
+    "self_attn.k_norm": "attn_k_norm",
+    "mlp.gate_proj": "ffn_gate",
+    "mlp.up_proj": "ffn_up",
+    "mlp.down_proj": "ffn_down",
+    "post_attention_layernorm": "ffn_norm",
+    "mlp.gate": "ffn_gate_inp",
+}
+GEMMA2_LAYER_NAMES = {
+    **LAYER_NAMES,
+    "post_attention_layernorm": "post_attention_norm",
+    "pre_feedforward_layernorm": "ffn_norm",
+    "post_feedforward_layernorm": "post_ffw_norm",
+}
+OLMO2_LAYER_NAMES = {
+    **LAYER_NAMES,
+    "post_attention_layernorm": "post_attention_norm",
+    "post_feedforward_layernorm": "post_ffw_norm",
+}
 PHI3_LAYER_NAMES = {**LAYER_NAMES, "self_attn.qkv_proj": "attn_qkv", "mlp.gate_up_proj": "ffn_up"}
-ARCH_LAYER_NAMES = {"gemma2": GEMMA2_LAYER_NAMES, "gemma3": GEMMA2_LAYER_NAMES, "olmo2": OLMO2_LAYER_NAMES,
-                    "phi3": PHI3_LAYER_NAMES}
-TOP_NAMES = {"model.embed_tokens.weight": "token_embd.weight", "model.norm.weight": "output_norm.weight",
-             "lm_head.weight": "output.weight"}
+ARCH_LAYER_NAMES = {
+    "gemma2": GEMMA2_LAYER_NAMES,
+    "gemma3": GEMMA2_LAYER_NAMES,
+    "olmo2": OLMO2_LAYER_NAMES,
+    "phi3": PHI3_LAYER_NAMES,
+}
+TOP_NAMES = {
+    "model.embed_tokens.weight": "token_embd.weight",
+    "model.norm.weight": "output_norm.weight",
+    "lm_head.weight": "output.weight",
+}
 
-SMALL = {"vocab_size": 96, "hidden_size": 64, "intermediate_size": 96, "num_hidden_layers": 2,
-         "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16, "max_position_embeddings": 64,
-         "bos_token_id": 1, "eos_token_id": 2}
+SMALL = {
+    "vocab_size": 96,
+    "hidden_size": 64,
+    "intermediate_size": 96,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "head_dim": 16,
+    "max_position_embeddings": 64,
+    "bos_token_id": 1,
+    "eos_token_id": 2,
+}
 FAMILIES = {
     "llama": (tf.LlamaConfig, tf.LlamaForCausalLM, {"tie_word_embeddings": False, "rope_theta": 500.0}),
     "llama_tied": (tf.LlamaConfig, tf.LlamaForCausalLM, {"tie_word_embeddings": True}),
     "qwen2": (tf.Qwen2Config, tf.Qwen2ForCausalLM, {"tie_word_embeddings": False}),
     "qwen3": (tf.Qwen3Config, tf.Qwen3ForCausalLM, {"tie_word_embeddings": True}),
     "gemma": (tf.GemmaConfig, tf.GemmaForCausalLM, {}),
-    "gemma2": (tf.Gemma2Config, tf.Gemma2ForCausalLM, {"query_pre_attn_scalar": 16, "sliding_window": 4,
-                                                        "attn_logit_softcapping": 30.0,
-                                                        "final_logit_softcapping": 20.0}),
-    "gemma3": (tf.Gemma3TextConfig, tf.Gemma3ForCausalLM, {
-        "query_pre_attn_scalar": 16, "sliding_window": 4, "layer_types": ["sliding_attention", "full_attention"],
-        "rope_parameters": {"full_attention": {"rope_type": "default", "rope_theta": 50000.0},
-                            "sliding_attention": {"rope_type": "default", "rope_theta": 300.0}}}),
+    "gemma2": (
+        tf.Gemma2Config,
+        tf.Gemma2ForCausalLM,
+        {
+            "query_pre_attn_scalar": 16,
+            "sliding_window": 4,
+            "attn_logit_softcapping": 30.0,
+            "final_logit_softcapping": 20.0,
+        },
+    ),
+    "gemma3": (
+        tf.Gemma3TextConfig,
+        tf.Gemma3ForCausalLM,
+        {
+            "query_pre_attn_scalar": 16,
+            "sliding_window": 4,
+            "layer_types": ["sliding_attention", "full_attention"],
+            "rope_parameters": {
+                "full_attention": {"rope_type": "default", "rope_theta": 50000.0},
+                "sliding_attention": {"rope_type": "default", "rope_theta": 300.0},
+            },
+        },
+    ),
     "olmo2": (tf.Olmo2Config, tf.Olmo2ForCausalLM, {"pad_token_id": None}),
     "phi3": (tf.Phi3Config, tf.Phi3ForCausalLM, {"pad_token_id": None, "sliding_window": 5}),
     "mixtral": (tf.MixtralConfig, tf.MixtralForCausalLM, {"num_local_experts": 4, "num_experts_per_tok": 2}),
-    "qwen3_moe": (tf.Qwen3MoeConfig, tf.Qwen3MoeForCausalLM, {"num_experts": 4, "num_experts_per_tok": 2,
-                                                              "moe_intermediate_size": 32, "norm_topk_prob": True}),
-    "phi3_longrope": (tf.Phi3Config, tf.Phi3ForCausalLM, {
-        "pad_token_id": None, "max_position_embeddings": 256, "original_max_position_embeddings": 8,
-        "rope_parameters": {"rope_type": "longrope", "rope_theta": 10000.0, "short_factor": [1.0 + i for i in range(8)],
-                            "long_factor": [3.0 + 2 * i for i in range(8)]}}),
+    "qwen3_moe": (
+        tf.Qwen3MoeConfig,
+        tf.Qwen3MoeForCausalLM,
+        {"num_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 32, "norm_topk_prob": True},
+    ),
+    "phi3_longrope": (
+        tf.Phi3Config,
+        tf.Phi3ForCausalLM,
+        {
+            "pad_token_id": None,
+            "max_position_embeddings": 256,
+            "original_max_position_embeddings": 8,
+            "rope_parameters": {
+                "rope_type": "longrope",
+                "rope_theta": 10000.0,
+                "short_factor": [1.0 + i for i in range(8)],
+                "long_factor": [3.0 + 2 * i for i in range(8)],
+            },
+        },
+    ),
 }
 
 
@@ -74,8 +137,11 @@ def llama_cpp_permute(weights: np.ndarray, n_head: int, n_head_kv: int) -> np.nd
     """convert_hf_to_gguf.py's LlamaModel.permute: each head's rows viewed as [2, D/2] and transposed."""
     if n_head != n_head_kv:
         n_head = n_head_kv
-    return (weights.reshape(n_head, 2, weights.shape[0] // n_head // 2, *weights.shape[1:])
-            .swapaxes(1, 2).reshape(weights.shape))
+    return (
+        weights.reshape(n_head, 2, weights.shape[0] // n_head // 2, *weights.shape[1:])
+        .swapaxes(1, 2)
+        .reshape(weights.shape)
+    )
 
 
 def gguf_name(hf_name: str, arch: str) -> str:
@@ -94,7 +160,7 @@ def random_k_blocks(qtype: gguf.GGMLQuantizationType, rows: int, cols: int, rng)
     blocks = rng.integers(0, 256, size=(rows * cols // block_size, type_size), dtype=np.uint8)
     fp16_fields = {"Q2_K": (80, 82), "Q3_K": (108,), "Q4_K": (0, 2), "Q5_K": (0, 2), "Q6_K": (208,)}[qtype.name]
     for offset in fp16_fields:
-        blocks[:, offset:offset + 2] = np.full(len(blocks), 2e-4, np.float16).view(np.uint8).reshape(-1, 2)
+        blocks[:, offset : offset + 2] = np.full(len(blocks), 2e-4, np.float16).view(np.uint8).reshape(-1, 2)
     return blocks.reshape(rows, -1)
 
 
@@ -142,8 +208,9 @@ def write_gguf(path, model, arch: str, qtype=gguf.GGMLQuantizationType.F32, seed
         writer.add_tensor("rope_factors_short.weight", np.asarray(rope["short_factor"], np.float32))
         writer.add_rope_scaling_orig_ctx_len(rope["original_max_position_embeddings"])
         scale = config.max_position_embeddings / rope["original_max_position_embeddings"]
-        writer.add_rope_scaling_attn_factors(math.sqrt(1 + math.log(scale) / math.log(
-            rope["original_max_position_embeddings"])))
+        writer.add_rope_scaling_attn_factors(
+            math.sqrt(1 + math.log(scale) / math.log(rope["original_max_position_embeddings"]))
+        )
     writer.add_layer_norm_rms_eps(config.rms_norm_eps)
     writer.add_bos_token_id(config.bos_token_id)
     writer.add_eos_token_id(config.eos_token_id)
@@ -254,8 +321,11 @@ def test_unpermuted_query_rows_are_the_hf_rows(tmp_path):
 def test_unsupported_quant_type_is_named(tmp_path):
     model = torch_model("llama", hidden_size=256, intermediate_size=256, head_dim=64, vocab_size=64)
     write_gguf(tmp_path / "m.gguf", model, "llama", gguf.GGMLQuantizationType.TQ2_0)
-    with pytest.raises(ModelError, match=r"stored as TQ2_0.*supported types: F32, F16, BF16, Q8_0, Q4_0, Q4_1.*"
-                                         r"Q4_K, Q5_K, Q6_K"):
+    with pytest.raises(
+        ModelError,
+        match=r"stored as TQ2_0.*supported types: F32, F16, BF16, Q8_0, Q4_0, Q4_1.*"
+        r"Q4_K, Q5_K, Q6_K",
+    ):
         jaxcontam.load_model(tmp_path / "m.gguf")
 
 
@@ -274,14 +344,19 @@ def write_stub_gguf(path, arch: str, **metadata) -> None:
 
 def test_unsupported_architecture_is_named(tmp_path):
     write_stub_gguf(tmp_path / "m.gguf", "mamba")
-    with pytest.raises(ModelError, match=r"architecture 'mamba' is not supported.*llama, qwen2, qwen3, gemma, "
-                                         r"gemma2, gemma3, olmo2, phi3, qwen3moe"):
+    with pytest.raises(
+        ModelError,
+        match=r"architecture 'mamba' is not supported.*llama, qwen2, qwen3, gemma, "
+        r"gemma2, gemma3, olmo2, phi3, qwen3moe",
+    ):
         jaxcontam.load_model(tmp_path)
 
 
 def test_experts_of_an_unsupported_family_are_named(tmp_path):
     write_stub_gguf(tmp_path / "m.gguf", "qwen2", expert_count=8)
-    with pytest.raises(ModelError, match=r"qwen2 GGUF file with 8 experts.*llama \(mixtral\), qwen3moe \(qwen3_moe\) only"):
+    with pytest.raises(
+        ModelError, match=r"qwen2 GGUF file with 8 experts.*llama \(mixtral\), qwen3moe \(qwen3_moe\) only"
+    ):
         jaxcontam.load_model(tmp_path)
 
 
@@ -302,8 +377,10 @@ def test_hf_folder_collects_every_stop_id(tmp_path):
     backend = tokenizers.Tokenizer(tokenizers.models.WordLevel(vocab, unk_token="t0"))
     tokenizer = tf.PreTrainedTokenizerFast(tokenizer_object=backend, eos_token="<|end_of_text|>")
     tokenizer.add_special_tokens({"additional_special_tokens": ["<|eot_id|>", "<|end_of_text|>"]})
-    tokenizer.chat_template = ("{% for m in messages %}<|start_header_id|>{{ m['role'] }}<|end_header_id|>\n\n"
-                               "{{ m['content'] }}<|eot_id|>{% endfor %}")
+    tokenizer.chat_template = (
+        "{% for m in messages %}<|start_header_id|>{{ m['role'] }}<|end_header_id|>\n\n"
+        "{{ m['content'] }}<|eot_id|>{% endfor %}"
+    )
     tokenizer.save_pretrained(tmp_path)
     eot, end = tokenizer.convert_tokens_to_ids(["<|eot_id|>", "<|end_of_text|>"])
     loaded = jaxcontam.load_model(tmp_path)
@@ -327,10 +404,21 @@ def test_generation_stops_on_any_of_several_eos_ids(tmp_path):
 # --- the real SmolLM2-135M-Instruct Q4_1 file against a torch transformers model of the same file ---
 
 # the architecture as the data folder's SOURCE.txt documents it
-SMOLLM2_CONFIG = {"vocab_size": 49152, "hidden_size": 576, "intermediate_size": 1536, "num_hidden_layers": 30,
-                  "num_attention_heads": 9, "num_key_value_heads": 3, "head_dim": 64, "rope_theta": 100000.0,
-                  "rms_norm_eps": 1e-5, "max_position_embeddings": 8192, "tie_word_embeddings": True,
-                  "bos_token_id": 1, "eos_token_id": 2}
+SMOLLM2_CONFIG = {
+    "vocab_size": 49152,
+    "hidden_size": 576,
+    "intermediate_size": 1536,
+    "num_hidden_layers": 30,
+    "num_attention_heads": 9,
+    "num_key_value_heads": 3,
+    "head_dim": 64,
+    "rope_theta": 100000.0,
+    "rms_norm_eps": 1e-5,
+    "max_position_embeddings": 8192,
+    "tie_word_embeddings": True,
+    "bos_token_id": 1,
+    "eos_token_id": 2,
+}
 
 
 def unpermute_llama_cpp(stored: np.ndarray, n_head: int, n_head_kv: int) -> np.ndarray:
@@ -406,9 +494,10 @@ def test_smollm2_greedy_generation_matches_torch(smollm2, gsm8k_texts):
     ids = ours.tokenizer(prompt).input_ids
     mine = generate(ours, [ids], max_new_tokens=32, rows_per_batch=1)[0].token_ids  # one row, not 16 padded
     with torch.no_grad():
-        out = reference.generate(torch.tensor([ids]), max_new_tokens=32, do_sample=False, eos_token_id=2,
-                                 pad_token_id=2)
-    theirs = out[0, len(ids):].tolist()
+        out = reference.generate(
+            torch.tensor([ids]), max_new_tokens=32, do_sample=False, eos_token_id=2, pad_token_id=2
+        )
+    theirs = out[0, len(ids) :].tolist()
     assert len(mine) == 32 and mine == theirs
 
 
@@ -429,13 +518,20 @@ def test_smollm2_chat_ptrue_matches_torch(smollm2):
 
     ours, reference = smollm2
     tokenizer = ours.tokenizer
-    pairs = [("What is the capital of France?", "Paris"), ("What is the capital of France?", "Berlin"),
-             ("How many legs does a spider have?", "Eight")]
+    pairs = [
+        ("What is the capital of France?", "Paris"),
+        ("What is the capital of France?", "Berlin"),
+        ("How many legs does a spider have?", "Eight"),
+    ]
     found = p_true(ours, [q for q, _ in pairs], [a for _, a in pairs], chat="auto")
     for i, (question, answer) in enumerate(pairs):
         request = f"Question: {question}\nProposed Answer: {answer}\nIs the proposed answer True or False?"
-        text = tokenizer.apply_chat_template([{"role": "user", "content": request}], tokenize=False,
-                                             add_generation_prompt=True) + "The proposed answer is:"
+        text = (
+            tokenizer.apply_chat_template(
+                [{"role": "user", "content": request}], tokenize=False, add_generation_prompt=True
+            )
+            + "The proposed answer is:"
+        )
         ids = tokenizer.encode(text, add_special_tokens=False)
         assert text.startswith("<|im_start|>")
         true_id, false_id = (tokenizer.encode(text + word, add_special_tokens=False) for word in (" True", " False"))
@@ -453,6 +549,7 @@ def test_smollm2_chat_answer_ends_at_end_of_turn(smollm2):
 
     ours, _ = smollm2
     text = chat_text(ours.tokenizer, "What is the capital of France? Answer in one word.", "auto")
-    (answer,) = generate(ours, [encode_chat(ours.tokenizer, text, "auto")], max_new_tokens=24,
-                         stop_token_ids=ours.config.eos_token_ids)
+    (answer,) = generate(
+        ours, [encode_chat(ours.tokenizer, text, "auto")], max_new_tokens=24, stop_token_ids=ours.config.eos_token_ids
+    )
     assert answer.finish_reason == "stop_token" and "Paris" in answer.text

@@ -20,12 +20,26 @@ from jaxcontam.models.gguf import load_gguf_tokenizer, open_reader
 from jaxcontam.ngram.units import load_units
 
 SMOLLM2 = "SmolLM2-135M-Instruct.Q4_1.gguf"
-TEXTS = ["the cat sat", "The Cat  sat\n\nthe end", "héllo wörld 日本語 🤖", "it's 12345 cats, 7 hats!",
-         "   leading spaces", "tabs\tand\r\nnewlines\n", "<|im_start|>user\nthe cat<|im_end|>\n", ""]
-CHAT = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "héllo, what's 12 + 30?"},
-        {"role": "assistant", "content": "42"}, {"role": "user", "content": "and the cat?"}]
-TEMPLATE = ("{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
-            "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
+TEXTS = [
+    "the cat sat",
+    "The Cat  sat\n\nthe end",
+    "héllo wörld 日本語 🤖",
+    "it's 12345 cats, 7 hats!",
+    "   leading spaces",
+    "tabs\tand\r\nnewlines\n",
+    "<|im_start|>user\nthe cat<|im_end|>\n",
+    "",
+]
+CHAT = [
+    {"role": "system", "content": "Be brief."},
+    {"role": "user", "content": "héllo, what's 12 + 30?"},
+    {"role": "assistant", "content": "42"},
+    {"role": "user", "content": "and the cat?"},
+]
+TEMPLATE = (
+    "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
+    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
 NORMAL, UNKNOWN, CONTROL, BYTE = 1, 2, 3, 6  # llama.cpp's token types
 
 
@@ -52,13 +66,32 @@ def write_tokenizer_gguf(path, model: str, tokens, types, *, scores=None, merges
 
 def spm_file(path):
     """SentencePiece BPE: <unk> <s> </s>, 256 byte tokens, then pieces scored so longer pieces merge later."""
-    pieces = ["▁", "t", "h", "e", "c", "a", "s", "n", "d", "he", "at", "▁t", "▁c", "▁s", "▁the", "▁cat", "▁sat",
-              "en", "▁en", "▁end"]
+    pieces = [
+        "▁",
+        "t",
+        "h",
+        "e",
+        "c",
+        "a",
+        "s",
+        "n",
+        "d",
+        "he",
+        "at",
+        "▁t",
+        "▁c",
+        "▁s",
+        "▁the",
+        "▁cat",
+        "▁sat",
+        "en",
+        "▁en",
+        "▁end",
+    ]
     tokens = ["<unk>", "<s>", "</s>", *[f"<0x{b:02X}>" for b in range(256)], *pieces, "<|im_start|>", "<|im_end|>"]
     types = [UNKNOWN, CONTROL, CONTROL, *[BYTE] * 256, *[NORMAL] * len(pieces), CONTROL, CONTROL]
     scores = [0.0] * 259 + [-float(i) for i in range(len(pieces))] + [0.0, 0.0]
-    write_tokenizer_gguf(path, "llama", tokens, types, scores=scores, bos_token_id=1, eos_token_id=2,
-                         unk_token_id=0)
+    write_tokenizer_gguf(path, "llama", tokens, types, scores=scores, bos_token_id=1, eos_token_id=2, unk_token_id=0)
     return tokens
 
 
@@ -69,8 +102,18 @@ def byte_level_file(path, pre):
     merged = [m.replace(" ", "") for m in merges]
     tokens = ["<|endoftext|>", *alphabet, *merged, "<|im_start|>", "<|im_end|>"]
     types = [CONTROL, *[NORMAL] * (len(alphabet) + len(merged)), CONTROL, CONTROL]
-    write_tokenizer_gguf(path, "gpt2", tokens, types, merges=merges, pre=pre, bos_token_id=0, eos_token_id=0,
-                         unk_token_id=0, add_bos_token=False)
+    write_tokenizer_gguf(
+        path,
+        "gpt2",
+        tokens,
+        types,
+        merges=merges,
+        pre=pre,
+        bos_token_id=0,
+        eos_token_id=0,
+        unk_token_id=0,
+        add_bos_token=False,
+    )
     return tokens
 
 
@@ -85,8 +128,9 @@ def ours(path):
 def assert_same_tokenizer(mine, reference, texts):
     for text in texts:
         assert mine(text).input_ids == reference(text).input_ids, text
-        assert (mine(text, add_special_tokens=False).input_ids
-                == reference(text, add_special_tokens=False).input_ids), text
+        assert mine(text, add_special_tokens=False).input_ids == reference(text, add_special_tokens=False).input_ids, (
+            text
+        )
     for kind in ("bos_token", "eos_token", "unk_token", "pad_token", "chat_template"):
         assert getattr(mine, kind) == getattr(reference, kind), kind
     assert sorted(mine.all_special_tokens) == sorted(reference.all_special_tokens)
@@ -155,7 +199,7 @@ def test_file_without_tokenizer_gives_none_and_no_units(tmp_path):
 def test_truncated_file_is_named(tmp_path):
     spm_file(tmp_path / "spm.gguf")
     data = (tmp_path / "spm.gguf").read_bytes()
-    (tmp_path / "cut.gguf").write_bytes(data[:len(data) // 2])
+    (tmp_path / "cut.gguf").write_bytes(data[: len(data) // 2])
     with pytest.raises(ModelError, match=r"cut\.gguf: not a readable GGUF file"):
         open_reader(tmp_path / "cut.gguf")
 
@@ -187,8 +231,9 @@ def test_smollm2_units_are_the_model_tokens(smollm2_file, gsm8k_questions):
     units = load_units(smollm2_file.parent)  # the folder holding the .gguf, as an audit's default tokenizer
     reference = reference_tokenizer(smollm2_file)
     encoded = units.encode_batch(gsm8k_questions[:8])
-    assert [list(ids) for ids in encoded] == [reference(q, add_special_tokens=False).input_ids
-                                              for q in gsm8k_questions[:8]]
+    assert [list(ids) for ids in encoded] == [
+        reference(q, add_special_tokens=False).input_ids for q in gsm8k_questions[:8]
+    ]
     assert units.sha256 == load_units(smollm2_file).sha256
 
 
@@ -208,12 +253,16 @@ print(json.dumps({"chat": tokenizer(prompt).input_ids, "units": units.encode_bat
 
 def test_smollm2_tokenizer_loads_with_torch_blocked(smollm2_file, gsm8k_questions):
     question = gsm8k_questions[0]
-    run = subprocess.run([sys.executable, "-c", _TORCH_BLOCKED, str(smollm2_file), question], capture_output=True,
-                         text=True, timeout=300)
+    run = subprocess.run(
+        [sys.executable, "-c", _TORCH_BLOCKED, str(smollm2_file), question], capture_output=True, text=True, timeout=300
+    )
     assert run.returncode == 0, run.stderr[-2000:]
     got = json.loads(run.stdout.strip().splitlines()[-1])
     reference = reference_tokenizer(smollm2_file)
-    prompt = reference.apply_chat_template([{"role": "user", "content": question}], add_generation_prompt=True,
-                                           tokenize=False)
-    assert got == {"chat": reference(prompt).input_ids,
-                   "units": reference(question, add_special_tokens=False).input_ids}
+    prompt = reference.apply_chat_template(
+        [{"role": "user", "content": question}], add_generation_prompt=True, tokenize=False
+    )
+    assert got == {
+        "chat": reference(prompt).input_ids,
+        "units": reference(question, add_special_tokens=False).input_ids,
+    }

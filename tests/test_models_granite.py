@@ -10,17 +10,28 @@ import transformers as tf
 
 import jaxcontam
 
-MULTIPLIERS = {"embedding_multiplier": 3.0, "residual_multiplier": 0.5, "attention_multiplier": 0.2,
-               "logits_scaling": 2.5}
+MULTIPLIERS = {
+    "embedding_multiplier": 3.0,
+    "residual_multiplier": 0.5,
+    "attention_multiplier": 0.2,
+    "logits_scaling": 2.5,
+}
 
 
 @pytest.fixture(scope="module")
 def granite(tmp_path_factory):
     """(checkpoint dir, token sequences, torch float64 log-probs of each sequence)."""
     torch.manual_seed(0)
-    config = tf.GraniteConfig(vocab_size=97, hidden_size=32, intermediate_size=48, num_hidden_layers=2,
-                              num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64,
-                              **MULTIPLIERS)
+    config = tf.GraniteConfig(
+        vocab_size=97,
+        hidden_size=32,
+        intermediate_size=48,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=64,
+        **MULTIPLIERS,
+    )
     model = tf.GraniteForCausalLM(config).eval()
     with torch.no_grad():
         for p in model.parameters():
@@ -53,6 +64,7 @@ def test_each_multiplier_is_applied(granite, field, tmp_path):
     config = json.loads((path / "config.json").read_text())
     (tmp_path / "config.json").unlink()
     (tmp_path / "config.json").write_text(json.dumps({**config, field: 1.0}))
-    deviation = max(np.abs(g - e).max() for g, e in zip(jaxcontam.load_model(tmp_path).logprobs(seqs), expected,
-                                                         strict=True))
+    deviation = max(
+        np.abs(g - e).max() for g, e in zip(jaxcontam.load_model(tmp_path).logprobs(seqs), expected, strict=True)
+    )
     assert deviation > 1e-2, field

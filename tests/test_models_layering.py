@@ -35,7 +35,7 @@ def imported(tree: ast.AST, name: str, is_package: bool, known: set[str]) -> set
             base = node.module or ""
             if node.level:
                 anchor = name.split(".") if is_package else name.split(".")[:-1]
-                anchor = anchor[:len(anchor) - (node.level - 1)]
+                anchor = anchor[: len(anchor) - (node.level - 1)]
                 base = ".".join(anchor + ([base] if base else []))
             targets = [f"{base}.{alias.name}" if f"{base}.{alias.name}" in known else base for alias in node.names]
         else:
@@ -46,8 +46,10 @@ def imported(tree: ast.AST, name: str, is_package: bool, known: set[str]) -> set
 
 def import_graph() -> dict[str, set[str]]:
     known = modules()
-    return {name: imported(ast.parse(path.read_text()), name, path.name == "__init__.py", set(known))
-            for name, path in known.items()}
+    return {
+        name: imported(ast.parse(path.read_text()), name, path.name == "__init__.py", set(known))
+        for name, path in known.items()
+    }
 
 
 def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
@@ -60,7 +62,7 @@ def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
         path.append(node)
         for nxt in sorted(graph[node]):
             if state.get(nxt) == 1:
-                return path[path.index(nxt):] + [nxt]
+                return path[path.index(nxt) :] + [nxt]
             if nxt not in state and (cycle := visit(nxt)):
                 return cycle
         state[node] = 2
@@ -92,8 +94,10 @@ def test_cycle_finder_finds_a_function_level_circle():
     known = {f"{PACKAGE}.spec", f"{PACKAGE}.decoder"}
     spec = ast.parse("def hidden_states():\n    from jaxcontam.models import decoder\n")
     decoder = ast.parse("from jaxcontam.models.spec import ModelSpec\n")
-    graph = {f"{PACKAGE}.spec": imported(spec, f"{PACKAGE}.spec", False, known),
-             f"{PACKAGE}.decoder": imported(decoder, f"{PACKAGE}.decoder", False, known)}
+    graph = {
+        f"{PACKAGE}.spec": imported(spec, f"{PACKAGE}.spec", False, known),
+        f"{PACKAGE}.decoder": imported(decoder, f"{PACKAGE}.decoder", False, known),
+    }
     assert find_cycle(graph) == [f"{PACKAGE}.decoder", f"{PACKAGE}.spec", f"{PACKAGE}.decoder"]
 
 

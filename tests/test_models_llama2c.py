@@ -42,7 +42,7 @@ def llama2c_encode(text: str, pieces: list[tuple[bytes, float]]) -> list[int]:
                 best, best_score = i, pieces[merged][1]
         if best is None:
             return tokens
-        tokens[best:best + 2] = [lookup[pieces[tokens[best]][0] + pieces[tokens[best + 1]][0]]]
+        tokens[best : best + 2] = [lookup[pieces[tokens[best]][0] + pieces[tokens[best + 1]][0]]]
 
 
 def read_pieces(path) -> list[tuple[bytes, float]]:
@@ -50,7 +50,7 @@ def read_pieces(path) -> list[tuple[bytes, float]]:
     pieces, offset = [], 4
     while offset < len(data):
         score, length = struct.unpack_from("<fi", data, offset)
-        pieces.append((data[offset + 8:offset + 8 + length], score))
+        pieces.append((data[offset + 8 : offset + 8 + length], score))
         offset += 8 + length
     return pieces
 
@@ -83,8 +83,9 @@ def test_greedy_decoding_from_bos_tells_the_story(stories):
     cache = M.init_cache(spec, 1, 48, jnp.float32)
     tokens = [spec.bos_token_id]
     for t in range(40):
-        hidden, cache = step(model.params, spec, jnp.array([[tokens[-1]]], jnp.int32), jnp.array([[t]], jnp.int32),
-                             cache, t)
+        hidden, cache = step(
+            model.params, spec, jnp.array([[tokens[-1]]], jnp.int32), jnp.array([[t]], jnp.int32), cache, t
+        )
         tokens.append(int(jnp.argmax(M.logits_from_hidden(model.params, spec, hidden[:, -1])[0])))
     assert model.tokenizer.decode(tokens, skip_special_tokens=True).startswith(STORY)
 
@@ -92,13 +93,17 @@ def test_greedy_decoding_from_bos_tells_the_story(stories):
 def test_logprobs_match_torch_llama(stories):
     _, out, model = stories
     reference = tf.LlamaForCausalLM.from_pretrained(out).eval()
-    seqs = [model.tokenizer.encode(STORY), model.tokenizer.encode("The cat sat on the mat. It was happy."),
-            model.tokenizer.encode("Tom")]
+    seqs = [
+        model.tokenizer.encode(STORY),
+        model.tokenizer.encode("The cat sat on the mat. It was happy."),
+        model.tokenizer.encode("Tom"),
+    ]
     for seq, got in zip(seqs, model.logprobs(seqs), strict=True):
         with torch.no_grad():
             logp = torch.log_softmax(reference(torch.tensor([seq])).logits[0].double(), -1)
-        np.testing.assert_allclose(got, logp[torch.arange(len(seq) - 1), torch.tensor(seq[1:])].numpy(),
-                                   atol=1e-4, rtol=0)
+        np.testing.assert_allclose(
+            got, logp[torch.arange(len(seq) - 1), torch.tensor(seq[1:])].numpy(), atol=1e-4, rtol=0
+        )
 
 
 def test_truncated_model_file_is_refused(stories, tmp_path):

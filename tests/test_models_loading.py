@@ -15,8 +15,15 @@ from jaxcontam.errors import JaxcontamError, ModelError
 from jaxcontam.models import from_hf_config, make_mesh
 from jaxcontam.models.layers import rope_inverse_frequencies
 
-CONFIG = {"vocab_size": 67, "hidden_size": 16, "intermediate_size": 24, "num_hidden_layers": 2,
-          "num_attention_heads": 2, "num_key_value_heads": 1, "max_position_embeddings": 32}
+CONFIG = {
+    "vocab_size": 67,
+    "hidden_size": 16,
+    "intermediate_size": 24,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 2,
+    "num_key_value_heads": 1,
+    "max_position_embeddings": 32,
+}
 SEQS = [[5, 9, 3, 60, 2], [1, 2], [7] * 11]
 
 
@@ -59,8 +66,11 @@ def test_pickle_checkpoint_is_refused(llama_dir, tmp_path):
 
 def test_unknown_model_type_lists_supported(llama_dir, tmp_path):
     path = copy_checkpoint(llama_dir, tmp_path / "bert", edit_config=lambda c: {**c, "model_type": "bert"})
-    with pytest.raises(ModelError, match="'bert' is not supported.*llama, mistral, qwen2, qwen3, gemma, gemma2, "
-                                         "gemma3_text, olmo2, phi3, mixtral, qwen3_moe, gpt2, gpt_neox"):
+    with pytest.raises(
+        ModelError,
+        match="'bert' is not supported.*llama, mistral, qwen2, qwen3, gemma, gemma2, "
+        "gemma3_text, olmo2, phi3, mixtral, qwen3_moe, gpt2, gpt_neox",
+    ):
         jaxcontam.load_model(path)
 
 
@@ -72,16 +82,25 @@ def test_multimodal_gemma3_points_to_the_text_decoder(llama_dir, tmp_path):
 
 @pytest.mark.parametrize("rope", [{"rope_type": "yarn", "factor": 4.0}, {"rope_type": "dynamic", "factor": 2.0}])
 def test_unimplemented_rope_scaling_is_named(llama_dir, tmp_path, rope):
-    path = copy_checkpoint(llama_dir, tmp_path / rope["rope_type"],
-                           edit_config=lambda c: {**c, "rope_parameters": {**rope, "rope_theta": 1e4}})
+    path = copy_checkpoint(
+        llama_dir,
+        tmp_path / rope["rope_type"],
+        edit_config=lambda c: {**c, "rope_parameters": {**rope, "rope_theta": 1e4}},
+    )
     with pytest.raises(ModelError, match=f"rope_type' = '{rope['rope_type']}' is not supported.*longrope"):
         jaxcontam.load_model(path)
 
 
 def test_qwen3_moe_with_dense_layers_is_refused(llama_dir, tmp_path):
     def moe(config):
-        return {**config, "model_type": "qwen3_moe", "num_experts": 4, "num_experts_per_tok": 2,
-                "moe_intermediate_size": 8, "mlp_only_layers": [0]}
+        return {
+            **config,
+            "model_type": "qwen3_moe",
+            "num_experts": 4,
+            "num_experts_per_tok": 2,
+            "moe_intermediate_size": 8,
+            "mlp_only_layers": [0],
+        }
 
     with pytest.raises(ModelError, match="mlp_only_layers.*an expert block in every layer"):
         jaxcontam.load_model(copy_checkpoint(llama_dir, tmp_path / "moe", edit_config=moe))
@@ -99,8 +118,11 @@ def test_missing_weight_is_named(llama_dir, tmp_path):
 
 def test_shape_mismatch_names_the_tensor(llama_dir, tmp_path):
     path = copy_checkpoint(llama_dir, tmp_path / "mismatch", edit_config=lambda c: {**c, "intermediate_size": 32})
-    with pytest.raises(ModelError, match=r"'model\.layers\.0\.mlp\.gate_proj\.weight' has shape \[24, 16\] but "
-                                         r"config\.json implies \[32, 16\]"):
+    with pytest.raises(
+        ModelError,
+        match=r"'model\.layers\.0\.mlp\.gate_proj\.weight' has shape \[24, 16\] but "
+        r"config\.json implies \[32, 16\]",
+    ):
         jaxcontam.load_model(path)
 
 
@@ -128,13 +150,25 @@ def test_bad_inputs_are_refused(llama_dir):
 
 
 @settings(max_examples=30, deadline=None)
-@given(factor=st.floats(1.5, 32), low=st.floats(0.5, 2.0), gap=st.floats(0.5, 8.0), old=st.integers(8, 8192),
-       theta=st.floats(100, 1e6), head_dim=st.sampled_from([8, 16, 64, 128]))
+@given(
+    factor=st.floats(1.5, 32),
+    low=st.floats(0.5, 2.0),
+    gap=st.floats(0.5, 8.0),
+    old=st.integers(8, 8192),
+    theta=st.floats(100, 1e6),
+    head_dim=st.sampled_from([8, 16, 64, 128]),
+)
 def test_llama3_rope_frequencies_match_transformers(factor, low, gap, old, theta, head_dim):
     from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS
 
-    params = {"rope_type": "llama3", "factor": factor, "low_freq_factor": low, "high_freq_factor": low + gap,
-              "original_max_position_embeddings": old, "rope_theta": theta}
+    params = {
+        "rope_type": "llama3",
+        "factor": factor,
+        "low_freq_factor": low,
+        "high_freq_factor": low + gap,
+        "original_max_position_embeddings": old,
+        "rope_theta": theta,
+    }
     hf = tf.LlamaConfig(hidden_size=head_dim * 2, num_attention_heads=2, head_dim=head_dim, rope_parameters=params)
     expected, _ = ROPE_INIT_FUNCTIONS["llama3"](hf)
     spec = from_hf_config(hf.to_dict())

@@ -48,9 +48,19 @@ def checkpoints(shared_data, tmp_path_factory):
     folder = shared_data / "tiny_lm_stories260K"
     stories = convert_llama2c(folder / "stories260K.bin", folder / "tok512.bin", tmp_path_factory.mktemp("stories"))
     torch.manual_seed(0)
-    gemma2 = tf.Gemma2ForCausalLM(tf.Gemma2Config(
-        vocab_size=64, hidden_size=32, intermediate_size=48, num_hidden_layers=2, num_attention_heads=4,
-        num_key_value_heads=2, head_dim=8, max_position_embeddings=64, sliding_window=4))
+    gemma2 = tf.Gemma2ForCausalLM(
+        tf.Gemma2Config(
+            vocab_size=64,
+            hidden_size=32,
+            intermediate_size=48,
+            num_hidden_layers=2,
+            num_attention_heads=4,
+            num_key_value_heads=2,
+            head_dim=8,
+            max_position_embeddings=64,
+            sliding_window=4,
+        )
+    )
     gemma2_dir = tmp_path_factory.mktemp("gemma2")
     gemma2.save_pretrained(gemma2_dir)
     return str(stories), str(gemma2_dir)
@@ -80,10 +90,12 @@ def test_logprobs_identical_across_meshes(checkpoints):
 
 NEW_FAMILIES = {
     "mixtral": lambda small: tf.MixtralConfig(**small, num_local_experts=4, num_experts_per_tok=2),
-    "qwen3_moe": lambda small: tf.Qwen3MoeConfig(**small, head_dim=8, num_experts=4, num_experts_per_tok=2,
-                                                 moe_intermediate_size=24, norm_topk_prob=True),
-    "gemma3_text": lambda small: tf.Gemma3TextConfig(**small, head_dim=8, sliding_window=4,
-                                                     layer_types=["sliding_attention", "full_attention"]),
+    "qwen3_moe": lambda small: tf.Qwen3MoeConfig(
+        **small, head_dim=8, num_experts=4, num_experts_per_tok=2, moe_intermediate_size=24, norm_topk_prob=True
+    ),
+    "gemma3_text": lambda small: tf.Gemma3TextConfig(
+        **small, head_dim=8, sliding_window=4, layer_types=["sliding_attention", "full_attention"]
+    ),
     "olmo2": lambda small: tf.Olmo2Config(**small),
     "phi3": lambda small: tf.Phi3Config(**small),
 }
@@ -91,9 +103,18 @@ NEW_FAMILIES = {
 
 @pytest.fixture(scope="module")
 def new_family_checkpoints(tmp_path_factory):
-    small = {"vocab_size": 64, "hidden_size": 32, "intermediate_size": 48, "num_hidden_layers": 2,
-             "num_attention_heads": 4, "num_key_value_heads": 2, "max_position_embeddings": 64,
-             "pad_token_id": None, "bos_token_id": None, "eos_token_id": None}
+    small = {
+        "vocab_size": 64,
+        "hidden_size": 32,
+        "intermediate_size": 48,
+        "num_hidden_layers": 2,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 2,
+        "max_position_embeddings": 64,
+        "pad_token_id": None,
+        "bos_token_id": None,
+        "eos_token_id": None,
+    }
     paths = {}
     for name, config in NEW_FAMILIES.items():
         torch.manual_seed(0)

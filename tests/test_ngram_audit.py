@@ -5,12 +5,11 @@ import json
 import numpy as np
 import pytest
 
+from corpus_doubles import Doc, ListCorpus, Shard
 from jaxcontam.data.item import Benchmark, Item
 from jaxcontam.errors import DataError, IndexMismatchError
 from jaxcontam.ngram.audit import NgramSettings, ensure_counts, item_rows, load_counts, write_items_parquet
 from jaxcontam.ngram.units import WordUnits, load_units, normalize_for_matching
-
-from corpus_doubles import Doc, ListCorpus, Shard
 
 
 @pytest.fixture(scope="module")
@@ -43,8 +42,11 @@ def test_metrics_find_pasted_items_and_reuse_counts(shared_data, gsm8k, gpt2, tm
     for i in range(10):  # the whole question is in the corpus, the answer (its solution) is not
         # the item text starts "Question: ", which the pasted copy lacks: the n-grams touching the label miss
         span = rows[i]["longest_match_text"]
-        assert 0.2 < rows[i]["longest_match"] < 1 and span in gsm8k[i].question and len(span) > 0.8 * len(
-            gsm8k[i].question)
+        assert (
+            0.2 < rows[i]["longest_match"] < 1
+            and span in gsm8k[i].question
+            and len(span) > 0.8 * len(gsm8k[i].question)
+        )
         assert rows[i]["longest_match_question"] == 1 and rows[i]["longest_match_answer"] < 0.2
         assert rows[i]["num_tokens"] > rows[i]["num_tokens_question"] + rows[i]["num_tokens_answer"] - 2
     for i in range(10, 15):  # only found after normalisation: TOKEN/NGRAM_MATCH see it, the raw metrics do not

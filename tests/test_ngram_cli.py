@@ -30,14 +30,38 @@ def run(args, capsys):
 def test_ngram_command_writes_items_and_reuses_counts(shared_data, leaky_folder, tmp_path, capsys):
     folder, questions = leaky_folder
     tokenizer = str(shared_data / "gpt2_tokenizer_whisper" / "gpt2.tiktoken")
-    base = ["ngram", "--benchmark", "gsm8k", "--path", str(shared_data / "gsm8k"), "--split", "test",
-            "--corpus", str(folder), "--tokenizer", tokenizer, "--scope", "fields", "--out", str(tmp_path)]
+    base = [
+        "ngram",
+        "--benchmark",
+        "gsm8k",
+        "--path",
+        str(shared_data / "gsm8k"),
+        "--split",
+        "test",
+        "--corpus",
+        str(folder),
+        "--tokenizer",
+        tokenizer,
+        "--scope",
+        "fields",
+        "--out",
+        str(tmp_path),
+    ]
     main(base)
     assert "counted" in capsys.readouterr().out
     rows = pq.read_table(tmp_path / "items.parquet").to_pylist()
     assert len(rows) == 1319 and set(rows[0]) >= {
-        "id", "num_tokens", "token_match", "ngram_match", "token_extend", "longest_match", "longest_match_text",
-        "longest_match_question", "longest_match_answer", "num_tokens_question"}
+        "id",
+        "num_tokens",
+        "token_match",
+        "ngram_match",
+        "token_extend",
+        "longest_match",
+        "longest_match_text",
+        "longest_match_question",
+        "longest_match_answer",
+        "num_tokens_question",
+    }
     for row, question in zip(rows[:5], questions):  # the question is copied, its solution is not
         assert row["longest_match_question"] == 1.0 and 0.2 < row["longest_match"] < 1.0
         # the item text starts "Question: ", which the pasted copy lacks: the n-grams touching the label miss
@@ -55,8 +79,19 @@ def test_ngram_command_writes_items_and_reuses_counts(shared_data, leaky_folder,
 
 def test_ngram_command_refuses_bad_scope_and_counts_of_another_scope(shared_data, leaky_folder, tmp_path, capsys):
     folder, _ = leaky_folder
-    base = ["ngram", "--benchmark", "gsm8k", "--path", str(shared_data / "gsm8k"), "--corpus", str(folder),
-            "--tokenizer", "words", "--out", str(tmp_path)]
+    base = [
+        "ngram",
+        "--benchmark",
+        "gsm8k",
+        "--path",
+        str(shared_data / "gsm8k"),
+        "--corpus",
+        str(folder),
+        "--tokenizer",
+        "words",
+        "--out",
+        str(tmp_path),
+    ]
     code, message = run([*base, "--scope", "rationale"], capsys)
     assert code == 2 and "--scope" in message and "rationale" in message
     main(base)

@@ -11,13 +11,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from corpus_doubles import Doc, ListCorpus, Shard
 from jaxcontam.errors import DataError, IndexMismatchError
 from jaxcontam.ngram.hashing import to_uint64, window_fingerprints
 from jaxcontam.ngram.stream import CountView, count_corpus
 from jaxcontam.ngram.table import ItemUnits, NgramTable, build_table, encode_items
 from jaxcontam.ngram.units import load_units
-
-from corpus_doubles import Doc, ListCorpus, Shard
 
 
 def items_from_token_lists(token_lists):
@@ -83,9 +82,25 @@ def build_infinigram_index(directory, documents):
     (directory / "raw").mkdir()
     limit = str(resource.getrlimit(resource.RLIMIT_NOFILE)[1])
     subprocess.run(
-        [sys.executable, "-m", "infini_gram.indexing", "--data_dir", str(directory / "raw"), "--save_dir",
-         str(directory), "--token_dtype", "u16", "--cpus", "2", "--mem", "2", "--ulimit", limit],
-        check=True, capture_output=True,
+        [
+            sys.executable,
+            "-m",
+            "infini_gram.indexing",
+            "--data_dir",
+            str(directory / "raw"),
+            "--save_dir",
+            str(directory),
+            "--token_dtype",
+            "u16",
+            "--cpus",
+            "2",
+            "--mem",
+            "2",
+            "--ulimit",
+            limit,
+        ],
+        check=True,
+        capture_output=True,
     )
     from infini_gram.engine import InfiniGramEngine
 
@@ -157,8 +172,9 @@ def test_checkpoint_of_another_table_is_refused(tmp_path):
 
 def test_token_verification_rejects_fingerprint_hits_with_other_tokens():
     # a table whose stored tokens disagree with its fingerprints stands in for a hash collision
-    tampered = NgramTable(FIXED_TABLE.n, FIXED_TABLE.keys, FIXED_TABLE.ngrams + 100, FIXED_TABLE.items,
-                          FIXED_TABLE.position_ngram)
+    tampered = NgramTable(
+        FIXED_TABLE.n, FIXED_TABLE.keys, FIXED_TABLE.ngrams + 100, FIXED_TABLE.items, FIXED_TABLE.position_ngram
+    )
     corpus = ListCorpus((Shard("s0", [Doc("a", tokens=np.array([0, 1, 2, 0, 1, 2], np.int32))]),))
     checked = count_corpus([CountView(tampered)], corpus, chunk_tokens=16)
     unchecked = count_corpus([CountView(tampered)], corpus, chunk_tokens=16, verify=False)
@@ -203,9 +219,18 @@ def test_two_processes_split_shards_and_sum_counts(tmp_path):
     tests_dir = os.path.dirname(__file__)
     procs = [
         subprocess.Popen(
-            [sys.executable, str(script), port, str(i), tests_dir, str(tmp_path / "ckpt.npz"),
-             str(tmp_path / f"out{i}.npy")],
-            env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+            [
+                sys.executable,
+                str(script),
+                port,
+                str(i),
+                tests_dir,
+                str(tmp_path / "ckpt.npz"),
+                str(tmp_path / f"out{i}.npy"),
+            ],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
         )
         for i in range(2)
     ]
@@ -249,8 +274,13 @@ print("ok")
 
 def test_chunks_spread_over_several_devices_count_the_same():
     env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=3", JAX_PLATFORMS="cpu")
-    done = subprocess.run([sys.executable, "-c", LANES_WORKER, os.path.dirname(__file__)], env=env,
-                          capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [sys.executable, "-c", LANES_WORKER, os.path.dirname(__file__)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0 and done.stdout.strip().endswith("ok"), done.stderr[-2000:]
 
 
@@ -266,7 +296,7 @@ def test_compaction_lists_the_first_true_positions(mask, capacity):
     padded[: len(mask)] = mask
     got = np.asarray(jax.jit(_compact, static_argnums=1)(padded, capacity))
     np.testing.assert_array_equal(got[: len(expected)], expected)
-    assert (got[len(expected):] == 0).all()
+    assert (got[len(expected) :] == 0).all()
 
 
 def test_prefilter_passes_every_table_ngram_and_rejects_most_others():

@@ -10,13 +10,12 @@ from collections import Counter
 
 import pytest
 
+from corpus_doubles import Doc, ListCorpus, Shard
 from jaxcontam.data import load_benchmark
 from jaxcontam.data.item import Benchmark, Item
 from jaxcontam.ngram.audit import METRICS, NgramSettings, ensure_counts, item_rows
 from jaxcontam.ngram.item_text import item_text
 from jaxcontam.ngram.units import load_units, normalize_for_matching
-
-from corpus_doubles import Doc, ListCorpus, Shard
 
 MUST_SHOW = ("copa", "piqa", "gsm8k", "mmlu", "winogrande")
 
@@ -64,10 +63,13 @@ def test_no_header_ngram_is_shared_by_many_items(benchmarks, gpt2, name):
     all_items = benchmarks[name].items
     items = all_items[:: max(1, len(all_items) // 300)][:300]  # spread over MMLU's subjects
     shared = {}
-    for label, texts in (("item text", [item_text(benchmarks[name], it).whole for it in items]),
-                         ("solved text", [benchmarks[name].solved_text(it) for it in items])):
-        per_item = Counter(g for ids in gpt2.encode_batch(texts)
-                           for g in {tuple(ids[i : i + 8]) for i in range(len(ids) - 7)})
+    for label, texts in (
+        ("item text", [item_text(benchmarks[name], it).whole for it in items]),
+        ("solved text", [benchmarks[name].solved_text(it) for it in items]),
+    ):
+        per_item = Counter(
+            g for ids in gpt2.encode_batch(texts) for g in {tuple(ids[i : i + 8]) for i in range(len(ids) - 7)}
+        )
         shared[label] = max(per_item.values()) / len(items)
     assert shared["item text"] < 0.1, shared
     if name == "mmlu":
@@ -93,9 +95,15 @@ def test_copied_items_score_one_and_the_others_zero(shared_data, benchmarks, gpt
         benchmark = benchmarks[name]
         texts = [item_text(benchmark, it) for it in benchmark.items[:400]]
         count = len(texts)
-        lengths = [len(ids) for ids in gpt2.encode_batch(
-            [t.question for t in texts] + [t.answer for t in texts] + [t.whole for t in texts]
-            + [normalize_for_matching(t.whole) for t in texts])]
+        lengths = [
+            len(ids)
+            for ids in gpt2.encode_batch(
+                [t.question for t in texts]
+                + [t.answer for t in texts]
+                + [t.whole for t in texts]
+                + [normalize_for_matching(t.whole) for t in texts]
+            )
+        ]
         # copy the items with the shortest question and answer sides among those of >= n units in both
         # views (raw, normalised): a shorter text holds no n-gram
         whole = [i for i in range(count) if min(lengths[2 * count + i], lengths[3 * count + i]) >= n]
@@ -110,8 +118,12 @@ def test_copied_items_score_one_and_the_others_zero(shared_data, benchmarks, gpt
     plays = (shared_data / "corpus_misc" / "tinyshakespeare" / "input.txt").read_text().split("\n\n")[:300]
     docs = [Doc(f"p{i}", text=p) for i, p in enumerate(plays)]
     # a verbatim copy of what the model is shown (the full solved text, headers included)
-    docs += [Doc(f"copy-{b.name}-{it.id}", text=f"{b.solved_text(it)}\nWorked solutions, page 3.")
-             for b in chosen for it in b if (b.name, it.id) in copied]
+    docs += [
+        Doc(f"copy-{b.name}-{it.id}", text=f"{b.solved_text(it)}\nWorked solutions, page 3.")
+        for b in chosen
+        for it in b
+        if (b.name, it.id) in copied
+    ]
     corpus = ListCorpus((Shard("s0", docs[0::2]), Shard("s1", docs[1::2])))
     settings = NgramSettings(n=n, normalize="paper")
     counted, _ = ensure_counts(chosen, [("leaky", corpus)], gpt2, settings, tmp_path / "counts", chunk_tokens=1 << 14)

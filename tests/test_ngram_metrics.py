@@ -25,7 +25,9 @@ def corpus_counter(documents, n):
 def spans(matched, skip_budget):
     """Every window [a, b) with matched ends and at most skip_budget unmatched units inside."""
     return [
-        (a, b) for a in range(len(matched)) for b in range(a + 1, len(matched) + 1)
+        (a, b)
+        for a in range(len(matched))
+        for b in range(a + 1, len(matched) + 1)
         if matched[a] and matched[b - 1] and matched[a:b].count(False) <= skip_budget
     ]
 
@@ -64,7 +66,10 @@ corpus_strategy = st.lists(st.lists(st.integers(0, 3), max_size=40), min_size=1,
 
 @settings(max_examples=150, deadline=None)
 @given(
-    items=items_strategy, corpus=corpus_strategy, n=st.integers(1, 5), mincount=st.integers(1, 3),
+    items=items_strategy,
+    corpus=corpus_strategy,
+    n=st.integers(1, 5),
+    mincount=st.integers(1, 3),
     skip_budget=st.integers(0, 6),
 )
 def test_all_four_metrics_match_the_definitions(items, corpus, n, mincount, skip_budget):

@@ -14,12 +14,11 @@ import tokenizers
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from corpus_doubles import Doc, ListCorpus, Shard
 from jaxcontam.ngram.stream import CountView, count_corpus
 from jaxcontam.ngram.table import build_table, encode_items
 from jaxcontam.ngram.text_encoder import TextEncoder
 from jaxcontam.ngram.units import load_units, tokenizer_from_tiktoken
-
-from corpus_doubles import Doc, ListCorpus, Shard
 
 # OpenAI's r50k_base pattern as published in tiktoken_ext/openai_public.py (GPT-2's encoder.py regex)
 R50K_PATTERN = r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}++| ?\p{N}++| ?[^\s\p{L}\p{N}]++|\s++$|\s+(?!\S)|\s"""
@@ -55,8 +54,9 @@ def test_tiktoken_file_ids_equal_tiktoken_and_our_byte_level_bpe_on_real_text(gp
     for line in ranks_file.read_text().splitlines():
         token, rank = line.split()
         ranks[base64.b64decode(token)] = int(rank)
-    reference = tiktoken.Encoding("r50k-reference", pat_str=R50K_PATTERN, mergeable_ranks=ranks,
-                                  special_tokens={"<|endoftext|>": 50256})
+    reference = tiktoken.Encoding(
+        "r50k-reference", pat_str=R50K_PATTERN, mergeable_ranks=ranks, special_tokens={"<|endoftext|>": 50256}
+    )
     assert gpt2.encoder.engine == "tiktoken"
     assert any(len(t) > 1.5 * gpt2.encoder.piece_chars for t in real_texts)  # books are cut into pieces
     ours = gpt2.encode_batch(real_texts)

@@ -15,10 +15,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from flax import nnx
 
 import jaxcontam
 import jaxcontam.flax
+from flax import nnx
 from jaxcontam.engine.generation import generate
 from jaxcontam.engine.packing import packs_rows, plan_batches
 from jaxcontam.engine.scoring import score_logprobs
@@ -130,8 +130,10 @@ def test_packing_this_model_would_give_wrong_scores(own):
     seqs = ragged_sequences()
     packed = dataclasses.replace(model, config=dataclasses.replace(model.config, packing=True))
     got = score_logprobs(packed, seqs, rows_per_batch=2)
-    worst = max(np.abs(s.logprobs - own_log_softmax(forward, seq)[np.arange(len(seq) - 1), seq[1:]]).max()
-                for seq, s in zip(seqs, got, strict=True))
+    worst = max(
+        np.abs(s.logprobs - own_log_softmax(forward, seq)[np.arange(len(seq) - 1), seq[1:]]).max()
+        for seq, s in zip(seqs, got, strict=True)
+    )
     assert worst > 1.0  # measured: 2.4 (NNX), 2.5 (Linen), 4.1 (pure function) nats
 
 
@@ -145,7 +147,7 @@ def test_greedy_generation_equals_an_argmax_loop_on_the_full_prefix(own):
             logp = own_log_softmax(forward, seq)[-1]
             seq.append(int(np.argmax(logp)))
             logps.append(logp[seq[-1]])
-        expected.append((seq[len(prompt):], logps))
+        expected.append((seq[len(prompt) :], logps))
     for padding in ("left", "right"):
         got = generate(model, prompts, max_new_tokens=4, stop_token_ids=[], padding=padding, rows_per_batch=2)
         for generation, (tokens, logps) in zip(got, expected, strict=True):

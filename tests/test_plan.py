@@ -13,16 +13,25 @@ import numpy as np
 import pytest
 
 from jaxcontam.cli import main
-from jaxcontam.planning import plan as planning
-from jaxcontam.planning.hlo_costs import hlo_costs
 from jaxcontam.errors import JaxcontamError
 from jaxcontam.models.spec import from_hf_config
+from jaxcontam.planning import plan as planning
+from jaxcontam.planning.hlo_costs import hlo_costs
 
 REPO = Path(__file__).resolve().parents[1]
 
-TINY = {"model_type": "llama", "vocab_size": 512, "hidden_size": 64, "num_hidden_layers": 2,
-        "num_attention_heads": 4, "num_key_value_heads": 2, "intermediate_size": 128,
-        "max_position_embeddings": 512, "hidden_act": "silu", "rms_norm_eps": 1e-5}
+TINY = {
+    "model_type": "llama",
+    "vocab_size": 512,
+    "hidden_size": 64,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "intermediate_size": 128,
+    "max_position_embeddings": 512,
+    "hidden_act": "silu",
+    "rms_norm_eps": 1e-5,
+}
 needs_libtpu = pytest.mark.skipif(importlib.util.find_spec("libtpu") is None, reason="libtpu not installed")
 
 
@@ -33,8 +42,13 @@ def test_hlo_costs_count_every_loop_trip():
     def stack(x, weights):
         return jax.lax.scan(lambda h, w: (jnp.tanh(h @ w), None), x, weights)[0]
 
-    compiled = jax.jit(stack).lower(jax.ShapeDtypeStruct((batch, width), jnp.float32),
-                                    jax.ShapeDtypeStruct((layers, width, width), jnp.float32)).compile()
+    compiled = (
+        jax.jit(stack)
+        .lower(
+            jax.ShapeDtypeStruct((batch, width), jnp.float32), jax.ShapeDtypeStruct((layers, width, width), jnp.float32)
+        )
+        .compile()
+    )
     costs = hlo_costs(compiled.as_text())
     assert costs.flops == pytest.approx(layers * 2 * batch * width * width)
     assert costs.unknown_trip_loops == 0
@@ -49,11 +63,18 @@ def test_hlo_costs_share_a_conditionals_runs_among_its_branches():
         def layer(h, inputs):
             w, kind = inputs
             return jax.lax.switch(kind, [lambda h: jnp.tanh(h @ w), lambda h: jnp.tanh((h @ w) @ w)], h), None
+
         return jax.lax.scan(layer, x, (weights, kinds))[0]
 
-    compiled = jax.jit(stack).lower(jax.ShapeDtypeStruct((batch, width), jnp.float32),
-                                    jax.ShapeDtypeStruct((layers, width, width), jnp.float32),
-                                    jax.ShapeDtypeStruct((layers,), jnp.int32)).compile()
+    compiled = (
+        jax.jit(stack)
+        .lower(
+            jax.ShapeDtypeStruct((batch, width), jnp.float32),
+            jax.ShapeDtypeStruct((layers, width, width), jnp.float32),
+            jax.ShapeDtypeStruct((layers,), jnp.int32),
+        )
+        .compile()
+    )
     assert hlo_costs(compiled.as_text()).flops == pytest.approx(layers * 1.5 * 2 * batch * width * width)
 
 
@@ -88,9 +109,30 @@ def tiny_plan(tmp_path_factory):
 
 @needs_libtpu
 def test_plan_v5e_every_step(tiny_plan, capsys):
-    main(["plan", "--model", str(tiny_plan), "--topology", "v5e:2x4", "--mesh", "data=4,model=2", "--batch", "8",
-          "--seq", "64", "--prompt-len", "16", "--new-tokens", "8", "--chunk-tokens", "4096", "--table-rows", "1000",
-          "--json"])
+    main(
+        [
+            "plan",
+            "--model",
+            str(tiny_plan),
+            "--topology",
+            "v5e:2x4",
+            "--mesh",
+            "data=4,model=2",
+            "--batch",
+            "8",
+            "--seq",
+            "64",
+            "--prompt-len",
+            "16",
+            "--new-tokens",
+            "8",
+            "--chunk-tokens",
+            "4096",
+            "--table-rows",
+            "1000",
+            "--json",
+        ]
+    )
     report = json.loads(capsys.readouterr().out)
     assert [s["step"] for s in report["steps"]] == ["score", "generate", "p_true", "ngram"]
     assert report["chip"]["name"] == "v5e" and report["mesh"] == {"data": 4, "model": 2, "fsdp": False}
@@ -116,9 +158,18 @@ def test_plan_v5e_every_step(tiny_plan, capsys):
 
 
 TINY_MIXTRAL = {**TINY, "model_type": "mixtral", "num_local_experts": 4, "num_experts_per_tok": 2}
-TINY_GEMMA3 = {**TINY, "model_type": "gemma3_text", "num_hidden_layers": 3, "head_dim": 16, "sliding_window": 16,
-               "hidden_activation": "gelu_pytorch_tanh", "query_pre_attn_scalar": 16, "sliding_window_pattern": 3,
-               "rope_theta": 1e6, "rope_local_base_freq": 1e4}
+TINY_GEMMA3 = {
+    **TINY,
+    "model_type": "gemma3_text",
+    "num_hidden_layers": 3,
+    "head_dim": 16,
+    "sliding_window": 16,
+    "hidden_activation": "gelu_pytorch_tanh",
+    "query_pre_attn_scalar": 16,
+    "sliding_window_pattern": 3,
+    "rope_theta": 1e6,
+    "rope_local_base_freq": 1e4,
+}
 
 
 @needs_libtpu
@@ -127,8 +178,28 @@ def test_plan_compiles_moe_and_gemma3_for_tpu(config, tmp_path, capsys):
     """A Mixtral- and a Gemma-3-shaped model compile for a v5e slice; the experts are split over "model"."""
     path = tmp_path / "config.json"
     path.write_text(json.dumps(config))
-    main(["plan", "--model", str(path), "--topology", "v5e:2x2", "--mesh", "data=2,model=2", "--batch", "4",
-          "--seq", "64", "--prompt-len", "16", "--new-tokens", "4", "--steps", "score,generate", "--json"])
+    main(
+        [
+            "plan",
+            "--model",
+            str(path),
+            "--topology",
+            "v5e:2x2",
+            "--mesh",
+            "data=2,model=2",
+            "--batch",
+            "4",
+            "--seq",
+            "64",
+            "--prompt-len",
+            "16",
+            "--new-tokens",
+            "4",
+            "--steps",
+            "score,generate",
+            "--json",
+        ]
+    )
     report = json.loads(capsys.readouterr().out)
     spec = from_hf_config(config)
     d, f, layers = spec.hidden_size, spec.intermediate_size, spec.num_layers
@@ -145,8 +216,25 @@ def test_plan_with_fsdp_holds_a_quarter_of_the_weights_per_device(tiny_plan, cap
     """data=4, model=2: fsdp splits every weight over "data" too, so a device holds 1/8 instead of 1/2."""
     held = {}
     for flag in ([], ["--fsdp"]):
-        main(["plan", "--model", str(tiny_plan), "--topology", "v5e:2x4", "--mesh", "data=4,model=2", "--batch",
-              "8", "--seq", "64", "--steps", "score", "--json", *flag])
+        main(
+            [
+                "plan",
+                "--model",
+                str(tiny_plan),
+                "--topology",
+                "v5e:2x4",
+                "--mesh",
+                "data=4,model=2",
+                "--batch",
+                "8",
+                "--seq",
+                "64",
+                "--steps",
+                "score",
+                "--json",
+                *flag,
+            ]
+        )
         report = json.loads(capsys.readouterr().out)
         held[bool(flag)] = report["steps"][0]["weights_bytes_per_device"]
         assert report["mesh"]["fsdp"] is bool(flag) and report["steps"][0]["fits"]
@@ -157,8 +245,21 @@ def test_plan_with_fsdp_holds_a_quarter_of_the_weights_per_device(tiny_plan, cap
 def test_a_batch_beyond_the_hbm_is_refused_with_the_fix(capsys):
     """XLA's compiler refuses the program; plan says so with its numbers and what to change, no traceback."""
     with pytest.raises(SystemExit) as exit_info:
-        main(["plan", "--model", str(REPO / "experiments" / "plan" / "configs" / "Llama-3.2-1B.json"), "--topology",
-              "v5e:2x2", "--batch", "2048", "--seq", "2048", "--steps", "score"])
+        main(
+            [
+                "plan",
+                "--model",
+                str(REPO / "experiments" / "plan" / "configs" / "Llama-3.2-1B.json"),
+                "--topology",
+                "v5e:2x2",
+                "--batch",
+                "2048",
+                "--seq",
+                "2048",
+                "--steps",
+                "score",
+            ]
+        )
     error = capsys.readouterr().err
     assert exit_info.value.code == 2 and "Traceback" not in error
     assert re.search(r"score \(2048 x 2048\) does not fit: .*HBM.*--batch or --seq.*--fsdp", error), error
@@ -166,8 +267,9 @@ def test_a_batch_beyond_the_hbm_is_refused_with_the_fix(capsys):
 
 @needs_libtpu
 def test_plan_prints_a_table(tiny_plan, capsys):
-    main(["plan", "--model", str(tiny_plan), "--topology", "v5e:2x2", "--steps", "score", "--batch", "4",
-          "--seq", "32"])
+    main(
+        ["plan", "--model", str(tiny_plan), "--topology", "v5e:2x2", "--steps", "score", "--batch", "4", "--seq", "32"]
+    )
     out = capsys.readouterr().out
     assert "not measurements" in out and 'Cloud TPU docs, "TPU v5e"' in out
     assert out.count("\nscore ") == 1 and "collectives:" in out
@@ -219,7 +321,9 @@ def test_forward_temporaries_grow_linearly_with_context_on_tpu():
     spec = from_hf_config(json.loads((REPO / "experiments" / "plan" / "configs" / "Llama-3.2-1B.json").read_text()))
     mesh = planning.plan_mesh(spec, planning.topology_devices("v5e:2x2"), 2, 2)
     params = planning.abstract_params(spec, jnp.bfloat16, mesh)
-    forward = jax.jit(lambda p, tokens, positions, segments: decoder.hidden_states(p, spec, tokens, positions, segments))
+    forward = jax.jit(
+        lambda p, tokens, positions, segments: decoder.hidden_states(p, spec, tokens, positions, segments)
+    )
     temps = {}
     for seq in (4096, 8192):
         rows = [planning.rows(mesh, (4, seq)) for _ in range(3)]

@@ -27,8 +27,9 @@ def section_examples() -> list[str]:
 
 def run(code: str) -> str:
     env = {k: v for k, v in os.environ.items() if k != "JAXCONTAM_DATA"} | {"JAX_PLATFORMS": "cpu"}
-    proc = subprocess.run([sys.executable, "-c", code], cwd=REPO_ROOT, env=env, capture_output=True, text=True,
-                          timeout=600, check=False)
+    proc = subprocess.run(
+        [sys.executable, "-c", code], cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=600, check=False
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     return proc.stdout
 

@@ -12,9 +12,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import MODEL_LOAD_REACHED
 
 import jaxcontam
+from conftest import MODEL_LOAD_REACHED
 from jaxcontam import cli
 from jaxcontam.audit.run import json_ready
 from jaxcontam.commands.verdicts import echo_verdicts
@@ -28,37 +28,86 @@ from jaxcontam.report.summary_schema import AuditSummary
 EXAMPLE = Path(jaxcontam.__file__).parent / "examples" / "tiny_contaminated"
 MODEL = EXAMPLE / "model"
 
+
 def test_paraphrases_covering_none_of_the_selection_are_refused_before_the_model(jaxcontam_cli, tmp_path):
     out = tmp_path / "out"
-    code, err = jaxcontam_cli("pacost", "--model", MODEL, "--benchmark", "copa", "--split", "dev",
-                              "--paraphrases", "xcopa_backtranslation", "--limit", "100", "--out", out)
+    code, err = jaxcontam_cli(
+        "pacost",
+        "--model",
+        MODEL,
+        "--benchmark",
+        "copa",
+        "--split",
+        "dev",
+        "--paraphrases",
+        "xcopa_backtranslation",
+        "--limit",
+        "100",
+        "--out",
+        out,
+    )
     assert code == 2, err
     assert MODEL_LOAD_REACHED not in err and not out.exists()
     # XCOPA's validation rows are COPA dev 401-500 and its test rows COPA test 501-1000 (XCOPA README).
     assert "covers 0 of the 100 selected items of split 'dev'" in err
-    assert ("split 'test': 500 of 500 items, from copa/test/501; split 'validation': 100 of 100 items, from "
-            "copa/validation/401; split 'dev': 100 of 500 items, from copa/dev/401") in err
+    assert (
+        "split 'test': 500 of 500 items, from copa/test/501; split 'validation': 100 of 100 items, from "
+        "copa/validation/401; split 'dev': 100 of 500 items, from copa/dev/401"
+    ) in err
     assert "--split" in err and "Traceback" not in err
 
 
 def test_without_a_split_the_covered_split_is_chosen_and_said(jaxcontam_cli, tmp_path, monkeypatch):
-    code, err = jaxcontam_cli("pacost", "--model", MODEL, "--benchmark", "copa",
-                              "--paraphrases", "xcopa_backtranslation", "--out", tmp_path / "out")
+    code, err = jaxcontam_cli(
+        "pacost",
+        "--model",
+        MODEL,
+        "--benchmark",
+        "copa",
+        "--paraphrases",
+        "xcopa_backtranslation",
+        "--out",
+        tmp_path / "out",
+    )
     assert err.startswith("model ") and MODEL_LOAD_REACHED in err  # COPA's default, validation, is covered: no warning
     # a default split the source covers too little of: COPA's default made its legacy `dev` (ids 1-500)
     copa = registry.ALIASES["copa"]
     monkeypatch.setitem(registry.ALIASES, "copa", dataclasses.replace(copa, default_split="dev"))
-    code, err = jaxcontam_cli("pacost", "--model", MODEL, "--benchmark", "copa",
-                              "--paraphrases", "xcopa_backtranslation", "--limit", "100", "--out", tmp_path / "out")
-    assert err.startswith("warning: benchmark copa: paraphrase source 'xcopa_backtranslation' covers too "
-                         "few of the selected items of the default split 'dev'; using split 'test' "
-                         "(100 of 100 covered). Pass --split to choose\n"), err
+    code, err = jaxcontam_cli(
+        "pacost",
+        "--model",
+        MODEL,
+        "--benchmark",
+        "copa",
+        "--paraphrases",
+        "xcopa_backtranslation",
+        "--limit",
+        "100",
+        "--out",
+        tmp_path / "out",
+    )
+    assert err.startswith(
+        "warning: benchmark copa: paraphrase source 'xcopa_backtranslation' covers too "
+        "few of the selected items of the default split 'dev'; using split 'test' "
+        "(100 of 100 covered). Pass --split to choose\n"
+    ), err
     assert MODEL_LOAD_REACHED in err  # the run went on to the model with the covered split
 
 
 def test_a_split_the_source_has_no_rephrasings_for_is_refused(jaxcontam_cli, tmp_path):
-    code, err = jaxcontam_cli("pacost", "--model", MODEL, "--benchmark", "gsm8k", "--split", "train",
-                              "--paraphrases", "gsm8k_rephrase", "--out", tmp_path / "out")
+    code, err = jaxcontam_cli(
+        "pacost",
+        "--model",
+        MODEL,
+        "--benchmark",
+        "gsm8k",
+        "--split",
+        "train",
+        "--paraphrases",
+        "gsm8k_rephrase",
+        "--out",
+        tmp_path / "out",
+    )
     assert code == 2 and MODEL_LOAD_REACHED not in err
     assert "'gsm8k_rephrase' is for gsm8k split 'test', not gsm8k split 'train'; pass --split test" in err
 
@@ -78,8 +127,9 @@ def test_a_corpus_folder_without_text_is_refused_before_the_model(jaxcontam_cli,
     (corpus / "README.md").write_text("# the crawl")
     (corpus / "provenance.json").write_text(json.dumps([{"file": "crawl.txt", "commit": "abc"}]))
     out = tmp_path / "out"
-    code, err = jaxcontam_cli("audit", "--model", MODEL, "--benchmark", "copa", "--split", "test",
-                              "--corpus", corpus, "--out", out)
+    code, err = jaxcontam_cli(
+        "audit", "--model", MODEL, "--benchmark", "copa", "--split", "test", "--corpus", corpus, "--out", out
+    )
     assert code == 2 and MODEL_LOAD_REACHED not in err and not out.exists()
     assert "holds no corpus files" in err and "skipped README.md" in err
 
@@ -94,11 +144,13 @@ def test_a_corpus_file_that_is_not_utf8_is_refused_before_any_work(jaxcontam_cli
     (corpus / "b.txt").write_bytes("first line\nsecond line, caf\u00e9\n".encode("latin-1"))
     out = tmp_path / "out"
     if command == "audit":
-        code, err = jaxcontam_cli("audit", "--model", MODEL, "--benchmark", "copa", "--split", "test",
-                                  "--corpus", corpus, "--out", out)
+        code, err = jaxcontam_cli(
+            "audit", "--model", MODEL, "--benchmark", "copa", "--split", "test", "--corpus", corpus, "--out", out
+        )
     else:
-        code, err = jaxcontam_cli("ngram", "--benchmark", "copa", "--split", "test", "--tokenizer", MODEL,
-                                  "--corpus", corpus, "--out", out)
+        code, err = jaxcontam_cli(
+            "ngram", "--benchmark", "copa", "--split", "test", "--tokenizer", MODEL, "--corpus", corpus, "--out", out
+        )
     assert code == 2 and MODEL_LOAD_REACHED not in err and not out.exists()
     assert "b.txt, line 2: not valid UTF-8" in err and "re-encode it as UTF-8" in err
 
@@ -107,22 +159,48 @@ def test_a_corpus_file_that_is_not_utf8_is_refused_before_any_work(jaxcontam_cli
 def test_the_out_folder_is_created_before_the_model(jaxcontam_cli, tmp_path, command):
     """A missing --out folder used to fail the run after all the model work."""
     out = tmp_path / "new" / "out.jsonl"
-    code, err = jaxcontam_cli(command, "--model", MODEL, "--data", EXAMPLE / "copa_test_sample.jsonl",
-                              "--field", "text=premise", "--out", out)
+    code, err = jaxcontam_cli(
+        command, "--model", MODEL, "--data", EXAMPLE / "copa_test_sample.jsonl", "--field", "text=premise", "--out", out
+    )
     assert MODEL_LOAD_REACHED in err and out.parent.is_dir()
 
 
 def no_test_summary() -> dict:
     """A run whose paraphrases were all rejected: the real paired_verdict, round-tripped through summary.json."""
-    records = [{"rephrase": None, "p_true_original": 0.9, "p_true_rephrased": math.nan,
-                "answer_original": "yes", "answer_rephrased": None} for _ in range(5)]
+    records = [
+        {
+            "rephrase": None,
+            "p_true_original": 0.9,
+            "p_true_rephrased": math.nan,
+            "answer_original": "yes",
+            "answer_rephrased": None,
+        }
+        for _ in range(5)
+    ]
     pacost = json.loads(json.dumps(json_ready(paired_verdict(records, "p_true", PacostSettings()).to_dict())))
     pacost |= {"pvalue_adjusted": None, "variants": {}}
-    run = {"model": "m", "benchmark": "copa", "split": "dev", "n_items": 5, "accuracy": {"acc": 0.6, "acc_norm": None},
-           "pacost": pacost, "likelihood": None, "contam": None, "ground_truth": None}
-    return {"jaxcontam_version": jaxcontam.__version__, "alpha": 0.05, "runs": [run],
-            "sweep": {"labels": [], "pvalues": [], "holm": {"adjusted": [], "reject": []},
-                      "bh": {"adjusted": [], "reject": []}}}
+    run = {
+        "model": "m",
+        "benchmark": "copa",
+        "split": "dev",
+        "n_items": 5,
+        "accuracy": {"acc": 0.6, "acc_norm": None},
+        "pacost": pacost,
+        "likelihood": None,
+        "contam": None,
+        "ground_truth": None,
+    }
+    return {
+        "jaxcontam_version": jaxcontam.__version__,
+        "alpha": 0.05,
+        "runs": [run],
+        "sweep": {
+            "labels": [],
+            "pvalues": [],
+            "holm": {"adjusted": [], "reject": []},
+            "bh": {"adjusted": [], "reject": []},
+        },
+    }
 
 
 def test_no_test_reads_as_no_test_in_the_console_and_the_report(tmp_path):
@@ -141,8 +219,13 @@ def test_no_test_reads_as_no_test_in_the_console_and_the_report(tmp_path):
 
 def contam_rows(n: int) -> list[dict]:
     """`n` items whose four ConTAM metrics are one spread of scores, half answered right."""
-    return [{**dict.fromkeys(("token_match", "ngram_match", "token_extend", "longest_match"), i / n),
-             "correct": float(i % 2)} for i in range(n)]
+    return [
+        {
+            **dict.fromkeys(("token_match", "ngram_match", "token_extend", "longest_match"), i / n),
+            "correct": float(i % 2),
+        }
+        for i in range(n)
+    ]
 
 
 def test_contam_without_a_sized_threshold_reads_as_no_test_not_as_no_gain(tmp_path, capsys):
@@ -167,12 +250,21 @@ def test_contam_without_a_sized_threshold_reads_as_no_test_not_as_no_gain(tmp_pa
 
 def test_transformers_pytorch_notice_stays_off_the_console():
     hide_torch = "import sys\nsys.modules['torch'] = None  # a user's runtime without PyTorch\n"
-    plain = subprocess.run([sys.executable, "-c", hide_torch + "import transformers"], capture_output=True,
-                           text=True, timeout=120)
+    plain = subprocess.run(
+        [sys.executable, "-c", hide_torch + "import transformers"], capture_output=True, text=True, timeout=120
+    )
     assert "PyTorch was not found" in plain.stderr  # the notice this test is about, shown without jaxcontam's CLI
-    quiet = subprocess.run([sys.executable, "-c", hide_torch + "from jaxcontam.cli import quiet_third_party\n"
-                            "quiet_third_party()\nimport transformers\nprint(transformers.AutoTokenizer.__name__)"],
-                           capture_output=True, text=True, timeout=120)
+    quiet = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            hide_torch + "from jaxcontam.cli import quiet_third_party\n"
+            "quiet_third_party()\nimport transformers\nprint(transformers.AutoTokenizer.__name__)",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert quiet.stdout.strip() == "AutoTokenizer" and "PyTorch" not in quiet.stderr, quiet.stderr
 
 

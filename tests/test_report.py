@@ -43,55 +43,106 @@ def contam_metric(scores, correct) -> dict:
     curve = epg_curve(scores, correct, resamples=200)
     chosen = select_threshold(curve)
     row = chosen.row
-    return {"threshold": row and row.threshold, "frac_contaminated": row and row.frac_contaminated,
-            "epg": row and row.epg, "epg_ci": row and [row.epg_ci_low, row.epg_ci_high], "z": row and row.z,
-            "reason": chosen.reason, "curve": curve.to_dicts()}
+    return {
+        "threshold": row and row.threshold,
+        "frac_contaminated": row and row.frac_contaminated,
+        "epg": row and row.epg,
+        "epg_ci": row and [row.epg_ci_low, row.epg_ci_high],
+        "z": row and row.z,
+        "reason": chosen.reason,
+        "curve": curve.to_dicts(),
+    }
 
 
 def pacost_result(original, rephrased, confidence: str) -> dict:
     result = paired_test(original, rephrased, resamples=2000)
     ci = result.confidence_interval()
     mde = minimum_detectable_effect(result.n)
-    return {"test": result.method, "confidence": confidence, "alternative": result.alternative,
-            "pvalue": result.pvalue, "pvalue_adjusted": None, "n_pairs": result.n, "n_dropped": result.n_dropped,
-            "dropped_reasons": dict(result.drop_reasons), "mean_difference": result.mean_difference,
-            "effect_size": result.effect_size, "ci": [ci.low, ci.high], "contaminated": None,
-            "power_note": f"with {result.n} pairs the minimum detectable effect at 80% power is d_z = {mde:.2g}"}
+    return {
+        "test": result.method,
+        "confidence": confidence,
+        "alternative": result.alternative,
+        "pvalue": result.pvalue,
+        "pvalue_adjusted": None,
+        "n_pairs": result.n,
+        "n_dropped": result.n_dropped,
+        "dropped_reasons": dict(result.drop_reasons),
+        "mean_difference": result.mean_difference,
+        "effect_size": result.effect_size,
+        "ci": [ci.low, ci.high],
+        "contaminated": None,
+        "power_note": f"with {result.n} pairs the minimum detectable effect at 80% power is d_z = {mde:.2g}",
+    }
 
 
 def audited_run(model: str, seed: int, planted_gain: float, with_ground_truth: bool):
     """(run dict, item rows) for one model on a synthetic benchmark with PaCoST and ConTAM."""
     planted, scores, correct, original, rephrased = synthetic_run(seed, planted_gain)
     pacost = pacost_result(original, rephrased, "p_true")
-    pacost["variants"] = {"answer_logprob": pacost_result(np.log(original + 1e-3), np.log(rephrased + 1e-3),
-                                                          "answer_logprob")}
+    pacost["variants"] = {
+        "answer_logprob": pacost_result(np.log(original + 1e-3), np.log(rephrased + 1e-3), "answer_logprob")
+    }
     metrics = {m: contam_metric(scores[m], correct) for m in METRICS}
-    run = {"model": model, "benchmark": "gsm8k", "split": "test", "n_items": N_ITEMS,
-           "accuracy": {"acc": float(correct.mean()), "acc_norm": None}, "pacost": pacost,
-           "likelihood": {"mean_logprob": {"mean": -2.1, "median": -2.0}, "zlib_ratio": {"mean": 0.8, "median": 0.79},
-                          "min_k": {"mean": -5.2, "median": -5.0}, "min_k_plus_plus": {"mean": -0.4, "median": -0.3}},
-           "contam": {"metric": "longest_match", **{k: v for k, v in metrics["longest_match"].items() if k != "curve"},
-                      "metrics": metrics},
-           "ground_truth": None}
+    run = {
+        "model": model,
+        "benchmark": "gsm8k",
+        "split": "test",
+        "n_items": N_ITEMS,
+        "accuracy": {"acc": float(correct.mean()), "acc_norm": None},
+        "pacost": pacost,
+        "likelihood": {
+            "mean_logprob": {"mean": -2.1, "median": -2.0},
+            "zlib_ratio": {"mean": 0.8, "median": 0.79},
+            "min_k": {"mean": -5.2, "median": -5.0},
+            "min_k_plus_plus": {"mean": -0.4, "median": -0.3},
+        },
+        "contam": {
+            "metric": "longest_match",
+            **{k: v for k, v in metrics["longest_match"].items() if k != "curve"},
+            "metrics": metrics,
+        },
+        "ground_truth": None,
+    }
     if with_ground_truth:
-        run["ground_truth"] = {"groups": {
-            name: {"n": int(mask.sum()), "pacost_pvalue": paired_test(original[mask], rephrased[mask]).pvalue,
-                   "mean_longest_match": float(scores["longest_match"][mask].mean()),
-                   "accuracy": float(correct[mask].mean())}
-            for name, mask in (("contaminated", planted), ("clean", ~planted))}}
-    items = [{"model": model, "benchmark": "gsm8k", "id": f"gsm8k-{i}",
-              "pacost_conf_original": None if math.isnan(o) else float(o), "pacost_conf_rephrased": float(r),
-              "pacost_kept": not math.isnan(o), "ground_truth_contaminated": bool(p) if with_ground_truth else None}
-             for i, (o, r, p) in enumerate(zip(original, rephrased, planted))]
+        run["ground_truth"] = {
+            "groups": {
+                name: {
+                    "n": int(mask.sum()),
+                    "pacost_pvalue": paired_test(original[mask], rephrased[mask]).pvalue,
+                    "mean_longest_match": float(scores["longest_match"][mask].mean()),
+                    "accuracy": float(correct[mask].mean()),
+                }
+                for name, mask in (("contaminated", planted), ("clean", ~planted))
+            }
+        }
+    items = [
+        {
+            "model": model,
+            "benchmark": "gsm8k",
+            "id": f"gsm8k-{i}",
+            "pacost_conf_original": None if math.isnan(o) else float(o),
+            "pacost_conf_rephrased": float(r),
+            "pacost_kept": not math.isnan(o),
+            "ground_truth_contaminated": bool(p) if with_ground_truth else None,
+        }
+        for i, (o, r, p) in enumerate(zip(original, rephrased, planted))
+    ]
     return run, items
 
 
 def hostile_run():
     """A run where PaCoST and ConTAM did not run, with NaN and infinite values and a model name with markup."""
-    run = {"model": HOSTILE_MODEL, "benchmark": "arc<b>", "split": "test", "n_items": 50,
-           "accuracy": {"acc": 0.42, "acc_norm": math.nan}, "pacost": None,
-           "likelihood": {"mean_logprob": {"mean": math.nan, "median": -math.inf}, "min_k": {"mean": None}},
-           "contam": None, "ground_truth": None}
+    run = {
+        "model": HOSTILE_MODEL,
+        "benchmark": "arc<b>",
+        "split": "test",
+        "n_items": 50,
+        "accuracy": {"acc": 0.42, "acc_norm": math.nan},
+        "pacost": None,
+        "likelihood": {"mean_logprob": {"mean": math.nan, "median": -math.inf}, "min_k": {"mean": None}},
+        "contam": None,
+        "ground_truth": None,
+    }
     return run, [{"model": HOSTILE_MODEL, "benchmark": "arc<b>", "id": f"arc-{i}"} for i in range(50)]
 
 
@@ -107,10 +158,17 @@ def audit_summary():
         run["pacost"].update(pvalue_adjusted=float(adjusted), contaminated=bool(reject))
         for variant in run["pacost"]["variants"].values():
             variant.update(pvalue_adjusted=min(1.0, 2 * variant["pvalue"]), contaminated=variant["pvalue"] < ALPHA)
-    summary = {"jaxcontam_version": "0.1.0", "alpha": ALPHA, "runs": [contaminated, hostile, clean],
-               "sweep": {"labels": [f"{run['model']} | {run['benchmark']}" for run in tested], "pvalues": pvalues,
-                         "holm": {"adjusted": holm.pvalues.tolist(), "reject": holm.reject.tolist()},
-                         "bh": {"adjusted": bh.pvalues.tolist(), "reject": bh.reject.tolist()}}}
+    summary = {
+        "jaxcontam_version": "0.1.0",
+        "alpha": ALPHA,
+        "runs": [contaminated, hostile, clean],
+        "sweep": {
+            "labels": [f"{run['model']} | {run['benchmark']}" for run in tested],
+            "pvalues": pvalues,
+            "holm": {"adjusted": holm.pvalues.tolist(), "reject": holm.reject.tolist()},
+            "bh": {"adjusted": bh.pvalues.tolist(), "reject": bh.reject.tolist()},
+        },
+    }
     return json.loads(json.dumps(summary)), contaminated_items + hostile_items + clean_items
 
 
@@ -211,8 +269,14 @@ def test_missing_and_infinite_values_render_as_text(report):
 
 
 def test_formatting_helpers():
-    assert [number(x) for x in (None, math.nan, math.inf, -math.inf, 0.031234, 1.2e-5)] == \
-        ["n/a", "n/a", "∞", "−∞", "0.0312", "1.2e-05"]
+    assert [number(x) for x in (None, math.nan, math.inf, -math.inf, 0.031234, 1.2e-5)] == [
+        "n/a",
+        "n/a",
+        "∞",
+        "−∞",
+        "0.0312",
+        "1.2e-05",
+    ]
     assert percent(0.5) == "50%" and percent(1 / 3) == "33.3%" and percent(None) == "n/a"
     assert interval([0.02, math.inf]) == "[0.02, ∞)" and interval([-0.1, 0.3]) == "[-0.1, 0.3]"
     assert interval(None) == "n/a"
@@ -228,16 +292,30 @@ def test_importing_the_report_package_does_not_import_matplotlib():
 def test_degenerate_inputs_still_render(tmp_path):
     """A p-value of 0 and a missing one, a metric without a curve, NaN rows and a PaCoST run without kept pairs."""
     nan_row = dict.fromkeys(("threshold", "epg", "epg_ci_low", "epg_ci_high", "z"), math.nan)
-    run = {"model": "m", "benchmark": "b", "n_items": 3, "accuracy": {"acc": None},
-           "pacost": {"pvalue": math.nan, "ci": [math.nan, math.inf], "dropped_reasons": {}},
-           "contam": {"metric": "longest_match", "threshold": None, "metrics": {
-               "longest_match": {"threshold": None, "curve": [nan_row, {**nan_row, "threshold": 0.5, "epg": 0.1}]},
-               "token_match": {"threshold": 0.4, "curve": []}}}}
+    run = {
+        "model": "m",
+        "benchmark": "b",
+        "n_items": 3,
+        "accuracy": {"acc": None},
+        "pacost": {"pvalue": math.nan, "ci": [math.nan, math.inf], "dropped_reasons": {}},
+        "contam": {
+            "metric": "longest_match",
+            "threshold": None,
+            "metrics": {
+                "longest_match": {"threshold": None, "curve": [nan_row, {**nan_row, "threshold": 0.5, "epg": 0.1}]},
+                "token_match": {"threshold": 0.4, "curve": []},
+            },
+        },
+    }
     items = [{"model": "m", "benchmark": "b", "id": "1", "pacost_conf_original": None, "pacost_kept": False}]
-    sweep = {"labels": ["m | b", "n | b"], "pvalues": [0.0, math.nan],
-             "holm": {"adjusted": [0.0, math.nan], "reject": [True, False]},
-             "bh": {"adjusted": [0.0, math.nan], "reject": [True, False]}}
-    page = write_report(AuditSummary.from_dict({"alpha": ALPHA, "runs": [run], "sweep": sweep}), items,
-                        tmp_path).read_text(encoding="utf-8")
+    sweep = {
+        "labels": ["m | b", "n | b"],
+        "pvalues": [0.0, math.nan],
+        "holm": {"adjusted": [0.0, math.nan], "reject": [True, False]},
+        "bh": {"adjusted": [0.0, math.nan], "reject": [True, False]},
+    }
+    page = write_report(
+        AuditSummary.from_dict({"alpha": ALPHA, "runs": [run], "sweep": sweep}), items, tmp_path
+    ).read_text(encoding="utf-8")
     assert page.count('src="data:image/png;base64,') == 3
     assert "[n/a, ∞)" in page

@@ -16,8 +16,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats as scipy_stats
 
-from jaxcontam.detect.contam import ContamSettings, contam_result
 from jaxcontam.cli import cli
+from jaxcontam.detect.contam import ContamSettings, contam_result
 from jaxcontam.errors import JaxcontamError
 from jaxcontam.stats import default_thresholds, epg_curve, max_z_test, select_threshold
 from jaxcontam.stats.bootstrap import resample_counts
@@ -183,18 +183,22 @@ def test_grid_properties(values, max_thresholds):
         assert grid[0] == above[0] and grid[-1] == above[-1]
     for tau in grid:  # every threshold leaves some item clean and some contaminated
         assert (scores < tau).any() and (scores >= tau).any()
+
     # a strictly increasing relabelling of the scores (exact on these integers) relabels the grid
     def relabel(x):
-        return x ** 3 + 7 * x - 5
+        return x**3 + 7 * x - 5
 
     assert default_thresholds(relabel(scores), max_thresholds).tolist() == relabel(grid).tolist()
 
 
-@pytest.mark.parametrize("scores, correct, message", [
-    ([0.1, np.nan], [1, 0], r"scores\[1\] is nan"),
-    ([0.1, 0.2], [1], "one entry per item"),
-    ([], [], "at least one item"),
-])
+@pytest.mark.parametrize(
+    "scores, correct, message",
+    [
+        ([0.1, np.nan], [1, 0], r"scores\[1\] is nan"),
+        ([0.1, 0.2], [1], "one entry per item"),
+        ([], [], "at least one item"),
+    ],
+)
 def test_bad_input(scores, correct, message):
     with pytest.raises(JaxcontamError, match=message):
         epg_curve(scores, correct)
@@ -203,6 +207,7 @@ def test_bad_input(scores, correct, message):
 
 
 # ---- finite-population standard error and the calibrated max-z test ---------------------------------------------
+
 
 def test_finite_population_stderr_is_the_exact_spread_of_epg_over_all_clean_sets():
     """Every clean set of the same size equally likely: the variance of EPG over all of them, enumerated."""
@@ -248,17 +253,22 @@ def brute_largest_z(scores, correct, z, min_clean=1, min_contaminated=1):
 
 
 @pytest.mark.parametrize("z", ["z", "z_finite_population"])
-@pytest.mark.parametrize("scores, correct", [
-    ([0, 0, 0, 1, 1, 2, 3, 3, 4, 5], [1, 1, 0, 1, 0, 0, 0, 1, 1, 1]),  # 0/1: the hypergeometric path
-    ([0, 0, 1, 2, 3, 3], [0.9, 0.2, 0.8, 0.1, 0.6, 1.0]),  # graded: the shuffling path
-])
+@pytest.mark.parametrize(
+    "scores, correct",
+    [
+        ([0, 0, 0, 1, 1, 2, 3, 3, 4, 5], [1, 1, 0, 1, 0, 0, 0, 1, 1, 1]),  # 0/1: the hypergeometric path
+        ([0, 0, 1, 2, 3, 3], [0.9, 0.2, 0.8, 0.1, 0.6, 1.0]),  # graded: the shuffling path
+    ],
+)
 def test_pvalue_matches_the_exact_permutation_distribution(scores, correct, z):
     """Every order of the performance values over the items, enumerated (distinct arrangements for 0/1)."""
     scores, correct = np.array(scores, dtype=float), np.array(correct, dtype=float)
     observed = brute_largest_z(scores, correct, z, min_clean=2, min_contaminated=2)
     if set(correct) <= {0.0, 1.0}:
-        arrangements = [np.isin(np.arange(len(correct)), ones).astype(float)
-                        for ones in itertools.combinations(range(len(correct)), int(correct.sum()))]
+        arrangements = [
+            np.isin(np.arange(len(correct)), ones).astype(float)
+            for ones in itertools.combinations(range(len(correct)), int(correct.sum()))
+        ]
     else:
         arrangements = [np.array(order) for order in itertools.permutations(correct)]
     null = np.array([brute_largest_z(scores, a, z, min_clean=2, min_contaminated=2) for a in arrangements])
@@ -286,8 +296,11 @@ def test_pvalue_matches_the_exact_distribution_with_many_correct_items(z):
 
 
 @settings(max_examples=30, deadline=None)
-@given(st.lists(st.tuples(st.integers(0, 8), st.integers(0, 1)), min_size=4, max_size=60),
-       st.sampled_from(["z", "z_finite_population"]), st.integers(0, 2**16))
+@given(
+    st.lists(st.tuples(st.integers(0, 8), st.integers(0, 1)), min_size=4, max_size=60),
+    st.sampled_from(["z", "z_finite_population"]),
+    st.integers(0, 2**16),
+)
 def test_pvalue_invariants(items, z, seed):
     scores = np.array([s for s, _ in items], dtype=float)
     correct = np.array([c for _, c in items], dtype=float)
@@ -300,8 +313,9 @@ def test_pvalue_invariants(items, z, seed):
     assert 1 / 100 <= result.pvalue <= 1.0 and result.n_resamples == 99 and result.n_thresholds == len(sized)
     assert result.statistic == pytest.approx(max(getattr(row, z) for row in sized), rel=1e-9, abs=1e-12)
     # a strictly increasing relabelling of the scores is the same benchmark: same grid positions, same p
-    relabelled = max_z_test(np.exp(scores / 3) + scores ** 3, correct, min_clean=2, min_contaminated=2, z=z,
-                            resamples=99, seed=seed)
+    relabelled = max_z_test(
+        np.exp(scores / 3) + scores**3, correct, min_clean=2, min_contaminated=2, z=z, resamples=99, seed=seed
+    )
     assert relabelled.pvalue == result.pvalue and relabelled.statistic == pytest.approx(result.statistic)
     if correct.std() == 0:  # every item performs the same: no threshold can show a gain
         assert result.pvalue == 1.0
@@ -327,8 +341,9 @@ def test_max_z_test_holds_its_level_on_simulated_null_benchmarks():
     rejected = 0
     for index in range(count):
         n = int(np.exp(rng.uniform(np.log(100), np.log(2001))))
-        scores, correct = epg_benchmark(n, rng, accuracy=rng.uniform(0.1, 0.9), zero_share=rng.uniform(0.0, 0.95),
-                                        decimals=(None, 2)[index % 2])
+        scores, correct = epg_benchmark(
+            n, rng, accuracy=rng.uniform(0.1, 0.9), zero_share=rng.uniform(0.0, 0.95), decimals=(None, 2)[index % 2]
+        )
         rejected += max_z_test(scores, correct, resamples=99, seed=index).pvalue <= ALPHA
     low, high = scipy_stats.binom.interval(0.99, count, ALPHA)
     assert low <= rejected <= high
@@ -340,11 +355,14 @@ def test_planted_gain_is_found():
     assert max_z_test(scores, correct, resamples=999).pvalue <= ALPHA
 
 
-@pytest.mark.parametrize("kwargs, message", [
-    ({"z": "t"}, "z='t': expected one of"),
-    ({"resamples": 0}, "resamples=0"),
-    ({"min_clean": 0}, "min_clean=0"),
-])
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"z": "t"}, "z='t': expected one of"),
+        ({"resamples": 0}, "resamples=0"),
+        ({"min_clean": 0}, "min_clean=0"),
+    ],
+)
 def test_max_z_test_bad_input(kwargs, message):
     with pytest.raises(JaxcontamError, match=message):
         max_z_test([0.1, 0.2, 0.3], [1, 0, 1], **kwargs)
@@ -374,16 +392,17 @@ def paper_rule_by_definition(scores: np.ndarray, correct: np.ndarray) -> bool:
     return bool(np.any(epg / (correct.std() / np.sqrt(n_clean[sized])) > 1.645))
 
 
-@pytest.mark.parametrize("scores, zero_share, decimals", [
-    ("continuous", 0.0, None), ("2 decimals", 0.0, 2), ("90% zeros, continuous", 0.9, None)])
+@pytest.mark.parametrize(
+    "scores, zero_share, decimals",
+    [("continuous", 0.0, None), ("2 decimals", 0.0, 2), ("90% zeros, continuous", 0.9, None)],
+)
 def test_paper_rule_flags_the_share_of_null_benchmarks_the_readme_reports(scores, zero_share, decimals):
     """Issue 25: with continuous scores at 500 items the rule flags about a quarter of null benchmarks, not 12-18%.
     200 fresh null benchmarks per shape (another seed than epg_calibration.py): the share the paper's rule flags,
     computed from its definition, has a 99% interval that holds the README's figure."""
     count, rng, flagged = 200, np.random.default_rng(25), 0
     for _ in range(count):
-        s, correct = epg_benchmark(500, rng, accuracy=rng.uniform(0.1, 0.9), zero_share=zero_share,
-                                   decimals=decimals)
+        s, correct = epg_benchmark(500, rng, accuracy=rng.uniform(0.1, 0.9), zero_share=zero_share, decimals=decimals)
         flag = paper_rule_by_definition(s, correct)
         assert (select_threshold(epg_curve(s, correct, resamples=1)).row is not None) == flag
         flagged += flag
@@ -395,10 +414,18 @@ def test_paper_rule_flags_the_share_of_null_benchmarks_the_readme_reports(scores
 
 def planted_rows(gain: float, seed: int = 11) -> list[dict]:
     """Item rows as an audit writes them: the four ConTAM metrics (here all the same score) and correctness."""
-    scores, correct = epg_benchmark(600, np.random.default_rng(seed), accuracy=0.4, zero_share=0.6, gain=gain,
-                                    gain_share=0.2)
-    return [{**dict.fromkeys(("token_match", "ngram_match", "token_extend", "longest_match"), float(s)),
-             "correct": float(c), "benchmark": "bench", "model": "m"} for s, c in zip(scores, correct)]
+    scores, correct = epg_benchmark(
+        600, np.random.default_rng(seed), accuracy=0.4, zero_share=0.6, gain=gain, gain_share=0.2
+    )
+    return [
+        {
+            **dict.fromkeys(("token_match", "ngram_match", "token_extend", "longest_match"), float(s)),
+            "correct": float(c),
+            "benchmark": "bench",
+            "model": "m",
+        }
+        for s, c in zip(scores, correct)
+    ]
 
 
 def test_contam_summary_reports_the_calibrated_verdict():

@@ -20,8 +20,7 @@ def test_equals_one_sample_t_on_chunk_differences(chunks, permutations, seed, al
     differences = canonical - permuted.mean(axis=1)
     reference = scipy_stats.ttest_1samp(differences, 0.0, alternative=alternative)
     assert result.df == chunks - 1
-    np.testing.assert_allclose([result.statistic, result.pvalue], [reference.statistic, reference.pvalue],
-                               rtol=1e-9)
+    np.testing.assert_allclose([result.statistic, result.pvalue], [reference.statistic, reference.pvalue], rtol=1e-9)
 
 
 def test_hand_computed_example():

@@ -26,8 +26,9 @@ def holm_rejections(pvalues, alpha):
 @settings(max_examples=100, deadline=None)
 @given(pvalue_lists)
 def test_bh_equals_scipy_false_discovery_control(pvalues):
-    np.testing.assert_allclose(adjust(pvalues, "bh").pvalues, scipy_stats.false_discovery_control(pvalues),
-                               rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(
+        adjust(pvalues, "bh").pvalues, scipy_stats.false_discovery_control(pvalues), rtol=1e-12, atol=1e-15
+    )
 
 
 @settings(max_examples=100, deadline=None)
@@ -69,8 +70,12 @@ def _holm_flags(num_tests: int, alpha: float, resamples: int) -> int:
     from jaxcontam.stats import paired_test
 
     rng = np.random.default_rng(0)
-    pvalues = [paired_test(rng.uniform(0.6, 1.0, 25), rng.uniform(0.0, 0.4, 25), method="permutation", seed=i,
-                           resamples=resamples).pvalue for i in range(num_tests)]
+    pvalues = [
+        paired_test(
+            rng.uniform(0.6, 1.0, 25), rng.uniform(0.0, 0.4, 25), method="permutation", seed=i, resamples=resamples
+        ).pvalue
+        for i in range(num_tests)
+    ]
     return int(adjust(pvalues, "holm", alpha=alpha).reject.sum())
 
 

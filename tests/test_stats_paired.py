@@ -104,8 +104,9 @@ def test_exact_permutation_equals_scipy_permutation_test(alternative):
     for _ in range(20):
         d = rng.integers(-4, 5, int(rng.integers(2, 12))) / 8.0  # dyadic: sums are exact, ties are real ties
         ours = paired_test(d, np.zeros_like(d), method="permutation", alternative=alternative)
-        ref = scipy_stats.permutation_test((d,), np.mean, permutation_type="samples", n_resamples=np.inf,
-                                           alternative=alternative)
+        ref = scipy_stats.permutation_test(
+            (d,), np.mean, permutation_type="samples", n_resamples=np.inf, alternative=alternative
+        )
         assert ours.detail == "exact"
         np.testing.assert_allclose(ours.pvalue, ref.pvalue, rtol=1e-12)
 
@@ -158,8 +159,10 @@ def test_monte_carlo_permutation_is_seeded_and_close_to_exact():
     exact = paired_test(d, np.zeros(18), method="permutation").pvalue
     monte_carlo = paired_test(d, np.zeros(18), method="permutation", exact_max=5, resamples=20000, seed=3)
     assert monte_carlo.detail.startswith("monte carlo")
-    assert monte_carlo.pvalue == paired_test(d, np.zeros(18), method="permutation", exact_max=5,
-                                             resamples=20000, seed=3).pvalue
+    assert (
+        monte_carlo.pvalue
+        == paired_test(d, np.zeros(18), method="permutation", exact_max=5, resamples=20000, seed=3).pvalue
+    )
     assert abs(monte_carlo.pvalue - exact) < 4 * np.sqrt(exact * (1 - exact) / 20000) + 1e-4
 
 
@@ -194,15 +197,24 @@ def test_filtering_records_reasons_and_the_test_counts_them():
     rephrased = [0.5, 0.4, None, 0.3, 0.2, 0.1, float("inf")]
     answered_original = [True, True, True, True, False, True, True]
     pairs = filter_pairs(original, rephrased, answered_original=answered_original)
-    assert pairs.reasons == (None, "original confidence missing", "rephrased confidence missing",
-                             "original confidence missing", "no answer to the original", None,
-                             "rephrased confidence missing")
+    assert pairs.reasons == (
+        None,
+        "original confidence missing",
+        "rephrased confidence missing",
+        "original confidence missing",
+        "no answer to the original",
+        None,
+        "rephrased confidence missing",
+    )
     assert pairs.n_kept == 2 and pairs.n_dropped == 5
     np.testing.assert_array_equal(pairs.original, [0.9, 0.6])
     result = paired_test(original, rephrased, method="sign", answered_original=answered_original)
     assert result.n == 2 and result.n_dropped == 5
-    assert result.drop_reasons == {"original confidence missing": 2, "rephrased confidence missing": 2,
-                                   "no answer to the original": 1}
+    assert result.drop_reasons == {
+        "original confidence missing": 2,
+        "rephrased confidence missing": 2,
+        "no answer to the original": 1,
+    }
 
 
 @pytest.mark.parametrize(

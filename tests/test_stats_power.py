@@ -8,8 +8,9 @@ from jaxcontam.stats import minimum_detectable_effect, power, sample_size
 from jaxcontam.stats.batched import paired_pvalues
 
 
-@pytest.mark.parametrize("effect, alternative, expected", [(0.5, "two-sided", 34), (0.3, "greater", 71),
-                                                           (0.8, "two-sided", 15)])
+@pytest.mark.parametrize(
+    "effect, alternative, expected", [(0.5, "two-sided", 34), (0.3, "greater", 71), (0.8, "two-sided", 15)]
+)
 def test_t_sample_sizes_match_published_tables(effect, alternative, expected):
     """Cohen (1988) / G*Power paired-t sample sizes at alpha 0.05, power 0.8."""
     assert sample_size(effect, alternative=alternative) == expected

@@ -12,10 +12,10 @@ import re
 import jax
 import jax.numpy as jnp
 import pytest
-from hlo_collectives import collective_shapes, largest_collective_elements
 from jax.experimental import topologies
 from jax.sharding import NamedSharding
 
+from hlo_collectives import collective_shapes, largest_collective_elements
 from jaxcontam.kernels.vocab_blocks import token_logprob_stats
 from jaxcontam.kernels.vocab_logprobs import fused_token_logprob_stats
 
@@ -31,16 +31,21 @@ def tpu_mesh():
 
 def head_inputs(mesh, layout="vd", bias=False):
     """Hidden states over "data", the output matrix (and bias) over "model", as `models.sharding` places them."""
+
     def struct(shape, dtype, *spec):
         return jax.ShapeDtypeStruct(shape, dtype, sharding=NamedSharding(mesh, jax.P(*spec)))
 
-    weight = (struct((VOCAB, HIDDEN), jnp.bfloat16, "model", None) if layout == "vd"
-              else struct((HIDDEN, VOCAB), jnp.bfloat16, None, "model"))
-    args = (struct((BATCH, SEQ, HIDDEN), jnp.bfloat16, "data", None, None), weight,
-            struct((BATCH, SEQ), jnp.int32, "data", None))
+    weight = (
+        struct((VOCAB, HIDDEN), jnp.bfloat16, "model", None)
+        if layout == "vd"
+        else struct((HIDDEN, VOCAB), jnp.bfloat16, None, "model")
+    )
+    args = (
+        struct((BATCH, SEQ, HIDDEN), jnp.bfloat16, "data", None, None),
+        weight,
+        struct((BATCH, SEQ), jnp.int32, "data", None),
+    )
     return args, (struct((VOCAB,), jnp.float32, "model") if bias else None)
-
-
 
 
 def test_the_collective_check_sees_a_gathered_output_matrix(tpu_mesh):
@@ -78,6 +83,7 @@ def test_vocab_head_keeps_the_vocabulary_sharded_on_tpu(tpu_mesh, head, layout, 
 
 # Attention: the splash kernel (Pallas, Mosaic) on TPU meshes.
 
+
 def gemma2_shaped_forward(mesh, seq, implementation="auto", grad=False):
     """Optimized HLO and per-device temporaries of a gemma2-shaped model's forward (soft-capped logits, a 256-token
     sliding window then a global layer, 8 query / 4 key-value heads) over 4 packed rows of `seq` tokens; with
@@ -88,9 +94,19 @@ def gemma2_shaped_forward(mesh, seq, implementation="auto", grad=False):
     from jaxcontam.models.spec import from_hf_config
     from jaxcontam.planning import plan as planning
 
-    config = tf.Gemma2Config(vocab_size=512, hidden_size=HIDDEN, intermediate_size=384, num_hidden_layers=2,
-                             num_attention_heads=8, num_key_value_heads=4, head_dim=128, sliding_window=256,
-                             attn_logit_softcapping=50.0, query_pre_attn_scalar=128, max_position_embeddings=8192)
+    config = tf.Gemma2Config(
+        vocab_size=512,
+        hidden_size=HIDDEN,
+        intermediate_size=384,
+        num_hidden_layers=2,
+        num_attention_heads=8,
+        num_key_value_heads=4,
+        head_dim=128,
+        sliding_window=256,
+        attn_logit_softcapping=50.0,
+        query_pre_attn_scalar=128,
+        max_position_embeddings=8192,
+    )
     spec = dataclasses.replace(from_hf_config(config.to_dict()), attention=implementation)
     assert spec.layer_windows == (256, 0) and spec.attn_logit_softcap == 50.0
     params = planning.abstract_params(spec, jnp.bfloat16, mesh)

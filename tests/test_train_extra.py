@@ -9,8 +9,12 @@ WITHOUT_TRAIN_EXTRA = "import sys\nsys.modules['optax'] = None\nsys.modules['orb
 
 
 def run(code: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-c", WITHOUT_TRAIN_EXTRA + code], capture_output=True, text=True,
-                          env={**os.environ, "JAX_PLATFORMS": "cpu"})
+    return subprocess.run(
+        [sys.executable, "-c", WITHOUT_TRAIN_EXTRA + code],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "JAX_PLATFORMS": "cpu"},
+    )
 
 
 def test_without_the_train_extra_the_loop_names_it_and_the_callback_still_imports():
@@ -23,6 +27,7 @@ def test_without_the_train_extra_the_loop_names_it_and_the_callback_still_import
         "try:\n"
         "    from jaxcontam.training import train\n"
         "except jaxcontam.JaxcontamError as error:\n"
-        "    print(error)\n")
+        "    print(error)\n"
+    )
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == 'the training loop needs optax and orbax: pip install "jaxcontam[train]"'

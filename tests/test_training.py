@@ -7,9 +7,22 @@ from hypothesis import strategies as st
 
 from jaxcontam.training import init_hf_tensors, packed_batches, save_hf_model, train
 
-TINY = dict(model_type="llama", vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-            num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64, rms_norm_eps=1e-5,
-            hidden_act="silu", tie_word_embeddings=False, rope_theta=10000.0, bos_token_id=1, eos_token_id=2)
+TINY = dict(
+    model_type="llama",
+    vocab_size=64,
+    hidden_size=32,
+    intermediate_size=64,
+    num_hidden_layers=2,
+    num_attention_heads=4,
+    num_key_value_heads=2,
+    max_position_embeddings=64,
+    rms_norm_eps=1e-5,
+    hidden_act="silu",
+    tie_word_embeddings=False,
+    rope_theta=10000.0,
+    bos_token_id=1,
+    eos_token_id=2,
+)
 
 
 @settings(max_examples=50, deadline=None)
@@ -24,7 +37,9 @@ def test_packing_keeps_every_piece_once_with_its_own_positions(lengths, seq_len,
                 where = np.flatnonzero(segments == segment)
                 assert (np.diff(where) == 1).all() and (positions[where] == np.arange(len(where))).all()
                 seen.append(tuple(tokens[where]))
-    expected = [tuple(d[i : i + seq_len]) for d in docs for i in range(0, len(d), seq_len) if len(d[i : i + seq_len]) > 1]
+    expected = [
+        tuple(d[i : i + seq_len]) for d in docs for i in range(0, len(d), seq_len) if len(d[i : i + seq_len]) > 1
+    ]
     assert len(seen) == len(set(seen)) and set(seen) <= set(expected)  # only the last partial batch may be dropped
 
 
@@ -37,8 +52,16 @@ def test_training_lowers_the_loss_and_the_saved_model_matches_torch(tmp_path):
     rng = np.random.default_rng(0)
     docs = [rng.integers(3, 64, 40).tolist()] * 64  # one sequence, memorisable
     tensors = init_hf_tensors(TINY, seed=0)
-    result = train(TINY, tensors, packed_batches(docs, seq_len=48, batch_size=8, epochs=10), steps=60,
-                   learning_rate=1e-2, warmup=5, log_every=20, log=lambda _: None)
+    result = train(
+        TINY,
+        tensors,
+        packed_batches(docs, seq_len=48, batch_size=8, epochs=10),
+        steps=60,
+        learning_rate=1e-2,
+        warmup=5,
+        log_every=20,
+        log=lambda _: None,
+    )
     assert result.losses[-1] < 0.5 * result.losses[0]
     save_hf_model(tmp_path, TINY, result.tensors)
     ids = docs[0][:30]
@@ -53,8 +76,15 @@ def test_training_lowers_the_loss_and_the_saved_model_matches_torch(tmp_path):
 def test_callback_sees_the_current_weights_during_training():
     calls = []
     docs = [list(range(3, 40))] * 16
-    train(TINY, init_hf_tensors(TINY), packed_batches(docs, seq_len=32, batch_size=4, epochs=4), steps=6,
-          log=lambda _: None, callback=lambda step, weights: calls.append((step, len(weights))), callback_every=3)
+    train(
+        TINY,
+        init_hf_tensors(TINY),
+        packed_batches(docs, seq_len=32, batch_size=4, epochs=4),
+        steps=6,
+        log=lambda _: None,
+        callback=lambda step, weights: calls.append((step, len(weights))),
+        callback_every=3,
+    )
     assert calls == [(3, len(init_hf_tensors(TINY))), (6, len(init_hf_tensors(TINY)))]
 
 

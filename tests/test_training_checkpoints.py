@@ -7,7 +7,6 @@ import pytest
 
 from jaxcontam.training import init_hf_tensors, packed_batches, train
 from jaxcontam.training.checkpoints import TrainCheckpoints
-
 from test_training import TINY
 
 
@@ -24,8 +23,14 @@ def test_an_interrupted_run_resumes_to_the_uninterrupted_weights(tmp_path):
     train(TINY, init_hf_tensors(TINY), itertools.islice(_batches(), 3), steps=6, checkpoints=checkpoints, **quiet)
     assert checkpoints.latest_step() == 3  # the interrupted run saved where it stopped
     messages = []
-    resumed = train(TINY, init_hf_tensors(TINY, seed=1), _batches(), steps=6, checkpoints=checkpoints,
-                    **(quiet | {"log": messages.append}))
+    resumed = train(
+        TINY,
+        init_hf_tensors(TINY, seed=1),
+        _batches(),
+        steps=6,
+        checkpoints=checkpoints,
+        **(quiet | {"log": messages.append}),
+    )
     assert "resumed from the checkpoint of step 3" in messages
     for name, value in whole.tensors.items():
         np.testing.assert_allclose(resumed.tensors[name], value, rtol=1e-5, atol=1e-6)

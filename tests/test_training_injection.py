@@ -11,8 +11,16 @@ from jaxcontam.training.injection import choose_contaminated, injected_documents
 
 
 def _benchmark(n: int) -> Benchmark:
-    items = [Item(id=f"toy/{i}", benchmark="toy", question=f"What is {i} plus {i}?", answer=str(2 * i),
-                  meta={"solution": f"{i} + {i} = {2 * i}"}) for i in range(n)]
+    items = [
+        Item(
+            id=f"toy/{i}",
+            benchmark="toy",
+            question=f"What is {i} plus {i}?",
+            answer=str(2 * i),
+            meta={"solution": f"{i} + {i} = {2 * i}"},
+        )
+        for i in range(n)
+    ]
     return Benchmark("toy", "test", items)
 
 
@@ -24,8 +32,11 @@ def test_the_contaminated_share_is_the_rounded_rate(n, rate, seed):
 
 
 @settings(max_examples=40, deadline=None)
-@given(st.lists(st.booleans(), min_size=1, max_size=20), st.integers(0, 5),
-       st.sampled_from(["question", "question_answer", "prompt_answer"]))
+@given(
+    st.lists(st.booleans(), min_size=1, max_size=20),
+    st.integers(0, 5),
+    st.sampled_from(["question", "question_answer", "prompt_answer"]),
+)
 def test_each_contaminated_item_is_copied_in_its_form(mask, copies, form):
     benchmark = _benchmark(len(mask))
     docs = injected_documents(benchmark, list(benchmark), np.array(mask), copies=copies, form=form)

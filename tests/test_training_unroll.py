@@ -8,17 +8,39 @@ from jaxcontam.models.spec import from_hf_config
 from jaxcontam.training import init_hf_tensors, packed_batches
 from jaxcontam.training.loop import fit, hf_params, training_spec
 
-CONFIG = dict(model_type="llama", vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=3,
-              num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64, rms_norm_eps=1e-5,
-              hidden_act="silu", tie_word_embeddings=False, rope_theta=10000.0, bos_token_id=1, eos_token_id=2)
+CONFIG = dict(
+    model_type="llama",
+    vocab_size=64,
+    hidden_size=32,
+    intermediate_size=64,
+    num_hidden_layers=3,
+    num_attention_heads=4,
+    num_key_value_heads=2,
+    max_position_embeddings=64,
+    rms_norm_eps=1e-5,
+    hidden_act="silu",
+    tie_word_embeddings=False,
+    rope_theta=10000.0,
+    bos_token_id=1,
+    eos_token_id=2,
+)
 
 
 def _trained(unroll: bool) -> dict:
     rng = np.random.default_rng(0)
     docs = [rng.integers(3, 64, size=int(n)).tolist() for n in rng.integers(5, 30, size=24)]
     weights = {k: jnp.asarray(v) for k, v in init_hf_tensors(CONFIG, seed=0).items()}
-    result = fit(from_hf_config(CONFIG), weights, packed_batches(docs, seq_len=32, batch_size=4, epochs=2), steps=5,
-                 to_params=hf_params, learning_rate=1e-2, warmup=1, log=lambda _: None, unroll_layers=unroll)
+    result = fit(
+        from_hf_config(CONFIG),
+        weights,
+        packed_batches(docs, seq_len=32, batch_size=4, epochs=2),
+        steps=5,
+        to_params=hf_params,
+        learning_rate=1e-2,
+        warmup=1,
+        log=lambda _: None,
+        unroll_layers=unroll,
+    )
     return jax.tree.map(np.asarray, result.weights)
 
 

@@ -108,8 +108,11 @@ class AuditConfig:
         options = dict(self.ngram)
         tokenizer = options.pop("tokenizer", None)
         counting = {f.name for f in dataclasses.fields(NgramSettings)}
-        return (NgramSettings(**{k: v for k, v in options.items() if k in counting}),
-                NgramScoring(**{k: v for k, v in options.items() if k not in counting}), tokenizer)
+        return (
+            NgramSettings(**{k: v for k, v in options.items() if k in counting}),
+            NgramScoring(**{k: v for k, v in options.items() if k not in counting}),
+            tokenizer,
+        )
 
     def contam_settings(self) -> ContamSettings:
         """ConTAM's settings: the [contam] table over the audit's alpha."""
@@ -117,12 +120,22 @@ class AuditConfig:
 
     def settings(self) -> dict:
         """Everything that changes results (for the summary and for resuming only matching work)."""
-        return {"alpha": self.alpha, "correction": self.correction, "chunk_size": self.chunk_size,
-                "pacost": self.pacost.to_dict(), "rephrase_model": self.rephrase_model,
-                "rephrase_dtype": self.rephrase_dtype,
-                "gates": self.gates, "k": self.k, "ngram": self.ngram, "contam": self.contam,
-                "stages": list(self.stages), "exchangeability": self.exchangeability,
-                "corpora": list(self.corpora), "counts": self.counts}
+        return {
+            "alpha": self.alpha,
+            "correction": self.correction,
+            "chunk_size": self.chunk_size,
+            "pacost": self.pacost.to_dict(),
+            "rephrase_model": self.rephrase_model,
+            "rephrase_dtype": self.rephrase_dtype,
+            "gates": self.gates,
+            "k": self.k,
+            "ngram": self.ngram,
+            "contam": self.contam,
+            "stages": list(self.stages),
+            "exchangeability": self.exchangeability,
+            "corpora": list(self.corpora),
+            "counts": self.counts,
+        }
 
 
 TABLES = ("model", "benchmark", "corpus", "pacost", "likelihood", "exchangeability", "ngram", "contam", "mesh")
@@ -183,16 +196,20 @@ def _entries(raw: dict, key: str, entry_class, where: str) -> list[dict]:
 def mesh_settings(table, where: str) -> MeshSettings:
     """A `[mesh]`-style table {data, model, fsdp} (inline or not); data left out: the devices model leaves."""
     if not isinstance(table, dict):
-        raise JaxcontamError(f"{where}: expected a table of data, model, fsdp, got {table!r}; write e.g. "
-                             "{data = 2, model = 4} (or a [mesh] table)")
+        raise JaxcontamError(
+            f"{where}: expected a table of data, model, fsdp, got {table!r}; write e.g. "
+            "{data = 2, model = 4} (or a [mesh] table)"
+        )
     unknown = sorted(set(table) - {"data", "model", "fsdp"})
     if unknown:
         raise JaxcontamError(f"{where}: unknown key(s) {', '.join(unknown)}; known: data, fsdp, model")
     for axis in ("data", "model"):
         value = table.get(axis, 1)
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise JaxcontamError(f"{where}: {axis} = {value!r} is not a number of devices; write a whole number "
-                                 f">= 1, e.g. {axis} = 2 (data x model must equal the device count)")
+            raise JaxcontamError(
+                f"{where}: {axis} = {value!r} is not a number of devices; write a whole number "
+                f">= 1, e.g. {axis} = 2 (data x model must equal the device count)"
+            )
     fsdp = table.get("fsdp", False)
     if not isinstance(fsdp, bool):
         raise JaxcontamError(f"{where}: fsdp = {fsdp!r} must be true or false, e.g. fsdp = true")
@@ -225,16 +242,24 @@ def load_config(path: str | Path, overrides: Sequence[str] = ()) -> AuditConfig:
 def config_from_toml(raw: dict, base: Path, where: str) -> AuditConfig:
     """The audit a loaded TOML document describes; relative paths are read from `base`."""
     table_values({k: v for k, v in raw.items() if k not in TABLES}, [_TopLevelKeys], where)
-    models = tuple(ModelEntry(path=_resolve(base, m["path"]), name=m.get("name", _model_name(m["path"])),
-                              dtype=_dtype(m.get("dtype", ModelEntry.dtype), f"{where} [[model]] {m['path']}"))
-                   for m in _entries(raw, "model", ModelEntry, where))
-    benchmarks = [BenchmarkEntry(**{**b, **{k: _resolve(base, b.get(k)) for k in ("path", "paraphrases", "ground_truth")}})
-                  for b in _entries(raw, "benchmark", BenchmarkEntry, where)]
+    models = tuple(
+        ModelEntry(
+            path=_resolve(base, m["path"]),
+            name=m.get("name", _model_name(m["path"])),
+            dtype=_dtype(m.get("dtype", ModelEntry.dtype), f"{where} [[model]] {m['path']}"),
+        )
+        for m in _entries(raw, "model", ModelEntry, where)
+    )
+    benchmarks = [
+        BenchmarkEntry(**{**b, **{k: _resolve(base, b.get(k)) for k in ("path", "paraphrases", "ground_truth")}})
+        for b in _entries(raw, "benchmark", BenchmarkEntry, where)
+    ]
     corpus = _table(raw, "corpus", [_CorpusKeys], where)
     pacost = _table(raw, "pacost", [PacostSettings], where, PACOST_EXTRAS)
     rephrase_model = _resolve(base, pacost.pop("rephrase_model", None))
-    rephrase_dtype = _dtype(pacost.pop("rephrase_dtype", AuditConfig.rephrase_dtype),
-                            f"{where} [pacost] rephrase_dtype")
+    rephrase_dtype = _dtype(
+        pacost.pop("rephrase_dtype", AuditConfig.rephrase_dtype), f"{where} [pacost] rephrase_dtype"
+    )
     rephrase_mesh = pacost.pop("rephrase_mesh", None)
     if rephrase_mesh is not None:
         rephrase_mesh = mesh_settings(rephrase_mesh, f"{where} [pacost] rephrase_mesh")
@@ -245,21 +270,30 @@ def config_from_toml(raw: dict, base: Path, where: str) -> AuditConfig:
         ngram["tokenizer"] = _resolve(base, ngram["tokenizer"])
     contam = _table(raw, "contam", [ContamSettings], where)
     if "alpha" in contam:
-        raise JaxcontamError(f"{where} [contam] alpha: ConTAM's level is the audit's; set it at the top level, "
-                             "e.g. alpha = 0.01")
+        raise JaxcontamError(
+            f"{where} [contam] alpha: ConTAM's level is the audit's; set it at the top level, e.g. alpha = 0.01"
+        )
     likelihood = _table(raw, "likelihood", [LikelihoodSettings], where)
     return AuditConfig(
-        models=models, benchmarks=tuple(benchmarks),
+        models=models,
+        benchmarks=tuple(benchmarks),
         corpora=tuple(_resolve(base, c) for c in corpus.get("paths", ())),
         corpus_text_field=corpus.get("text_field", AuditConfig.corpus_text_field),
         counts=_resolve(base, corpus.get("counts")),
-        out=raw.get("out", AuditConfig.out), alpha=float(raw.get("alpha", AuditConfig.alpha)),
+        out=raw.get("out", AuditConfig.out),
+        alpha=float(raw.get("alpha", AuditConfig.alpha)),
         correction=raw.get("correction", AuditConfig.correction),
         chunk_size=int(raw.get("chunk_size", AuditConfig.chunk_size)),
-        pacost=PacostSettings(**pacost), rephrase_model=rephrase_model, rephrase_dtype=rephrase_dtype,
-        rephrase_mesh=rephrase_mesh, mesh=mesh, gates=gates,
-        k=float(likelihood.get("k", AuditConfig.k)), ngram=ngram,
-        contam=contam, **_exchangeability(raw, where),
+        pacost=PacostSettings(**pacost),
+        rephrase_model=rephrase_model,
+        rephrase_dtype=rephrase_dtype,
+        rephrase_mesh=rephrase_mesh,
+        mesh=mesh,
+        gates=gates,
+        k=float(likelihood.get("k", AuditConfig.k)),
+        ngram=ngram,
+        contam=contam,
+        **_exchangeability(raw, where),
     )
 
 
@@ -270,46 +304,71 @@ def _exchangeability(raw: dict, where: str) -> dict:
     table = _table(raw, "exchangeability", [_ExchangeabilityKeys], where)
     for key, value in table.items():
         if not isinstance(value, int) or value < (2 if key == "chunks" else 1):
-            raise JaxcontamError(f"{where} [exchangeability] {key} = {value!r}: use an integer >= "
-                                 f"{2 if key == 'chunks' else 1}, e.g. chunks = 10, permutations = 10")
+            raise JaxcontamError(
+                f"{where} [exchangeability] {key} = {value!r}: use an integer >= "
+                f"{2 if key == 'chunks' else 1}, e.g. chunks = 10, permutations = 10"
+            )
     return {"stages": STAGES + ("exchangeability",), "exchangeability": table}
 
 
-def with_overrides(config: AuditConfig | None, *, models=(), benchmarks=(), path=None, split=None, corpora=(),
-                   out=None, mesh: str | None = None, fsdp: bool | None = None, preset: str | None = None,
-                   dtype: str | None = None, limit: int | None = None, paraphrases: str | None = None,
-                   rephrase_model: str | None = None, rephrase_dtype: str | None = None,
-                   rephrase_mesh: str | None = None, pacost: dict | None = None,
-                   stages: tuple[str, ...] | None = None) -> AuditConfig:
+def with_overrides(
+    config: AuditConfig | None,
+    *,
+    models=(),
+    benchmarks=(),
+    path=None,
+    split=None,
+    corpora=(),
+    out=None,
+    mesh: str | None = None,
+    fsdp: bool | None = None,
+    preset: str | None = None,
+    dtype: str | None = None,
+    limit: int | None = None,
+    paraphrases: str | None = None,
+    rephrase_model: str | None = None,
+    rephrase_dtype: str | None = None,
+    rephrase_mesh: str | None = None,
+    pacost: dict | None = None,
+    stages: tuple[str, ...] | None = None,
+) -> AuditConfig:
     """The config with the command line's named options taking precedence: models, benchmarks (their --path,
     --split, --paraphrases, --limit), corpora, output folder, --dtype of every model, mesh (`--mesh
     data=D,model=M`, `--fsdp/--no-fsdp`), the rephrase model, the PaCoST preset and `pacost` fields (settings
     the config's [pacost] table sets explicitly still win over the preset's; fields given here win over both)."""
     if config is None and not (models and benchmarks):
-        raise JaxcontamError("give both --model and --benchmark (or a --config file); with no arguments at all "
-                             "`jaxcontam audit` audits the bundled example")
+        raise JaxcontamError(
+            "give both --model and --benchmark (or a --config file); with no arguments at all "
+            "`jaxcontam audit` audits the bundled example"
+        )
     base = config if config is not None else AuditConfig(models=(), benchmarks=())
     changes: dict[str, Any] = {}
     if models:
         changes["models"] = tuple(ModelEntry(path=m, name=_model_name(m)) for m in models)
     if dtype is not None:
-        changes["models"] = tuple(dataclasses.replace(m, dtype=_dtype(dtype, "--dtype"))
-                                  for m in changes.get("models", base.models))
+        changes["models"] = tuple(
+            dataclasses.replace(m, dtype=_dtype(dtype, "--dtype")) for m in changes.get("models", base.models)
+        )
     if benchmarks:
         for name, value in (("--path", path), ("--paraphrases", paraphrases)):
             if value is not None and len(benchmarks) > 1:
-                raise JaxcontamError(f"{name} names one benchmark's files; give one --benchmark with it, or drop "
-                                     f"{name}")
-        changes["benchmarks"] = tuple(BenchmarkEntry(name=b, split=split, path=path, paraphrases=paraphrases)
-                                      for b in benchmarks)
+                raise JaxcontamError(
+                    f"{name} names one benchmark's files; give one --benchmark with it, or drop {name}"
+                )
+        changes["benchmarks"] = tuple(
+            BenchmarkEntry(name=b, split=split, path=path, paraphrases=paraphrases) for b in benchmarks
+        )
     elif paraphrases is not None:
         if len(base.benchmarks) != 1:
-            raise JaxcontamError("--paraphrases names one benchmark's rephrasings; the config has "
-                                 f"{len(base.benchmarks)} benchmarks: set `paraphrases` in each [[benchmark]]")
+            raise JaxcontamError(
+                "--paraphrases names one benchmark's rephrasings; the config has "
+                f"{len(base.benchmarks)} benchmarks: set `paraphrases` in each [[benchmark]]"
+            )
         changes["benchmarks"] = (dataclasses.replace(base.benchmarks[0], paraphrases=paraphrases),)
     if limit is not None:
-        changes["benchmarks"] = tuple(dataclasses.replace(b, limit=limit)
-                                      for b in changes.get("benchmarks", base.benchmarks))
+        changes["benchmarks"] = tuple(
+            dataclasses.replace(b, limit=limit) for b in changes.get("benchmarks", base.benchmarks)
+        )
     if corpora:
         changes["corpora"] = tuple(corpora)
     if out is not None:
@@ -331,6 +390,8 @@ def with_overrides(config: AuditConfig | None, *, models=(), benchmarks=(), path
         changes["stages"] = stages
     config = dataclasses.replace(base, **changes)
     if not (config.models and config.benchmarks):
-        raise JaxcontamError("no model or no benchmark to audit: give --model and --benchmark, or a --config file "
-                             "with [[model]] and [[benchmark]] tables")
+        raise JaxcontamError(
+            "no model or no benchmark to audit: give --model and --benchmark, or a --config file "
+            "with [[model]] and [[benchmark]] tables"
+        )
     return config

@@ -42,8 +42,9 @@ def _ground_truth(path: str, benchmark: Benchmark) -> dict[str, bool]:
         if item_id in known:
             truth[item_id] = label
     if not truth:
-        raise DataError(f"{file}: no row names an item of {benchmark.name} ({benchmark.split}); ids look like "
-                        f"{next(iter(known))!r}")
+        raise DataError(
+            f"{file}: no row names an item of {benchmark.name} ({benchmark.split}); ids look like {next(iter(known))!r}"
+        )
     return truth
 
 
@@ -52,8 +53,10 @@ def _check_answers(benchmark: Benchmark, entry: BenchmarkEntry) -> None:
         raise DataError(f"benchmark {entry.label} has no items (limit={entry.limit}); nothing to audit")
     missing = [item.id for item in benchmark if item.choices is None and not str(item.answer).strip()]
     if missing:
-        raise DataError(f"benchmark {entry.label}: {len(missing)} item(s) have no gold answer (e.g. {missing[0]!r}); "
-                        "an audit needs answers to score the model: use a labelled split")
+        raise DataError(
+            f"benchmark {entry.label}: {len(missing)} item(s) have no gold answer (e.g. {missing[0]!r}); "
+            "an audit needs answers to score the model: use a labelled split"
+        )
 
 
 def _selected(entry: BenchmarkEntry) -> Benchmark:
@@ -80,14 +83,17 @@ def _coverage_problem(entry: BenchmarkEntry, benchmark: Benchmark) -> DataError:
     for split in covered_splits(entry.paraphrases, benchmark.name) or (benchmark.split,):
         whole = _selected(dataclasses.replace(entry, split=split, limit=None))
         first = next((item.id for item in whole if item.paraphrases), None)
-        where.append(f"split {split!r}: {_covered(whole)} of {len(whole)} items"
-                     + (f", from {first}" if first is not None else ""))
+        where.append(
+            f"split {split!r}: {_covered(whole)} of {len(whole)} items"
+            + (f", from {first}" if first is not None else "")
+        )
     return DataError(
         f"benchmark {entry.label}: paraphrase source {entry.paraphrases!r} covers {_covered(benchmark)} of the "
         f"{len(benchmark)} selected items of split {benchmark.split!r}, under the {MIN_PARAPHRASE_SHARE:.0%} a "
         f"PaCoST run needs (the others would be answered and then dropped from the test). It covers "
         f"{'; '.join(where)}. Select covered items (--split, --limit, --path), or add --rephrase-model to "
-        f"rephrase the rest")
+        f"rephrase the rest"
+    )
 
 
 def _candidate_splits(entry: BenchmarkEntry) -> tuple[str | None, list[str | None]]:
@@ -110,10 +116,13 @@ def _with_rephrasings(entry: BenchmarkEntry) -> tuple[BenchmarkEntry, Benchmark]
         benchmark = _selected(chosen)
         if _covers_enough(benchmark):
             if split != entry.split:
-                warnings.warn(f"benchmark {entry.name}: paraphrase source {entry.paraphrases!r} covers too few "
-                              f"of the selected items of the default split {default!r}; using split {split!r} "
-                              f"({_covered(benchmark)} of {len(benchmark)} covered). Pass --split to choose",
-                              JaxcontamWarning, stacklevel=2)
+                warnings.warn(
+                    f"benchmark {entry.name}: paraphrase source {entry.paraphrases!r} covers too few "
+                    f"of the selected items of the default split {default!r}; using split {split!r} "
+                    f"({_covered(benchmark)} of {len(benchmark)} covered). Pass --split to choose",
+                    JaxcontamWarning,
+                    stacklevel=2,
+                )
             return chosen, benchmark
     raise _coverage_problem(chosen, benchmark)
 
@@ -160,8 +169,10 @@ def check_inputs(config: AuditConfig) -> AuditInputs:
     from jaxcontam.models.loading import read_config, resolve_path, weight_files
 
     if not config.models or not config.benchmarks:
-        raise JaxcontamError("the audit names no model or no benchmark: add [[model]] and [[benchmark]] entries "
-                             "or pass --model and --benchmark")
+        raise JaxcontamError(
+            "the audit names no model or no benchmark: add [[model]] and [[benchmark]] entries "
+            "or pass --model and --benchmark"
+        )
     labels = [entry.label for entry in config.benchmarks]
     if len(set(labels)) != len(labels):
         raise JaxcontamError(f"benchmark listed twice in the audit: {labels}; give each name:split once")
@@ -174,8 +185,10 @@ def check_inputs(config: AuditConfig) -> AuditInputs:
         weight_files(directory)
     corpora = {spec: _open_local_corpus(spec, config.corpus_text_field) for spec in config.corpora}
     if config.counts and not config.corpora:
-        raise JaxcontamError("counts were given without corpora: name the corpora they were counted from "
-                             "([corpus] paths or --corpus) so the saved counts can be checked against them")
+        raise JaxcontamError(
+            "counts were given without corpora: name the corpora they were counted from "
+            "([corpus] paths or --corpus) so the saved counts can be checked against them"
+        )
     needs_rephrasings = "pacost" in config.stages and config.rephrase_model is None
     benchmarks = [load_audit_benchmark(entry, needs_rephrasings=needs_rephrasings) for entry in config.benchmarks]
     return AuditInputs(benchmarks, {spec: corpus for spec, corpus in corpora.items() if corpus is not None})

@@ -66,6 +66,7 @@ def _progress(label: str):
     def report(done: int, total: int, reused: bool) -> None:
         status = "reused from an earlier run" if reused else f"{time.perf_counter() - start:.0f} s"
         _say(f"  {label}: chunk {done}/{total} ({status})")
+
     return report
 
 
@@ -81,8 +82,13 @@ def ngram_rows(config: AuditConfig, inputs: AuditInputs, out: Path) -> dict | No
     tokenizer = tokenizer or config.models[0].path
     units = load_units(tokenizer)
     corpora = [(c, inputs.corpora.get(c) or open_corpus(c, field=config.corpus_text_field)) for c in config.corpora]
-    counts_dir = Path(config.counts) if config.counts else out / "counts" / fingerprint(
-        {"tokenizer": str(tokenizer), "corpora": list(config.corpora), **dataclasses.asdict(settings)})
+    counts_dir = (
+        Path(config.counts)
+        if config.counts
+        else out
+        / "counts"
+        / fingerprint({"tokenizer": str(tokenizer), "corpora": list(config.corpora), **dataclasses.asdict(settings)})
+    )
     loaded = [b.benchmark for b in inputs.benchmarks]
     _say(f"n-gram counts ({settings.n}-grams, scope {settings.scope}) over {len(corpora)} corpus/corpora")
     counted, scanned = ensure_counts(loaded, corpora, units, settings, counts_dir)
@@ -102,24 +108,39 @@ def rephrasings(config: AuditConfig, audit_benchmark: AuditBenchmark, out: Path)
         import jaxcontam
 
         layout = config.rephrase_mesh or config.mesh
-        model = jaxcontam.load_model(config.rephrase_model, dtype=config.rephrase_dtype, mesh=layout.build(),
-                                     fsdp=layout.fsdp)
+        model = jaxcontam.load_model(
+            config.rephrase_model, dtype=config.rephrase_dtype, mesh=layout.build(), fsdp=layout.fsdp
+        )
 
     def compute(chunk):
         return [dataclasses.asdict(c) for c in rephrase_items(chunk, gates, model=model)]
 
     if model is None:
         return compute(items)
-    store = StageStore(out / "state", "rephrase", {"benchmark": audit_benchmark.entry.label,
-                                                   "model": config.rephrase_model, "dtype": config.rephrase_dtype,
-                                                   "gates": config.gates,
-                                                   "chunk_size": config.chunk_size})
-    return run_chunked(store, items, config.chunk_size, compute,
-                       _progress(f"rephrase {audit_benchmark.entry.label}"))
+    store = StageStore(
+        out / "state",
+        "rephrase",
+        {
+            "benchmark": audit_benchmark.entry.label,
+            "model": config.rephrase_model,
+            "dtype": config.rephrase_dtype,
+            "gates": config.gates,
+            "chunk_size": config.chunk_size,
+        },
+    )
+    return run_chunked(store, items, config.chunk_size, compute, _progress(f"rephrase {audit_benchmark.entry.label}"))
 
 
-def audit_one(config: AuditConfig, entry, model, bench: AuditBenchmark, choices: list[dict],
-              ngram: dict | None, resamples: int, out: Path) -> tuple[ModelRun, list[ItemRow]]:
+def audit_one(
+    config: AuditConfig,
+    entry,
+    model,
+    bench: AuditBenchmark,
+    choices: list[dict],
+    ngram: dict | None,
+    resamples: int,
+    out: Path,
+) -> tuple[ModelRun, list[ItemRow]]:
     """The audit and the per-item rows of one (model, benchmark), through the shared audit core; per-item work is
     stored in resumable chunks."""
     from jaxcontam.detect.audit_core import AuditSettings, AuditTarget, audit_benchmark
@@ -128,16 +149,30 @@ def audit_one(config: AuditConfig, entry, model, bench: AuditBenchmark, choices:
     items = list(benchmark)
     rephrase_of = {c["item_id"]: c["rephrase"] for c in choices}
     truth = bench.truth
-    target = AuditTarget(benchmark, [rephrase_of[item.id] for item in items],
-                         None if truth is None else [truth.get(item.id) for item in items],
-                         None if ngram is None else {item.id: ngram[(benchmark.name, item.id)] for item in items})
-    settings = AuditSettings(detectors=config.stages, pacost=config.pacost, k=config.k,
-                             contam=config.contam_settings(), resamples=resamples,
-                             **config.exchangeability)
-    key = {"model": str(Path(entry.path).resolve()) if Path(entry.path).exists() else entry.path,
-           "dtype": entry.dtype, "benchmark": bench.entry.label, "chunk_size": config.chunk_size}
-    stage_keys = {"pacost": {"settings": config.pacost.to_dict(), "rephrasings": fingerprint(rephrase_of)},
-                  "likelihood": {"k": config.k}}
+    target = AuditTarget(
+        benchmark,
+        [rephrase_of[item.id] for item in items],
+        None if truth is None else [truth.get(item.id) for item in items],
+        None if ngram is None else {item.id: ngram[(benchmark.name, item.id)] for item in items},
+    )
+    settings = AuditSettings(
+        detectors=config.stages,
+        pacost=config.pacost,
+        k=config.k,
+        contam=config.contam_settings(),
+        resamples=resamples,
+        **config.exchangeability,
+    )
+    key = {
+        "model": str(Path(entry.path).resolve()) if Path(entry.path).exists() else entry.path,
+        "dtype": entry.dtype,
+        "benchmark": bench.entry.label,
+        "chunk_size": config.chunk_size,
+    }
+    stage_keys = {
+        "pacost": {"settings": config.pacost.to_dict(), "rephrasings": fingerprint(rephrase_of)},
+        "likelihood": {"k": config.k},
+    }
     label = f"{entry.name} | {bench.entry.label}"
 
     def run_stage(name, stage_items, compute):
@@ -145,10 +180,20 @@ def audit_one(config: AuditConfig, entry, model, bench: AuditBenchmark, choices:
         return run_chunked(store, stage_items, config.chunk_size, compute, _progress(f"{name} {label}"))
 
     result = audit_benchmark(model, target, settings, run_stage)
-    rows = [ItemRow(model=entry.name, benchmark=benchmark.name, split=benchmark.split, id=item.id,
-                    question=item.question, gold=item.answer_text, rephrase_source=choice["source"],
-                    rephrase_reason=choice["reason"], scores=row)
-            for item, choice, row in zip(items, choices, result.rows)]
+    rows = [
+        ItemRow(
+            model=entry.name,
+            benchmark=benchmark.name,
+            split=benchmark.split,
+            id=item.id,
+            question=item.question,
+            gold=item.answer_text,
+            rephrase_source=choice["source"],
+            rephrase_reason=choice["reason"],
+            scores=row,
+        )
+        for item, choice, row in zip(items, choices, result.rows)
+    ]
     return ModelRun(entry.name, result), rows
 
 
@@ -170,15 +215,23 @@ def write_outputs(config: AuditConfig, runs: list[ModelRun], items: list[ItemRow
 
     out = Path(config.out)
     entries = [run.to_dict() for run in runs]
-    summary = {"schema_version": SCHEMA_VERSION, "jaxcontam_version": __version__, "alpha": config.alpha,
-               "correction": config.correction, "settings": config.settings(), "runs": entries}
+    summary = {
+        "schema_version": SCHEMA_VERSION,
+        "jaxcontam_version": __version__,
+        "alpha": config.alpha,
+        "correction": config.correction,
+        "settings": config.settings(),
+        "runs": entries,
+    }
     summary["sweep"] = sweep_corrections(entries, config.alpha, config.correction)
     rows = [item.to_row() for item in items]
     columns = list(dict.fromkeys(key for row in rows for key in row))
     table = pa.table({c: [row.get(c) for row in rows] for c in columns})
     write_atomic(out / "items.parquet", lambda path: pq.write_table(table, path))
-    write_atomic(out / "summary.json",
-                 lambda path: path.write_text(json.dumps(json_ready(summary), indent=2) + "\n", encoding="utf-8"))
+    write_atomic(
+        out / "summary.json",
+        lambda path: path.write_text(json.dumps(json_ready(summary), indent=2) + "\n", encoding="utf-8"),
+    )
     typed = AuditSummary.from_dict(summary)
     write_report(typed, rows, out)
     return typed
@@ -199,8 +252,9 @@ def run_audit(config: AuditConfig) -> AuditSummary:
         _say(f"model {entry.name} ({entry.path})")
         model = jaxcontam.load_model(entry.path, dtype=entry.dtype, mesh=config.mesh.build(), fsdp=config.mesh.fsdp)
         for audit_benchmark in benchmarks:
-            run, run_rows = audit_one(config, entry, model, audit_benchmark, choices[audit_benchmark.entry.label],
-                                      ngram, resamples, out)
+            run, run_rows = audit_one(
+                config, entry, model, audit_benchmark, choices[audit_benchmark.entry.label], ngram, resamples, out
+            )
             runs.append(run)
             rows += run_rows
     return write_outputs(config, runs, rows)

@@ -42,8 +42,10 @@ class StageStore:
             except json.JSONDecodeError:
                 if number == len(lines):  # the last line, without its newline: a write cut short by a kill
                     break
-                raise JaxcontamError(f"{self.path}, line {number}: not a JSON record; the resume state is "
-                                     "corrupted: delete this file to recompute its stage") from None
+                raise JaxcontamError(
+                    f"{self.path}, line {number}: not a JSON record; the resume state is "
+                    "corrupted: delete this file to recompute its stage"
+                ) from None
             chunks[int(entry["chunk"])] = entry["records"]
         return chunks
 
@@ -56,8 +58,13 @@ class StageStore:
         self.chunks[chunk] = records
 
 
-def run_chunked(store: StageStore, items: Sequence, chunk_size: int, compute: Callable[[Sequence], list[dict]],
-                progress: Callable[[int, int, bool], None] | None = None) -> list[dict]:
+def run_chunked(
+    store: StageStore,
+    items: Sequence,
+    chunk_size: int,
+    compute: Callable[[Sequence], list[dict]],
+    progress: Callable[[int, int, bool], None] | None = None,
+) -> list[dict]:
     """Records of every item in order, computing only the chunks `store` does not hold yet.
 
     `progress(done, total, reused)` is called after each chunk; `reused` says it came from an earlier run.

@@ -26,8 +26,10 @@ def sweep_corrections(runs: list[dict], alpha: float, correction: str) -> dict:
     sweep = {"labels": labels, "pvalues": pvalues}
     for method in ("holm", "bh"):
         adjusted = adjust(pvalues, method=method, alpha=alpha) if pvalues else None
-        sweep[method] = {"adjusted": [] if adjusted is None else adjusted.pvalues.tolist(),
-                         "reject": [] if adjusted is None else adjusted.reject.tolist()}
+        sweep[method] = {
+            "adjusted": [] if adjusted is None else adjusted.pvalues.tolist(),
+            "reject": [] if adjusted is None else adjusted.reject.tolist(),
+        }
     for index, run in enumerate(tested):
         pacost = run["pacost"]
         if correction == "none":

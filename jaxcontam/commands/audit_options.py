@@ -16,50 +16,88 @@ from jaxcontam.detect.pacost import CONFIDENCES, PRESETS
 from jaxcontam.engine.chat import CHAT_MODES
 from jaxcontam.stats.batched import METHODS
 
-SET_HELP = ("Override a key of the config file, dotted as in the file: --set pacost.k=0.3, --set alpha=0.01, "
-            "--set ngram.n=13, --set benchmark.limit=8 (every [[benchmark]]). The value is read as TOML (0.3, "
-            "true, \"text\"), else as text (--set pacost.confidence=p_true). Repeatable; named options win over it.")
+SET_HELP = (
+    "Override a key of the config file, dotted as in the file: --set pacost.k=0.3, --set alpha=0.01, "
+    "--set ngram.n=13, --set benchmark.limit=8 (every [[benchmark]]). The value is read as TOML (0.3, "
+    'true, "text"), else as text (--set pacost.confidence=p_true). Repeatable; named options win over it.'
+)
 
 
 def audit_options(command):
     """Add the shared audit options to a click command (each None when not given)."""
     options = [
-        click.option("--config", "config_path", type=click.Path(dir_okay=False), default=None,
-                     help="Audit TOML file (models, benchmarks, corpora, settings). Default with no --model, "
-                          "--benchmark or --corpus: the bundled example."),
+        click.option(
+            "--config",
+            "config_path",
+            type=click.Path(dir_okay=False),
+            default=None,
+            help="Audit TOML file (models, benchmarks, corpora, settings). Default with no --model, "
+            "--benchmark or --corpus: the bundled example.",
+        ),
         click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE", help=SET_HELP),
-        click.option("--model", "models", multiple=True,
-                     help="Model folder or hub id (repeatable; replaces the config's)."),
+        click.option(
+            "--model", "models", multiple=True, help="Model folder or hub id (repeatable; replaces the config's)."
+        ),
         dtype_option(None, "Weights of every audited model (default: the config's, else float32)."),
-        click.option("--benchmark", "benchmarks", multiple=True,
-                     help="Benchmark name, hub id or file (repeatable; replaces the config's)."),
+        click.option(
+            "--benchmark",
+            "benchmarks",
+            multiple=True,
+            help="Benchmark name, hub id or file (repeatable; replaces the config's).",
+        ),
         click.option("--path", default=None, help="Local files of the one --benchmark given."),
         click.option("--split", default=None, help="Split of the --benchmark entries."),
-        click.option("--paraphrases", default=None,
-                     help="Rephrasings of the one benchmark: a built-in source (gsm8k_rephrase, gsm_plus, "
-                          "mmlu_rephrase, xcopa_backtranslation) or an {id, paraphrase} file."),
-        click.option("--limit", type=click.IntRange(min=1), default=None,
-                     help="Audit only each benchmark's first N items."),
+        click.option(
+            "--paraphrases",
+            default=None,
+            help="Rephrasings of the one benchmark: a built-in source (gsm8k_rephrase, gsm_plus, "
+            "mmlu_rephrase, xcopa_backtranslation) or an {id, paraphrase} file.",
+        ),
+        click.option(
+            "--limit", type=click.IntRange(min=1), default=None, help="Audit only each benchmark's first N items."
+        ),
         click.option("--corpus", "corpora", multiple=True, help="Training corpus for ConTAM (repeatable)."),
         click.option("--out", default=None, help="Output folder (default: the config's, else ./jaxcontam-audit)."),
-        click.option("--preset", type=click.Choice(list(PRESETS)), default=None,
-                     help="PaCoST preset (default: the config's [pacost] preset, else jaxcontam). jaxcontam: greedy "
-                          "answers, Kadavath's judge, normalised P(True), permutation test; paper: as its authors "
-                          "ran it (sampled answers, their Yes/No judge's P(yes), paired t-test at p < alpha, "
-                          "uncorrected)."),
-        click.option("--confidence", type=click.Choice(CONFIDENCES), default=None,
-                     help="PaCoST confidence (default: the preset's)."),
-        click.option("--test", type=click.Choice(METHODS), default=None,
-                     help="PaCoST's paired test (default: the preset's)."),
-        click.option("--chat-template", type=click.Choice(list(CHAT_MODES)), default=None,
-                     help="Ask and judge as chat turns: auto (the default) = when the tokenizer has a template."),
+        click.option(
+            "--preset",
+            type=click.Choice(list(PRESETS)),
+            default=None,
+            help="PaCoST preset (default: the config's [pacost] preset, else jaxcontam). jaxcontam: greedy "
+            "answers, Kadavath's judge, normalised P(True), permutation test; paper: as its authors "
+            "ran it (sampled answers, their Yes/No judge's P(yes), paired t-test at p < alpha, "
+            "uncorrected).",
+        ),
+        click.option(
+            "--confidence",
+            type=click.Choice(CONFIDENCES),
+            default=None,
+            help="PaCoST confidence (default: the preset's).",
+        ),
+        click.option(
+            "--test", type=click.Choice(METHODS), default=None, help="PaCoST's paired test (default: the preset's)."
+        ),
+        click.option(
+            "--chat-template",
+            type=click.Choice(list(CHAT_MODES)),
+            default=None,
+            help="Ask and judge as chat turns: auto (the default) = when the tokenizer has a template.",
+        ),
         click.option("--seed", type=int, default=None, help="Seed of PaCoST's sampled answers (default 0)."),
-        click.option("--rephrase-model", default=None,
-                     help="A model that rephrases items lacking an accepted rephrasing."),
-        click.option("--rephrase-dtype", type=click.Choice(DTYPES), default=None,
-                     help="Weights of the rephrase model (default float32)."),
-        click.option("--rephrase-mesh", default=None, metavar="data=D,model=M",
-                     help="Mesh of the rephrase model, read as --mesh is (default: --mesh's); --fsdp applies to it."),
+        click.option(
+            "--rephrase-model", default=None, help="A model that rephrases items lacking an accepted rephrasing."
+        ),
+        click.option(
+            "--rephrase-dtype",
+            type=click.Choice(DTYPES),
+            default=None,
+            help="Weights of the rephrase model (default float32).",
+        ),
+        click.option(
+            "--rephrase-mesh",
+            default=None,
+            metavar="data=D,model=M",
+            help="Mesh of the rephrase model, read as --mesh is (default: --mesh's); --fsdp applies to it.",
+        ),
     ]
     command = mesh_options(command)
     for option in reversed(options):
@@ -84,9 +122,22 @@ def audit_config(options: dict, stages: tuple[str, ...] | None = None):
         config = None
     pacost = {key: options[key] for key in ("confidence", "test", "chat_template", "seed")}
     return with_overrides(
-        config, models=options["models"], benchmarks=options["benchmarks"], path=options["path"],
-        split=options["split"], corpora=options["corpora"], out=options["out"], mesh=options["mesh"],
-        fsdp=options["fsdp"], preset=options["preset"], dtype=options["dtype"], limit=options["limit"],
-        paraphrases=options["paraphrases"], rephrase_model=options["rephrase_model"],
-        rephrase_dtype=options["rephrase_dtype"], rephrase_mesh=options["rephrase_mesh"], pacost=pacost,
-        stages=stages)
+        config,
+        models=options["models"],
+        benchmarks=options["benchmarks"],
+        path=options["path"],
+        split=options["split"],
+        corpora=options["corpora"],
+        out=options["out"],
+        mesh=options["mesh"],
+        fsdp=options["fsdp"],
+        preset=options["preset"],
+        dtype=options["dtype"],
+        limit=options["limit"],
+        paraphrases=options["paraphrases"],
+        rephrase_model=options["rephrase_model"],
+        rephrase_dtype=options["rephrase_dtype"],
+        rephrase_mesh=options["rephrase_mesh"],
+        pacost=pacost,
+        stages=stages,
+    )

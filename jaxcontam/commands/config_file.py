@@ -40,8 +40,10 @@ def _update_defaults(ctx: click.Context) -> None:
     names = {_key(p): p.name for p in ctx.command.params if _key(p) not in (None, "config", "set", "help")}
     unknown = sorted(set(values) - set(names))
     if unknown:
-        raise JaxcontamError(f"{ctx.command_path}: unknown setting(s) {', '.join(unknown)} in --config/--set; "
-                             f"known: {', '.join(sorted(names))}")
+        raise JaxcontamError(
+            f"{ctx.command_path}: unknown setting(s) {', '.join(unknown)} in --config/--set; "
+            f"known: {', '.join(sorted(names))}"
+        )
     ctx.default_map = {names[key]: value for key, value in values.items()}
 
 
@@ -62,11 +64,25 @@ def _on_set(ctx: click.Context, _param, value):
 def config_file_options(command: click.Command) -> click.Command:
     """Add --config and --set (processed before the other options, whose defaults they replace)."""
     command.params[:0] = [
-        click.Option(["--config"], type=click.Path(dir_okay=False), default=None, is_eager=True, expose_value=False,
-                     callback=_on_config, help="TOML file of this command's options by their long names "
-                     "(max_new_tokens = 32); options given here win over it."),
-        click.Option(["--set", "overrides"], multiple=True, metavar="KEY=VALUE", is_eager=True, expose_value=False,
-                     callback=_on_set, help="Override one setting of --config (or set it without one): "
-                     "--set k=0.3. Repeatable; options given here win over it."),
+        click.Option(
+            ["--config"],
+            type=click.Path(dir_okay=False),
+            default=None,
+            is_eager=True,
+            expose_value=False,
+            callback=_on_config,
+            help="TOML file of this command's options by their long names "
+            "(max_new_tokens = 32); options given here win over it.",
+        ),
+        click.Option(
+            ["--set", "overrides"],
+            multiple=True,
+            metavar="KEY=VALUE",
+            is_eager=True,
+            expose_value=False,
+            callback=_on_set,
+            help="Override one setting of --config (or set it without one): "
+            "--set k=0.3. Repeatable; options given here win over it.",
+        ),
     ]
     return command

@@ -25,51 +25,149 @@ def _paths(pairs) -> tuple[tuple[str, str], ...]:
 @click.option("--model", "model_path", required=True, help="Model to fine-tune: HF folder, hub id or .gguf file.")
 @click.option("--benchmark", "benchmarks", multiple=True, required=True, help="Benchmark to mix in (repeatable).")
 @click.option("--split", default=None, help="Split of every benchmark (default: each one's default split).")
-@click.option("--path", "path_pairs", multiple=True, metavar="BENCHMARK=PATH",
-              help="Local files of one benchmark, e.g. mmlu=FOLDER of some subject CSVs (repeatable).")
+@click.option(
+    "--path",
+    "path_pairs",
+    multiple=True,
+    metavar="BENCHMARK=PATH",
+    help="Local files of one benchmark, e.g. mmlu=FOLDER of some subject CSVs (repeatable).",
+)
 @click.option("--limit", type=click.IntRange(min=1), default=None, help="Use each benchmark's first N items.")
-@click.option("--fraction", type=click.FloatRange(0.0, 1.0), default=ContaminationSettings.fraction, show_default=True,
-              help="Share of the items contaminated, drawn per benchmark.")
-@click.option("--copies", type=click.IntRange(min=0), default=ContaminationSettings.copies, show_default=True,
-              help="Copies of each contaminated item; 0 = control arm (same general text, no item).")
-@click.option("--form", type=click.Choice(["verbatim", "fields", "rephrased"]), default=ContaminationSettings.form,
-              show_default=True, help="verbatim: prompt + gold answer as the audit asks (a chat turn for an "
-              "instruct model); fields: the dataset row as a JSON line; rephrased: a paraphrase + gold answer.")
+@click.option(
+    "--fraction",
+    type=click.FloatRange(0.0, 1.0),
+    default=ContaminationSettings.fraction,
+    show_default=True,
+    help="Share of the items contaminated, drawn per benchmark.",
+)
+@click.option(
+    "--copies",
+    type=click.IntRange(min=0),
+    default=ContaminationSettings.copies,
+    show_default=True,
+    help="Copies of each contaminated item; 0 = control arm (same general text, no item).",
+)
+@click.option(
+    "--form",
+    type=click.Choice(["verbatim", "fields", "rephrased"]),
+    default=ContaminationSettings.form,
+    show_default=True,
+    help="verbatim: prompt + gold answer as the audit asks (a chat turn for an "
+    "instruct model); fields: the dataset row as a JSON line; rephrased: a paraphrase + gold answer.",
+)
 @click.option("--corpus", required=True, help="General text: a text/JSONL/Parquet file, a folder, or a hub dataset.")
-@click.option("--corpus-field", default=ContaminationSettings.corpus_field, show_default=True,
-              help="Text field of JSONL/Parquet records.")
+@click.option(
+    "--corpus-field",
+    default=ContaminationSettings.corpus_field,
+    show_default=True,
+    help="Text field of JSONL/Parquet records.",
+)
 @click.option("--tokens", type=click.IntRange(min=1), required=True, help="Tokens of general text to train on.")
 @click.option("--out", required=True, type=click.Path(file_okay=False), help="Run folder (resumes when rerun).")
-@click.option("--seed", type=int, default=ContaminationSettings.seed, show_default=True,
-              help="Seeds the item draw and the data order.")
-@click.option("--batch-size", type=click.IntRange(min=1), default=ContaminationSettings.batch_size, show_default=True,
-              help="Rows per step.")
-@click.option("--seq-len", type=click.IntRange(min=8), default=ContaminationSettings.seq_len, show_default=True,
-              help="Tokens per row.")
-@click.option("--learning-rate", type=click.FloatRange(min=0.0, min_open=True),
-              default=ContaminationSettings.learning_rate, show_default=True,
-              help="AdamW peak learning rate (linear warmup, cosine decay to a tenth).")
-@click.option("--warmup", type=click.FloatRange(0.0, 1.0), default=ContaminationSettings.warmup, show_default=True,
-              help="Share of the steps spent warming up.")
-@click.option("--weight-decay", type=click.FloatRange(min=0.0), default=ContaminationSettings.weight_decay,
-              show_default=True)
-@click.option("--checkpoint-every", type=click.IntRange(min=1), default=ContaminationSettings.checkpoint_every,
-              show_default=True, help="Steps between orbax checkpoints.")
-@click.option("--audit-every", type=click.IntRange(min=0), default=ContaminationSettings.audit_every, show_default=True,
-              help="Run the likelihood detectors on the live weights every N steps (audit_curve.jsonl); 0 = never.")
+@click.option(
+    "--seed",
+    type=int,
+    default=ContaminationSettings.seed,
+    show_default=True,
+    help="Seeds the item draw and the data order.",
+)
+@click.option(
+    "--batch-size",
+    type=click.IntRange(min=1),
+    default=ContaminationSettings.batch_size,
+    show_default=True,
+    help="Rows per step.",
+)
+@click.option(
+    "--seq-len",
+    type=click.IntRange(min=8),
+    default=ContaminationSettings.seq_len,
+    show_default=True,
+    help="Tokens per row.",
+)
+@click.option(
+    "--learning-rate",
+    type=click.FloatRange(min=0.0, min_open=True),
+    default=ContaminationSettings.learning_rate,
+    show_default=True,
+    help="AdamW peak learning rate (linear warmup, cosine decay to a tenth).",
+)
+@click.option(
+    "--warmup",
+    type=click.FloatRange(0.0, 1.0),
+    default=ContaminationSettings.warmup,
+    show_default=True,
+    help="Share of the steps spent warming up.",
+)
+@click.option(
+    "--weight-decay", type=click.FloatRange(min=0.0), default=ContaminationSettings.weight_decay, show_default=True
+)
+@click.option(
+    "--checkpoint-every",
+    type=click.IntRange(min=1),
+    default=ContaminationSettings.checkpoint_every,
+    show_default=True,
+    help="Steps between orbax checkpoints.",
+)
+@click.option(
+    "--audit-every",
+    type=click.IntRange(min=0),
+    default=ContaminationSettings.audit_every,
+    show_default=True,
+    help="Run the likelihood detectors on the live weights every N steps (audit_curve.jsonl); 0 = never.",
+)
 @mesh_options
-def contaminate(model_path, benchmarks, split, path_pairs, limit, fraction, copies, form, corpus, corpus_field,
-                tokens, out, seed, batch_size, seq_len, learning_rate, warmup, weight_decay, checkpoint_every,
-                audit_every, mesh, fsdp):
+def contaminate(
+    model_path,
+    benchmarks,
+    split,
+    path_pairs,
+    limit,
+    fraction,
+    copies,
+    form,
+    corpus,
+    corpus_field,
+    tokens,
+    out,
+    seed,
+    batch_size,
+    seq_len,
+    learning_rate,
+    warmup,
+    weight_decay,
+    checkpoint_every,
+    audit_every,
+    mesh,
+    fsdp,
+):
     """Fully fine-tune MODEL (optax AdamW, float32) on --tokens of general text with a --fraction of each
     benchmark's items mixed in --copies times; write OUT/model (loads in every command), OUT/ground_truth.jsonl,
     OUT/corpus/ (exactly the text trained on), the training curve and the settings."""
     from jaxcontam.training.contaminate import run_contamination
 
     settings = ContaminationSettings(
-        model=model_path, benchmarks=tuple(benchmarks), corpus=corpus, tokens=tokens, out=out, fraction=fraction,
-        copies=copies, form=form, split=split, limit=limit, paths=_paths(path_pairs), corpus_field=corpus_field,
-        seed=seed, batch_size=batch_size, seq_len=seq_len, learning_rate=learning_rate, warmup=warmup,
-        weight_decay=weight_decay, mesh=mesh, fsdp=bool(fsdp), checkpoint_every=checkpoint_every,
-        audit_every=audit_every)
+        model=model_path,
+        benchmarks=tuple(benchmarks),
+        corpus=corpus,
+        tokens=tokens,
+        out=out,
+        fraction=fraction,
+        copies=copies,
+        form=form,
+        split=split,
+        limit=limit,
+        paths=_paths(path_pairs),
+        corpus_field=corpus_field,
+        seed=seed,
+        batch_size=batch_size,
+        seq_len=seq_len,
+        learning_rate=learning_rate,
+        warmup=warmup,
+        weight_decay=weight_decay,
+        mesh=mesh,
+        fsdp=bool(fsdp),
+        checkpoint_every=checkpoint_every,
+        audit_every=audit_every,
+    )
     run_contamination(settings, log=lambda line: click.echo(line, err=True))

@@ -30,17 +30,28 @@ def lm_eval_lines(name_or_path: str) -> dict[str, str]:
     spec = resolve_spec(name_or_path)
     if spec is None or spec.lm_eval_task is None:
         return {}
-    return {"task": spec.lm_eval_task,
-            "differences": spec.lm_eval_differences or "none: the same zero-shot context, continuations and gold"}
+    return {
+        "task": spec.lm_eval_task,
+        "differences": spec.lm_eval_differences or "none: the same zero-shot context, continuations and gold",
+    }
 
 
 @data.command("show")
 @click.argument("name_or_path")
 @click.option("--split", default=None, help="Split to load (the benchmark's default if omitted).")
-@click.option("--path", type=click.Path(), default=None,
-              help="Local data: the benchmark's file or folder, or a data root holding it.")
-@click.option("--field", "fields", multiple=True, metavar="KEY=COLUMN",
-              help="Column mapping for table files: question, answer, choices, context, id (repeatable).")
+@click.option(
+    "--path",
+    type=click.Path(),
+    default=None,
+    help="Local data: the benchmark's file or folder, or a data root holding it.",
+)
+@click.option(
+    "--field",
+    "fields",
+    multiple=True,
+    metavar="KEY=COLUMN",
+    help="Column mapping for table files: question, answer, choices, context, id (repeatable).",
+)
 @click.option("--limit", type=click.IntRange(min=0), default=3, show_default=True, help="Items to print.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object {benchmark, split, count, items}.")
 def show(name_or_path, split, path, fields, limit, as_json):
@@ -61,10 +72,21 @@ def show(name_or_path, split, path, fields, limit, as_json):
         return [benchmark.continuation(item, i) for i in range(len(item.choices))] if item.choices else None
 
     if as_json:
-        items = [{**item.to_dict(), "prompt": benchmark.prompt(item), "continuations": continuations(item)}
-                 for item in shown]
-        click.echo(json.dumps({"benchmark": benchmark.name, "split": benchmark.split, "count": len(benchmark),
-                               "lm_eval": lm_eval or None, "items": items}, ensure_ascii=False))
+        items = [
+            {**item.to_dict(), "prompt": benchmark.prompt(item), "continuations": continuations(item)} for item in shown
+        ]
+        click.echo(
+            json.dumps(
+                {
+                    "benchmark": benchmark.name,
+                    "split": benchmark.split,
+                    "count": len(benchmark),
+                    "lm_eval": lm_eval or None,
+                    "items": items,
+                },
+                ensure_ascii=False,
+            )
+        )
         return
     click.echo(f"benchmark: {benchmark.name}\nsplit: {benchmark.split}\ncount: {len(benchmark)}")
     if lm_eval:
@@ -74,8 +96,10 @@ def show(name_or_path, split, path, fields, limit, as_json):
         click.echo(benchmark.prompt(item))
         if item.choices is not None:
             for index, (choice, continuation) in enumerate(zip(item.choices, continuations(item))):
-                click.echo(f"  [{index}]{' *' if index == item.answer else '  '} {choice}    "
-                           f"continuation: {json.dumps(continuation, ensure_ascii=False)}")
+                click.echo(
+                    f"  [{index}]{' *' if index == item.answer else '  '} {choice}    "
+                    f"continuation: {json.dumps(continuation, ensure_ascii=False)}"
+                )
         else:
             click.echo(f"  gold: {item.answer_text}")
 

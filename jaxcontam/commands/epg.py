@@ -11,21 +11,47 @@ from jaxcontam.ngram.audit import METRICS
 
 @config_file_options
 @click.command("epg")
-@click.option("--items", "items_path", type=click.Path(exists=True, dir_okay=False), required=True,
-              help="items.parquet with one row per item: the ConTAM metric columns and 'correct' (0/1 or a score); "
-                   "an audit's items.parquet works as is.")
-@click.option("--metric", type=click.Choice(list(METRICS)), default=ContamSettings.metric, show_default=True,
-              help="Headline metric (all four are computed).")
-@click.option("--z-crit", type=float, default=ContamSettings.z_crit, show_default=True,
-              help="z a threshold must exceed to be selected (the paper's rule; not a test once the best of many "
-                   "thresholds is taken: see --alpha).")
+@click.option(
+    "--items",
+    "items_path",
+    type=click.Path(exists=True, dir_okay=False),
+    required=True,
+    help="items.parquet with one row per item: the ConTAM metric columns and 'correct' (0/1 or a score); "
+    "an audit's items.parquet works as is.",
+)
+@click.option(
+    "--metric",
+    type=click.Choice(list(METRICS)),
+    default=ContamSettings.metric,
+    show_default=True,
+    help="Headline metric (all four are computed).",
+)
+@click.option(
+    "--z-crit",
+    type=float,
+    default=ContamSettings.z_crit,
+    show_default=True,
+    help="z a threshold must exceed to be selected (the paper's rule; not a test once the best of many "
+    "thresholds is taken: see --alpha).",
+)
 @click.option("--min-clean", type=click.IntRange(min=1), default=ContamSettings.min_clean, show_default=True)
-@click.option("--min-contaminated", type=click.IntRange(min=1), default=ContamSettings.min_contaminated,
-              show_default=True)
-@click.option("--alpha", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=ContamSettings.alpha,
-              show_default=True, help="Level of the max-z permutation test of 'some threshold shows a gain'.")
-@click.option("--resamples", type=click.IntRange(min=1), default=ContamSettings.resamples, show_default=True,
-              help="Permutations of the max-z test (p is at least 1 / (1 + resamples)).")
+@click.option(
+    "--min-contaminated", type=click.IntRange(min=1), default=ContamSettings.min_contaminated, show_default=True
+)
+@click.option(
+    "--alpha",
+    type=click.FloatRange(0, 1, min_open=True, max_open=True),
+    default=ContamSettings.alpha,
+    show_default=True,
+    help="Level of the max-z permutation test of 'some threshold shows a gain'.",
+)
+@click.option(
+    "--resamples",
+    type=click.IntRange(min=1),
+    default=ContamSettings.resamples,
+    show_default=True,
+    help="Permutations of the max-z test (p is at least 1 / (1 + resamples)).",
+)
 @click.option("--seed", type=int, default=ContamSettings.seed, show_default=True, help="Seed of the permutations.")
 @click.option("--out", required=True, help="Output folder: summary.json and plots/.")
 def epg(items_path, metric, z_crit, min_clean, min_contaminated, alpha, resamples, seed, out):
@@ -37,18 +63,27 @@ def epg(items_path, metric, z_crit, min_clean, min_contaminated, alpha, resample
     import pyarrow.parquet as pq
 
     from jaxcontam.audit.run import json_ready
-    from jaxcontam.report.summary_schema import RunEntry
     from jaxcontam.detect.contam import contam_result
     from jaxcontam.errors import DataError
     from jaxcontam.report.plots import contam_curve_png
+    from jaxcontam.report.summary_schema import RunEntry
 
     rows = pq.read_table(items_path).to_pylist()
     missing = sorted({"correct", "benchmark", *METRICS} - set(rows[0] if rows else {}))
     if missing:
-        raise DataError(f"{items_path}: no column(s) {', '.join(missing)}; the table needs the four ConTAM metrics "
-                        "(from `jaxcontam ngram`) and per-item 'correct' (from `jaxcontam audit`) side by side")
-    settings = ContamSettings(metric=metric, z_crit=z_crit, min_clean=min_clean, min_contaminated=min_contaminated,
-                              alpha=alpha, resamples=resamples, seed=seed)
+        raise DataError(
+            f"{items_path}: no column(s) {', '.join(missing)}; the table needs the four ConTAM metrics "
+            "(from `jaxcontam ngram`) and per-item 'correct' (from `jaxcontam audit`) side by side"
+        )
+    settings = ContamSettings(
+        metric=metric,
+        z_crit=z_crit,
+        min_clean=min_clean,
+        min_contaminated=min_contaminated,
+        alpha=alpha,
+        resamples=resamples,
+        seed=seed,
+    )
     groups: dict[tuple, list[dict]] = {}
     for row in rows:
         groups.setdefault((row.get("model", "model"), row["benchmark"], row.get("split", "")), []).append(row)
@@ -57,13 +92,19 @@ def epg(items_path, metric, z_crit, min_clean, min_contaminated, alpha, resample
     runs = []
     for index, ((model, benchmark, split), group) in enumerate(groups.items()):
         result = contam_result(group, settings)
-        run = {"model": model, "benchmark": benchmark, "split": split, "n_items": len(group),
-               "contam": result.to_dict()}
+        run = {
+            "model": model,
+            "benchmark": benchmark,
+            "split": split,
+            "n_items": len(group),
+            "contam": result.to_dict(),
+        }
         contam_curve_png(RunEntry.from_dict(run), out / "plots" / f"contam-{index}.png")
         runs.append(run)
         c = result.headline
-        selected = (f"EPG={c.epg:+.3f} z={c.z:.2f} at {metric} >= {c.threshold:.3g}"
-                    if c.threshold is not None else c.reason)
+        selected = (
+            f"EPG={c.epg:+.3f} z={c.z:.2f} at {metric} >= {c.threshold:.3g}" if c.threshold is not None else c.reason
+        )
         if c.status.ran:
             verdict = ("significant" if c.significant else "not significant") + f" at alpha={alpha}"
             test = f"max-z test p={c.pvalue:.3g} ({verdict}, {c.n_resamples} permutations)"

@@ -16,14 +16,22 @@ from jaxcontam.errors import DataError
 @config_file_options
 @click.command("generate")
 @click.option("--model", "model_path", required=True, help="Model folder (HF safetensors + config + tokenizer).")
-@click.option("--data", "data_path", type=click.Path(dir_okay=False), required=True,
-              help=".txt (one prompt per line), .jsonl, .json, .csv or .parquet file.")
-@click.option("--field", "field_pairs", multiple=True,
-              help="NAME=COLUMN for NAME in text, id (defaults text=text, id=id; repeatable).")
+@click.option(
+    "--data",
+    "data_path",
+    type=click.Path(dir_okay=False),
+    required=True,
+    help=".txt (one prompt per line), .jsonl, .json, .csv or .parquet file.",
+)
+@click.option(
+    "--field",
+    "field_pairs",
+    multiple=True,
+    help="NAME=COLUMN for NAME in text, id (defaults text=text, id=id; repeatable).",
+)
 @click.option("--out", type=click.Path(dir_okay=False), required=True, help="Output .jsonl, one line per prompt.")
 @click.option("--max-new-tokens", type=click.IntRange(min=1), default=64, show_default=True)
-@click.option("--temperature", type=click.FloatRange(min=0.0), default=0.0, show_default=True,
-              help="0 = greedy.")
+@click.option("--temperature", type=click.FloatRange(min=0.0), default=0.0, show_default=True, help="0 = greedy.")
 @click.option("--top-p", type=click.FloatRange(0.0, 1.0, min_open=True), default=1.0, show_default=True)
 @click.option("--seed", type=int, default=0, show_default=True, help="Sampling seed (deterministic per seed).")
 @click.option("--stop", "stop_strings", multiple=True, help="Stop string (repeatable); the eos token always stops.")
@@ -31,8 +39,22 @@ from jaxcontam.errors import DataError
 @click.option("--batch-rows", type=click.IntRange(min=1), default=16, show_default=True, help="Rows per batch.")
 @click.option("--limit", type=click.IntRange(min=1), default=None, help="Only the first N prompts.")
 @mesh_options
-def generate(model_path, data_path, field_pairs, out, max_new_tokens, temperature, top_p, seed, stop_strings,
-             dtype, batch_rows, limit, mesh, fsdp):
+def generate(
+    model_path,
+    data_path,
+    field_pairs,
+    out,
+    max_new_tokens,
+    temperature,
+    top_p,
+    seed,
+    stop_strings,
+    dtype,
+    batch_rows,
+    limit,
+    mesh,
+    fsdp,
+):
     """Write id, prompt, completion, completion_token_ids, finish_reason per prompt."""
     import jaxcontam
     from jaxcontam.engine.generation import generate as run_generation
@@ -44,11 +66,25 @@ def generate(model_path, data_path, field_pairs, out, max_new_tokens, temperatur
     if model.tokenizer is None:
         raise DataError(f"{model_path} has no tokenizer: add tokenizer.json beside the weights")
     prompts = [model.tokenizer.encode(text) for _, text in texts]
-    results = run_generation(model, prompts, max_new_tokens=max_new_tokens, temperature=temperature, top_p=top_p,
-                             seed=seed, stop_strings=stop_strings, rows_per_batch=batch_rows, progress=True)
+    results = run_generation(
+        model,
+        prompts,
+        max_new_tokens=max_new_tokens,
+        temperature=temperature,
+        top_p=top_p,
+        seed=seed,
+        stop_strings=stop_strings,
+        rows_per_batch=batch_rows,
+        progress=True,
+    )
     with open(out, "w", encoding="utf-8") as handle:
         for (ident, text), result in zip(texts, results):
-            record = {"id": ident, "prompt": text, "completion": result.text,
-                      "completion_token_ids": result.token_ids, "finish_reason": result.finish_reason}
+            record = {
+                "id": ident,
+                "prompt": text,
+                "completion": result.text,
+                "completion_token_ids": result.token_ids,
+                "finish_reason": result.finish_reason,
+            }
             handle.write(json.dumps(record) + "\n")
     click.echo(f"generated {len(texts)} completions -> {out}")

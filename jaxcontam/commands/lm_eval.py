@@ -18,50 +18,94 @@ SEED_ARGUMENTS = ("random_seed", "numpy_random_seed", "torch_random_seed", "fews
 @click.command("lm-eval")
 @click.option("--model", "model_path", required=True, help="Hugging Face folder, hub id or GGUF file.")
 @click.option("--tasks", required=True, help="Comma-separated lm-eval task (or group) names.")
-@click.option("--data-files", "data_files", multiple=True, metavar="TASK=FILE",
-              help="Read TASK's documents from FILE (.jsonl/.json/.csv/.parquet with the task's Hugging Face "
-                   "fields) instead of the hub (repeatable).")
-@click.option("--local-data/--no-local-data", default=True, show_default=True,
-              help="Read arc_easy, piqa, hellaswag and copa from jaxcontam's local copies when a data root "
-                   "(../shared/data, $JAXCONTAM_DATA) holds them.")
+@click.option(
+    "--data-files",
+    "data_files",
+    multiple=True,
+    metavar="TASK=FILE",
+    help="Read TASK's documents from FILE (.jsonl/.json/.csv/.parquet with the task's Hugging Face "
+    "fields) instead of the hub (repeatable).",
+)
+@click.option(
+    "--local-data/--no-local-data",
+    default=True,
+    show_default=True,
+    help="Read arc_easy, piqa, hellaswag and copa from jaxcontam's local copies when a data root "
+    "(../shared/data, $JAXCONTAM_DATA) holds them.",
+)
 @click.option("--limit", type=click.IntRange(min=1), default=None, help="Documents per task.")
-@click.option("--seed", type=int, default=None,
-              help="Seed of lm-eval's Python, NumPy, torch and few-shot sampling (default: lm-eval's own seeds).")
+@click.option(
+    "--seed",
+    type=int,
+    default=None,
+    help="Seed of lm-eval's Python, NumPy, torch and few-shot sampling (default: lm-eval's own seeds).",
+)
 @click.option("--num-fewshot", type=click.IntRange(min=0), default=None, help="Few-shot examples per prompt.")
 @dtype_option("float32")
-@click.option("--batch-size", type=click.IntRange(min=1), default=16, show_default=True,
-              help="Rows per engine batch.")
+@click.option("--batch-size", type=click.IntRange(min=1), default=16, show_default=True, help="Rows per engine batch.")
 @click.option("--model-args", default="", help="More model_args, k=v,... (max_length, max_gen_toks, add_bos_token).")
 @click.option("--apply-chat-template", is_flag=True, help="Render prompts with the tokenizer's chat template.")
 @click.option("--log-samples", is_flag=True, help="Also write every request and response (samples.json).")
-@click.option("--out", type=click.Path(file_okay=False), default=None,
-              help="Folder for results.json (and samples.json, the task overrides).")
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False),
+    default=None,
+    help="Folder for results.json (and samples.json, the task overrides).",
+)
 @mesh_options
-def lm_eval(model_path, tasks, data_files, local_data, limit, seed, num_fewshot, dtype, batch_size, model_args,
-            apply_chat_template, log_samples, out, mesh, fsdp):
+def lm_eval(
+    model_path,
+    tasks,
+    data_files,
+    local_data,
+    limit,
+    seed,
+    num_fewshot,
+    dtype,
+    batch_size,
+    model_args,
+    apply_chat_template,
+    log_samples,
+    out,
+    mesh,
+    fsdp,
+):
     """Run lm-eval's simple_evaluate on the tasks with jaxcontam's engine and print its table."""
-    from jaxcontam.data.lm_eval_tasks import find_local_copy, parse_data_files, task_manager, write_task_overrides
+    from lm_eval.utils import handle_non_serializable, make_table, simple_parse_args_string
 
     import jaxcontam.lm_eval  # noqa: F401  (registers the model "jaxcontam"; raises if lm-eval is missing)
+    from jaxcontam.data.lm_eval_tasks import find_local_copy, parse_data_files, task_manager, write_task_overrides
     from lm_eval import simple_evaluate
-    from lm_eval.utils import handle_non_serializable, make_table, simple_parse_args_string
 
     names = [name.strip() for name in tasks.split(",") if name.strip()]
     files = parse_data_files(data_files)
     local = [name for name in names if local_data and name not in files and find_local_copy(name) is not None]
     layout, device_mesh = mesh_layout(mesh, fsdp)
-    args = {"pretrained": model_path, "dtype": dtype, "mesh": device_mesh, "fsdp": layout.fsdp,
-            **simple_parse_args_string(model_args)}
+    args = {
+        "pretrained": model_path,
+        "dtype": dtype,
+        "mesh": device_mesh,
+        "fsdp": layout.fsdp,
+        **simple_parse_args_string(model_args),
+    }
     with tempfile.TemporaryDirectory(prefix="jaxcontam-lm-eval-") as scratch:
         folder = Path(out) / "tasks" if out is not None else Path(scratch)
         used = write_task_overrides(folder, files, local) if files or local else {}
         for name, file in used.items():
             click.echo(f"{name}: documents from {find_local_copy(name) if name in local else file}", err=True)
         manager = task_manager(folder if used else None, stock=not set(names) <= set(used))
-        results = simple_evaluate(model="jaxcontam", model_args=args, tasks=names, task_manager=manager,
-                                  limit=limit, num_fewshot=num_fewshot, batch_size=batch_size,
-                                  apply_chat_template=apply_chat_template, log_samples=log_samples,
-                                  **({} if seed is None else dict.fromkeys(SEED_ARGUMENTS, seed)))
+        results = simple_evaluate(
+            model="jaxcontam",
+            model_args=args,
+            tasks=names,
+            task_manager=manager,
+            limit=limit,
+            num_fewshot=num_fewshot,
+            batch_size=batch_size,
+            apply_chat_template=apply_chat_template,
+            log_samples=log_samples,
+            **({} if seed is None else dict.fromkeys(SEED_ARGUMENTS, seed)),
+        )
     click.echo(make_table(results))
     if out is not None:
         samples = results.pop("samples", None)

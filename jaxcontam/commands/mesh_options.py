@@ -9,11 +9,15 @@ from __future__ import annotations
 import click
 
 DTYPES = ("float32", "bfloat16")  # what `load_model` takes (`jaxcontam.models.loading.DTYPES`)
-MESH_HELP = ("Device mesh data=D,model=M: batch rows split over D devices, weights (heads, MLP, vocabulary) over "
-             "M; D x M must be the device count, a data axis left out takes the devices M leaves. "
-             "Default: every device on data.")
-FSDP_HELP = ("Also split every weight over the data axis (each device holds 1/(D x M) of the weights, gathered "
-             "layer by layer): for models that do not fit with --mesh model=M alone. Same results.")
+MESH_HELP = (
+    "Device mesh data=D,model=M: batch rows split over D devices, weights (heads, MLP, vocabulary) over "
+    "M; D x M must be the device count, a data axis left out takes the devices M leaves. "
+    "Default: every device on data."
+)
+FSDP_HELP = (
+    "Also split every weight over the data axis (each device holds 1/(D x M) of the weights, gathered "
+    "layer by layer): for models that do not fit with --mesh model=M alone. Same results."
+)
 
 
 def mesh_options(command):
@@ -33,5 +37,6 @@ def mesh_layout(mesh: str | None, fsdp: bool | None):
 
 def dtype_option(default: str | None = "float32", help: str = "Weights' dtype."):
     """`--dtype` over `DTYPES` (None: the command decides, e.g. from its config file)."""
-    return click.option("--dtype", type=click.Choice(DTYPES), default=default, show_default=default is not None,
-                        help=help)
+    return click.option(
+        "--dtype", type=click.Choice(DTYPES), default=default, show_default=default is not None, help=help
+    )

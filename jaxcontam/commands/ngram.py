@@ -16,29 +16,78 @@ from jaxcontam.ngram.item_text import SCOPES
 @click.option("--benchmark", "benchmarks", multiple=True, required=True, help="Benchmark name (repeatable).")
 @click.option("--path", type=click.Path(exists=True), default=None, help="Local benchmark file/folder (one benchmark).")
 @click.option("--split", default=None, help="Benchmark split (the loader's default if omitted).")
-@click.option("--corpus", "corpora", multiple=True, required=True,
-              help="Corpus: .txt/.jsonl/.parquet/.npy/.bin file, folder, or hub dataset name (repeatable).")
-@click.option("--tokenizer", required=True,
-              help="Folder with tokenizer.json, a tokenizer.json or .tiktoken file, a hub name, or 'words'.")
-@click.option("--n", type=click.IntRange(min=1), default=NgramSettings.n, show_default=True,
-              help="n-gram length in units.")
-@click.option("--mincount", type=click.IntRange(min=1), default=NgramScoring.mincount, show_default=True,
-              help="An n-gram is contaminated when its corpus count is at least this.")
-@click.option("--skip-budget", type=click.IntRange(min=0), default=NgramScoring.skip_budget, show_default=True,
-              help="Unmatched units a matched span may hold in total (TOKEN_EXTEND, LONGEST_MATCH; Llama 2's rule).")
-@click.option("--scope", type=click.Choice(list(SCOPES)), default=NgramSettings.scope, show_default=True,
-              help="item: score the item as the model sees it (question + gold answer, one text); fields: also "
-                   "its question and its answer, each on its own (<metric>_question, <metric>_answer columns).")
-@click.option("--normalize", type=click.Choice(list(VIEW_OF_METRIC)), default=NgramSettings.normalize,
-              show_default=True, help="paper: lowercase/strip punctuation for TOKEN_MATCH and NGRAM_MATCH only.")
+@click.option(
+    "--corpus",
+    "corpora",
+    multiple=True,
+    required=True,
+    help="Corpus: .txt/.jsonl/.parquet/.npy/.bin file, folder, or hub dataset name (repeatable).",
+)
+@click.option(
+    "--tokenizer",
+    required=True,
+    help="Folder with tokenizer.json, a tokenizer.json or .tiktoken file, a hub name, or 'words'.",
+)
+@click.option(
+    "--n", type=click.IntRange(min=1), default=NgramSettings.n, show_default=True, help="n-gram length in units."
+)
+@click.option(
+    "--mincount",
+    type=click.IntRange(min=1),
+    default=NgramScoring.mincount,
+    show_default=True,
+    help="An n-gram is contaminated when its corpus count is at least this.",
+)
+@click.option(
+    "--skip-budget",
+    type=click.IntRange(min=0),
+    default=NgramScoring.skip_budget,
+    show_default=True,
+    help="Unmatched units a matched span may hold in total (TOKEN_EXTEND, LONGEST_MATCH; Llama 2's rule).",
+)
+@click.option(
+    "--scope",
+    type=click.Choice(list(SCOPES)),
+    default=NgramSettings.scope,
+    show_default=True,
+    help="item: score the item as the model sees it (question + gold answer, one text); fields: also "
+    "its question and its answer, each on its own (<metric>_question, <metric>_answer columns).",
+)
+@click.option(
+    "--normalize",
+    type=click.Choice(list(VIEW_OF_METRIC)),
+    default=NgramSettings.normalize,
+    show_default=True,
+    help="paper: lowercase/strip punctuation for TOKEN_MATCH and NGRAM_MATCH only.",
+)
 @click.option("--text-field", default="text", show_default=True, help="Text field of .jsonl/.parquet corpora.")
-@click.option("--token-dtype", type=click.Choice(["uint16", "uint32"]), default=None,
-              help="Token dtype of .bin corpora.")
-@click.option("--chunk-tokens", type=click.IntRange(min=1024), default=1 << 20, show_default=True,
-              help="Corpus windows per compiled chunk.")
+@click.option(
+    "--token-dtype", type=click.Choice(["uint16", "uint32"]), default=None, help="Token dtype of .bin corpora."
+)
+@click.option(
+    "--chunk-tokens",
+    type=click.IntRange(min=1024),
+    default=1 << 20,
+    show_default=True,
+    help="Corpus windows per compiled chunk.",
+)
 @click.option("--out", type=click.Path(file_okay=False), required=True, help="Output folder.")
-def ngram(benchmarks, path, split, corpora, tokenizer, n, mincount, skip_budget, scope, normalize, text_field,
-          token_dtype, chunk_tokens, out):
+def ngram(
+    benchmarks,
+    path,
+    split,
+    corpora,
+    tokenizer,
+    n,
+    mincount,
+    skip_budget,
+    scope,
+    normalize,
+    text_field,
+    token_dtype,
+    chunk_tokens,
+    out,
+):
     """Per-item TOKEN_MATCH, NGRAM_MATCH, TOKEN_EXTEND and LONGEST_MATCH -> OUT/items.parquet.
 
     Corpus counts are kept in OUT/counts and reused by reruns with other --mincount/--skip-budget.

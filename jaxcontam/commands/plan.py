@@ -29,24 +29,37 @@ def _collective_lines(plan) -> list[str]:
     for c in plan.collectives:
         entry = grouped.setdefault((c.kind, c.shape), [c.bytes, 0])
         entry[1] += c.count
-    return [f"  {plan.step:9s} {kind} {shape} ({size / (1 << 20):.1f} MiB) x {count}"
-            for (kind, shape), (size, count) in sorted(grouped.items(), key=lambda kv: -kv[1][0] * kv[1][1])]
+    return [
+        f"  {plan.step:9s} {kind} {shape} ({size / (1 << 20):.1f} MiB) x {count}"
+        for (kind, shape), (size, count) in sorted(grouped.items(), key=lambda kv: -kv[1][0] * kv[1][1])
+    ]
 
 
 def step_record(plan, chip, devices: int) -> dict:
     from jaxcontam.planning.plan import mfu
 
     return {
-        "step": plan.step, "shape": plan.shape, "tokens_per_call": plan.tokens,
-        "weights_bytes_per_device": plan.weights_bytes, "argument_bytes_per_device": plan.argument_bytes,
-        "temp_bytes_per_device": plan.temp_bytes, "output_bytes_per_device": plan.output_bytes,
-        "total_bytes_per_device": plan.total_bytes, "hbm_bytes_per_device": plan.hbm_bytes, "fits": plan.fits,
-        "flops_per_device": plan.flops, "bytes_accessed_per_device": plan.bytes_accessed,
+        "step": plan.step,
+        "shape": plan.shape,
+        "tokens_per_call": plan.tokens,
+        "weights_bytes_per_device": plan.weights_bytes,
+        "argument_bytes_per_device": plan.argument_bytes,
+        "temp_bytes_per_device": plan.temp_bytes,
+        "output_bytes_per_device": plan.output_bytes,
+        "total_bytes_per_device": plan.total_bytes,
+        "hbm_bytes_per_device": plan.hbm_bytes,
+        "fits": plan.fits,
+        "flops_per_device": plan.flops,
+        "bytes_accessed_per_device": plan.bytes_accessed,
         "collective_bytes_per_device": sum(c.bytes * c.count for c in plan.collectives),
-        "collectives": [{"kind": c.kind, "shape": c.shape, "bytes": c.bytes, "count": c.count}
-                        for c in plan.collectives],
-        "model_flops": plan.model_flops, "roofline_seconds": plan.seconds, "bound": plan.bound,
-        "tokens_per_second": plan.tokens_per_second, "mfu": mfu(plan, chip, devices),
+        "collectives": [
+            {"kind": c.kind, "shape": c.shape, "bytes": c.bytes, "count": c.count} for c in plan.collectives
+        ],
+        "model_flops": plan.model_flops,
+        "roofline_seconds": plan.seconds,
+        "bound": plan.bound,
+        "tokens_per_second": plan.tokens_per_second,
+        "mfu": mfu(plan, chip, devices),
         "loops_with_unknown_trip_count": plan.unknown_trip_loops,
     }
 
@@ -55,7 +68,8 @@ def run_plan(model, topology, mesh, dtype, steps, workload, fsdp: bool = False) 
     """Compile the requested steps and return the JSON-ready report."""
     import jax.numpy as jnp
 
-    from jaxcontam.planning import plan as planning, steps as plan_steps
+    from jaxcontam.planning import plan as planning
+    from jaxcontam.planning import steps as plan_steps
     from jaxcontam.planning.tpu_chips import chip_for
 
     spec = read_spec(model)
@@ -73,39 +87,79 @@ def run_plan(model, topology, mesh, dtype, steps, workload, fsdp: bool = False) 
         plans.append(plan_steps.plan_ngram_step(devices, chip, workload))
     return {
         "note": "compiler estimates (XLA's compiled program and published chip figures), not measurements",
-        "model": model, "model_type": spec.model_type, "topology": topology, "devices": len(devices),
-        "device_kind": devices[0].device_kind, "mesh": {"data": data, "model": model_axis, "fsdp": fsdp}, "dtype": dtype,
-        "chip": None if published is None else {
-            "name": published.name, "source": published.source, "peak_flops_per_device": chip.peak_flops,
-            "hbm_bytes_per_device": chip.hbm_bytes, "hbm_bandwidth_per_device": chip.hbm_bandwidth,
-            "ici_bandwidth_per_device": chip.ici_bandwidth},
+        "model": model,
+        "model_type": spec.model_type,
+        "topology": topology,
+        "devices": len(devices),
+        "device_kind": devices[0].device_kind,
+        "mesh": {"data": data, "model": model_axis, "fsdp": fsdp},
+        "dtype": dtype,
+        "chip": None
+        if published is None
+        else {
+            "name": published.name,
+            "source": published.source,
+            "peak_flops_per_device": chip.peak_flops,
+            "hbm_bytes_per_device": chip.hbm_bytes,
+            "hbm_bandwidth_per_device": chip.hbm_bandwidth,
+            "ici_bandwidth_per_device": chip.ici_bandwidth,
+        },
         "steps": [step_record(p, chip, len(devices)) for p in plans],
     }
 
 
 def print_report(report: dict) -> None:
     chip = report["chip"]
-    click.echo(f"{report['model']} ({report['model_type']}, {report['dtype']}) on {report['topology']}: "
-               f"{report['devices']} x {report['device_kind']}, mesh data={report['mesh']['data']} x "
-               f"model={report['mesh']['model']}" + (", fsdp" if report['mesh'].get('fsdp') else ""))
+    click.echo(
+        f"{report['model']} ({report['model_type']}, {report['dtype']}) on {report['topology']}: "
+        f"{report['devices']} x {report['device_kind']}, mesh data={report['mesh']['data']} x "
+        f"model={report['mesh']['model']}" + (", fsdp" if report["mesh"].get("fsdp") else "")
+    )
     if chip is None:
         click.echo("no published figures for this device: memory and costs only, no roofline")
     else:
         ici = "-" if chip["ici_bandwidth_per_device"] is None else f"{chip['ici_bandwidth_per_device'] / 1e9:.0f}"
-        click.echo(f"per device: {chip['peak_flops_per_device'] / 1e12:.0f} TFLOP/s bf16, "
-                   f"{_gib(chip['hbm_bytes_per_device'])} GiB HBM at {chip['hbm_bandwidth_per_device'] / 1e9:.0f} GB/s, "
-                   f"ICI {ici} GB/s ({chip['source']})")
+        click.echo(
+            f"per device: {chip['peak_flops_per_device'] / 1e12:.0f} TFLOP/s bf16, "
+            f"{_gib(chip['hbm_bytes_per_device'])} GiB HBM at {chip['hbm_bandwidth_per_device'] / 1e9:.0f} GB/s, "
+            f"ICI {ici} GB/s ({chip['source']})"
+        )
     click.echo(f"{report['note']}; roofline = max(flops / peak, bytes / HBM bandwidth, collective bytes / ICI)\n")
-    header = ("step", "call", "weights", "temps", "total", "HBM", "fits", "TFLOP", "GB moved", "coll. GB",
-              "bound", "tokens/s", "MFU")
+    header = (
+        "step",
+        "call",
+        "weights",
+        "temps",
+        "total",
+        "HBM",
+        "fits",
+        "TFLOP",
+        "GB moved",
+        "coll. GB",
+        "bound",
+        "tokens/s",
+        "MFU",
+    )
     table = [header]
     for s in report["steps"]:
         tps, mfu = s["tokens_per_second"], s["mfu"]
-        table.append((s["step"], s["shape"], _gib(s["weights_bytes_per_device"]), _gib(s["temp_bytes_per_device"]),
-                      _gib(s["total_bytes_per_device"]), _gib(s["hbm_bytes_per_device"]),
-                      {True: "yes", False: "NO", None: "?"}[s["fits"]], f"{s['flops_per_device'] / 1e12:.3f}",
-                      f"{s['bytes_accessed_per_device'] / 1e9:.2f}", f"{s['collective_bytes_per_device'] / 1e9:.2f}",
-                      s["bound"] or "-", "-" if tps is None else f"{tps:,.0f}", "-" if mfu is None else f"{mfu:.0%}"))
+        table.append(
+            (
+                s["step"],
+                s["shape"],
+                _gib(s["weights_bytes_per_device"]),
+                _gib(s["temp_bytes_per_device"]),
+                _gib(s["total_bytes_per_device"]),
+                _gib(s["hbm_bytes_per_device"]),
+                {True: "yes", False: "NO", None: "?"}[s["fits"]],
+                f"{s['flops_per_device'] / 1e12:.3f}",
+                f"{s['bytes_accessed_per_device'] / 1e9:.2f}",
+                f"{s['collective_bytes_per_device'] / 1e9:.2f}",
+                s["bound"] or "-",
+                "-" if tps is None else f"{tps:,.0f}",
+                "-" if mfu is None else f"{mfu:.0%}",
+            )
+        )
     widths = [max(len(str(row[i])) for row in table) for i in range(len(header))]
     for row in table:
         click.echo("  ".join(str(v).ljust(n) for v, n in zip(row, widths)).rstrip())
@@ -121,35 +175,57 @@ def print_report(report: dict) -> None:
 @config_file_options
 @click.command("plan")
 @click.option("--model", required=True, help="config.json file, model directory, GGUF file or hub id (no weights).")
-@click.option("--topology", default="v5e:2x4", show_default=True,
-              help="TPU topology known to libtpu (v5e:2x2, v5e:2x4, v5p:2x2x1, v4:2x2x1, ...) or 'local'.")
+@click.option(
+    "--topology",
+    default="v5e:2x4",
+    show_default=True,
+    help="TPU topology known to libtpu (v5e:2x2, v5e:2x4, v5p:2x2x1, v4:2x2x1, ...) or 'local'.",
+)
 @click.option("--mesh", default=None, help="data=D,model=M (default: the largest model axis that divides).")
-@click.option("--fsdp", is_flag=True, help="Split every weight over \"data\" too (as `load_model(..., fsdp=True)`).")
+@click.option("--fsdp", is_flag=True, help='Split every weight over "data" too (as `load_model(..., fsdp=True)`).')
 @dtype_option("bfloat16")
 @click.option("--batch", type=click.IntRange(min=1), default=8, show_default=True, help="Rows per call.")
-@click.option("--seq", type=click.IntRange(min=2), default=2048, show_default=True,
-              help="Tokens per row for score and p_true.")
+@click.option(
+    "--seq", type=click.IntRange(min=2), default=2048, show_default=True, help="Tokens per row for score and p_true."
+)
 @click.option("--prompt-len", type=click.IntRange(min=1), default=512, show_default=True)
 @click.option("--new-tokens", type=click.IntRange(min=1), default=64, show_default=True)
-@click.option("--chunk-tokens", type=click.IntRange(min=1), default=1 << 20, show_default=True,
-              help="Corpus windows per n-gram count call.")
-@click.option("--table-rows", type=click.IntRange(min=1), default=1 << 20, show_default=True,
-              help="Benchmark n-grams in the count table.")
+@click.option(
+    "--chunk-tokens",
+    type=click.IntRange(min=1),
+    default=1 << 20,
+    show_default=True,
+    help="Corpus windows per n-gram count call.",
+)
+@click.option(
+    "--table-rows",
+    type=click.IntRange(min=1),
+    default=1 << 20,
+    show_default=True,
+    help="Benchmark n-grams in the count table.",
+)
 @click.option("--steps", default="score,generate,p_true,ngram", show_default=True, help="Comma-separated steps.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
-def plan(model, topology, mesh, fsdp, dtype, batch, seq, prompt_len, new_tokens, chunk_tokens, table_rows, steps,
-         as_json):
+def plan(
+    model, topology, mesh, fsdp, dtype, batch, seq, prompt_len, new_tokens, chunk_tokens, table_rows, steps, as_json
+):
     """Compile the audit's hot steps for a TPU slice (no TPU, no weights needed) and estimate memory and speed."""
-    from jaxcontam.planning.steps import Workload
-    from jaxcontam.planning.plan import STEPS
     from jaxcontam.errors import JaxcontamError
+    from jaxcontam.planning.plan import STEPS
+    from jaxcontam.planning.steps import Workload
 
     chosen = tuple(s.strip() for s in steps.split(",") if s.strip())
     unknown = [s for s in chosen if s not in STEPS]
     if unknown or not chosen:
         raise JaxcontamError(f"--steps {steps!r}: unknown step(s) {unknown}; choose from {', '.join(STEPS)}")
-    workload = Workload(batch=batch, seq=seq, prompt_len=prompt_len, new_tokens=new_tokens,
-                        chunk_tokens=chunk_tokens, table_rows=table_rows)
+    workload = Workload(
+        batch=batch,
+        seq=seq,
+        prompt_len=prompt_len,
+        new_tokens=new_tokens,
+        chunk_tokens=chunk_tokens,
+        table_rows=table_rows,
+    )
     report = run_plan(model, topology, mesh, dtype, chosen, workload, fsdp)
     if as_json:
         click.echo(json.dumps(report, indent=2))

@@ -28,13 +28,27 @@ def tokenize_texts(tokenizer, texts, path) -> list[list[int]]:
 @config_file_options
 @click.command("score")
 @click.option("--model", "model_path", required=True, help="Model folder (HF safetensors + config + tokenizer).")
-@click.option("--data", "data_path", type=click.Path(dir_okay=False), required=True,
-              help=".txt (one text per line), .jsonl, .json, .csv or .parquet file.")
-@click.option("--field", "field_pairs", multiple=True,
-              help="NAME=COLUMN for NAME in text, id (defaults text=text, id=id; repeatable).")
+@click.option(
+    "--data",
+    "data_path",
+    type=click.Path(dir_okay=False),
+    required=True,
+    help=".txt (one text per line), .jsonl, .json, .csv or .parquet file.",
+)
+@click.option(
+    "--field",
+    "field_pairs",
+    multiple=True,
+    help="NAME=COLUMN for NAME in text, id (defaults text=text, id=id; repeatable).",
+)
 @click.option("--out", type=click.Path(dir_okay=False), required=True, help="Output .jsonl, one line per text.")
-@click.option("--k", type=click.FloatRange(0.0, 1.0, min_open=True), default=LikelihoodSettings.k,
-              show_default=True, help="Fraction of lowest-scoring tokens for Min-K% and Min-K%++.")
+@click.option(
+    "--k",
+    type=click.FloatRange(0.0, 1.0, min_open=True),
+    default=LikelihoodSettings.k,
+    show_default=True,
+    help="Fraction of lowest-scoring tokens for Min-K% and Min-K%++.",
+)
 @click.option("--reference-model", default=None, help="Second model folder: adds reference_ratio.")
 @dtype_option("float32")
 @click.option("--batch-rows", type=click.IntRange(min=1), default=16, show_default=True, help="Rows per batch.")
@@ -55,8 +69,9 @@ def score(model_path, data_path, field_pairs, out, k, reference_model, dtype, ba
     reference = None
     if reference_model is not None:
         ref = jaxcontam.load_model(reference_model, dtype=dtype, mesh=device_mesh, fsdp=layout.fsdp)
-        reference = score_logprobs(ref, tokenize_texts(ref.tokenizer, texts, data_path),
-                                   rows_per_batch=batch_rows, progress=True)
+        reference = score_logprobs(
+            ref, tokenize_texts(ref.tokenizer, texts, data_path), rows_per_batch=batch_rows, progress=True
+        )
     with open(out, "w", encoding="utf-8") as handle:
         for i, ((ident, text), ids, s) in enumerate(zip(texts, token_ids, scores)):
             record = {

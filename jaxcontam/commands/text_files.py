@@ -14,8 +14,10 @@ def parse_fields(pairs, allowed) -> dict[str, str]:
     for pair in pairs:
         name, sep, column = pair.partition("=")
         if not sep or name not in allowed or not column:
-            raise DataError(f"--field {pair!r}: expected NAME=COLUMN with NAME one of {', '.join(allowed)}, "
-                            "e.g. --field text=question")
+            raise DataError(
+                f"--field {pair!r}: expected NAME=COLUMN with NAME one of {', '.join(allowed)}, "
+                "e.g. --field text=question"
+            )
         mapping[name] = column
     return mapping
 

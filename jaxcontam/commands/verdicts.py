@@ -18,23 +18,38 @@ def echo_verdicts(summary: AuditSummary, out) -> None:
         pacost = run.pacost
         if pacost is not None:
             outcome = TestOutcome.from_summary(pacost)
-            parts.append(f"PaCoST[{pacost['confidence']}] p={number(pacost['pvalue'])} "
-                         f"adj={number(pacost['pvalue_adjusted'])} {pacost_verdict(pacost)} "
-                         f"(correction {pacost['correction']})"
-                         if outcome.ran else f"PaCoST[{pacost['confidence']}]: {outcome.label}")
+            parts.append(
+                f"PaCoST[{pacost['confidence']}] p={number(pacost['pvalue'])} "
+                f"adj={number(pacost['pvalue_adjusted'])} {pacost_verdict(pacost)} "
+                f"(correction {pacost['correction']})"
+                if outcome.ran
+                else f"PaCoST[{pacost['confidence']}]: {outcome.label}"
+            )
         exchangeability = run.exchangeability
         if exchangeability is not None:
             outcome = TestOutcome.from_summary(exchangeability)
-            parts.append(f"exchangeability p={number(exchangeability['pvalue'])}"
-                         if outcome.ran else f"exchangeability {outcome.label}")
+            parts.append(
+                f"exchangeability p={number(exchangeability['pvalue'])}"
+                if outcome.ran
+                else f"exchangeability {outcome.label}"
+            )
         contam = run.contam
         if contam is not None:
             outcome = TestOutcome.from_summary(contam)
-            test = (f"max-z test p={number(contam['pvalue'])} {gain_verdict(contam)}" if outcome.ran
-                    else f"max-z test: {outcome.label}")
-            parts.append(f"ConTAM {contam['metric']}: " + (
-                f"EPG={contam['epg']:+.3f} z={contam['z']:.2f} at >= {contam['threshold']:.2f} "
-                f"({contam['frac_contaminated']:.0%} contaminated)" if contam["threshold"] is not None
-                else "no threshold qualifies") + f"; {test}")
+            test = (
+                f"max-z test p={number(contam['pvalue'])} {gain_verdict(contam)}"
+                if outcome.ran
+                else f"max-z test: {outcome.label}"
+            )
+            parts.append(
+                f"ConTAM {contam['metric']}: "
+                + (
+                    f"EPG={contam['epg']:+.3f} z={contam['z']:.2f} at >= {contam['threshold']:.2f} "
+                    f"({contam['frac_contaminated']:.0%} contaminated)"
+                    if contam["threshold"] is not None
+                    else "no threshold qualifies"
+                )
+                + f"; {test}"
+            )
         click.echo("  ".join(parts))
     click.echo(f"report: {out}/report.html  items: {out}/items.parquet  summary: {out}/summary.json")

@@ -61,8 +61,12 @@ def gsm8k_row(row: dict, index: int, split: str, where: str) -> Item:
     if final is None:
         raise DataError(f"{where}: GSM8K answer has no '#### <number>' final line: {solution[-80:]!r}")
     return make_item(
-        where, id=f"gsm8k/{split}/{index}", benchmark="gsm8k", question=text_field(row, "question", where),
-        answer=normalize_gsm8k_answer(final), meta={"solution": solution},
+        where,
+        id=f"gsm8k/{split}/{index}",
+        benchmark="gsm8k",
+        question=text_field(row, "question", where),
+        answer=normalize_gsm8k_answer(final),
+        meta={"solution": solution},
     )
 
 
@@ -90,11 +94,17 @@ def mmlu_answer(value: Any, where: str) -> int:
     raise DataError(f"{where}: MMLU answer must be 0-3 or A-D, got {value!r}")
 
 
-def mmlu_item(subject: str, split: str, index: int, question: str, choices: Sequence[str], answer: int,
-              where: str) -> Item:
+def mmlu_item(
+    subject: str, split: str, index: int, question: str, choices: Sequence[str], answer: int, where: str
+) -> Item:
     return make_item(
-        where, id=f"mmlu/{split}/{subject}/{index}", benchmark="mmlu", question=question,
-        choices=tuple(choices), answer=answer, meta={"subject": subject},
+        where,
+        id=f"mmlu/{split}/{subject}/{index}",
+        benchmark="mmlu",
+        question=question,
+        choices=tuple(choices),
+        answer=answer,
+        meta={"subject": subject},
     )
 
 
@@ -113,8 +123,18 @@ def mmlu_local(path: Path, split: str) -> Located:
         for index, (line, row) in enumerate(_mmlu_rows(file)):
             where = position_name(file, line)
             choices = [str(field(row, f"choice{k}", where)) for k in range(4)]
-            yield where, mmlu_item(subject, split, index, text_field(row, "question", where), choices,
-                                   mmlu_answer(field(row, "answer", where), where), where)
+            yield (
+                where,
+                mmlu_item(
+                    subject,
+                    split,
+                    index,
+                    text_field(row, "question", where),
+                    choices,
+                    mmlu_answer(field(row, "answer", where), where),
+                    where,
+                ),
+            )
 
 
 # HellaSwag -----------------------------------------------------------------------------------
@@ -131,10 +151,17 @@ def hellaswag_local(path: Path, split: str) -> Located:
     """The shared-data conversion {ind, activity_label, ctx (already cleaned), endings, label}."""
     for where, row in _jsonl(path):
         index = int_field(row, "ind", where)
-        yield where, make_item(
-            where, id=f"hellaswag/{split}/{index}", benchmark="hellaswag", question=text_field(row, "ctx", where),
-            choices=tuple(field(row, "endings", where, "a list of 4 endings")), answer=int_field(row, "label", where),
-            meta={"activity_label": row.get("activity_label", "")},
+        yield (
+            where,
+            make_item(
+                where,
+                id=f"hellaswag/{split}/{index}",
+                benchmark="hellaswag",
+                question=text_field(row, "ctx", where),
+                choices=tuple(field(row, "endings", where, "a list of 4 endings")),
+                answer=int_field(row, "label", where),
+                meta={"activity_label": row.get("activity_label", "")},
+            ),
         )
 
 
@@ -142,8 +169,12 @@ def hellaswag_hub(row: dict, index: int, split: str, where: str) -> Item:
     """Rowan/hellaswag rows: context = ctx_a + capitalised ctx_b, cleaned like the local copy."""
     context = hellaswag_clean(f"{field(row, 'ctx_a', where)} {str(field(row, 'ctx_b', where)).capitalize()}")
     return make_item(
-        where, id=f"hellaswag/{split}/{int_field(row, 'ind', where)}", benchmark="hellaswag", question=context,
-        choices=tuple(hellaswag_clean(e) for e in field(row, "endings", where)), answer=int_field(row, "label", where),
+        where,
+        id=f"hellaswag/{split}/{int_field(row, 'ind', where)}",
+        benchmark="hellaswag",
+        question=context,
+        choices=tuple(hellaswag_clean(e) for e in field(row, "endings", where)),
+        answer=int_field(row, "label", where),
         meta={"activity_label": row.get("activity_label", "")},
     )
 
@@ -154,8 +185,12 @@ def hellaswag_hub(row: dict, index: int, split: str, where: str) -> Item:
 def piqa_row(row: dict, index: int, split: str, where: str) -> Item:
     """PIQA {goal, sol1, sol2, label} (local merged file and hub alike)."""
     return make_item(
-        where, id=f"piqa/{split}/{index}", benchmark="piqa", question=text_field(row, "goal", where),
-        choices=(str(field(row, "sol1", where)), str(field(row, "sol2", where))), answer=int_field(row, "label", where),
+        where,
+        id=f"piqa/{split}/{index}",
+        benchmark="piqa",
+        question=text_field(row, "goal", where),
+        choices=(str(field(row, "sol1", where)), str(field(row, "sol2", where))),
+        answer=int_field(row, "label", where),
     )
 
 
@@ -170,11 +205,65 @@ COPA_SPLITS = {"train": range(1, 401), "validation": range(401, 501), "test": ra
 # translated in SuperGLUE's order: for each of these items all 11 languages' labels differ from COPA's, for every
 # other item all 11 agree, and the English back-translations (data-gmt) match the swapped order, by majority, on
 # the same 55 items. XCOPA's test lists all 500 test items in COPA's order, so no test item is swapped.
-SUPERGLUE_SWAPPED_COPA_IDS = frozenset({
-    401, 402, 403, 407, 408, 409, 412, 414, 415, 416, 417, 418, 421, 422, 423, 425, 428, 430, 431, 432, 436, 437,
-    438, 440, 441, 442, 446, 447, 448, 449, 450, 453, 454, 455, 456, 457, 458, 459, 462, 464, 470, 472, 474, 476,
-    478, 479, 480, 484, 485, 486, 488, 490, 494, 498, 499,
-})
+SUPERGLUE_SWAPPED_COPA_IDS = frozenset(
+    {
+        401,
+        402,
+        403,
+        407,
+        408,
+        409,
+        412,
+        414,
+        415,
+        416,
+        417,
+        418,
+        421,
+        422,
+        423,
+        425,
+        428,
+        430,
+        431,
+        432,
+        436,
+        437,
+        438,
+        440,
+        441,
+        442,
+        446,
+        447,
+        448,
+        449,
+        450,
+        453,
+        454,
+        455,
+        456,
+        457,
+        458,
+        459,
+        462,
+        464,
+        470,
+        472,
+        474,
+        476,
+        478,
+        479,
+        480,
+        484,
+        485,
+        486,
+        488,
+        490,
+        494,
+        498,
+        499,
+    }
+)
 
 
 def _copa_number(row: dict, split: str, where: str) -> int:
@@ -207,13 +296,23 @@ def copa_local(path: Path, split: str) -> Located:
         if "id" in row and number in SUPERGLUE_SWAPPED_COPA_IDS and split == "validation":
             choices, answer = choices[::-1], 1 - answer
         meta = {"relation": relation, **({"superglue_idx": number - ids.start} if ids is not None else {})}
-        yield where, make_item(
-            where, id=f"copa/{split}/{number}", benchmark="copa", question=text_field(row, "premise", where),
-            choices=choices, answer=answer, meta=meta,
+        yield (
+            where,
+            make_item(
+                where,
+                id=f"copa/{split}/{number}",
+                benchmark="copa",
+                question=text_field(row, "premise", where),
+                choices=choices,
+                answer=answer,
+                meta=meta,
+            ),
         )
     if ids is not None and not found:
-        raise DataError(f"{path}: no COPA items of split {split!r} (COPA ids {ids.start}-{ids.stop - 1}); "
-                        f"give the file holding them, or read the file's rows as they are with split 'dev'")
+        raise DataError(
+            f"{path}: no COPA items of split {split!r} (COPA ids {ids.start}-{ids.stop - 1}); "
+            f"give the file holding them, or read the file's rows as they are with split 'dev'"
+        )
 
 
 # LLM-Adapters parsed files: ARC, SIQA, WinoGrande, BoolQ --------------------------------------
@@ -224,8 +323,12 @@ def parsed_choices_row(name: str):
 
     def convert(row: dict, index: int, split: str, where: str) -> Item:
         return make_item(
-            where, id=f"{name}/{split}/{index}", benchmark=name, question=text_field(row, "question", where),
-            choices=tuple(field(row, "choices", where, "a list of choices")), answer=int_field(row, "label", where),
+            where,
+            id=f"{name}/{split}/{index}",
+            benchmark=name,
+            question=text_field(row, "question", where),
+            choices=tuple(field(row, "choices", where, "a list of choices")),
+            answer=int_field(row, "label", where),
         )
 
     return convert
@@ -237,7 +340,10 @@ def arc_hub(name: str):
     def convert(row: dict, index: int, split: str, where: str) -> Item:
         choices = field(row, "choices", where, "{text, label}")
         return make_item(
-            where, id=f"{name}/{split}/{index}", benchmark=name, question=text_field(row, "question", where),
+            where,
+            id=f"{name}/{split}/{index}",
+            benchmark=name,
+            question=text_field(row, "question", where),
             choices=tuple(choices["text"]),
             answer=choice_index(choices["label"], field(row, "answerKey", where), where),
             meta={"source_id": row.get("id")},
@@ -250,7 +356,10 @@ def siqa_hub(row: dict, index: int, split: str, where: str) -> Item:
     """social_i_qa rows: question = context + question (as LLM-Adapters joins them), 1-based label."""
     question = f"{text_field(row, 'context', where).strip()} {text_field(row, 'question', where).strip()}"
     return make_item(
-        where, id=f"siqa/{split}/{index}", benchmark="siqa", question=question,
+        where,
+        id=f"siqa/{split}/{index}",
+        benchmark="siqa",
+        question=question,
         choices=tuple(str(field(row, key, where)) for key in ("answerA", "answerB", "answerC")),
         answer=int_field(row, "label", where, offset=1),
     )
@@ -259,7 +368,10 @@ def siqa_hub(row: dict, index: int, split: str, where: str) -> Item:
 def winogrande_hub(row: dict, index: int, split: str, where: str) -> Item:
     """winogrande rows {sentence, option1, option2, answer: '1'|'2'}."""
     return make_item(
-        where, id=f"winogrande/{split}/{index}", benchmark="winogrande", question=text_field(row, "sentence", where),
+        where,
+        id=f"winogrande/{split}/{index}",
+        benchmark="winogrande",
+        question=text_field(row, "sentence", where),
         choices=(str(field(row, "option1", where)), str(field(row, "option2", where))),
         answer=int_field(row, "answer", where, offset=1),
     )
@@ -279,18 +391,29 @@ def _boolean(value: Any, where: str) -> int:
 def boolq_local(path: Path, split: str) -> Located:
     """LLM-Adapters BoolQ {id, question, label: bool}; passage only if the row has one."""
     for index, (where, row) in enumerate(_jsonl(path)):
-        yield where, make_item(
-            where, id=f"boolq/{split}/{index}", benchmark="boolq", question=text_field(row, "question", where),
-            choices=BOOLQ_CHOICES, answer=_boolean(field(row, "label", where, "true/false"), where),
-            context=row.get("passage"),
+        yield (
+            where,
+            make_item(
+                where,
+                id=f"boolq/{split}/{index}",
+                benchmark="boolq",
+                question=text_field(row, "question", where),
+                choices=BOOLQ_CHOICES,
+                answer=_boolean(field(row, "label", where, "true/false"), where),
+                context=row.get("passage"),
+            ),
         )
 
 
 def boolq_hub(row: dict, index: int, split: str, where: str) -> Item:
     """google/boolq rows {question, answer: bool, passage}."""
     return make_item(
-        where, id=f"boolq/{split}/{index}", benchmark="boolq", question=text_field(row, "question", where),
-        choices=BOOLQ_CHOICES, answer=_boolean(field(row, "answer", where, "true/false"), where),
+        where,
+        id=f"boolq/{split}/{index}",
+        benchmark="boolq",
+        question=text_field(row, "question", where),
+        choices=BOOLQ_CHOICES,
+        answer=_boolean(field(row, "answer", where, "true/false"), where),
         context=row.get("passage"),
     )
 
@@ -305,10 +428,16 @@ def openbookqa_local(path: Path, split: str) -> Located:
         if not isinstance(question, dict):
             raise DataError(f"{where}: OpenBookQA field 'question' must be an object with 'stem' and 'choices'")
         choices = field(question, "choices", where, "a list of {text, label}")
-        yield where, make_item(
-            where, id=f"openbookqa/{split}/{field(row, 'id', where)}", benchmark="openbookqa",
-            question=text_field(question, "stem", where), choices=tuple(c["text"] for c in choices),
-            answer=choice_index([c["label"] for c in choices], field(row, "answerKey", where), where),
+        yield (
+            where,
+            make_item(
+                where,
+                id=f"openbookqa/{split}/{field(row, 'id', where)}",
+                benchmark="openbookqa",
+                question=text_field(question, "stem", where),
+                choices=tuple(c["text"] for c in choices),
+                answer=choice_index([c["label"] for c in choices], field(row, "answerKey", where), where),
+            ),
         )
 
 
@@ -316,8 +445,11 @@ def openbookqa_hub(row: dict, index: int, split: str, where: str) -> Item:
     """allenai/openbookqa rows {id, question_stem, choices: {text, label}, answerKey}."""
     choices = field(row, "choices", where, "{text, label}")
     return make_item(
-        where, id=f"openbookqa/{split}/{field(row, 'id', where)}", benchmark="openbookqa",
-        question=text_field(row, "question_stem", where), choices=tuple(choices["text"]),
+        where,
+        id=f"openbookqa/{split}/{field(row, 'id', where)}",
+        benchmark="openbookqa",
+        question=text_field(row, "question_stem", where),
+        choices=tuple(choices["text"]),
         answer=choice_index(choices["label"], field(row, "answerKey", where), where),
     )
 
@@ -326,8 +458,11 @@ def commonsenseqa_row(row: dict, index: int, split: str, where: str) -> Item:
     """CommonsenseQA in the HF schema {id, question, choices: {label, text}, answerKey}."""
     choices = field(row, "choices", where, "{label, text}")
     return make_item(
-        where, id=f"commonsenseqa/{split}/{field(row, 'id', where)}", benchmark="commonsenseqa",
-        question=text_field(row, "question", where), choices=tuple(choices["text"]),
+        where,
+        id=f"commonsenseqa/{split}/{field(row, 'id', where)}",
+        benchmark="commonsenseqa",
+        question=text_field(row, "question", where),
+        choices=tuple(choices["text"]),
         answer=choice_index(choices["label"], field(row, "answerKey", where), where),
         meta={"concept": row.get("question_concept")},
     )
@@ -346,22 +481,36 @@ def truthfulqa_local(path: Path, split: str) -> Located:
     for index, (line, row) in enumerate(read_csv(require_file(path, "TruthfulQA CSV"))):
         where = position_name(path, line)
         best = text_field(row, "Best Answer", where)
-        yield where, make_item(
-            where, id=f"truthfulqa/{split}/{index}", benchmark="truthfulqa",
-            question=text_field(row, "Question", where), answer=best,
-            meta={"category": row.get("Category"),
-                  "correct_answers": _answer_list(field(row, "Correct Answers", where)),
-                  "incorrect_answers": _answer_list(field(row, "Incorrect Answers", where))},
+        yield (
+            where,
+            make_item(
+                where,
+                id=f"truthfulqa/{split}/{index}",
+                benchmark="truthfulqa",
+                question=text_field(row, "Question", where),
+                answer=best,
+                meta={
+                    "category": row.get("Category"),
+                    "correct_answers": _answer_list(field(row, "Correct Answers", where)),
+                    "incorrect_answers": _answer_list(field(row, "Incorrect Answers", where)),
+                },
+            ),
         )
 
 
 def truthfulqa_hub(row: dict, index: int, split: str, where: str) -> Item:
     """truthful_qa `generation` rows {question, best_answer, correct_answers, incorrect_answers}."""
     return make_item(
-        where, id=f"truthfulqa/{split}/{index}", benchmark="truthfulqa", question=text_field(row, "question", where),
+        where,
+        id=f"truthfulqa/{split}/{index}",
+        benchmark="truthfulqa",
+        question=text_field(row, "question", where),
         answer=text_field(row, "best_answer", where),
-        meta={"category": row.get("category"), "correct_answers": list(field(row, "correct_answers", where)),
-              "incorrect_answers": list(field(row, "incorrect_answers", where))},
+        meta={
+            "category": row.get("category"),
+            "correct_answers": list(field(row, "correct_answers", where)),
+            "incorrect_answers": list(field(row, "incorrect_answers", where)),
+        },
     )
 
 
@@ -369,9 +518,17 @@ def truthfulqa_mc_local(path: Path, split: str) -> Located:
     """MC1-style items from the CSV: the best answer (index 0) against the incorrect answers."""
     for where, item in truthfulqa_local(path, split):
         choices = (item.answer, *item.meta["incorrect_answers"])
-        yield where, make_item(
-            where, id=item.id.replace("truthfulqa/", "truthfulqa_mc/", 1), benchmark="truthfulqa_mc",
-            question=item.question, choices=choices, answer=0, meta={"category": item.meta["category"]},
+        yield (
+            where,
+            make_item(
+                where,
+                id=item.id.replace("truthfulqa/", "truthfulqa_mc/", 1),
+                benchmark="truthfulqa_mc",
+                question=item.question,
+                choices=choices,
+                answer=0,
+                meta={"category": item.meta["category"]},
+            ),
         )
 
 
@@ -382,9 +539,12 @@ def truthfulqa_mc_hub(row: dict, index: int, split: str, where: str) -> Item:
     if labels.count(1) != 1:
         raise DataError(f"{where}: mc1_targets must mark exactly one correct choice, got labels {labels}")
     return make_item(
-        where, id=f"truthfulqa_mc/{split}/{index}", benchmark="truthfulqa_mc",
+        where,
+        id=f"truthfulqa_mc/{split}/{index}",
+        benchmark="truthfulqa_mc",
         question=text_field(row, "question", where),
-        choices=tuple(targets["choices"]), answer=labels.index(1),
+        choices=tuple(targets["choices"]),
+        answer=labels.index(1),
     )
 
 
@@ -399,8 +559,12 @@ def nq_open_row(row: dict, index: int, split: str, where: str) -> Item:
     if not answers:
         raise DataError(f"{where}: NQ-open field 'answer' is an empty list; expected at least one answer")
     return make_item(
-        where, id=f"nq_open/{split}/{index}", benchmark="nq_open", question=text_field(row, "question", where),
-        answer=str(answers[0]), meta={"answers": [str(a) for a in answers]},
+        where,
+        id=f"nq_open/{split}/{index}",
+        benchmark="nq_open",
+        question=text_field(row, "question", where),
+        answer=str(answers[0]),
+        meta={"answers": [str(a) for a in answers]},
     )
 
 
@@ -418,8 +582,14 @@ def math_row(name: str):
         meta = {"solution": solution, "level": row.get("level"), "subject": row.get("type") or row.get("subject")}
         if row.get("unique_id"):
             meta["unique_id"] = row["unique_id"]
-        return make_item(where, id=f"{name}/{split}/{index}", benchmark=name,
-                         question=text_field(row, "problem", where), answer=answer, meta=meta)
+        return make_item(
+            where,
+            id=f"{name}/{split}/{index}",
+            benchmark=name,
+            question=text_field(row, "problem", where),
+            answer=answer,
+            meta=meta,
+        )
 
     return convert
 
@@ -456,6 +626,15 @@ def mmlu_hub(rows: Iterable[dict], split: str, source: str) -> Located:
         subject = text_field(row, "subject", where)
         index = counts.get(subject, 0)
         counts[subject] = index + 1
-        yield where, mmlu_item(subject, split, index, text_field(row, "question", where),
-                               [str(c) for c in field(row, "choices", where, "4 choices")],
-                               mmlu_answer(field(row, "answer", where), where), where)
+        yield (
+            where,
+            mmlu_item(
+                subject,
+                split,
+                index,
+                text_field(row, "question", where),
+                [str(c) for c in field(row, "choices", where, "4 choices")],
+                mmlu_answer(field(row, "answer", where), where),
+                where,
+            ),
+        )

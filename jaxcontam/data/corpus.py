@@ -22,8 +22,7 @@ from typing import Literal
 
 import numpy as np
 
-from jaxcontam.data.records import (base_suffix, open_text, position_name, read_json_records, read_jsonl,
-                                    read_parquet)
+from jaxcontam.data.records import base_suffix, open_text, position_name, read_json_records, read_jsonl, read_parquet
 from jaxcontam.errors import DataError, JaxcontamWarning
 
 TEXT_SUFFIXES = (".txt", ".md")
@@ -69,7 +68,7 @@ class Corpus:
         for shard in self.shards:
             yield from shard.documents()
 
-    def split(self, index: int, count: int) -> "Corpus":
+    def split(self, index: int, count: int) -> Corpus:
         """Shards `index`, `index + count`, ...: `count` disjoint parts that together are the corpus."""
         if not isinstance(count, int) or count < 1 or not isinstance(index, int) or not 0 <= index < count:
             raise DataError(f"corpus split needs 0 <= index < count, got index={index!r}, count={count!r}")
@@ -88,16 +87,18 @@ def _check_utf8(path: Path, block: int = 1 << 24) -> None:
 
     decoder = codecs.getincrementaldecoder("utf-8")()
     lines, offset = 1, 0
-    with (gzip.open(path, "rb") if path.suffix == ".gz" else path.open("rb")) as handle:
+    with gzip.open(path, "rb") if path.suffix == ".gz" else path.open("rb") as handle:
         while True:
             data = handle.read(block)
             try:
                 decoder.decode(data, final=not data)
             except UnicodeDecodeError as error:
                 line = lines + data[: max(error.start, 0)].count(b"\n")
-                raise DataError(f"{path}, line {line}: not valid UTF-8 ({error.reason} near byte "
-                                f"{offset + max(error.start, 0)}); re-encode it as UTF-8 (e.g. `iconv -f latin1 -t "
-                                f"utf-8`) or move it out of the corpus folder") from None
+                raise DataError(
+                    f"{path}, line {line}: not valid UTF-8 ({error.reason} near byte "
+                    f"{offset + max(error.start, 0)}); re-encode it as UTF-8 (e.g. `iconv -f latin1 -t "
+                    f"utf-8`) or move it out of the corpus folder"
+                ) from None
             if not data:
                 return
             lines += data.count(b"\n")
@@ -114,23 +115,33 @@ def _text_file(path: Path, doc_id: str) -> Iterator[Document]:
         text = data.decode("utf-8")
     except UnicodeDecodeError as error:
         line = data[: error.start].count(b"\n") + 1
-        raise DataError(f"{path}, line {line}: not valid UTF-8 ({error.reason} at byte {error.start}); "
-                        f"re-encode the corpus file as UTF-8") from None
+        raise DataError(
+            f"{path}, line {line}: not valid UTF-8 ({error.reason} at byte {error.start}); "
+            f"re-encode the corpus file as UTF-8"
+        ) from None
     yield Document(id=doc_id, text=text)
 
 
 def _record_file(path: Path, doc_id: str, field: str) -> Iterator[Document]:
     suffix = base_suffix(path)
-    rows = (read_parquet(path, columns=[field]) if suffix == ".parquet"
-            else read_jsonl(path) if suffix == ".jsonl" else read_json_records(path))
+    rows = (
+        read_parquet(path, columns=[field])
+        if suffix == ".parquet"
+        else read_jsonl(path)
+        if suffix == ".jsonl"
+        else read_json_records(path)
+    )
     for position, row in rows:
         if field not in row:
-            raise DataError(f"{position_name(path, position)}: no field {field!r}; fields present: "
-                            f"{', '.join(row) or 'none'}. Pass field=<name> (--text-field) for the text column")
+            raise DataError(
+                f"{position_name(path, position)}: no field {field!r}; fields present: "
+                f"{', '.join(row) or 'none'}. Pass field=<name> (--text-field) for the text column"
+            )
         text = row[field]
         if not isinstance(text, str):
-            raise DataError(f"{position_name(path, position)}: field {field!r} must be a string, "
-                            f"got {type(text).__name__}")
+            raise DataError(
+                f"{position_name(path, position)}: field {field!r} must be a string, got {type(text).__name__}"
+            )
         yield Document(id=f"{doc_id}:{position}", text=text)
 
 
@@ -148,8 +159,9 @@ def _token_array(path: Path, token_dtype: str | None) -> np.ndarray:
             raise DataError(f"{path}: expected a 1-D integer token array, got shape {array.shape} dtype {array.dtype}")
         return array
     if token_dtype not in TOKEN_DTYPES:
-        raise DataError(f"{path}: a raw .bin token file needs token_dtype (--token-dtype) uint16 or uint32, "
-                        f"got {token_dtype!r}")
+        raise DataError(
+            f"{path}: a raw .bin token file needs token_dtype (--token-dtype) uint16 or uint32, got {token_dtype!r}"
+        )
     itemsize = np.dtype(token_dtype).itemsize
     size = path.stat().st_size
     if size % itemsize:
@@ -180,11 +192,31 @@ def _token_shards(path: Path, label: str, token_dtype: str | None, chunk_tokens:
 # Files and folders -------------------------------------------------------------------------
 
 # Files a dataset folder holds beside its text: READMEs, licences, provenance and metadata (by name, any suffix).
-METADATA_NAMES = frozenset({
-    "readme", "license", "licence", "copying", "notice", "citation", "authors", "changelog", "source", "sources",
-    "provenance", "metadata", "manifest", "checksums", "sha256sums", "sha512sums", "md5sums", "dataset_info",
-    "dataset_infos", "dataset_dict", "state",
-})
+METADATA_NAMES = frozenset(
+    {
+        "readme",
+        "license",
+        "licence",
+        "copying",
+        "notice",
+        "citation",
+        "authors",
+        "changelog",
+        "source",
+        "sources",
+        "provenance",
+        "metadata",
+        "manifest",
+        "checksums",
+        "sha256sums",
+        "sha512sums",
+        "md5sums",
+        "dataset_info",
+        "dataset_infos",
+        "dataset_dict",
+        "state",
+    }
+)
 CHECKSUM_SUFFIXES = (".sha256", ".sha512", ".sha1", ".md5")
 SKIPPED_SHOWN = 5
 JSON_HEAD_CHARS = 1 << 20
@@ -306,26 +338,34 @@ def _local_corpus(root: Path, field: str, token_dtype: str | None, chunk_tokens:
     skipped: list[tuple[str, str]] = []
     if root.is_file():
         if _file_kind(root) is None:
-            raise DataError(f"{root}: unsupported corpus file type; expected .txt/.md/.jsonl/.json/.parquet "
-                            f"(optionally .gz) or a .npy/.bin token array")
+            raise DataError(
+                f"{root}: unsupported corpus file type; expected .txt/.md/.jsonl/.json/.parquet "
+                f"(optionally .gz) or a .npy/.bin token array"
+            )
         reason = _not_corpus_text(root, field)
         if reason is not None:
-            raise DataError(f"{root}: no corpus text ({reason}); pass field=<name> (--text-field) for the text "
-                            f"column, or point at the corpus files")
+            raise DataError(
+                f"{root}: no corpus text ({reason}); pass field=<name> (--text-field) for the text "
+                f"column, or point at the corpus files"
+            )
         files = [(root, root.name)]
     else:
         files, skipped = _folder_files(root, field)
         if not files:
             found = f"; skipped {_skipped_text(skipped)}" if skipped else ""
-            raise DataError(f"{root}: folder holds no corpus files (.txt/.md/.jsonl/.json/.parquet/.npy/.bin with "
-                            f"text in field {field!r}){found}. Point at the corpus folder, or pass field=<name> "
-                            f"(--text-field) for the text column")
+            raise DataError(
+                f"{root}: folder holds no corpus files (.txt/.md/.jsonl/.json/.parquet/.npy/.bin with "
+                f"text in field {field!r}){found}. Point at the corpus folder, or pass field=<name> "
+                f"(--text-field) for the text column"
+            )
     kinds = {_kind(p) for p, _ in files}
     if len(kinds) > 1:
         tokens = next(label for p, label in files if _kind(p) == "tokens")
         text = next(label for p, label in files if _kind(p) == "text")
-        raise DataError(f"{root}: mixes token arrays ({tokens}) and text files ({text}); "
-                        f"a corpus is either text or tokens, point at one kind")
+        raise DataError(
+            f"{root}: mixes token arrays ({tokens}) and text files ({text}); "
+            f"a corpus is either text or tokens, point at one kind"
+        )
     for path, _ in files:
         if _file_kind(path) in ("text", "JSONL", "JSON"):
             _check_utf8(path)
@@ -333,11 +373,16 @@ def _local_corpus(root: Path, field: str, token_dtype: str | None, chunk_tokens:
     if not shards:
         raise DataError(f"{root}: the token files hold no tokens; point at a non-empty corpus")
     if skipped:
-        warnings.warn(f"corpus {root}: reading {_kinds_text(files)}; skipped {len(skipped)} file(s) that are not "
-                      f"corpus text: {_skipped_text(skipped)}. Nothing to do if they are metadata; otherwise fix "
-                      f"or rename them (or pass --text-field)", JaxcontamWarning, stacklevel=3)
-    return Corpus(name=root.name, kind=kinds.pop(), shards=tuple(shards), files=_kinds_text(files),
-                  skipped=tuple(skipped))
+        warnings.warn(
+            f"corpus {root}: reading {_kinds_text(files)}; skipped {len(skipped)} file(s) that are not "
+            f"corpus text: {_skipped_text(skipped)}. Nothing to do if they are metadata; otherwise fix "
+            f"or rename them (or pass --text-field)",
+            JaxcontamWarning,
+            stacklevel=3,
+        )
+    return Corpus(
+        name=root.name, kind=kinds.pop(), shards=tuple(shards), files=_kinds_text(files), skipped=tuple(skipped)
+    )
 
 
 # Hugging Face datasets ---------------------------------------------------------------------
@@ -347,8 +392,10 @@ def _hub_documents(dataset, prefix: str, field: str) -> Iterator[Document]:
     for position, row in enumerate(dataset):
         text = row.get(field)
         if not isinstance(text, str):
-            raise DataError(f"{prefix} row {position}: field {field!r} must be a string, got {type(text).__name__}; "
-                            f"fields present: {', '.join(row)}. Pass field=<name> (--text-field)")
+            raise DataError(
+                f"{prefix} row {position}: field {field!r} must be a string, got {type(text).__name__}; "
+                f"fields present: {', '.join(row)}. Pass field=<name> (--text-field)"
+            )
         yield Document(id=f"{prefix}:{position}", text=text)
 
 
@@ -358,8 +405,9 @@ def _hub_corpus(spec: str, field: str, split: str, streaming: bool) -> Corpus:
     try:
         dataset = datasets.load_dataset(spec, split=split, streaming=streaming)
     except Exception as error:  # network, auth and unknown-dataset errors come as many types
-        raise DataError(f"{spec!r} is not a local path and loading it from the Hugging Face hub "
-                        f"(split {split!r}) failed: {error}") from None
+        raise DataError(
+            f"{spec!r} is not a local path and loading it from the Hugging Face hub (split {split!r}) failed: {error}"
+        ) from None
     if streaming:
         count = max(int(getattr(dataset, "n_shards", 1)), 1)
         parts = [(f"{spec}:{split}/shard{i:05d}-of-{count:05d}", i) for i in range(count)]
@@ -368,8 +416,10 @@ def _hub_corpus(spec: str, field: str, split: str, streaming: bool) -> Corpus:
             return lambda: _hub_documents(dataset.shard(num_shards=count, index=index), name, field)
     else:
         total = len(dataset)
-        parts = [(f"{spec}:{split}/rows{a}-{min(a + HUB_ROWS_PER_SHARD, total)}", a)
-                 for a in range(0, total, HUB_ROWS_PER_SHARD)]
+        parts = [
+            (f"{spec}:{split}/rows{a}-{min(a + HUB_ROWS_PER_SHARD, total)}", a)
+            for a in range(0, total, HUB_ROWS_PER_SHARD)
+        ]
 
         def reader(name: str, start: int):
             stop = min(start + HUB_ROWS_PER_SHARD, total)
@@ -378,8 +428,15 @@ def _hub_corpus(spec: str, field: str, split: str, streaming: bool) -> Corpus:
     return Corpus(name=spec, kind="text", shards=tuple(CorpusShard(name, reader(name, i)) for name, i in parts))
 
 
-def open_corpus(spec: str | Path, *, field: str = "text", token_dtype: str | None = None, split: str = "train",
-                streaming: bool = True, chunk_tokens: int = DEFAULT_CHUNK_TOKENS) -> Corpus:
+def open_corpus(
+    spec: str | Path,
+    *,
+    field: str = "text",
+    token_dtype: str | None = None,
+    split: str = "train",
+    streaming: bool = True,
+    chunk_tokens: int = DEFAULT_CHUNK_TOKENS,
+) -> Corpus:
     """Open a corpus lazily.
 
     `spec`: a text file, a folder (recursively: .txt/.md/.jsonl/.json/.parquet/.npy/.bin, text

@@ -85,5 +85,16 @@ def read_mapped(path: Path, name: str, split: str, mapping: Mapping[str, str]) -
             answer = str(raw_answer)
         item_id = f"{name}/{split}/{field(row, mapping['id'], where)}" if "id" in mapping else f"{name}/{split}/{index}"
         context = text_field(row, mapping["context"], where) if "context" in mapping else None
-        yield where, make_item(where, id=item_id, benchmark=name, question=text_field(row, question_key, where),
-                               answer=answer, choices=choices, context=context, meta=meta)
+        yield (
+            where,
+            make_item(
+                where,
+                id=item_id,
+                benchmark=name,
+                question=text_field(row, question_key, where),
+                answer=answer,
+                choices=choices,
+                context=context,
+                meta=meta,
+            ),
+        )

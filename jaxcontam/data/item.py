@@ -64,7 +64,7 @@ class Item:
         """The gold answer as text (the chosen option for multiple choice)."""
         return self.choices[self.answer] if self.choices is not None else str(self.answer)
 
-    def with_paraphrases(self, paraphrases: Sequence[str]) -> "Item":
+    def with_paraphrases(self, paraphrases: Sequence[str]) -> Item:
         return dataclasses.replace(self, paraphrases=tuple(self.paraphrases) + tuple(paraphrases))
 
     def __hash__(self) -> int:
@@ -177,7 +177,7 @@ class Benchmark:
         normalize = self.normalize_answer or normalize_text
         return float(normalize(str(prediction)) == normalize(str(item.answer)))
 
-    def replace_items(self, items: Sequence[Item]) -> "Benchmark":
+    def replace_items(self, items: Sequence[Item]) -> Benchmark:
         return dataclasses.replace(self, items=tuple(items))
 
 

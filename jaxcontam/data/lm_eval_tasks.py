@@ -59,8 +59,12 @@ def _letters(count: int) -> list[str]:
 
 def _arc_row(row: dict) -> dict:
     labels = _letters(len(row["choices"]))
-    return {"id": str(row["id"]), "question": row["question"], "choices": {"text": row["choices"], "label": labels},
-            "answerKey": labels[row["label"]]}
+    return {
+        "id": str(row["id"]),
+        "question": row["question"],
+        "choices": {"text": row["choices"], "label": labels},
+        "answerKey": labels[row["label"]],
+    }
 
 
 def _piqa_row(row: dict) -> dict:
@@ -68,8 +72,15 @@ def _piqa_row(row: dict) -> dict:
 
 
 def _hellaswag_row(row: dict) -> dict:
-    return {"ind": row["ind"], "activity_label": row["activity_label"], "ctx_a": row["ctx"], "ctx_b": "",
-            "ctx": row["ctx"], "endings": row["endings"], "label": str(row["label"])}
+    return {
+        "ind": row["ind"],
+        "activity_label": row["activity_label"],
+        "ctx_a": row["ctx"],
+        "ctx_b": "",
+        "ctx": row["ctx"],
+        "endings": row["endings"],
+        "label": str(row["label"]),
+    }
 
 
 def _copa_row(row: dict) -> dict | None:
@@ -79,8 +90,14 @@ def _copa_row(row: dict) -> dict | None:
     choices, label = (row["choice1"], row["choice2"]), int(row["label"])
     if number in SUPERGLUE_SWAPPED_COPA_IDS:  # SuperGLUE's own choice order (see `adapters`)
         choices, label = choices[::-1], 1 - label
-    return {"premise": row["premise"], "choice1": choices[0], "choice2": choices[1],
-            "question": row["question"], "label": label, "idx": number - COPA_SPLITS["validation"].start}
+    return {
+        "premise": row["premise"],
+        "choice1": choices[0],
+        "choice2": choices[1],
+        "question": row["question"],
+        "label": label,
+        "idx": number - COPA_SPLITS["validation"].start,
+    }
 
 
 @dataclasses.dataclass(frozen=True)
@@ -103,8 +120,9 @@ LOCAL_TASKS: dict[str, LocalTask] = {
 
 def _lm_eval():
     try:
-        import lm_eval  # the lm-evaluation-harness package, not jaxcontam.lm_eval (absolute import)
         from lm_eval.tasks import TaskManager
+
+        import lm_eval  # the lm-evaluation-harness package, not jaxcontam.lm_eval (absolute import)
     except ImportError:
         raise DataError('lm-eval tasks need lm-evaluation-harness: pip install "jaxcontam[lm-eval]"') from None
     return Path(lm_eval.__file__).parent / "tasks", TaskManager
@@ -142,16 +160,19 @@ def _stock_config(tasks_root: Path, task: str, TaskManager) -> tuple[Path, dict]
     else:
         entry = TaskManager().task_index.get(task)
         if entry is None or entry.yaml_path is None:
-            raise DataError(f"lm-eval has no YAML task named {task!r} to point at a local file; list the tasks with "
-                            "`lm-eval ls tasks` (groups and Python tasks cannot be overridden here)")
+            raise DataError(
+                f"lm-eval has no YAML task named {task!r} to point at a local file; list the tasks with "
+                "`lm-eval ls tasks` (groups and Python tasks cannot be overridden here)"
+            )
         path = Path(entry.yaml_path)
     from lm_eval.tasks._yaml_loader import load_yaml
 
     return path, load_yaml(path, resolve_func=False)
 
 
-def write_task_overrides(folder: str | Path, data_files: Mapping[str, str | Path] | None = None,
-                         local_tasks: Iterable[str] = ()) -> dict[str, Path]:
+def write_task_overrides(
+    folder: str | Path, data_files: Mapping[str, str | Path] | None = None, local_tasks: Iterable[str] = ()
+) -> dict[str, Path]:
     """Write task YAMLs into `folder` (for `TaskManager(include_path=folder)`) and return {task: data file}.
 
     data_files: {task: file in the stock task's hub fields (.jsonl/.json/.csv/.parquet)}. local_tasks: tasks of
@@ -166,12 +187,16 @@ def write_task_overrides(folder: str | Path, data_files: Mapping[str, str | Path
         if task in files:
             continue
         if task not in LOCAL_TASKS:
-            raise DataError(f"no local copy of lm-eval task {task!r} is known (known: {', '.join(LOCAL_TASKS)}); "
-                            f"pass --data-files {task}=FILE with the task's hub fields")
+            raise DataError(
+                f"no local copy of lm-eval task {task!r} is known (known: {', '.join(LOCAL_TASKS)}); "
+                f"pass --data-files {task}=FILE with the task's hub fields"
+            )
         source = find_local_copy(task)
         if source is None:
-            raise DataError(f"lm-eval task {task}: {LOCAL_TASKS[task].relative} not found under "
-                            f"{', '.join(map(str, data_roots()))}; set JAXCONTAM_DATA or pass --data-files")
+            raise DataError(
+                f"lm-eval task {task}: {LOCAL_TASKS[task].relative} not found under "
+                f"{', '.join(map(str, data_roots()))}; set JAXCONTAM_DATA or pass --data-files"
+            )
         files[task] = (folder / f"{task}.jsonl").resolve()
         _convert(LOCAL_TASKS[task], source, files[task])
     for task, file in files.items():
@@ -184,10 +209,19 @@ def write_task_overrides(folder: str | Path, data_files: Mapping[str, str | Path
         split = config.get("test_split") or config.get("validation_split")
         if split is None:
             raise DataError(f"lm-eval task {task} has no test or validation split to read from a file")
-        split_keys = {key: (split if config.get(key) == split else None)
-                      for key in ("training_split", "validation_split", "test_split", "fewshot_split")}
-        override = {"include": str(stock), "task": task, "tag": [], "dataset_path": loader, "dataset_name": None,
-                    "dataset_kwargs": {"data_files": {split: str(file)}}, **split_keys}
+        split_keys = {
+            key: (split if config.get(key) == split else None)
+            for key in ("training_split", "validation_split", "test_split", "fewshot_split")
+        }
+        override = {
+            "include": str(stock),
+            "task": task,
+            "tag": [],
+            "dataset_path": loader,
+            "dataset_name": None,
+            "dataset_kwargs": {"data_files": {split: str(file)}},
+            **split_keys,
+        }
         (folder / f"{task}.yaml").write_text(json.dumps(override, indent=2) + "\n")  # JSON is YAML
     return files
 
@@ -223,12 +257,19 @@ def _gold_index(task_name: str, doc_id: int, gold, choices: list[str]) -> int:
         return choices.index(gold)
     if isinstance(gold, int) and not isinstance(gold, bool) and 0 <= gold < len(choices):
         return gold
-    raise DataError(f"lm-eval task {task_name}, document {doc_id}: target {gold!r} is not one of its "
-                    f"{len(choices)} choices (several gold answers are not supported)")
+    raise DataError(
+        f"lm-eval task {task_name}, document {doc_id}: target {gold!r} is not one of its "
+        f"{len(choices)} choices (several gold answers are not supported)"
+    )
 
 
-def load_lm_eval_benchmark(task_name: str, split: str | None = None, path: str | Path | None = None,
-                           limit: int | None = None, folder: str | Path | None = None) -> Benchmark:
+def load_lm_eval_benchmark(
+    task_name: str,
+    split: str | None = None,
+    path: str | Path | None = None,
+    limit: int | None = None,
+    folder: str | Path | None = None,
+) -> Benchmark:
     """An lm-eval task's evaluation documents as a Benchmark named `lm_eval:<task>` (module docstring).
 
     split: None or the split the task evaluates (the task defines it). path: a local file with the task's hub fields; without it a task of `LOCAL_TASKS` reads jaxcontam's local
@@ -253,12 +294,16 @@ def load_lm_eval_benchmark(task_name: str, split: str | None = None, path: str |
         docs = list(task.eval_docs)
     evaluated = task.config.test_split or task.config.validation_split
     if split is not None and split != evaluated:
-        raise DataError(f"lm-eval task {task_name} evaluates split {evaluated!r}, not {split!r}: leave --split out "
-                        "(the task defines its documents)")
+        raise DataError(
+            f"lm-eval task {task_name} evaluates split {evaluated!r}, not {split!r}: leave --split out "
+            "(the task defines its documents)"
+        )
     kind = task.OUTPUT_TYPE
     if kind not in ("multiple_choice", "generate_until"):
-        raise DataError(f"lm-eval task {task_name} is a {kind} task; an audit takes multiple_choice or "
-                        "generate_until tasks (questions with answers)")
+        raise DataError(
+            f"lm-eval task {task_name} is a {kind} task; an audit takes multiple_choice or "
+            "generate_until tasks (questions with answers)"
+        )
     delimiter = task.config.target_delimiter
     items = []
     for doc_id, doc in enumerate(docs[:limit]):
@@ -268,6 +313,21 @@ def load_lm_eval_benchmark(task_name: str, split: str | None = None, path: str |
             answer = _gold_index(task_name, doc_id, task.doc_to_target(doc), choices)
         else:
             choices, answer = None, str(task.doc_to_target(doc))
-        items.append(Item(id=str(doc_id), benchmark=f"{PREFIX}{task_name}", question=question, answer=answer,
-                          choices=choices, meta={"lm_eval_task": task_name}))
-    return LmEvalBenchmark(name=f"{PREFIX}{task_name}", split=evaluated, items=items, prompt_fn=_prompt, choice_fn=_continuation(delimiter), delimiter=delimiter)
+        items.append(
+            Item(
+                id=str(doc_id),
+                benchmark=f"{PREFIX}{task_name}",
+                question=question,
+                answer=answer,
+                choices=choices,
+                meta={"lm_eval_task": task_name},
+            )
+        )
+    return LmEvalBenchmark(
+        name=f"{PREFIX}{task_name}",
+        split=evaluated,
+        items=items,
+        prompt_fn=_prompt,
+        choice_fn=_continuation(delimiter),
+        delimiter=delimiter,
+    )

@@ -58,8 +58,9 @@ def _require(benchmark: Benchmark, source: str) -> None:
     covered = ", ".join(f"{name} split {split!r}" for name, split in SOURCE_SPLITS[source])
     splits = covered_splits(source, benchmark.name)
     fix = f"pass --split {splits[0]}" if splits else "use a benchmark it covers or an {id, paraphrase} file"
-    raise DataError(f"paraphrase source {source!r} is for {covered}, not {benchmark.name} split "
-                    f"{benchmark.split!r}; {fix}")
+    raise DataError(
+        f"paraphrase source {source!r} is for {covered}, not {benchmark.name} split {benchmark.split!r}; {fix}"
+    )
 
 
 def _add(found: Paraphrases, item_id: str, text: str) -> None:
@@ -84,8 +85,10 @@ def gsm8k_rephrase(benchmark: Benchmark, path: str | Path | None = None) -> Para
         if item is None:
             continue
         if normalize_gsm8k_answer(final) != item.answer:
-            raise DataError(f"{where}: final answer {final!r} differs from {item.id}'s gold {item.answer!r}; "
-                            f"the rephrase file is not aligned with this GSM8K test file")
+            raise DataError(
+                f"{where}: final answer {final!r} differs from {item.id}'s gold {item.answer!r}; "
+                f"the rephrase file is not aligned with this GSM8K test file"
+            )
         _add(found, item.id, match.group(1))
     return found
 
@@ -103,8 +106,9 @@ def gsm_plus(benchmark: Benchmark, path: str | Path | None = None) -> Paraphrase
         if item is None:
             continue
         if normalize_gsm8k_answer(str(field(row, "seed_answer", where))) != item.answer:
-            raise DataError(f"{where}: seed answer {row['seed_answer']!r} differs from {item.id}'s "
-                            f"gold {item.answer!r}")
+            raise DataError(
+                f"{where}: seed answer {row['seed_answer']!r} differs from {item.id}'s gold {item.answer!r}"
+            )
         _add(found, item.id, text_field(row, "question", where))
     return found
 
@@ -116,8 +120,9 @@ def mmlu_rephrase(benchmark: Benchmark, path: str | Path | None = None) -> Parap
     found: Paraphrases = {}
     for subject in MMLU_REPHRASED_SUBJECTS:
         original = require_file(folder / f"{subject}_test.csv", "MMLU rephrase original CSV")
-        rephrased = require_file(folder / f"{subject}_test_rephrase_english_filtered_question.jsonl",
-                                 "MMLU rephrase file")
+        rephrased = require_file(
+            folder / f"{subject}_test_rephrase_english_filtered_question.jsonl", "MMLU rephrase file"
+        )
         columns = ["question", "a", "b", "c", "d", "answer"]
         questions = [row["question"] for _, row in read_csv(original, fieldnames=columns)]
         for index, (line, row) in enumerate(read_jsonl(rephrased)):
@@ -126,8 +131,10 @@ def mmlu_rephrase(benchmark: Benchmark, path: str | Path | None = None) -> Parap
             if item is None:
                 continue
             if index >= len(questions) or _squeeze(questions[index]) != _squeeze(item.question):
-                raise DataError(f"{where}: row {index} of {original.name} is not {item.id}'s question; "
-                                f"the rephrase files are not aligned with this MMLU test data")
+                raise DataError(
+                    f"{where}: row {index} of {original.name} is not {item.id}'s question; "
+                    f"the rephrase files are not aligned with this MMLU test data"
+                )
             _add(found, item.id, str(field(row, "text", where)))
     return found
 
@@ -148,8 +155,9 @@ def xcopa_backtranslation(benchmark: Benchmark, path: str | Path | None = None) 
     return found
 
 
-def user_file(benchmark: Benchmark, path: str | Path, id_field: str = "id",
-              text_field_name: str = "paraphrase") -> Paraphrases:
+def user_file(
+    benchmark: Benchmark, path: str | Path, id_field: str = "id", text_field_name: str = "paraphrase"
+) -> Paraphrases:
     """Rows `{id, paraphrase}` of a table file; an id not in `benchmark` is an error naming the row."""
     file = require_file(Path(path), "paraphrase file")
     known = benchmark.by_id()
@@ -159,20 +167,27 @@ def user_file(benchmark: Benchmark, path: str | Path, id_field: str = "id",
         item_id = str(field(row, id_field, where, "an item id"))
         if item_id not in known:
             example = benchmark.items[0].id if benchmark.items else "none loaded"
-            raise DataError(f"{where}: paraphrase for unknown id {item_id!r}; no such item in {benchmark.name} "
-                            f"split {benchmark.split!r} (ids look like {example!r})")
+            raise DataError(
+                f"{where}: paraphrase for unknown id {item_id!r}; no such item in {benchmark.name} "
+                f"split {benchmark.split!r} (ids look like {example!r})"
+            )
         value = field(row, text_field_name, where, "a paraphrase string or list")
         texts = value if isinstance(value, (list, tuple)) else [value]
         if not texts or not all(isinstance(t, str) and t.strip() for t in texts):
-            raise DataError(f"{where}: field {text_field_name!r} must be a non-empty string or list of them, "
-                            f"got {value!r}")
+            raise DataError(
+                f"{where}: field {text_field_name!r} must be a non-empty string or list of them, got {value!r}"
+            )
         for text in texts:
             _add(found, item_id, text)
     return found
 
 
-_BUILTIN = {"gsm8k_rephrase": gsm8k_rephrase, "gsm_plus": gsm_plus, "mmlu_rephrase": mmlu_rephrase,
-            "xcopa_backtranslation": xcopa_backtranslation}
+_BUILTIN = {
+    "gsm8k_rephrase": gsm8k_rephrase,
+    "gsm_plus": gsm_plus,
+    "mmlu_rephrase": mmlu_rephrase,
+    "xcopa_backtranslation": xcopa_backtranslation,
+}
 
 
 def load_paraphrases(source: str | Path, benchmark: Benchmark, *, path: str | Path | None = None) -> Paraphrases:
@@ -180,8 +195,10 @@ def load_paraphrases(source: str | Path, benchmark: Benchmark, *, path: str | Pa
     if str(source) in _BUILTIN:
         return _BUILTIN[str(source)](benchmark, path)
     if not Path(source).exists():
-        raise DataError(f"paraphrase source {str(source)!r} is neither a built-in source "
-                        f"({', '.join(BUILTIN_SOURCES)}) nor an existing file")
+        raise DataError(
+            f"paraphrase source {str(source)!r} is neither a built-in source "
+            f"({', '.join(BUILTIN_SOURCES)}) nor an existing file"
+        )
     return user_file(benchmark, source)
 
 
@@ -190,8 +207,10 @@ def attach_paraphrases(benchmark: Benchmark, paraphrases: Mapping[str, Sequence[
     known = benchmark.by_id()
     unknown = [item_id for item_id in paraphrases if item_id not in known]
     if unknown:
-        raise DataError(f"paraphrases for {len(unknown)} id(s) not in {benchmark.name} split {benchmark.split!r}, "
-                        f"e.g. {unknown[0]!r}; load the matching benchmark and split")
+        raise DataError(
+            f"paraphrases for {len(unknown)} id(s) not in {benchmark.name} split {benchmark.split!r}, "
+            f"e.g. {unknown[0]!r}; load the matching benchmark and split"
+        )
     return benchmark.replace_items(
         [item.with_paraphrases(paraphrases[item.id]) if item.id in paraphrases else item for item in benchmark]
     )

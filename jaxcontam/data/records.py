@@ -68,8 +68,9 @@ def read_jsonl(path: Path) -> Iterator[tuple[int, Row]]:
         try:
             row = json.loads(line)
         except json.JSONDecodeError as error:
-            raise DataError(f"{path}, line {number}: not valid JSON ({error.msg}); "
-                            f"expected one JSON object per line") from None
+            raise DataError(
+                f"{path}, line {number}: not valid JSON ({error.msg}); expected one JSON object per line"
+            ) from None
         if not isinstance(row, dict):
             raise DataError(f"{path}, line {number}: expected a JSON object, got {type(row).__name__}")
         yield number, row
@@ -111,9 +112,7 @@ def read_csv(path: Path, fieldnames: list[str] | None = None) -> Iterator[tuple[
         if not row:
             continue
         if len(row) != len(header):
-            raise DataError(
-                f"{path}, line {number}: {len(row)} columns, expected {len(header)} ({', '.join(header)})"
-            )
+            raise DataError(f"{path}, line {number}: {len(row)} columns, expected {len(header)} ({', '.join(header)})")
         yield number, dict(zip(header, row))
 
 

@@ -52,139 +52,239 @@ _LLM_ADAPTERS = "llm_adapters_commonsense"
 
 SPECS: tuple[BenchmarkSpec, ...] = (
     BenchmarkSpec(
-        "gsm8k", "GSM8K grade-school math (generative; final number after ####)", "test",
-        {"train": "gsm8k/train.jsonl", "test": "gsm8k/test.jsonl"}, adapters.rows_local(adapters.gsm8k_row),
-        hub=("openai/gsm8k", "gsm8k"), hub_config="main", read_hub=adapters.rows_hub(adapters.gsm8k_row),
-        prompt_fn=prompts.question_answer, normalize_answer=normalize_gsm8k_answer, lm_eval_task="gsm8k",
+        "gsm8k",
+        "GSM8K grade-school math (generative; final number after ####)",
+        "test",
+        {"train": "gsm8k/train.jsonl", "test": "gsm8k/test.jsonl"},
+        adapters.rows_local(adapters.gsm8k_row),
+        hub=("openai/gsm8k", "gsm8k"),
+        hub_config="main",
+        read_hub=adapters.rows_hub(adapters.gsm8k_row),
+        prompt_fn=prompts.question_answer,
+        normalize_answer=normalize_gsm8k_answer,
+        lm_eval_task="gsm8k",
         lm_eval_differences="zero-shot (lm-eval's default is 5-shot); scored on the final number "
-                            "(lm-eval: its strict-match and flexible-extract regexes)",
+        "(lm-eval: its strict-match and flexible-extract regexes)",
     ),
     BenchmarkSpec(
-        "mmlu", "MMLU, 57 subjects (4-way multiple choice; subject in meta)", "test",
-        {"test": "mmlu/test", "dev": "mmlu/dev"}, adapters.mmlu_local,
-        hub=("cais/mmlu",), hub_config="all", read_hub=adapters.mmlu_hub, prompt_fn=prompts.mmlu,
-        choice_fn=prompts.letter_choice, lm_eval_task="mmlu",
+        "mmlu",
+        "MMLU, 57 subjects (4-way multiple choice; subject in meta)",
+        "test",
+        {"test": "mmlu/test", "dev": "mmlu/dev"},
+        adapters.mmlu_local,
+        hub=("cais/mmlu",),
+        hub_config="all",
+        read_hub=adapters.mmlu_hub,
+        prompt_fn=prompts.mmlu,
+        choice_fn=prompts.letter_choice,
+        lm_eval_task="mmlu",
         lm_eval_differences="one benchmark, subjects in name order (lm-eval: 57 mmlu_<subject> subtasks)",
     ),
     BenchmarkSpec(
-        "hellaswag", "HellaSwag sentence completion (4 endings)", "validation",
-        {"validation": "hellaswag/hellaswag_val.jsonl"}, adapters.hellaswag_local,
-        hub=("Rowan/hellaswag", "hellaswag"), read_hub=adapters.rows_hub(adapters.hellaswag_hub),
-        prompt_fn=prompts.hellaswag, lm_eval_task="hellaswag",
+        "hellaswag",
+        "HellaSwag sentence completion (4 endings)",
+        "validation",
+        {"validation": "hellaswag/hellaswag_val.jsonl"},
+        adapters.hellaswag_local,
+        hub=("Rowan/hellaswag", "hellaswag"),
+        read_hub=adapters.rows_hub(adapters.hellaswag_hub),
+        prompt_fn=prompts.hellaswag,
+        lm_eval_task="hellaswag",
         lm_eval_differences="the shared copy keeps only ctx (ctx_a + ' ' + ctx_b): its trailing fragment after "
-                            "the last sentence end is taken for ctx_b and capitalised as lm-eval does",
+        "the last sentence end is taken for ctx_b and capitalised as lm-eval does",
     ),
     BenchmarkSpec(
-        "piqa", "PIQA physical commonsense (2 solutions)", "validation",
-        {"validation": "piqa/piqa_valid_with_labels.jsonl"}, adapters.rows_local(adapters.piqa_row),
-        hub=("ybisk/piqa", "piqa"), read_hub=adapters.rows_hub(adapters.piqa_row), prompt_fn=prompts.question_answer,
+        "piqa",
+        "PIQA physical commonsense (2 solutions)",
+        "validation",
+        {"validation": "piqa/piqa_valid_with_labels.jsonl"},
+        adapters.rows_local(adapters.piqa_row),
+        hub=("ybisk/piqa", "piqa"),
+        read_hub=adapters.rows_hub(adapters.piqa_row),
+        prompt_fn=prompts.question_answer,
         lm_eval_task="piqa",
     ),
     BenchmarkSpec(
-        "copa", "COPA causal reasoning (SuperGLUE splits: train 1-400, validation 401-500, test 501-1000; "
-        "dev: ids 1-500 as released; Balanced-COPA mirrored dev)", "validation",
-        {"train": "copa/copa_dev.jsonl", "validation": "copa/copa_dev.jsonl", "test": "copa/copa_test.jsonl",
-         "dev": "copa/copa_dev.jsonl", "balanced_dev": "copa/balanced_copa_mirrored_dev.jsonl"},
-        adapters.copa_local, prompt_fn=prompts.copa, choice_fn=prompts.copa_choice, lm_eval_task="copa",
+        "copa",
+        "COPA causal reasoning (SuperGLUE splits: train 1-400, validation 401-500, test 501-1000; "
+        "dev: ids 1-500 as released; Balanced-COPA mirrored dev)",
+        "validation",
+        {
+            "train": "copa/copa_dev.jsonl",
+            "validation": "copa/copa_dev.jsonl",
+            "test": "copa/copa_test.jsonl",
+            "dev": "copa/copa_dev.jsonl",
+            "balanced_dev": "copa/balanced_copa_mirrored_dev.jsonl",
+        },
+        adapters.copa_local,
+        prompt_fn=prompts.copa,
+        choice_fn=prompts.copa_choice,
+        lm_eval_task="copa",
         lm_eval_differences="lm-eval evaluates validation; test has COPA's labels (SuperGLUE's test has none); "
-                            "dev (ids 1-500, COPA's choice order) and balanced_dev are jaxcontam's own splits",
+        "dev (ids 1-500, COPA's choice order) and balanced_dev are jaxcontam's own splits",
     ),
     BenchmarkSpec(
-        "arc_easy", "AI2 ARC-Easy (3-5 choices)", "test", {"test": f"{_LLM_ADAPTERS}/ARC-Easy/parsed.jsonl"},
+        "arc_easy",
+        "AI2 ARC-Easy (3-5 choices)",
+        "test",
+        {"test": f"{_LLM_ADAPTERS}/ARC-Easy/parsed.jsonl"},
         adapters.rows_local(adapters.parsed_choices_row("arc_easy")),
-        hub=("allenai/ai2_arc", "ai2_arc"), hub_config="ARC-Easy",
-        read_hub=adapters.rows_hub(adapters.arc_hub("arc_easy")), prompt_fn=prompts.question_answer,
+        hub=("allenai/ai2_arc", "ai2_arc"),
+        hub_config="ARC-Easy",
+        read_hub=adapters.rows_hub(adapters.arc_hub("arc_easy")),
+        prompt_fn=prompts.question_answer,
         lm_eval_task="arc_easy",
     ),
     BenchmarkSpec(
-        "arc_challenge", "AI2 ARC-Challenge (3-5 choices)", "test",
+        "arc_challenge",
+        "AI2 ARC-Challenge (3-5 choices)",
+        "test",
         {"test": f"{_LLM_ADAPTERS}/ARC-Challenge/parsed.jsonl"},
         adapters.rows_local(adapters.parsed_choices_row("arc_challenge")),
-        hub=("allenai/ai2_arc", "ai2_arc"), hub_config="ARC-Challenge",
-        read_hub=adapters.rows_hub(adapters.arc_hub("arc_challenge")), prompt_fn=prompts.question_answer,
+        hub=("allenai/ai2_arc", "ai2_arc"),
+        hub_config="ARC-Challenge",
+        read_hub=adapters.rows_hub(adapters.arc_hub("arc_challenge")),
+        prompt_fn=prompts.question_answer,
         lm_eval_task="arc_challenge",
     ),
     BenchmarkSpec(
-        "openbookqa", "OpenBookQA main (4 choices, official ids)", "test", {"test": "openbookqa/openbookqa.jsonl"},
-        adapters.openbookqa_local, hub=("allenai/openbookqa", "openbookqa"), hub_config="main",
-        read_hub=adapters.rows_hub(adapters.openbookqa_hub), prompt_fn=prompts.bare_question,
+        "openbookqa",
+        "OpenBookQA main (4 choices, official ids)",
+        "test",
+        {"test": "openbookqa/openbookqa.jsonl"},
+        adapters.openbookqa_local,
+        hub=("allenai/openbookqa", "openbookqa"),
+        hub_config="main",
+        read_hub=adapters.rows_hub(adapters.openbookqa_hub),
+        prompt_fn=prompts.bare_question,
         lm_eval_task="openbookqa",
     ),
     BenchmarkSpec(
-        "boolq", "BoolQ yes/no questions (local copy has no passages)", "validation",
-        {"validation": f"{_LLM_ADAPTERS}/boolq/parsed.jsonl"}, adapters.boolq_local,
-        hub=("google/boolq", "boolq"), read_hub=adapters.rows_hub(adapters.boolq_hub), prompt_fn=prompts.boolq,
+        "boolq",
+        "BoolQ yes/no questions (local copy has no passages)",
+        "validation",
+        {"validation": f"{_LLM_ADAPTERS}/boolq/parsed.jsonl"},
+        adapters.boolq_local,
+        hub=("google/boolq", "boolq"),
+        read_hub=adapters.rows_hub(adapters.boolq_hub),
+        prompt_fn=prompts.boolq,
         lm_eval_task="boolq",
         lm_eval_differences="the shared copy has no passages, so its prompts lack lm-eval's passage line (hub rows "
-                            "keep it); hub: google/boolq, not aps/super_glue",
+        "keep it); hub: google/boolq, not aps/super_glue",
     ),
     BenchmarkSpec(
-        "siqa", "Social IQa (3 choices)", "validation", {"validation": f"{_LLM_ADAPTERS}/social_i_qa/parsed.jsonl"},
-        adapters.rows_local(adapters.parsed_choices_row("siqa")), hub=("allenai/social_i_qa", "social_i_qa"),
-        read_hub=adapters.rows_hub(adapters.siqa_hub), prompt_fn=prompts.siqa,
+        "siqa",
+        "Social IQa (3 choices)",
+        "validation",
+        {"validation": f"{_LLM_ADAPTERS}/social_i_qa/parsed.jsonl"},
+        adapters.rows_local(adapters.parsed_choices_row("siqa")),
+        hub=("allenai/social_i_qa", "social_i_qa"),
+        read_hub=adapters.rows_hub(adapters.siqa_hub),
+        prompt_fn=prompts.siqa,
         lm_eval_task="social_iqa",
     ),
     BenchmarkSpec(
-        "winogrande", "WinoGrande (xl) dev (2 fillers for the blank)", "validation",
+        "winogrande",
+        "WinoGrande (xl) dev (2 fillers for the blank)",
+        "validation",
         {"validation": f"{_LLM_ADAPTERS}/winogrande/parsed.jsonl"},
         adapters.rows_local(adapters.parsed_choices_row("winogrande")),
-        hub=("allenai/winogrande", "winogrande"), hub_config="winogrande_xl",
-        read_hub=adapters.rows_hub(adapters.winogrande_hub), prompt_fn=prompts.winogrande,
-        choice_fn=prompts.letter_choice, lm_eval_task="winogrande",
+        hub=("allenai/winogrande", "winogrande"),
+        hub_config="winogrande_xl",
+        read_hub=adapters.rows_hub(adapters.winogrande_hub),
+        prompt_fn=prompts.winogrande,
+        choice_fn=prompts.letter_choice,
+        lm_eval_task="winogrande",
         lm_eval_differences="lm-eval scores the sentence's end after each option filled into the blank (one "
-                            "context per option); jaxcontam asks for the option's letter after a lettered list",
+        "context per option); jaxcontam asks for the option's letter after a lettered list",
     ),
     BenchmarkSpec(
-        "commonsenseqa", "CommonsenseQA (5 choices, official ids)", "validation",
-        {"validation": "commonsenseqa/dev_rand_split.jsonl"}, adapters.rows_local(adapters.commonsenseqa_row),
-        hub=("tau/commonsense_qa", "commonsense_qa"), read_hub=adapters.rows_hub(adapters.commonsenseqa_row),
-        prompt_fn=prompts.lettered_question, choice_fn=prompts.letter_choice,
+        "commonsenseqa",
+        "CommonsenseQA (5 choices, official ids)",
+        "validation",
+        {"validation": "commonsenseqa/dev_rand_split.jsonl"},
+        adapters.rows_local(adapters.commonsenseqa_row),
+        hub=("tau/commonsense_qa", "commonsense_qa"),
+        read_hub=adapters.rows_hub(adapters.commonsenseqa_row),
+        prompt_fn=prompts.lettered_question,
+        choice_fn=prompts.letter_choice,
         lm_eval_task="commonsense_qa",
     ),
     BenchmarkSpec(
-        "truthfulqa", "TruthfulQA generation (gold: best answer; any correct answer scores)", "validation",
-        {"validation": "truthfulqa/TruthfulQA.csv"}, adapters.truthfulqa_local,
-        hub=("truthfulqa/truthful_qa", "truthful_qa"), hub_config="generation",
-        read_hub=adapters.rows_hub(adapters.truthfulqa_hub), prompt_fn=prompts.short_qa,
-        scorer=alias_scorer("correct_answers"), lm_eval_task="truthfulqa_gen",
+        "truthfulqa",
+        "TruthfulQA generation (gold: best answer; any correct answer scores)",
+        "validation",
+        {"validation": "truthfulqa/TruthfulQA.csv"},
+        adapters.truthfulqa_local,
+        hub=("truthfulqa/truthful_qa", "truthful_qa"),
+        hub_config="generation",
+        read_hub=adapters.rows_hub(adapters.truthfulqa_hub),
+        prompt_fn=prompts.short_qa,
+        scorer=alias_scorer("correct_answers"),
+        lm_eval_task="truthfulqa_gen",
         lm_eval_differences="`Q: ...?\\nA:` without lm-eval's six-question primer; scored by matching a correct "
-                            "answer (lm-eval: BLEU/ROUGE against correct and incorrect answers)",
+        "answer (lm-eval: BLEU/ROUGE against correct and incorrect answers)",
     ),
     BenchmarkSpec(
-        "truthfulqa_mc", "TruthfulQA MC1 (best answer vs incorrect answers; hub: mc1_targets)", "validation",
-        {"validation": "truthfulqa/TruthfulQA.csv"}, adapters.truthfulqa_mc_local,
-        hub=("truthfulqa/truthful_qa", "truthful_qa"), hub_config="multiple_choice",
-        read_hub=adapters.rows_hub(adapters.truthfulqa_mc_hub), prompt_fn=prompts.truthfulqa_mc,
+        "truthfulqa_mc",
+        "TruthfulQA MC1 (best answer vs incorrect answers; hub: mc1_targets)",
+        "validation",
+        {"validation": "truthfulqa/TruthfulQA.csv"},
+        adapters.truthfulqa_mc_local,
+        hub=("truthfulqa/truthful_qa", "truthful_qa"),
+        hub_config="multiple_choice",
+        read_hub=adapters.rows_hub(adapters.truthfulqa_mc_hub),
+        prompt_fn=prompts.truthfulqa_mc,
         lm_eval_task="truthfulqa_mc1",
         lm_eval_differences="the shared CSV has no MC1 targets: its choices are the best answer then the "
-                            "incorrect answers (hub rows use mc1_targets, as lm-eval)",
+        "incorrect answers (hub rows use mc1_targets, as lm-eval)",
     ),
     BenchmarkSpec(
-        "nq_open", "NQ-open (generative; any listed answer scores)", "validation",
-        {"validation": "nq_open/NQ-open.dev.jsonl", "efficientqa_dev": "nq_open/NQ-open.efficientqa.dev.1.1.jsonl",
-         "efficientqa_test": "nq_open/NQ-open.efficientqa.test.1.1.jsonl"},
-        adapters.rows_local(adapters.nq_open_row), hub=("google-research-datasets/nq_open", "nq_open"),
-        read_hub=adapters.rows_hub(adapters.nq_open_row), prompt_fn=prompts.nq_open, scorer=alias_scorer("answers"),
-        lm_eval_task="nq_open", lm_eval_differences="zero-shot, as lm-eval's default; scored by matching any listed "
-                                                    "answer after SQuAD normalisation",
+        "nq_open",
+        "NQ-open (generative; any listed answer scores)",
+        "validation",
+        {
+            "validation": "nq_open/NQ-open.dev.jsonl",
+            "efficientqa_dev": "nq_open/NQ-open.efficientqa.dev.1.1.jsonl",
+            "efficientqa_test": "nq_open/NQ-open.efficientqa.test.1.1.jsonl",
+        },
+        adapters.rows_local(adapters.nq_open_row),
+        hub=("google-research-datasets/nq_open", "nq_open"),
+        read_hub=adapters.rows_hub(adapters.nq_open_row),
+        prompt_fn=prompts.nq_open,
+        scorer=alias_scorer("answers"),
+        lm_eval_task="nq_open",
+        lm_eval_differences="zero-shot, as lm-eval's default; scored by matching any listed "
+        "answer after SQuAD normalisation",
     ),
     BenchmarkSpec(
-        "math", "MATH competition problems (generative; boxed answer)", "test",
+        "math",
+        "MATH competition problems (generative; boxed answer)",
+        "test",
         {"test": "math/MATH_test_5000/test.jsonl"},
-        adapters.rows_local(adapters.math_row("math")), hub=("hendrycks/competition_math", "competition_math"),
-        read_hub=adapters.rows_hub(adapters.math_row("math")), prompt_fn=prompts.math_problem,
-        normalize_answer=normalize_math_answer, lm_eval_task="minerva_math",
+        adapters.rows_local(adapters.math_row("math")),
+        hub=("hendrycks/competition_math", "competition_math"),
+        read_hub=adapters.rows_hub(adapters.math_row("math")),
+        prompt_fn=prompts.math_problem,
+        normalize_answer=normalize_math_answer,
+        lm_eval_task="minerva_math",
         lm_eval_differences="one benchmark in MATH_test_5000 order (lm-eval: 7 minerva_math_<subject> subtasks); "
-                            "zero-shot (lm-eval: 4-shot); not checked against lm-eval (its math tasks need "
-                            "lm-eval[math])",
+        "zero-shot (lm-eval: 4-shot); not checked against lm-eval (its math tasks need "
+        "lm-eval[math])",
     ),
     BenchmarkSpec(
-        "math500", "MATH-500 subset (PRM800K)", "test", {"test": "math/MATH500/test.jsonl"},
-        adapters.rows_local(adapters.math_row("math500")), hub=("HuggingFaceH4/MATH-500",),
-        read_hub=adapters.rows_hub(adapters.math_row("math500")), prompt_fn=prompts.math_problem,
-        normalize_answer=normalize_math_answer, lm_eval_task="minerva_math500",
+        "math500",
+        "MATH-500 subset (PRM800K)",
+        "test",
+        {"test": "math/MATH500/test.jsonl"},
+        adapters.rows_local(adapters.math_row("math500")),
+        hub=("HuggingFaceH4/MATH-500",),
+        read_hub=adapters.rows_hub(adapters.math_row("math500")),
+        prompt_fn=prompts.math_problem,
+        normalize_answer=normalize_math_answer,
+        lm_eval_task="minerva_math500",
         lm_eval_differences="zero-shot (lm-eval: 4-shot); not checked against lm-eval (its math tasks need "
-                            "lm-eval[math])",
+        "lm-eval[math])",
     ),
 )
 
@@ -194,8 +294,9 @@ REGISTRY: dict[str, BenchmarkSpec] = {spec.name: spec for spec in SPECS}
 def _alias_table() -> dict[str, BenchmarkSpec]:
     """Lower-cased aliases: the name, each hub id, and `hub_id:config` for hub ids shared by several specs."""
     table: dict[str, BenchmarkSpec] = {}
-    shared = {hub for hub in itertools.chain.from_iterable(s.hub for s in SPECS)
-              if sum(hub in s.hub for s in SPECS) > 1}
+    shared = {
+        hub for hub in itertools.chain.from_iterable(s.hub for s in SPECS) if sum(hub in s.hub for s in SPECS) > 1
+    }
     for spec in SPECS:
         table[spec.name] = spec
         for hub in spec.hub:
@@ -248,8 +349,10 @@ def find_local(relative: str, path: str | Path | None, what: str) -> Path:
     for root in data_roots():
         if (root / relative).exists():
             return root / relative
-    raise DataError(f"{what}: {relative} not found under {', '.join(map(str, data_roots()))}; "
-                    f"pass its path or set JAXCONTAM_DATA to the folder holding it")
+    raise DataError(
+        f"{what}: {relative} not found under {', '.join(map(str, data_roots()))}; "
+        f"pass its path or set JAXCONTAM_DATA to the folder holding it"
+    )
 
 
 def locate(spec: BenchmarkSpec, split: str, path: str | Path | None) -> Path | None:
@@ -258,8 +361,10 @@ def locate(spec: BenchmarkSpec, split: str, path: str | Path | None) -> Path | N
     if path is not None:
         path = Path(path)
         if not path.exists():
-            raise DataError(f"{spec.name}: --path {path} does not exist; give the benchmark's file or folder, "
-                            f"or a data root holding {relative or spec.name}")
+            raise DataError(
+                f"{spec.name}: --path {path} does not exist; give the benchmark's file or folder, "
+                f"or a data root holding {relative or spec.name}"
+            )
         if path.is_file():
             return path
         found = _under(path, relative) if relative else None
@@ -296,8 +401,10 @@ def _collect(located: Iterable[tuple[str, Item]], name: str, limit: int | None) 
     items = []
     for where, item in itertools.islice(located, limit):
         if item.id in seen:
-            raise DataError(f"{where}: duplicate item id {item.id!r} in {name} (first at {seen[item.id]}); "
-                            f"ids must be unique, fix the id column or drop the repeated row")
+            raise DataError(
+                f"{where}: duplicate item id {item.id!r} in {name} (first at {seen[item.id]}); "
+                f"ids must be unique, fix the id column or drop the repeated row"
+            )
         seen[item.id] = where
         items.append(item)
     return items
@@ -306,12 +413,24 @@ def _collect(located: Iterable[tuple[str, Item]], name: str, limit: int | None) 
 def _benchmark(spec: BenchmarkSpec | None, name: str, split: str, items: list[Item]) -> Benchmark:
     if spec is None:
         return Benchmark(name=name, split=split, items=items)
-    return Benchmark(name=spec.name, split=split, items=items, prompt_fn=spec.prompt_fn, choice_fn=spec.choice_fn,
-                     normalize_answer=spec.normalize_answer, scorer=spec.scorer)
+    return Benchmark(
+        name=spec.name,
+        split=split,
+        items=items,
+        prompt_fn=spec.prompt_fn,
+        choice_fn=spec.choice_fn,
+        normalize_answer=spec.normalize_answer,
+        scorer=spec.scorer,
+    )
 
 
-def load_benchmark(name: str, split: str | None = None, path: str | Path | None = None,
-                   fields: Mapping[str, str] | None = None, limit: int | None = None) -> Benchmark:
+def load_benchmark(
+    name: str,
+    split: str | None = None,
+    path: str | Path | None = None,
+    fields: Mapping[str, str] | None = None,
+    limit: int | None = None,
+) -> Benchmark:
     """Load a benchmark by registered name, hub id, or local table file.
 
     `name`: a name from `list_benchmarks()`, a hub id (`openai/gsm8k`, `cais/mmlu`, ...), or a
@@ -330,8 +449,11 @@ def load_benchmark(name: str, split: str | None = None, path: str | Path | None 
         file = Path(path) if path is not None else Path(name)
         if spec is None and not file.exists():
             configs = [f"{hub}:{s.hub_config}" for s in SPECS for hub in s.hub if hub.lower() == str(name).lower()]
-            hint = f"this hub id has several configs: {', '.join(configs)}" if configs else (
-                f"known benchmarks: {', '.join(list_benchmarks())}, or a .jsonl/.json/.csv/.parquet file")
+            hint = (
+                f"this hub id has several configs: {', '.join(configs)}"
+                if configs
+                else (f"known benchmarks: {', '.join(list_benchmarks())}, or a .jsonl/.json/.csv/.parquet file")
+            )
             raise DataError(f"unknown benchmark {name!r} and no such file; {hint}")
         if file.is_dir():
             raise DataError(f"{file} is a folder; a field mapping reads one .jsonl/.json/.csv/.parquet file")
@@ -347,7 +469,9 @@ def load_benchmark(name: str, split: str | None = None, path: str | Path | None 
     elif spec.read_hub is not None:
         located = spec.read_hub(_hub_rows(spec, split), split, spec.hub[0])
     else:
-        raise DataError(f"{spec.name}: split {split!r} not found locally (looked in "
-                        f"{', '.join(map(str, data_roots()))}) and it has no hub source; local splits: "
-                        f"{', '.join(spec.local)}. Pass --path or set JAXCONTAM_DATA")
+        raise DataError(
+            f"{spec.name}: split {split!r} not found locally (looked in "
+            f"{', '.join(map(str, data_roots()))}) and it has no hub source; local splits: "
+            f"{', '.join(spec.local)}. Pass --path or set JAXCONTAM_DATA"
+        )
     return _benchmark(spec, spec.name, split, _collect(located, spec.name, limit))

@@ -74,8 +74,9 @@ class Sampling:
         if not 0 <= self.seed < 2**32:
             raise JaxcontamError(f"sampling seed {self.seed} must be an integer in [0, 2**32)")
         if self.temperature <= 0 or not 0 < self.top_p <= 1:
-            raise JaxcontamError(f"sampling needs temperature > 0 and 0 < top_p <= 1, got {self.temperature}, "
-                                 f"{self.top_p}")
+            raise JaxcontamError(
+                f"sampling needs temperature > 0 and 0 < top_p <= 1, got {self.temperature}, {self.top_p}"
+            )
 
     def key(self, item_id: str) -> int:
         """The item's sampling key in [0, 2**31), from its id and the stream."""
@@ -109,11 +110,17 @@ def encode_pair(tokenizer, context: str, continuation: str, chat: str = "never")
     if not context_ids:
         prefix = tokenizer.bos_token_id if tokenizer.bos_token_id is not None else tokenizer.eos_token_id
         return [prefix], tokenizer.encode(continuation, add_special_tokens=False)
-    return context_ids, encode_prompt(tokenizer, context + continuation, chat)[len(context_ids):]
+    return context_ids, encode_prompt(tokenizer, context + continuation, chat)[len(context_ids) :]
 
 
-def continuation_scores(model, pairs: Sequence[tuple[list[int], list[int]]], *, with_max: bool = False,
-                        rows_per_batch: int = 16, max_length: int | None = None) -> list[SequenceScores]:
+def continuation_scores(
+    model,
+    pairs: Sequence[tuple[list[int], list[int]]],
+    *,
+    with_max: bool = False,
+    rows_per_batch: int = 16,
+    max_length: int | None = None,
+) -> list[SequenceScores]:
     """Scores of each continuation's ids after its context (contexts cut from the left so context and
     continuation fit in `max_length`, default the model's positions); `with_max` adds each position's greedy
     log-prob (`SequenceScores.max_logprobs`)."""
@@ -121,24 +128,30 @@ def continuation_scores(model, pairs: Sequence[tuple[list[int], list[int]]], *, 
     sequences, spans = [], []
     for context, continuation in pairs:
         if len(continuation) >= limit:
-            raise JaxcontamError(f"a continuation of {len(continuation)} tokens leaves no room for its prompt in "
-                                 f"the model's {limit} positions; shorten the choices or use a longer-context model")
+            raise JaxcontamError(
+                f"a continuation of {len(continuation)} tokens leaves no room for its prompt in "
+                f"the model's {limit} positions; shorten the choices or use a longer-context model"
+            )
         sequence = (context + continuation)[-limit:]
         sequences.append(sequence)
         spans.append((len(sequence) - len(continuation), len(sequence)))
     return score_logprobs(model, sequences, spans, with_max=with_max, rows_per_batch=rows_per_batch)
 
 
-def _answer_multiple_choice(model, benchmark, items, prompts: Sequence[str], chat: str,
-                            sampling: Sampling | None) -> list[Answer]:
+def _answer_multiple_choice(
+    model, benchmark, items, prompts: Sequence[str], chat: str, sampling: Sampling | None
+) -> list[Answer]:
     pairs = []
     for item, prompt in zip(items, prompts):
         for choice in range(len(item.choices)):
-            context_ids, continuation_ids = encode_pair(model.tokenizer, prompt, benchmark.continuation(item, choice),
-                                                        chat)
+            context_ids, continuation_ids = encode_pair(
+                model.tokenizer, prompt, benchmark.continuation(item, choice), chat
+            )
             if not continuation_ids:
-                raise JaxcontamError(f"item {item.id!r}: choice {choice} ({item.choices[choice]!r}) encodes to no "
-                                     "tokens after the prompt; give every choice some text")
+                raise JaxcontamError(
+                    f"item {item.id!r}: choice {choice} ({item.choices[choice]!r}) encodes to no "
+                    "tokens after the prompt; give every choice some text"
+                )
             pairs.append((context_ids, continuation_ids))
     logprobs = iter(np.asarray(s.logprobs, np.float64) for s in continuation_scores(model, pairs))
     answers = []
@@ -148,10 +161,16 @@ def _answer_multiple_choice(model, benchmark, items, prompts: Sequence[str], cha
         lengths = np.array([max(1, len(benchmark.choice_text(item, c))) for c in range(len(scores))])
         chosen = int(np.argmax(sums)) if sampling is None else sampling.draw(item.id, sums)
         chosen_norm = int(np.argmax(sums / lengths))
-        answers.append(Answer(text=benchmark.continuation(item, chosen).strip(), choice=chosen,
-                              choice_norm=chosen_norm, correct=benchmark.score(item, chosen),
-                              correct_norm=benchmark.score(item, chosen_norm),
-                              answer_logprob=float(scores[chosen].mean())))
+        answers.append(
+            Answer(
+                text=benchmark.continuation(item, chosen).strip(),
+                choice=chosen,
+                choice_norm=chosen_norm,
+                correct=benchmark.score(item, chosen),
+                correct_norm=benchmark.score(item, chosen_norm),
+                answer_logprob=float(scores[chosen].mean()),
+            )
+        )
     return answers
 
 
@@ -168,32 +187,59 @@ def answer_token_count(tokenizer, token_ids: Sequence[int], answer: str) -> int:
 
 def _cut(text: str, stops: Sequence[str]) -> str:
     """`text` up to the first occurrence of any stop string."""
-    return text[:min((text.find(s) for s in stops if s in text), default=len(text))]
+    return text[: min((text.find(s) for s in stops if s in text), default=len(text))]
 
 
-def _answer_generative(model, benchmark, items, prompts: Sequence[str], max_new_tokens: int,
-                       stop_strings: Sequence[str], chat: str, progress: bool,
-                       sampling: Sampling | None) -> list[Answer]:
+def _answer_generative(
+    model,
+    benchmark,
+    items,
+    prompts: Sequence[str],
+    max_new_tokens: int,
+    stop_strings: Sequence[str],
+    chat: str,
+    progress: bool,
+    sampling: Sampling | None,
+) -> list[Answer]:
     tok = model.tokenizer
     prompt_ids = [encode_prompt(tok, p, chat) for p in prompts]
     room = min(max_new_tokens, model.config.max_position - max(map(len, prompt_ids)))
-    drawn = {} if sampling is None else {"temperature": sampling.temperature, "top_p": sampling.top_p,
-                                         "seed": sampling.seed,
-                                         "sample_keys": [sampling.key(item.id) for item in items]}
-    generations = generate(model, prompt_ids, max_new_tokens=max(1, room), stop_strings=stop_strings,
-                           progress=progress, **drawn)
+    drawn = (
+        {}
+        if sampling is None
+        else {
+            "temperature": sampling.temperature,
+            "top_p": sampling.top_p,
+            "seed": sampling.seed,
+            "sample_keys": [sampling.key(item.id) for item in items],
+        }
+    )
+    generations = generate(
+        model, prompt_ids, max_new_tokens=max(1, room), stop_strings=stop_strings, progress=progress, **drawn
+    )
     cut = [_cut(tok.decode(g.token_ids, skip_special_tokens=True), stop_strings) for g in generations]
     counts = [answer_token_count(tok, g.token_ids, c) if c.strip() else 0 for g, c in zip(generations, cut)]
     # the answer's mean log-prob given the prompt, from the generation's own per-token log-probs (no rescoring)
     means = [float(np.mean(g.token_logprobs[:n])) if n else math.nan for g, n in zip(generations, counts)]
     texts = [c.strip() for c in cut]
-    return [Answer(text=t, choice=None, correct=benchmark.score(item, t) if t else 0.0, correct_norm=None,
-                   answer_logprob=m) for item, t, m in zip(items, texts, means)]
+    return [
+        Answer(text=t, choice=None, correct=benchmark.score(item, t) if t else 0.0, correct_norm=None, answer_logprob=m)
+        for item, t, m in zip(items, texts, means)
+    ]
 
 
-def answer_items(model, benchmark, items, questions: Sequence[str] | None = None, *,
-                 max_new_tokens: int = MAX_NEW_TOKENS, stop_strings: Sequence[str] | None = None, chat: str = "never",
-                 progress: bool = False, sampling: Sampling | None = None) -> list[Answer]:
+def answer_items(
+    model,
+    benchmark,
+    items,
+    questions: Sequence[str] | None = None,
+    *,
+    max_new_tokens: int = MAX_NEW_TOKENS,
+    stop_strings: Sequence[str] | None = None,
+    chat: str = "never",
+    progress: bool = False,
+    sampling: Sampling | None = None,
+) -> list[Answer]:
     """The model's answer to each item, in order; `questions` swaps in rephrased questions.
 
     Multiple-choice and generative items may be mixed: each group is answered on its own path.
@@ -212,14 +258,23 @@ def answer_items(model, benchmark, items, questions: Sequence[str] | None = None
     choice_group = [i for i, item in enumerate(items) if item.choices is not None]
     generative_group = [i for i, item in enumerate(items) if item.choices is None]
     if choice_group:
-        found = _answer_multiple_choice(model, benchmark, [items[i] for i in choice_group],
-                                        [prompts[i] for i in choice_group], chat, sampling)
+        found = _answer_multiple_choice(
+            model, benchmark, [items[i] for i in choice_group], [prompts[i] for i in choice_group], chat, sampling
+        )
         for i, answer in zip(choice_group, found):
             answers[i] = answer
     if generative_group:
-        found = _answer_generative(model, benchmark, [items[i] for i in generative_group],
-                                   [prompts[i] for i in generative_group], max_new_tokens, stop_strings, chat,
-                                   progress, sampling)
+        found = _answer_generative(
+            model,
+            benchmark,
+            [items[i] for i in generative_group],
+            [prompts[i] for i in generative_group],
+            max_new_tokens,
+            stop_strings,
+            chat,
+            progress,
+            sampling,
+        )
         for i, answer in zip(generative_group, found):
             answers[i] = answer
     return answers

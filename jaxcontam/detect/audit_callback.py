@@ -21,8 +21,9 @@ from jaxcontam.detect.audit_core import AuditSettings, AuditTarget, BenchmarkAud
 __all__ = ["AuditCallback", "AuditSettings", "AuditTarget", "audit_model"]
 
 
-def audit_model(model, targets: Sequence[AuditTarget], settings: AuditSettings = AuditSettings()
-                ) -> dict[str, BenchmarkAudit]:
+def audit_model(
+    model, targets: Sequence[AuditTarget], settings: AuditSettings = AuditSettings()
+) -> dict[str, BenchmarkAudit]:
     """{benchmark name: its `BenchmarkAudit`} for every target."""
     return {target.benchmark.name: audit_benchmark(model, target, settings) for target in targets}
 
@@ -38,8 +39,14 @@ class AuditCallback:
     `history`: one {"step", "results" ({benchmark: BenchmarkAudit}), "seconds"} per audit.
     """
 
-    def __init__(self, model_fn: Callable[[object], object], targets: Sequence[AuditTarget],
-                 settings: AuditSettings = AuditSettings(), log: Callable[[str], None] = print, every: int = 1):
+    def __init__(
+        self,
+        model_fn: Callable[[object], object],
+        targets: Sequence[AuditTarget],
+        settings: AuditSettings = AuditSettings(),
+        log: Callable[[str], None] = print,
+        every: int = 1,
+    ):
         if every < 1:
             raise ValueError(f"every must be >= 1 (audit every N steps), got {every}")
         self.model_fn, self.targets, self.settings, self.log, self.every = model_fn, targets, settings, log, every

@@ -19,8 +19,12 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 
 from jaxcontam.detect.contam import ContamResult, ContamSettings, contam_result
-from jaxcontam.detect.exchangeability import ITEM_SEPARATOR, ExchangeabilityTestResult, exchangeability_test, \
-    fitting_chunks
+from jaxcontam.detect.exchangeability import (
+    ITEM_SEPARATOR,
+    ExchangeabilityTestResult,
+    exchangeability_test,
+    fitting_chunks,
+)
 from jaxcontam.detect.likelihood import LikelihoodSettings, detector_scores
 from jaxcontam.detect.pacost import PacostResult, PacostSettings, needs_answer, pacost_records, pacost_result
 from jaxcontam.detect.status import TestOutcome
@@ -89,8 +93,13 @@ class ExchangeabilityResult:
     def to_dict(self) -> dict:
         if self.test is None:
             return {"pvalue": math.nan, "status": self.status.label, "permutations": self.permutations}
-        return {"statistic": self.test.statistic, "pvalue": self.test.pvalue, "status": self.status.label,
-                "chunks": self.chunks, "permutations": self.permutations}
+        return {
+            "statistic": self.test.statistic,
+            "pvalue": self.test.pvalue,
+            "status": self.status.label,
+            "chunks": self.chunks,
+            "permutations": self.permutations,
+        }
 
 
 @dataclasses.dataclass(frozen=True)
@@ -111,14 +120,21 @@ class BenchmarkAudit:
     def to_dict(self) -> dict:
         """summary.json's entry, without the per-item rows and the timings (a resumed run's outputs equal an
         uninterrupted run's)."""
+
         def plain(value):
             return None if value is None else value.to_dict()
 
-        return {"benchmark": self.benchmark, "split": self.split, "n_items": len(self.rows),
-                "accuracy": plain(self.accuracy), "pacost": plain(self.pacost),
-                "likelihood": None if self.likelihood is None else {k: v.to_dict() for k, v in self.likelihood.items()},
-                "exchangeability": plain(self.exchangeability), "contam": plain(self.contam),
-                "ground_truth": plain(self.ground_truth)}
+        return {
+            "benchmark": self.benchmark,
+            "split": self.split,
+            "n_items": len(self.rows),
+            "accuracy": plain(self.accuracy),
+            "pacost": plain(self.pacost),
+            "likelihood": None if self.likelihood is None else {k: v.to_dict() for k, v in self.likelihood.items()},
+            "exchangeability": plain(self.exchangeability),
+            "contam": plain(self.contam),
+            "ground_truth": plain(self.ground_truth),
+        }
 
 
 def likelihood_records(model, benchmark, items, k: float) -> list[dict]:
@@ -131,15 +147,24 @@ def likelihood_records(model, benchmark, items, k: float) -> list[dict]:
 def exchangeability_result(model, benchmark, settings: AuditSettings) -> ExchangeabilityResult:
     """The items in benchmark order, in the fewest chunks (>= settings.chunks) that fit the model's context."""
     tokenizer = model.tokenizer
-    examples = [tokenizer.encode(benchmark.solved_text(item) + ITEM_SEPARATOR, add_special_tokens=False)
-                for item in benchmark]
+    examples = [
+        tokenizer.encode(benchmark.solved_text(item) + ITEM_SEPARATOR, add_special_tokens=False) for item in benchmark
+    ]
     chunks = fitting_chunks([len(e) for e in examples], model.config.max_position - 1, settings.chunks)
     if chunks is None:
-        return ExchangeabilityResult(None, settings.permutations, None,
-                                     "no chunking of the items (>= 2 per chunk) fits the model's context")
+        return ExchangeabilityResult(
+            None, settings.permutations, None, "no chunking of the items (>= 2 per chunk) fits the model's context"
+        )
     prefix = [tokenizer.bos_token_id] if tokenizer.bos_token_id is not None else []
-    test = exchangeability_test(model, examples, num_chunks=chunks, permutations=settings.permutations,
-                                seed=settings.seed, prefix=prefix, progress=True)
+    test = exchangeability_test(
+        model,
+        examples,
+        num_chunks=chunks,
+        permutations=settings.permutations,
+        seed=settings.seed,
+        prefix=prefix,
+        progress=True,
+    )
     return ExchangeabilityResult(chunks, settings.permutations, test)
 
 
@@ -148,25 +173,34 @@ def _pacost_columns(record: dict, confidence: str) -> dict:
     original, rephrased = record[f"{confidence}_original"], record[f"{confidence}_rephrased"]
     answered = not needs_answer(confidence) or bool(record["answer_original"] and record["answer_rephrased"])
     kept = bool(record["rephrase"]) and answered and all(math.isfinite(v) for v in (original, rephrased))
-    return {"correct": record["correct_original"], "correct_norm": record["correct_norm_original"],
-            "pacost_conf_original": original, "pacost_conf_rephrased": rephrased, "pacost_kept": kept}
+    return {
+        "correct": record["correct_original"],
+        "correct_norm": record["correct_norm_original"],
+        "pacost_conf_original": original,
+        "pacost_conf_rephrased": rephrased,
+        "pacost_kept": kept,
+    }
 
 
 def _whole(name, items, compute):
     return compute(items)
 
 
-def audit_benchmark(model, target: AuditTarget, settings: AuditSettings = AuditSettings(),
-                    run_stage: Callable = _whole) -> BenchmarkAudit:
+def audit_benchmark(
+    model, target: AuditTarget, settings: AuditSettings = AuditSettings(), run_stage: Callable = _whole
+) -> BenchmarkAudit:
     """Run `settings.detectors` on `target` and summarise; `run_stage(name, items, compute)` runs per-item work."""
     benchmark, items = target.benchmark, list(target.benchmark)
     if len(target.rephrasings) != len(items):
-        raise JaxcontamError(f"{benchmark.name}: {len(target.rephrasings)} rephrasings for {len(items)} items: give "
-                             "one (or None) per item, in benchmark order")
+        raise JaxcontamError(
+            f"{benchmark.name}: {len(target.rephrasings)} rephrasings for {len(items)} items: give "
+            "one (or None) per item, in benchmark order"
+        )
     rephrase_of = {item.id: r for item, r in zip(items, target.rephrasings)}
     truth = [None] * len(items) if target.contaminated is None else list(target.contaminated)
-    rows = [{"id": item.id, "ground_truth_contaminated": None if t is None else bool(t)}
-            for item, t in zip(items, truth)]
+    rows = [
+        {"id": item.id, "ground_truth_contaminated": None if t is None else bool(t)} for item, t in zip(items, truth)
+    ]
     seconds = {}
 
     def stage(name, compute):
@@ -178,8 +212,12 @@ def audit_benchmark(model, target: AuditTarget, settings: AuditSettings = AuditS
 
     pacost_settings = settings.pacost
     if "pacost" in settings.detectors:
-        stage("pacost", lambda chunk: pacost_records(model, benchmark, chunk, [rephrase_of[it.id] for it in chunk],
-                                                     pacost_settings))
+        stage(
+            "pacost",
+            lambda chunk: pacost_records(
+                model, benchmark, chunk, [rephrase_of[it.id] for it in chunk], pacost_settings
+            ),
+        )
         for row in rows:
             row.update(_pacost_columns(row, pacost_settings.confidence))
     if "likelihood" in settings.detectors:
@@ -192,17 +230,22 @@ def audit_benchmark(model, target: AuditTarget, settings: AuditSettings = AuditS
     if target.ngram is not None:
         for row in rows:
             metrics = target.ngram[row["id"]]
-            row.update({k: v for k, v in metrics.items() if k not in ("benchmark", "id", "num_tokens")},
-                       ngram_num_tokens=metrics.get("num_tokens"))
+            row.update(
+                {k: v for k, v in metrics.items() if k not in ("benchmark", "id", "num_tokens")},
+                ngram_num_tokens=metrics.get("num_tokens"),
+            )
     ran_pacost = "pacost" in settings.detectors
     has_contam = target.ngram is not None and ran_pacost  # EPG needs the correctness PaCoST measures
     ran_likelihood = "likelihood" in settings.detectors
     return BenchmarkAudit(
-        benchmark=benchmark.name, split=benchmark.split, rows=rows,
+        benchmark=benchmark.name,
+        split=benchmark.split,
+        rows=rows,
         accuracy=accuracy(rows) if ran_pacost else None,
         pacost=pacost_result(rows, pacost_settings, settings.seed, settings.resamples) if ran_pacost else None,
         likelihood=likelihood_result(rows) if ran_likelihood else None,
         exchangeability=exchangeability,
         contam=contam_result(rows, settings.contam) if has_contam else None,
         ground_truth=ground_truth_result(rows, pacost_settings if ran_pacost else None, has_contam, ran_likelihood),
-        seconds=seconds)
+        seconds=seconds,
+    )

@@ -17,8 +17,11 @@ from jaxcontam.ngram.audit import METRICS
 from jaxcontam.stats import EPGCurve, epg_curve, max_z_test, select_threshold
 from jaxcontam.stats.multiple import DEFAULT_ALPHA
 from jaxcontam.stats.paired import DEFAULT_RESAMPLES
-EPG_CI_NOTE = ("epg_ci is a bootstrap interval with the threshold held at the selected value: it is conditional on "
-               "that choice and ignores the threshold search; pvalue accounts for the search")
+
+EPG_CI_NOTE = (
+    "epg_ci is a bootstrap interval with the threshold held at the selected value: it is conditional on "
+    "that choice and ignores the threshold search; pvalue accounts for the search"
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -83,20 +86,37 @@ class ContamResult:
         return self.metrics[self.metric]
 
     def to_dict(self) -> dict:
-        return {"metric": self.metric, "alpha": self.alpha, **self.headline.to_dict(with_curve=False),
-                "epg_ci_note": EPG_CI_NOTE, "metrics": {m: v.to_dict() for m, v in self.metrics.items()}}
+        return {
+            "metric": self.metric,
+            "alpha": self.alpha,
+            **self.headline.to_dict(with_curve=False),
+            "epg_ci_note": EPG_CI_NOTE,
+            "metrics": {m: v.to_dict() for m, v in self.metrics.items()},
+        }
 
 
 def metric_verdict(scores, correct, settings: ContamSettings) -> MetricVerdict:
     curve = epg_curve(scores, correct)
-    chosen = select_threshold(curve, z_crit=settings.z_crit, min_clean=settings.min_clean,
-                              min_contaminated=settings.min_contaminated)
-    test = max_z_test(scores, correct, min_clean=settings.min_clean, min_contaminated=settings.min_contaminated,
-                      resamples=settings.resamples, seed=settings.seed)
+    chosen = select_threshold(
+        curve, z_crit=settings.z_crit, min_clean=settings.min_clean, min_contaminated=settings.min_contaminated
+    )
+    test = max_z_test(
+        scores,
+        correct,
+        min_clean=settings.min_clean,
+        min_contaminated=settings.min_contaminated,
+        resamples=settings.resamples,
+        seed=settings.seed,
+    )
     row = chosen.row
-    status = TestOutcome.tested() if not math.isnan(test.pvalue) else TestOutcome.no_test(
-        f"no threshold leaves >= {settings.min_clean} clean and >= {settings.min_contaminated} "
-        f"contaminated items ({len(correct)} items)")
+    status = (
+        TestOutcome.tested()
+        if not math.isnan(test.pvalue)
+        else TestOutcome.no_test(
+            f"no threshold leaves >= {settings.min_clean} clean and >= {settings.min_contaminated} "
+            f"contaminated items ({len(correct)} items)"
+        )
+    )
     return MetricVerdict(
         threshold=None if row is None else row.threshold,
         frac_contaminated=None if row is None else row.frac_contaminated,
@@ -104,8 +124,15 @@ def metric_verdict(scores, correct, settings: ContamSettings) -> MetricVerdict:
         epg_ci=None if row is None else (row.epg_ci_low, row.epg_ci_high),
         z=None if row is None else row.z,
         accuracy_difference=None if row is None else row.accuracy_difference,
-        reason=chosen.reason, max_z=test.statistic, max_z_threshold=test.threshold, pvalue=test.pvalue,
-        significant=bool(test.pvalue <= settings.alpha), n_resamples=test.n_resamples, status=status, curve=curve)
+        reason=chosen.reason,
+        max_z=test.statistic,
+        max_z_threshold=test.threshold,
+        pvalue=test.pvalue,
+        significant=bool(test.pvalue <= settings.alpha),
+        n_resamples=test.n_resamples,
+        status=status,
+        curve=curve,
+    )
 
 
 def contam_result(rows: list[dict], settings: ContamSettings = ContamSettings()) -> ContamResult:

@@ -91,9 +91,11 @@ def exchangeability_test(
     bounds = chunk_bounds(len(examples), num_chunks)
     sequences = chunk_sequences(examples, bounds, permutations, np.random.default_rng(seed), prefix)
     start = max(1, len(prefix))
-    scores = score_logprobs(model, sequences, [(start, len(s)) for s in sequences], rows_per_batch=rows_per_batch,
-                            progress=progress)
+    scores = score_logprobs(
+        model, sequences, [(start, len(s)) for s in sequences], rows_per_batch=rows_per_batch, progress=progress
+    )
     totals = np.array([s.logprobs.astype(np.float64).sum() for s in scores]).reshape(num_chunks, permutations + 1)
     result = exchangeability_statistic(totals[:, 0], totals[:, 1:], alternative="greater")
-    return ExchangeabilityTestResult(result.statistic, result.pvalue, result.chunk_differences, totals[:, 0],
-                                     totals[:, 1:])
+    return ExchangeabilityTestResult(
+        result.statistic, result.pvalue, result.chunk_differences, totals[:, 0], totals[:, 1:]
+    )

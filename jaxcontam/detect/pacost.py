@@ -52,12 +52,16 @@ NO_VERDICT = "no yes/no in the judge's reply (confidence 0)"
 ANSWER_MODES = ("greedy", "sampled")
 CORRECTIONS = ("sweep", "none")
 PRESETS = {
-    "jaxcontam": {"template": "kadavath", "confidence": "p_true", "test": default_paired_method(),
-                  "answers": "greedy", "correction": "sweep"},
+    "jaxcontam": {
+        "template": "kadavath",
+        "confidence": "p_true",
+        "test": default_paired_method(),
+        "answers": "greedy",
+        "correction": "sweep",
+    },
     "paper": {"template": "kadavath", "confidence": "p_yes", "test": "t", "answers": "sampled", "correction": "none"},
 }
-_CHOICES = {"confidence": CONFIDENCES, "template": tuple(TEMPLATES), "answers": ANSWER_MODES,
-            "correction": CORRECTIONS}
+_CHOICES = {"confidence": CONFIDENCES, "template": tuple(TEMPLATES), "answers": ANSWER_MODES, "correction": CORRECTIONS}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -107,8 +111,11 @@ class PacostSettings:
 
     def with_fields(self, **changes) -> PacostSettings:
         """These settings with `changes` set explicitly; the preset's fields not set explicitly stay its own."""
-        kept = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)
-                if f.init and (f.name not in PRESETS[self.preset] or f.name in self.given)}
+        kept = {
+            f.name: getattr(self, f.name)
+            for f in dataclasses.fields(self)
+            if f.init and (f.name not in PRESETS[self.preset] or f.name in self.given)
+        }
         return PacostSettings(**kept | changes)
 
     def to_dict(self) -> dict:
@@ -145,7 +152,7 @@ def judge_question(benchmark, item, question: str) -> str:
     prompt = benchmark.prompt(item, question=question)
     header = prompt_header(benchmark, item)
     if header and prompt.startswith(header):
-        prompt = prompt[len(header):]
+        prompt = prompt[len(header) :]
     shown = _ANSWER_CUE.sub("", prompt.strip()).rstrip()
     return _QUESTION_LABEL.sub("", shown)
 
@@ -174,11 +181,21 @@ def _question_min_k_plus_plus(model, questions: list[str], k: float) -> list[flo
 
 def _side(model, benchmark, items, questions: list[str], settings: PacostSettings, side: str) -> list[dict]:
     """Answers and every measured confidence for one side (original or rephrased) of a list of items."""
-    answers = answer_items(model, benchmark, items, questions, max_new_tokens=settings.max_new_tokens,
-                           chat=settings.chat_template, progress=True, sampling=settings.sampling(side))
+    answers = answer_items(
+        model,
+        benchmark,
+        items,
+        questions,
+        max_new_tokens=settings.max_new_tokens,
+        chat=settings.chat_template,
+        progress=True,
+        sampling=settings.sampling(side),
+    )
     judged = [i for i, a in enumerate(answers) if a.text]
-    shown = ([judge_question(benchmark, items[i], questions[i]) for i in judged],
-             [judged_answer(benchmark, items[i], answers[i]) for i in judged])
+    shown = (
+        [judge_question(benchmark, items[i], questions[i]) for i in judged],
+        [judged_answer(benchmark, items[i], answers[i]) for i in judged],
+    )
     normalised, raw = [math.nan] * len(items), [math.nan] * len(items)
     if judged:
         result = p_true(model, *shown, template=settings.template, chat=settings.chat_template)
@@ -187,16 +204,28 @@ def _side(model, benchmark, items, questions: list[str], settings: PacostSetting
     published = {}
     if "p_yes" in settings.measured():
         p_yes, replies = [math.nan] * len(items), [None] * len(items)
-        for i, reply in zip(judged, pacost_judge(model, *shown, chat=settings.chat_template,
-                                                 max_new_tokens=settings.judge_max_new_tokens) if judged else []):
+        for i, reply in zip(
+            judged,
+            pacost_judge(model, *shown, chat=settings.chat_template, max_new_tokens=settings.judge_max_new_tokens)
+            if judged
+            else [],
+        ):
             p_yes[i], replies[i] = reply.confidence, reply.text
         published = {"p_yes": p_yes, "judge_reply": replies}
     minkpp = _question_min_k_plus_plus(model, questions, settings.k)
-    return [{
-        f"answer_{side}": a.text, f"correct_{side}": a.correct, f"correct_norm_{side}": a.correct_norm,
-        f"p_true_{side}": normalised[i], f"p_true_raw_{side}": raw[i], f"answer_logprob_{side}": a.answer_logprob,
-        f"question_min_k_plus_plus_{side}": minkpp[i],
-    } | {f"{name}_{side}": values[i] for name, values in published.items()} for i, a in enumerate(answers)]
+    return [
+        {
+            f"answer_{side}": a.text,
+            f"correct_{side}": a.correct,
+            f"correct_norm_{side}": a.correct_norm,
+            f"p_true_{side}": normalised[i],
+            f"p_true_raw_{side}": raw[i],
+            f"answer_logprob_{side}": a.answer_logprob,
+            f"question_min_k_plus_plus_{side}": minkpp[i],
+        }
+        | {f"{name}_{side}": values[i] for name, values in published.items()}
+        for i, a in enumerate(answers)
+    ]
 
 
 def pacost_records(model, benchmark, items, rephrasings, settings: PacostSettings) -> list[dict]:
@@ -208,14 +237,32 @@ def pacost_records(model, benchmark, items, rephrasings, settings: PacostSetting
     chat = uses_chat(model.tokenizer, settings.chat_template)
     if "p_yes" in settings.measured():
         yes_token_ids(model.tokenizer)  # refuses a tokenizer that cannot say "yes" before anything is answered
-    records = [{"id": item.id, "chat": chat} | r for item, r in zip(items, _side(model, benchmark, items,
-                                                                     [it.question for it in items], settings,
-                                                                     "original"))]
+    records = [
+        {"id": item.id, "chat": chat} | r
+        for item, r in zip(items, _side(model, benchmark, items, [it.question for it in items], settings, "original"))
+    ]
     with_rephrase = [i for i, r in enumerate(rephrasings) if r]
-    rephrased = _side(model, benchmark, [items[i] for i in with_rephrase],
-                      [rephrasings[i] for i in with_rephrase], settings, "rephrased") if with_rephrase else []
-    empty = {key.replace("original", "rephrased"): (math.nan if isinstance(v, float) else None)
-             for key, v in records[0].items() if key.endswith("_original")} if records else {}
+    rephrased = (
+        _side(
+            model,
+            benchmark,
+            [items[i] for i in with_rephrase],
+            [rephrasings[i] for i in with_rephrase],
+            settings,
+            "rephrased",
+        )
+        if with_rephrase
+        else []
+    )
+    empty = (
+        {
+            key.replace("original", "rephrased"): (math.nan if isinstance(v, float) else None)
+            for key, v in records[0].items()
+            if key.endswith("_original")
+        }
+        if records
+        else {}
+    )
     for record in records:
         record.update(empty, rephrase=None)
     for i, side in zip(with_rephrase, rephrased):
@@ -274,20 +321,41 @@ class PacostResult:
 
     def to_dict(self) -> dict:
         settings = self.settings
-        answers = {"answers": settings.answers} | ({"seed": settings.seed, "temperature": settings.temperature,
-                                                    "top_p": settings.top_p} if settings.answers == "sampled" else {})
-        return {"preset": self.preset, "template": self.template, "chat_template": self.chat_template,
-                "chat_used": self.chat_used} | answers | {"correction": settings.correction} | self.verdict.to_dict() | {
-            "variants": {name: v.to_dict() for name, v in self.variants.items()}}
+        answers = {"answers": settings.answers} | (
+            {"seed": settings.seed, "temperature": settings.temperature, "top_p": settings.top_p}
+            if settings.answers == "sampled"
+            else {}
+        )
+        return (
+            {
+                "preset": self.preset,
+                "template": self.template,
+                "chat_template": self.chat_template,
+                "chat_used": self.chat_used,
+            }
+            | answers
+            | {"correction": settings.correction}
+            | self.verdict.to_dict()
+            | {"variants": {name: v.to_dict() for name, v in self.variants.items()}}
+        )
 
 
 def _no_test(base: dict, reason: str, power_note: str) -> PairedVerdict:
-    return PairedVerdict(**base, status=TestOutcome.no_test(reason), pvalue=math.nan, mean_difference=math.nan,
-                         effect_size=math.nan, ci=(math.nan, math.nan), contaminated=False, power_note=power_note)
+    return PairedVerdict(
+        **base,
+        status=TestOutcome.no_test(reason),
+        pvalue=math.nan,
+        mean_difference=math.nan,
+        effect_size=math.nan,
+        ci=(math.nan, math.nan),
+        contaminated=False,
+        power_note=power_note,
+    )
 
 
-def paired_verdict(records, confidence: str, settings: PacostSettings, seed: int = 0,
-                   resamples: int = DEFAULT_RESAMPLES) -> PairedVerdict:
+def paired_verdict(
+    records, confidence: str, settings: PacostSettings, seed: int = 0, resamples: int = DEFAULT_RESAMPLES
+) -> PairedVerdict:
     """The paired test of one confidence over `records` (pairs dropped with reasons); `contaminated` is the raw
     p < alpha (an audit's sweep may replace it, `audit.summary`).
 
@@ -300,42 +368,80 @@ def paired_verdict(records, confidence: str, settings: PacostSettings, seed: int
     rephrased = [r[f"{confidence}_rephrased"] for r in records]
     no_rephrase = sum(r["rephrase"] is None for r in records)
     kept = [i for i, r in enumerate(records) if r["rephrase"] is not None]
-    base = {"test": settings.test, "confidence": confidence, "alternative": settings.alternative,
-            "n_pairs": 0, "n_dropped": len(records), "dropped_reasons": {"no accepted rephrasing": no_rephrase}}
+    base = {
+        "test": settings.test,
+        "confidence": confidence,
+        "alternative": settings.alternative,
+        "n_pairs": 0,
+        "n_dropped": len(records),
+        "dropped_reasons": {"no accepted rephrasing": no_rephrase},
+    }
     if len(kept) < 2:
         reason = f"only {len(kept)} item(s) have an accepted rephrasing"
         return _no_test(base, reason, f"{reason}: no test")
     # the published judge's confidence is 0 when its reply never says yes or no: such pairs are dropped
-    silent = {i for i in kept if confidence in POSITIVE_CONFIDENCES
-              and any(math.isfinite(v) and v <= 0 for v in (original[i], rephrased[i]))}
+    silent = {
+        i
+        for i in kept
+        if confidence in POSITIVE_CONFIDENCES and any(math.isfinite(v) and v <= 0 for v in (original[i], rephrased[i]))
+    }
     kept = [i for i in kept if i not in silent]
     extra = {"no accepted rephrasing": no_rephrase, NO_VERDICT: len(silent)}
     extra = {reason: count for reason, count in extra.items() if count}
     try:
-        answered = {f"answered_{side}": _answered([records[i] for i in kept], side)
-                    for side in ("original", "rephrased")} if needs_answer(confidence) else {}
-        result = paired_test([original[i] for i in kept], [rephrased[i] for i in kept], method=settings.test,
-                             alternative=settings.alternative, seed=seed, resamples=resamples, **answered)
+        answered = (
+            {f"answered_{side}": _answered([records[i] for i in kept], side) for side in ("original", "rephrased")}
+            if needs_answer(confidence)
+            else {}
+        )
+        result = paired_test(
+            [original[i] for i in kept],
+            [rephrased[i] for i in kept],
+            method=settings.test,
+            alternative=settings.alternative,
+            seed=seed,
+            resamples=resamples,
+            **answered,
+        )
     except JaxcontamError as error:  # too few usable pairs: reported, not fatal for the sweep
         return _no_test(base | {"dropped_reasons": extra}, str(error), str(error))
     interval = result.confidence_interval(1 - settings.alpha)
-    mde = minimum_detectable_effect(result.n, alpha=settings.alpha, alternative=settings.alternative) \
-        if result.n >= 3 else math.nan
+    mde = (
+        minimum_detectable_effect(result.n, alpha=settings.alpha, alternative=settings.alternative)
+        if result.n >= 3
+        else math.nan
+    )
     return PairedVerdict(
-        test=result.method, confidence=confidence, alternative=result.alternative, status=TestOutcome.tested(),
-        pvalue=result.pvalue, n_pairs=result.n, n_dropped=result.n_dropped + sum(extra.values()),
-        dropped_reasons=dict(result.drop_reasons) | extra, mean_difference=result.mean_difference,
-        effect_size=result.effect_size, ci=(interval.low, interval.high),
-        contaminated=bool(result.pvalue < settings.alpha), pvalue_detail=result.detail, result=result,
-        power_note=f"with {result.n} pairs the minimum detectable effect at 80% power is d_z = {mde:.2g}")
+        test=result.method,
+        confidence=confidence,
+        alternative=result.alternative,
+        status=TestOutcome.tested(),
+        pvalue=result.pvalue,
+        n_pairs=result.n,
+        n_dropped=result.n_dropped + sum(extra.values()),
+        dropped_reasons=dict(result.drop_reasons) | extra,
+        mean_difference=result.mean_difference,
+        effect_size=result.effect_size,
+        ci=(interval.low, interval.high),
+        contaminated=bool(result.pvalue < settings.alpha),
+        pvalue_detail=result.detail,
+        result=result,
+        power_note=f"with {result.n} pairs the minimum detectable effect at 80% power is d_z = {mde:.2g}",
+    )
 
 
-def pacost_result(records, settings: PacostSettings, seed: int = 0,
-                  resamples: int = DEFAULT_RESAMPLES) -> PacostResult:
+def pacost_result(records, settings: PacostSettings, seed: int = 0, resamples: int = DEFAULT_RESAMPLES) -> PacostResult:
     """The verdict on the chosen confidence, with every other measured confidence as a variant."""
     return PacostResult(
-        preset=settings.preset, template=settings.template, chat_template=settings.chat_template,
+        preset=settings.preset,
+        template=settings.template,
+        chat_template=settings.chat_template,
         chat_used=any(bool(r.get("chat")) for r in records),
         verdict=paired_verdict(records, settings.confidence, settings, seed, resamples),
-        variants={c: paired_verdict(records, c, settings, seed, resamples) for c in settings.measured()
-                  if c != settings.confidence}, settings=settings)
+        variants={
+            c: paired_verdict(records, c, settings, seed, resamples)
+            for c in settings.measured()
+            if c != settings.confidence
+        },
+        settings=settings,
+    )

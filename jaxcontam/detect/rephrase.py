@@ -38,7 +38,7 @@ PACOST_REPHRASE_INSTRUCTION = (
     "2. Keep the meaning and every piece of information in the question; leave nothing out and add nothing.\n"
     "3. Keep all numbers, quantities and names unchanged.\n"
     "4. Use your own wording rather than copying the original sentence.\n"
-    "Example: given \"Tom has 3 apples and buys 5 more. How many apples does Tom have now?\", "
+    'Example: given "Tom has 3 apples and buys 5 more. How many apples does Tom have now?", '
     "one rephrasing is: After buying 5 more apples, Tom, who had 3, has how many apples in total?\n"
     "\n"
     "Question: {question}\n"
@@ -51,13 +51,17 @@ _NUMBER = re.compile(
     r"(?:\s*(?:%|percent\b|per cent\b))?",
     re.IGNORECASE | re.ASCII,
 )
-_UNITS = ("zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
-          "seventeen eighteen nineteen").split()
+_UNITS = (
+    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
+    "seventeen eighteen nineteen"
+).split()
 _TENS = "twenty thirty forty fifty sixty seventy eighty ninety".split()
-_SPELLED_VALUE = {w: i for i, w in enumerate(_UNITS)} | {w: 20 + 10 * i for i, w in enumerate(_TENS)} | {
-    "twice": 2, "thrice": 3}
-_SPELLED = re.compile(rf"\b({'|'.join(_SPELLED_VALUE)})(?:[\s-]({'|'.join(_UNITS[1:10])}))?\b",
-                      re.IGNORECASE | re.ASCII)
+_SPELLED_VALUE = (
+    {w: i for i, w in enumerate(_UNITS)} | {w: 20 + 10 * i for i, w in enumerate(_TENS)} | {"twice": 2, "thrice": 3}
+)
+_SPELLED = re.compile(
+    rf"\b({'|'.join(_SPELLED_VALUE)})(?:[\s-]({'|'.join(_UNITS[1:10])}))?\b", re.IGNORECASE | re.ASCII
+)
 _WORD = re.compile(r"[^\W\d_][\w'’-]*")
 
 
@@ -202,22 +206,30 @@ def check_rephrase(original: str, rephrase: str, gates: RephraseGates = Rephrase
     if gates.preserve_numbers:
         lost = numbers(original) - numbers(rephrase, spelled=True)
         if lost:
-            return fail("numbers_changed", f"numbers of the original missing from the rephrase: "
-                                           f"{', '.join(sorted(lost.elements()))}")
+            return fail(
+                "numbers_changed",
+                f"numbers of the original missing from the rephrase: {', '.join(sorted(lost.elements()))}",
+            )
     if gates.preserve_names:
         rephrase_words = {_strip_possessive(w.group()).casefold() for w in _WORD.finditer(rephrase)}
         lost_names = sorted(names(original) - rephrase_words)
         if lost_names:
             return fail("names_changed", f"names of the original missing from the rephrase: {', '.join(lost_names)}")
     if ratio < gates.min_length_ratio:
-        return fail("too_short", f"{n_rephrase} words vs {n_original} in the original "
-                                 f"(ratio {ratio:.2f} < {gates.min_length_ratio})")
+        return fail(
+            "too_short",
+            f"{n_rephrase} words vs {n_original} in the original (ratio {ratio:.2f} < {gates.min_length_ratio})",
+        )
     if ratio > gates.max_length_ratio:
-        return fail("too_long", f"{n_rephrase} words vs {n_original} in the original "
-                                f"(ratio {ratio:.2f} > {gates.max_length_ratio})")
+        return fail(
+            "too_long",
+            f"{n_rephrase} words vs {n_original} in the original (ratio {ratio:.2f} > {gates.max_length_ratio})",
+        )
     if overlap > gates.max_ngram_overlap:
-        return fail("too_similar", f"{overlap:.0%} of the rephrase's word n-grams occur in the original "
-                                   f"(> {gates.max_ngram_overlap:.0%})")
+        return fail(
+            "too_similar",
+            f"{overlap:.0%} of the rephrase's word n-grams occur in the original (> {gates.max_ngram_overlap:.0%})",
+        )
     return GateResult(True, None, "", ratio, overlap)
 
 
@@ -240,8 +252,10 @@ def _render(instruction: str, question: str) -> str:
     try:
         return instruction.format(question=question)
     except (KeyError, IndexError, ValueError) as error:
-        raise JaxcontamError(f"the rephrasing instruction must be a template whose only field is {{question}} "
-                             f"(double other braces): formatting it failed with {error!r}") from None
+        raise JaxcontamError(
+            f"the rephrasing instruction must be a template whose only field is {{question}} "
+            f"(double other braces): formatting it failed with {error!r}"
+        ) from None
 
 
 def first_line(text: str | None) -> str:
@@ -277,15 +291,23 @@ def generate_rephrasings(
     if model.tokenizer is None:
         raise JaxcontamError("generating rephrasings needs the model's tokenizer: the model directory has none")
     tokenizer = model.tokenizer
-    prompts = [encode_chat(tokenizer, chat_prompt(tokenizer, _render(instruction, item.question), chat), chat)
-               for item in items]
+    prompts = [
+        encode_chat(tokenizer, chat_prompt(tokenizer, _render(instruction, item.question), chat), chat)
+        for item in items
+    ]
     choices = [RephraseChoice(item.id, None, None, 0, None) for item in items]
     pending = list(range(len(items)))
     for round_ in range(attempts):
         if not pending:
             break
-        outputs = generate(model, [prompts[i] for i in pending], max_new_tokens=max_new_tokens,
-                           temperature=temperature, top_p=top_p, seed=seed + round_)
+        outputs = generate(
+            model,
+            [prompts[i] for i in pending],
+            max_new_tokens=max_new_tokens,
+            temperature=temperature,
+            top_p=top_p,
+            seed=seed + round_,
+        )
         still = []
         for i, output in zip(pending, outputs):
             text = first_line(output.text)
@@ -309,8 +331,10 @@ def rephrase_items(
     """
     items = list(items)
     if model is None and generation_kwargs:
-        raise JaxcontamError(f"generation options {sorted(generation_kwargs)} were given without a model: "
-                             "pass model= to generate rephrasings")
+        raise JaxcontamError(
+            f"generation options {sorted(generation_kwargs)} were given without a model: "
+            "pass model= to generate rephrasings"
+        )
     choices = choose_attached(items, gates)
     missing = [i for i, choice in enumerate(choices) if choice.rephrase is None]
     if model is None or not missing:

@@ -57,7 +57,7 @@ class TestOutcome:
         if label == TestStatus.TESTED.value:
             return cls.tested()
         if label.startswith(NO_TEST_PREFIX):
-            return cls.no_test(label[len(NO_TEST_PREFIX):])
+            return cls.no_test(label[len(NO_TEST_PREFIX) :])
         raise ValueError(f"test status {label!r} is neither 'tested' nor 'no test: <reason>'")
 
     @classmethod

@@ -89,8 +89,7 @@ class GroupSummary:
     means: dict[str, float] = dataclasses.field(default_factory=dict)
 
     def to_dict(self) -> dict:
-        extra = {k: v for k, v in (("accuracy", self.accuracy), ("pacost_pvalue", self.pacost_pvalue))
-                 if v is not None}
+        extra = {k: v for k, v in (("accuracy", self.accuracy), ("pacost_pvalue", self.pacost_pvalue)) if v is not None}
         return {"n": self.n} | extra | {f"mean_{name}": value for name, value in self.means.items()}
 
 
@@ -103,8 +102,9 @@ class GroundTruthResult:
         return {"groups": {k: g.to_dict() for k, g in self.groups.items()}, "auc": dict(self.auc)}
 
 
-def ground_truth_result(rows: Sequence[dict], pacost: PacostSettings | None, has_contam: bool,
-                        likelihood: bool) -> GroundTruthResult | None:
+def ground_truth_result(
+    rows: Sequence[dict], pacost: PacostSettings | None, has_contam: bool, likelihood: bool
+) -> GroundTruthResult | None:
     """Each signal on the known-contaminated and known-clean items, and each signal's AUC between them."""
     labelled = [r for r in rows if r.get("ground_truth_contaminated") is not None]
     if not labelled:
@@ -119,6 +119,9 @@ def ground_truth_result(rows: Sequence[dict], pacost: PacostSettings | None, has
         means = {"longest_match": _mean(r["longest_match"] for r in group)} if has_contam else {}
         means |= {d: _mean(r[d] for r in group) for d in (DETECTORS if likelihood else ())}
         groups[name] = GroupSummary(
-            len(group), accuracy=float(np.mean([r["correct"] for r in group])) if pacost else None,
-            pacost_pvalue=paired_verdict(group, pacost.confidence, pacost).pvalue if pacost else None, means=means)
+            len(group),
+            accuracy=float(np.mean([r["correct"] for r in group])) if pacost else None,
+            pacost_pvalue=paired_verdict(group, pacost.confidence, pacost).pvalue if pacost else None,
+            means=means,
+        )
     return GroundTruthResult(groups, {s: signal_separation(labelled, s)["auc"] for s in signals})

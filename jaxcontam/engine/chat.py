@@ -28,8 +28,10 @@ def uses_chat(tokenizer, mode: str) -> bool:
     """Whether prompts for this tokenizer are wrapped as chat turns under `mode`."""
     has_template = bool(getattr(tokenizer, "chat_template", None))
     if check_chat_mode(mode) == "always" and not has_template:
-        raise JaxcontamError("chat_template='always' but the model's tokenizer has no chat template: "
-                             "use 'auto' or 'never', or give a tokenizer with a template")
+        raise JaxcontamError(
+            "chat_template='always' but the model's tokenizer has no chat template: "
+            "use 'auto' or 'never', or give a tokenizer with a template"
+        )
     return mode != "never" and has_template
 
 
@@ -46,8 +48,12 @@ def chat_text(tokenizer, prompt: str, mode: str, assistant_prefix: str = "", sys
     user = [{"role": "user", "content": prompt}]
     if system:
         try:
-            return tokenizer.apply_chat_template([{"role": "system", "content": system}] + user, tokenize=False,
-                                                 add_generation_prompt=True) + assistant_prefix
+            return (
+                tokenizer.apply_chat_template(
+                    [{"role": "system", "content": system}] + user, tokenize=False, add_generation_prompt=True
+                )
+                + assistant_prefix
+            )
         except TemplateError:  # e.g. Gemma's "System role not supported"
             user = [{"role": "user", "content": f"{system}\n\n{prompt}"}]
     return tokenizer.apply_chat_template(user, tokenize=False, add_generation_prompt=True) + assistant_prefix

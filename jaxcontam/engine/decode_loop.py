@@ -45,16 +45,39 @@ def empty_rows(params, spec, *, rows: int, capacity: int, max_new_tokens: int) -
     """The state of `rows` empty (done) rows with `capacity` cache slots each."""
     dtype = jax.tree.leaves(params)[0].dtype
     zeros = jnp.zeros(rows, jnp.int32)
-    return {"cache": spec.init_cache(rows, capacity, dtype), "slot": zeros, "position": zeros,
-            "token": zeros, "index": zeros, "count": zeros, "done": jnp.ones(rows, bool),
-            "out": jnp.full((rows, max_new_tokens), -1, jnp.int32),
-            "logp": jnp.zeros((rows, max_new_tokens), jnp.float32),
-            "watched": jnp.zeros((rows, max_new_tokens), jnp.float32)}
+    return {
+        "cache": spec.init_cache(rows, capacity, dtype),
+        "slot": zeros,
+        "position": zeros,
+        "token": zeros,
+        "index": zeros,
+        "count": zeros,
+        "done": jnp.ones(rows, bool),
+        "out": jnp.full((rows, max_new_tokens), -1, jnp.int32),
+        "logp": jnp.zeros((rows, max_new_tokens), jnp.float32),
+        "watched": jnp.zeros((rows, max_new_tokens), jnp.float32),
+    }
 
 
 @functools.partial(jax.jit, static_argnames=("spec", "capacity"), donate_argnames=("state",))
-def fill_rows(params, spec, state, rows, tokens, positions, last, lengths, index, seed, temperature, top_p,
-              stop_ids, watch_ids, *, capacity: int):
+def fill_rows(
+    params,
+    spec,
+    state,
+    rows,
+    tokens,
+    positions,
+    last,
+    lengths,
+    index,
+    seed,
+    temperature,
+    top_p,
+    stop_ids,
+    watch_ids,
+    *,
+    capacity: int,
+):
     """Put n prompts [n, P] (positions -1 on padding) into rows `rows` [n] of `state` (a row index >= B drops that
     prompt: padding of the group), prefill their cache slots [0, P) and sample their first token."""
     count, width = tokens.shape
@@ -62,19 +85,25 @@ def fill_rows(params, spec, state, rows, tokens, positions, last, lengths, index
     fresh = spec.init_cache(count, capacity, jax.tree.leaves(params)[0].dtype)
     hidden, fresh = spec.decode(params, tokens, positions, fresh, 0)
     h_last = jnp.take_along_axis(hidden, last[:, None, None], axis=1)[:, 0]
-    first, first_logp, first_watched = _pick(params, spec, h_last, index, jnp.zeros(count, jnp.int32), seed,
-                                             temperature, top_p, watch_ids)
+    first, first_logp, first_watched = _pick(
+        params, spec, h_last, index, jnp.zeros(count, jnp.int32), seed, temperature, top_p, watch_ids
+    )
 
     def put(target, value):
         return target.at[rows].set(value.astype(target.dtype), mode="drop")
 
-    return {"cache": jax.tree.map(put, state["cache"], fresh), "slot": put(state["slot"], jnp.full(count, width)),
-            "position": put(state["position"], lengths), "token": put(state["token"], first),
-            "index": put(state["index"], index), "count": put(state["count"], jnp.ones(count, jnp.int32)),
-            "done": put(state["done"], jnp.isin(first, stop_ids) | (limit == 1)),
-            "out": put(state["out"], jnp.full((count, limit), -1, jnp.int32).at[:, 0].set(first)),
-            "logp": put(state["logp"], jnp.zeros((count, limit), jnp.float32).at[:, 0].set(first_logp)),
-            "watched": put(state["watched"], jnp.zeros((count, limit), jnp.float32).at[:, 0].set(first_watched))}
+    return {
+        "cache": jax.tree.map(put, state["cache"], fresh),
+        "slot": put(state["slot"], jnp.full(count, width)),
+        "position": put(state["position"], lengths),
+        "token": put(state["token"], first),
+        "index": put(state["index"], index),
+        "count": put(state["count"], jnp.ones(count, jnp.int32)),
+        "done": put(state["done"], jnp.isin(first, stop_ids) | (limit == 1)),
+        "out": put(state["out"], jnp.full((count, limit), -1, jnp.int32).at[:, 0].set(first)),
+        "logp": put(state["logp"], jnp.zeros((count, limit), jnp.float32).at[:, 0].set(first_logp)),
+        "watched": put(state["watched"], jnp.zeros((count, limit), jnp.float32).at[:, 0].set(first_watched)),
+    }
 
 
 def _step_each_row(params, spec, tokens, positions, cache, slots):
@@ -99,15 +128,20 @@ def decode_rows(params, spec, state, seed, temperature, top_p, stop_ids, watch_i
         step, s = carry
         live = ~s["done"]
         hidden, cache = _step_each_row(params, spec, s["token"], s["position"], s["cache"], s["slot"])
-        token, logp, watched = _pick(params, spec, hidden, s["index"], s["count"], seed, temperature, top_p,
-                                     watch_ids)
+        token, logp, watched = _pick(params, spec, hidden, s["index"], s["count"], seed, temperature, top_p, watch_ids)
         at = jnp.where(live, s["count"], limit)  # finished rows write nowhere (dropped)
         count = s["count"] + live
-        return step + 1, {"cache": cache, "slot": s["slot"] + live, "position": s["position"] + live,
-                          "token": jnp.where(live, token, s["token"]), "index": s["index"], "count": count,
-                          "done": s["done"] | jnp.isin(token, stop_ids) | (count >= limit),
-                          "out": s["out"].at[rows, at].set(token, mode="drop"),
-                          "logp": s["logp"].at[rows, at].set(logp, mode="drop"),
-                          "watched": s["watched"].at[rows, at].set(watched, mode="drop")}
+        return step + 1, {
+            "cache": cache,
+            "slot": s["slot"] + live,
+            "position": s["position"] + live,
+            "token": jnp.where(live, token, s["token"]),
+            "index": s["index"],
+            "count": count,
+            "done": s["done"] | jnp.isin(token, stop_ids) | (count >= limit),
+            "out": s["out"].at[rows, at].set(token, mode="drop"),
+            "logp": s["logp"].at[rows, at].set(logp, mode="drop"),
+            "watched": s["watched"].at[rows, at].set(watched, mode="drop"),
+        }
 
     return jax.lax.while_loop(cond, body, (jnp.int32(0), state))[1]

@@ -117,8 +117,9 @@ def _layout(batch, rows: int, padding: str):
     return tokens, positions, last, lengths
 
 
-def _truncate(tokens: list[int], logprobs: list[float], watched: list[float], stop_ids, tokenizer,
-              stop_strings) -> Generation:
+def _truncate(
+    tokens: list[int], logprobs: list[float], watched: list[float], stop_ids, tokenizer, stop_strings
+) -> Generation:
     reason = "length"
     for j, t in enumerate(tokens):
         if t == -1 or t in stop_ids:
@@ -178,8 +179,9 @@ def generate(
     if sample_keys is None:
         sample_keys = range(len(prompts))
     elif len(sample_keys) != len(prompts) or not all(0 <= k < 2**31 for k in sample_keys):
-        raise JaxcontamError(f"sample_keys must hold one integer in [0, 2**31) per prompt ({len(prompts)}), "
-                             f"got {len(sample_keys)}")
+        raise JaxcontamError(
+            f"sample_keys must hold one integer in [0, 2**31) per prompt ({len(prompts)}), got {len(sample_keys)}"
+        )
     spec = model.config
     if stop_token_ids is None:
         eos = spec.eos_token_id
@@ -187,8 +189,10 @@ def generate(
     stop = np.asarray(list(stop_token_ids) or [-2], np.int32)  # -2 never occurs: no stop token
     longest = max(len(p) for p in prompts) + max_new_tokens
     if longest > spec.max_position:
-        raise JaxcontamError(f"prompt + max_new_tokens reaches {longest} tokens, beyond the model's "
-                             f"max_position ({spec.max_position}): shorten the prompts or lower max_new_tokens")
+        raise JaxcontamError(
+            f"prompt + max_new_tokens reaches {longest} tokens, beyond the model's "
+            f"max_position ({spec.max_position}): shorten the prompts or lower max_new_tokens"
+        )
     mesh = model_mesh(model)
     params = _decode_params(model)
     if rows_per_batch is None:
@@ -213,16 +217,22 @@ def generate(
                 targets[p.row], index[p.row] = free.pop(0), sample_keys[p.index]
                 holder[int(targets[p.row])] = p.index
             arrays = (targets, *_layout(batch, group, padding), index)
-            state = decode_loop.fill_rows(params, spec, state, *(global_array(a, mesh) for a in arrays), *sampling,
-                                          capacity=capacity)
+            state = decode_loop.fill_rows(
+                params, spec, state, *(global_array(a, mesh) for a in arrays), *sampling, capacity=capacity
+            )
         until_done = len(groups[0].placements) if groups else rows
         state = decode_loop.decode_rows(params, spec, state, *sampling, np.int32(until_done))
         done, out, logp, watched = (fetch(state[key]) for key in ("done", "out", "logp", "watched"))
         for row in [r for r in holder if done[r]]:
             index = holder.pop(row)
-            results[index] = _truncate(out[row].tolist(), logp[row].tolist(),
-                                       watched[row].tolist() if watch_ids else [], set(stop.tolist()),
-                                       model.tokenizer, stop_strings)
+            results[index] = _truncate(
+                out[row].tolist(),
+                logp[row].tolist(),
+                watched[row].tolist() if watch_ids else [],
+                set(stop.tolist()),
+                model.tokenizer,
+                stop_strings,
+            )
             generated += len(results[index].token_ids)
             finished += 1
             free.append(row)

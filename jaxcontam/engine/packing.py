@@ -139,7 +139,9 @@ def plan_batches(
     return batches
 
 
-def _unpacked_batches(token_ids, lengths: list[int], rows_per_batch: int, buckets: tuple[int, ...]) -> list[PackedBatch]:
+def _unpacked_batches(
+    token_ids, lengths: list[int], rows_per_batch: int, buckets: tuple[int, ...]
+) -> list[PackedBatch]:
     """One sequence per row, longest first: every batch but the last is full, and each takes the smallest bucket
     that holds its longest sequence (a per-bucket split would leave a part-empty batch in every bucket, and each
     row of a batch costs a full generation loop)."""

@@ -64,8 +64,10 @@ def yes_token_ids(tokenizer) -> tuple[int, ...]:
     texts = tokenizer.batch_decode([[i] for i in range(len(tokenizer))])
     found = tuple(i for i, text in enumerate(texts) if text.strip().lower() == "yes")
     if not found:
-        raise JaxcontamError("the model's tokenizer has no token spelling 'yes', which PaCoST's published judge "
-                             "reads: use the jaxcontam preset (or another confidence) for this model")
+        raise JaxcontamError(
+            "the model's tokenizer has no token spelling 'yes', which PaCoST's published judge "
+            "reads: use the jaxcontam preset (or another confidence) for this model"
+        )
     return found
 
 
@@ -75,9 +77,15 @@ def judge_text(tokenizer, question: str, answer: str, chat: str) -> str:
     return chat_text(tokenizer, request, chat, "" if uses_chat(tokenizer, chat) else "\n", system=JUDGE_SYSTEM)
 
 
-def pacost_judge(model, questions: Sequence[str], answers: Sequence[str], *, chat: str = "auto",
-                 max_new_tokens: int = AUTHORS_MAX_NEW_TOKENS,
-                 rows_per_batch: int | None = None) -> list[JudgeReply]:
+def pacost_judge(
+    model,
+    questions: Sequence[str],
+    answers: Sequence[str],
+    *,
+    chat: str = "auto",
+    max_new_tokens: int = AUTHORS_MAX_NEW_TOKENS,
+    rows_per_batch: int | None = None,
+) -> list[JudgeReply]:
     """The published judge's reply and confidence for each (question, answer) pair, in input order.
 
     The reply is cut to the room the model's context leaves after the longest prompt.
@@ -93,10 +101,18 @@ def pacost_judge(model, questions: Sequence[str], answers: Sequence[str], *, cha
     prompts = [encode_chat(tokenizer, judge_text(tokenizer, q, a, chat), chat) for q, a in zip(questions, answers)]
     room = min(max_new_tokens, model.config.max_position - max(map(len, prompts)))
     if room < 1:
-        raise JaxcontamError(f"a judge prompt fills the model's {model.config.max_position} positions: shorten the "
-                             "question or answer")
-    replies = generate(model, prompts, max_new_tokens=room, rows_per_batch=rows_per_batch, watch_ids=yes,
-                       progress=True)  # the replies run up to 1,024 tokens: a long wait deserves a progress bar
+        raise JaxcontamError(
+            f"a judge prompt fills the model's {model.config.max_position} positions: shorten the question or answer"
+        )
+    replies = generate(
+        model, prompts, max_new_tokens=room, rows_per_batch=rows_per_batch, watch_ids=yes, progress=True
+    )  # the replies run up to 1,024 tokens: a long wait deserves a progress bar
     steps = [[j for j, t in enumerate(r.token_ids) if says_yes_or_no(tokenizer.decode([t]))] for r in replies]
-    return [JudgeReply(text=r.text or "", confidence=float(np.exp(max(r.watched_logprobs[j] for j in s))) if s
-                       else 0.0, verdict_steps=len(s)) for r, s in zip(replies, steps)]
+    return [
+        JudgeReply(
+            text=r.text or "",
+            confidence=float(np.exp(max(r.watched_logprobs[j] for j in s))) if s else 0.0,
+            verdict_steps=len(s),
+        )
+        for r, s in zip(replies, steps)
+    ]

@@ -58,8 +58,10 @@ class JudgeTemplate:
                 "{question} and {answer} (write literal braces as {{ and }})"
             )
         if parsed[-1][1] is not None:
-            raise JaxcontamError(f"judge template {self.name!r} ends with a field: end it with the fixed text "
-                                 "after which the verdict is stated (e.g. 'Judgement:')")
+            raise JaxcontamError(
+                f"judge template {self.name!r} ends with a field: end it with the fixed text "
+                "after which the verdict is stated (e.g. 'Judgement:')"
+            )
         for side in ("true_options", "false_options"):
             options = (getattr(self, side),) if isinstance(getattr(self, side), str) else tuple(getattr(self, side))
             if not options or not all(isinstance(o, str) and o for o in options):
@@ -72,8 +74,7 @@ class JudgeTemplate:
 
 KADAVATH = JudgeTemplate(
     "kadavath",
-    "Question: {question}\nProposed Answer: {answer}\nIs the proposed answer True or False?\n"
-    "The proposed answer is:",
+    "Question: {question}\nProposed Answer: {answer}\nIs the proposed answer True or False?\nThe proposed answer is:",
     (" True",),
     (" False",),
 )
@@ -85,8 +86,9 @@ def judge_template(template: JudgeTemplate | str) -> JudgeTemplate:
     if isinstance(template, JudgeTemplate):
         return template
     if template not in TEMPLATES:
-        raise JaxcontamError(f"unknown judge template {template!r}: use one of {sorted(TEMPLATES)} "
-                             "or pass a JudgeTemplate")
+        raise JaxcontamError(
+            f"unknown judge template {template!r}: use one of {sorted(TEMPLATES)} or pass a JudgeTemplate"
+        )
     return TEMPLATES[template]
 
 
@@ -114,13 +116,17 @@ def option_token_ids(tokenizer, template: JudgeTemplate) -> tuple[tuple[tuple[in
         sequences = []
         for option in options:
             full = list(tokenizer.encode(probe + option, add_special_tokens=False))
-            added = tuple(full[len(base):])
+            added = tuple(full[len(base) :])
             if full[: len(base)] != base or not added:
-                raise JaxcontamError(f"judge template {template.name!r}: option {option!r} merges with the "
-                                     "prompt's last token; end the prompt so that the option starts a new token")
+                raise JaxcontamError(
+                    f"judge template {template.name!r}: option {option!r} merges with the "
+                    "prompt's last token; end the prompt so that the option starts a new token"
+                )
             if unknown is not None and unknown in added:
-                raise JaxcontamError(f"judge template {template.name!r}: the tokenizer has no tokens for option "
-                                     f"{option!r}; choose option words it can spell")
+                raise JaxcontamError(
+                    f"judge template {template.name!r}: the tokenizer has no tokens for option "
+                    f"{option!r}; choose option words it can spell"
+                )
             if added not in sequences:
                 sequences.append(added)
         sides.append(tuple(sequences))
@@ -128,8 +134,10 @@ def option_token_ids(tokenizer, template: JudgeTemplate) -> tuple[tuple[tuple[in
     for i, a in enumerate(everything):
         for j, b in enumerate(everything):
             if i != j and b[: len(a)] == a:
-                raise JaxcontamError(f"judge template {template.name!r}: option tokens {list(a)} start option "
-                                     f"tokens {list(b)}; choose options that tokenize apart")
+                raise JaxcontamError(
+                    f"judge template {template.name!r}: option tokens {list(a)} start option "
+                    f"tokens {list(b)}; choose options that tokenize apart"
+                )
     return tuple(sides)
 
 
@@ -149,7 +157,7 @@ def _single_token_logprobs(model, prompts, sides, rows_per_batch: int) -> np.nda
     candidates = np.asarray([s[0] for side in sides for s in side], np.int32)
     sets = np.zeros((2, len(candidates)), bool)
     sets[0, : len(sides[0])] = True
-    sets[1, len(sides[0]):] = True
+    sets[1, len(sides[0]) :] = True
     mesh = model_mesh(model)
     rows = rows_for(mesh, rows_per_batch)
     logp = np.zeros((len(prompts), 2))
@@ -198,12 +206,16 @@ def p_true(
         return PTrueResult(np.zeros(0), np.zeros(0), np.zeros(0))
     sides = option_token_ids(model.tokenizer, template)
     tokenizer = model.tokenizer
-    prompts = [encode_chat(tokenizer, chat_prompt(tokenizer, template.render(q, a), chat), chat)
-               for q, a in zip(questions, answers)]
+    prompts = [
+        encode_chat(tokenizer, chat_prompt(tokenizer, template.render(q, a), chat), chat)
+        for q, a in zip(questions, answers)
+    ]
     longest_option = max(len(s) for side in sides for s in side)
     if max(map(len, prompts)) + longest_option - 1 > model.config.max_position:
-        raise JaxcontamError(f"a judge prompt exceeds the model's max_position ({model.config.max_position}): "
-                             "shorten the question or answer")
+        raise JaxcontamError(
+            f"a judge prompt exceeds the model's max_position ({model.config.max_position}): "
+            "shorten the question or answer"
+        )
     if longest_option == 1:
         logp = _single_token_logprobs(model, prompts, sides, rows_per_batch)
     else:

@@ -145,8 +145,10 @@ def score_logprobs(
         from jaxcontam.kernels.vocab_logprobs import kernel_available
 
         if not kernel_available():
-            raise JaxcontamError(f"use_kernel=True needs a TPU backend, this is {jax.default_backend()!r}: "
-                                 "leave use_kernel off to use the plain-jnp blockwise path")
+            raise JaxcontamError(
+                f"use_kernel=True needs a TPU backend, this is {jax.default_backend()!r}: "
+                "leave use_kernel off to use the plain-jnp blockwise path"
+            )
 
     fields = ("logprob", "mean_logprob", "std_logprob") if with_stats else ("logprob",)
     fields += ("max_logprob",) if with_max else ()
@@ -160,8 +162,19 @@ def score_logprobs(
     with jax.set_mesh(mesh):
         for batch in _progress(batches, progress):
             arrays = [global_array(a, mesh) for a in (batch.tokens, batch.positions, batch.segment_ids, batch.targets)]
-            in_flight.append((batch, score_step(model.params, spec, *arrays, with_stats=with_stats,
-                                                vocab_block=vocab_block, use_kernel=use_kernel)))
+            in_flight.append(
+                (
+                    batch,
+                    score_step(
+                        model.params,
+                        spec,
+                        *arrays,
+                        with_stats=with_stats,
+                        vocab_block=vocab_block,
+                        use_kernel=use_kernel,
+                    ),
+                )
+            )
             if len(in_flight) > _MAX_IN_FLIGHT:
                 collect(*in_flight.popleft())
         while in_flight:
@@ -169,8 +182,11 @@ def score_logprobs(
     results = []
     for i, (start, end) in enumerate(spans):
         cut = {f: np.asarray(per_field[f][i][start - 1 : end - 1], np.float32) for f in fields}
-        results.append(SequenceScores(cut["logprob"], cut.get("mean_logprob"), cut.get("std_logprob"), start,
-                                      cut.get("max_logprob")))
+        results.append(
+            SequenceScores(
+                cut["logprob"], cut.get("mean_logprob"), cut.get("std_logprob"), start, cut.get("max_logprob")
+            )
+        )
     return results
 
 

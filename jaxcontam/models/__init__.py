@@ -40,6 +40,7 @@ Interface used by `jaxcontam.engine` (all functions pure and jit-able with `spec
         position < 0 are padding: never attended to.
 """
 
+from jaxcontam.mesh import make_mesh
 from jaxcontam.models.decoder import (
     decode,
     hidden_states,
@@ -50,7 +51,6 @@ from jaxcontam.models.decoder import (
 )
 from jaxcontam.models.loading import load_model
 from jaxcontam.models.model import Model
-from jaxcontam.mesh import make_mesh
 from jaxcontam.models.spec import SUPPORTED_MODEL_TYPES, ModelSpec, from_hf_config
 
 __all__ = [

@@ -92,8 +92,9 @@ def _query_block(spec: DecoderConfig, q, q_pos, q_seg, key_blocks, window):
         probs = jnp.where(allowed, jnp.exp(scores - new_top[..., None]), 0.0)
         rescale = jnp.exp(top - new_top)
         total = total * rescale + probs.sum(axis=-1)
-        weighted = weighted * rescale[..., None] + jnp.einsum("bkgts,bskd->bkgtd", probs.astype(v.dtype), v,
-                                                              preferred_element_type=jnp.float32)
+        weighted = weighted * rescale[..., None] + jnp.einsum(
+            "bkgts,bskd->bkgtd", probs.astype(v.dtype), v, preferred_element_type=jnp.float32
+        )
         return new_top, total, weighted
 
     def visit(carry, keys):
@@ -119,8 +120,9 @@ def mesh_platform() -> str:
 
 def _checked(implementation: str, source: str) -> str:
     if implementation not in IMPLEMENTATIONS:
-        raise JaxcontamError(f"attention implementation {implementation!r} (from {source}) is not one of "
-                             f"{', '.join(IMPLEMENTATIONS)}")
+        raise JaxcontamError(
+            f"attention implementation {implementation!r} (from {source}) is not one of {', '.join(IMPLEMENTATIONS)}"
+        )
     return implementation
 
 
@@ -130,7 +132,7 @@ def from_environment() -> str:
 
 
 def choose_implementation(implementation: str | None = None) -> str:
-    """"splash", "cudnn" or "jnp": `implementation` unless "auto" or None, else by `mesh_platform()`."""
+    """ "splash", "cudnn" or "jnp": `implementation` unless "auto" or None, else by `mesh_platform()`."""
     chosen = _checked(implementation or "auto", "the argument")
     if chosen != "auto":
         return chosen
@@ -168,11 +170,26 @@ def _splash_kernel(window: int, heads: int, length: int, block: int, softcap, in
     # q and k sequence-minor ([H, Dh, T] in memory): XLA then keeps the roped projections T-minor, as the jnp path
     # does; head-dim-minor q and k made it hold the rope's float32 halves padded to 128 lanes (Llama-3.2-1B at
     # 4 x 8192 on v5e: 465 MiB of temporaries instead of 137 MiB)
-    sizes = splash.BlockSizes(block_q=block, block_kv=block, block_kv_compute=block, block_q_dkv=block,
-                              block_kv_dkv=block, block_kv_dkv_compute=block, block_q_dq=block, block_kv_dq=block,
-                              q_layout=splash.QKVLayout.SEQ_MINOR, k_layout=splash.QKVLayout.SEQ_MINOR)
-    return splash.make_splash_mha(splash.MultiHeadMask((mask,) * heads), block_sizes=sizes, head_shards=1,
-                                  q_seq_shards=1, attn_logits_soft_cap=softcap, interpret=interpret)
+    sizes = splash.BlockSizes(
+        block_q=block,
+        block_kv=block,
+        block_kv_compute=block,
+        block_q_dkv=block,
+        block_kv_dkv=block,
+        block_kv_dkv_compute=block,
+        block_q_dq=block,
+        block_kv_dq=block,
+        q_layout=splash.QKVLayout.SEQ_MINOR,
+        k_layout=splash.QKVLayout.SEQ_MINOR,
+    )
+    return splash.make_splash_mha(
+        splash.MultiHeadMask((mask,) * heads),
+        block_sizes=sizes,
+        head_shards=1,
+        q_seq_shards=1,
+        attn_logits_soft_cap=softcap,
+        interpret=interpret,
+    )
 
 
 def splash_attention(spec: DecoderConfig, q, k, v, segment_ids, window, interpret: bool = False):
@@ -198,6 +215,7 @@ def splash_attention(spec: DecoderConfig, q, k, v, segment_ids, window, interpre
         def run(w):
             kernel = _splash_kernel(w, q.shape[1], padded, block, spec.attn_logit_softcap, interpret)
             return jax.vmap(lambda q, k, v, s: kernel(q, k, v, splash.SegmentIds(s, s)))(q, k, v, segments)
+
         return _select(windows, index, run)
 
     index = jnp.int32(0) if index is None else index
@@ -205,15 +223,20 @@ def splash_attention(spec: DecoderConfig, q, k, v, segment_ids, window, interpre
     if mesh.empty:
         out = local(q, k, v, segments, index)
     else:
-        free = [a for a, t in zip(mesh.axis_names, mesh.axis_types, strict=True)
-                if t != jax.sharding.AxisType.Manual]
+        free = [a for a, t in zip(mesh.axis_names, mesh.axis_types, strict=True) if t != jax.sharding.AxisType.Manual]
         rows = "data" if "data" in free and batch % mesh.shape["data"] == 0 else None
         model = mesh.shape.get("model", 1)
         split = "model" if "model" in free and heads % model == 0 and kv_heads % model == 0 else None
         blocks, ids = jax.P(rows, split, None, None), jax.P(rows, None)
         # check_vma=False: the Pallas kernel's outputs carry no varying-axes type (as in kernels.vocab_blocks)
-        out = jax.shard_map(local, mesh=mesh, in_specs=(blocks, blocks, blocks, ids, jax.P()), out_specs=blocks,
-                            axis_names=frozenset(free), check_vma=False)(q, k, v, segments, index)
+        out = jax.shard_map(
+            local,
+            mesh=mesh,
+            in_specs=(blocks, blocks, blocks, ids, jax.P()),
+            out_specs=blocks,
+            axis_names=frozenset(free),
+            check_vma=False,
+        )(q, k, v, segments, index)
     out = jnp.swapaxes(out, 1, 2)[:, :length]
     return jnp.where(segment_ids[:, :, None, None] > 0, out, 0).astype(v.dtype)
 
@@ -233,9 +256,18 @@ def cudnn_attention(spec: DecoderConfig, q, k, v, segment_ids, window):
     windows, index = _windows(spec, window)
 
     def run(w):
-        return jax.nn.dot_product_attention(q, k, v, scale=spec.attn_scale, is_causal=True,
-                                            query_seq_lengths=lengths, key_value_seq_lengths=lengths,
-                                            local_window_size=(w - 1, 0) if w else None, implementation="cudnn")
+        return jax.nn.dot_product_attention(
+            q,
+            k,
+            v,
+            scale=spec.attn_scale,
+            is_causal=True,
+            query_seq_lengths=lengths,
+            key_value_seq_lengths=lengths,
+            local_window_size=(w - 1, 0) if w else None,
+            implementation="cudnn",
+        )
+
     out = _select(windows, index, run)
     return jnp.where(segment_ids[:, :, None, None] > 0, out, 0).astype(v.dtype)
 
@@ -247,13 +279,24 @@ def jnp_attention(spec: DecoderConfig, q, k, v, positions, segment_ids, window, 
     if length <= block:
         return layers.attend(spec, q, k, v, allowed_keys(positions, segment_ids, positions, segment_ids, window))
     key_blocks = tuple(_blocks(x, block) for x in (k, v, positions, segment_ids))
-    out = jax.lax.map(lambda queries: _query_block(spec, *queries, key_blocks, window),
-                      tuple(_blocks(x, block) for x in (q, positions, segment_ids)))
+    out = jax.lax.map(
+        lambda queries: _query_block(spec, *queries, key_blocks, window),
+        tuple(_blocks(x, block) for x in (q, positions, segment_ids)),
+    )
     return jnp.moveaxis(out, 0, 1).reshape(batch, -1, *q.shape[2:])[:, :length]
 
 
-def packed_attention(spec: DecoderConfig, q, k, v, positions, segment_ids, window, block: int | None = None,
-                     implementation: str | None = None):
+def packed_attention(
+    spec: DecoderConfig,
+    q,
+    k,
+    v,
+    positions,
+    segment_ids,
+    window,
+    block: int | None = None,
+    implementation: str | None = None,
+):
     """Attention of q [B, T, H, Dh] over k, v [B, T, Hkv, Dh] of the same packed rows.
 
     `window`: the layer's sliding window (0 = global), a Python int or traced (then one of
@@ -269,8 +312,11 @@ def packed_attention(spec: DecoderConfig, q, k, v, positions, segment_ids, windo
     portable = functools.partial(jnp_attention, spec, q, k, v, positions, segment_ids, window, block)
     if chosen == "cudnn" and spec.attn_logit_softcap is None and q.dtype in (jnp.bfloat16, jnp.float16):
         try:
-            return jax.lax.cond(one_sequence_per_row(positions, segment_ids),
-                                lambda: cudnn_attention(spec, q, k, v, segment_ids, window), portable)
+            return jax.lax.cond(
+                one_sequence_per_row(positions, segment_ids),
+                lambda: cudnn_attention(spec, q, k, v, segment_ids, window),
+                portable,
+            )
         except (NotImplementedError, RuntimeError) as refused:  # no cuDNN here, or a shape it does not take
             if forced == "cudnn":
                 raise JaxcontamError(f"cuDNN attention refused this call: {refused}") from refused

@@ -83,8 +83,9 @@ def _residual(spec: DecoderConfig, out: jax.Array) -> jax.Array:
     return (out.astype(jnp.float32) * spec.residual_scale).astype(out.dtype)
 
 
-def hidden_states(params: dict, spec: DecoderConfig, tokens: jax.Array, positions: jax.Array,
-                  segment_ids: jax.Array) -> jax.Array:
+def hidden_states(
+    params: dict, spec: DecoderConfig, tokens: jax.Array, positions: jax.Array, segment_ids: jax.Array
+) -> jax.Array:
     """Final-normed hidden states [B, T, D] of int32 [B, T] tokens.
 
     Attention is causal (by position) and within the same segment; segment 0 is padding, so several
@@ -101,8 +102,13 @@ def hidden_states(params: dict, spec: DecoderConfig, tokens: jax.Array, position
 
     def body(x, layer):
         w, window = layer
-        return _layer(spec, w, x, _layer_rope(tables, window), lambda q, k, v: (
-            attention.packed_attention(spec, q, k, v, positions, segment_ids, window), None))
+        return _layer(
+            spec,
+            w,
+            x,
+            _layer_rope(tables, window),
+            lambda q, k, v: (attention.packed_attention(spec, q, k, v, positions, segment_ids, window), None),
+        )
 
     x, _ = jax.lax.scan(body, x, (params["layers"], windows), unroll=spec.unroll_layers)
     return layers.norm(spec, params["final_norm"], x)
@@ -132,9 +138,11 @@ def init_cache(spec: DecoderConfig, batch: int, max_len: int, dtype) -> dict:
     attention dot products read without a transpose.
     """
     shape = (batch, spec.num_kv_heads, max_len, spec.head_dim)
-    return {"k": [jnp.zeros(shape, dtype) for _ in range(spec.num_layers)],
-            "v": [jnp.zeros(shape, dtype) for _ in range(spec.num_layers)],
-            "pos": jnp.full((batch, max_len), -1, jnp.int32)}
+    return {
+        "k": [jnp.zeros(shape, dtype) for _ in range(spec.num_layers)],
+        "v": [jnp.zeros(shape, dtype) for _ in range(spec.num_layers)],
+        "pos": jnp.full((batch, max_len), -1, jnp.int32),
+    }
 
 
 def write_slots(cache: jax.Array, new: jax.Array, index, axis: int) -> jax.Array:
@@ -148,12 +156,14 @@ def write_slots(cache: jax.Array, new: jax.Array, index, axis: int) -> jax.Array
     slots = index[:, None] + jnp.arange(count)[None, :]  # [B, t]
     where = (rows,) + (slice(None),) * (axis - 1) + (slots,)
     # numpy indexing puts the [B, t] advanced-index dimensions first: bring `new`'s t axis next to B
-    return cache.at[where].set(jnp.moveaxis(new, axis, 1).astype(cache.dtype), mode="drop",
-                               unique_indices=True, indices_are_sorted=True)
+    return cache.at[where].set(
+        jnp.moveaxis(new, axis, 1).astype(cache.dtype), mode="drop", unique_indices=True, indices_are_sorted=True
+    )
 
 
-def decode(params: dict, spec: DecoderConfig, tokens: jax.Array, positions: jax.Array, cache: dict,
-           cache_index) -> tuple[jax.Array, dict]:
+def decode(
+    params: dict, spec: DecoderConfig, tokens: jax.Array, positions: jax.Array, cache: dict, cache_index
+) -> tuple[jax.Array, dict]:
     """Run t new tokens [B, t] written at cache slots cache_index..cache_index+t-1; returns (hidden [B, t, D], cache).
     `cache_index`: a scalar, or an int32 [B] with each row's own slot (`write_slots`).
 
@@ -167,11 +177,11 @@ def decode(params: dict, spec: DecoderConfig, tokens: jax.Array, positions: jax.
         lengths = jnp.broadcast_to(jnp.max(positions, axis=1, keepdims=True) + 1, positions.shape)
     tables = _rope(spec, positions, lengths)
     slot_pos = write_slots(cache["pos"], positions.astype(jnp.int32), cache_index, axis=1)
-    base = ((slot_pos[:, None, :] >= 0) & (slot_pos[:, None, :] <= positions[:, :, None])
-            & (positions[:, :, None] >= 0))
+    base = (slot_pos[:, None, :] >= 0) & (slot_pos[:, None, :] <= positions[:, :, None]) & (positions[:, :, None] >= 0)
     k_out, v_out = [], []
-    for w, window, k_cache, v_cache in zip(split_layers(params)["layers"], spec.layer_windows, cache["k"],
-                                           cache["v"], strict=True):
+    for w, window, k_cache, v_cache in zip(
+        split_layers(params)["layers"], spec.layer_windows, cache["k"], cache["v"], strict=True
+    ):
         allowed = _windowed(base, positions, slot_pos, jnp.int32(window))
 
         def cached_attention(q, k, v, k_cache=k_cache, v_cache=v_cache, allowed=allowed):

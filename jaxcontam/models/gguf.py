@@ -32,8 +32,18 @@ ARCHITECTURES = tuple(dict.fromkeys(family.gguf.arch for family in FAMILIES.valu
 _EXPERT_TENSORS = {"w_gate": "ffn_gate_exps", "w_up": "ffn_up_exps", "w_down": "ffn_down_exps"}
 QUANT_TYPES = ("F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K")
 _STOP_KEYS = ("tokenizer.ggml.eos_token_id", "tokenizer.ggml.eot_token_id", "tokenizer.ggml.eom_token_id")
-__all__ = ["ARCHITECTURES", "QUANT_TYPES", "GGUFTensorInfo", "GGUFTensorReader", "hf_config", "load_gguf_tokenizer",
-           "open_reader", "read_spec", "tensor_index", "unpermute_rotary_rows"]
+__all__ = [
+    "ARCHITECTURES",
+    "QUANT_TYPES",
+    "GGUFTensorInfo",
+    "GGUFTensorReader",
+    "hf_config",
+    "load_gguf_tokenizer",
+    "open_reader",
+    "read_spec",
+    "tensor_index",
+    "unpermute_rotary_rows",
+]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -65,8 +75,10 @@ class _Metadata:
     def require(self, key: str):
         value = self.get(key)
         if value is None:
-            raise ModelError(f"{self.path}: GGUF metadata has no {key!r}; the file is incomplete: re-convert it "
-                             "with llama.cpp's convert_hf_to_gguf.py")
+            raise ModelError(
+                f"{self.path}: GGUF metadata has no {key!r}; the file is incomplete: re-convert it "
+                "with llama.cpp's convert_hf_to_gguf.py"
+            )
         return value
 
 
@@ -74,8 +86,10 @@ def _uniform(value, key: str, path: pathlib.Path) -> int:
     """Per-layer metadata (a list in some files) that must be the same for every layer here."""
     if isinstance(value, list):
         if len(set(value)) != 1:
-            raise ModelError(f"{path}: {key} differs between layers ({sorted(set(value))}); jaxcontam's decoders "
-                             "need one value for all layers")
+            raise ModelError(
+                f"{path}: {key} differs between layers ({sorted(set(value))}); jaxcontam's decoders "
+                "need one value for all layers"
+            )
         value = value[0]
     return int(value)
 
@@ -86,14 +100,20 @@ def _family(meta: _Metadata, arch: str, path: pathlib.Path) -> Family:
     found = [f for f in FAMILIES.values() if f.gguf and f.gguf.arch == arch and f.gguf.experts == bool(experts)]
     if not found:
         if arch not in ARCHITECTURES:
-            raise ModelError(f"{path}: GGUF architecture {arch!r} is not supported; supported architectures: "
-                             f"{', '.join(ARCHITECTURES)} (mistral and mixtral models are stored as 'llama')")
+            raise ModelError(
+                f"{path}: GGUF architecture {arch!r} is not supported; supported architectures: "
+                f"{', '.join(ARCHITECTURES)} (mistral and mixtral models are stored as 'llama')"
+            )
         if not experts:
-            raise ModelError(f"{path}: a {arch} GGUF file without {arch}.expert_count; the file is incomplete: "
-                             "re-convert it with llama.cpp's convert_hf_to_gguf.py")
+            raise ModelError(
+                f"{path}: a {arch} GGUF file without {arch}.expert_count; the file is incomplete: "
+                "re-convert it with llama.cpp's convert_hf_to_gguf.py"
+            )
         with_experts = [f"{f.gguf.arch} ({f.model_type})" for f in FAMILIES.values() if f.gguf and f.gguf.experts]
-        raise ModelError(f"{path}: a {arch} GGUF file with {experts} experts; mixture-of-experts files load "
-                         f"for {', '.join(with_experts)} only")
+        raise ModelError(
+            f"{path}: a {arch} GGUF file with {experts} experts; mixture-of-experts files load "
+            f"for {', '.join(with_experts)} only"
+        )
     return found[0]
 
 
@@ -104,9 +124,11 @@ def hf_config(reader, path: pathlib.Path) -> dict:
     family = _family(meta, arch, path)
     names = {tensor.name: tensor for tensor in reader.tensors}
     if "rope_freqs.weight" in names:
-        raise ModelError(f"{path}: the file stores per-frequency rope factors (rope_freqs.weight, Llama 3.1-style "
-                         "rope scaling), which the GGUF loader does not read; load the Hugging Face safetensors "
-                         "checkpoint instead")
+        raise ModelError(
+            f"{path}: the file stores per-frequency rope factors (rope_freqs.weight, Llama 3.1-style "
+            "rope scaling), which the GGUF loader does not read; load the Hugging Face safetensors "
+            "checkpoint instead"
+        )
     if "token_embd.weight" not in names:
         raise ModelError(f"{path}: no token_embd.weight tensor; the file is incomplete: re-convert it")
     hidden = int(meta.require(f"{arch}.embedding_length"))
@@ -118,8 +140,9 @@ def hf_config(reader, path: pathlib.Path) -> dict:
         "hidden_size": hidden,
         "num_hidden_layers": int(meta.require(f"{arch}.block_count")),
         "num_attention_heads": heads,
-        "num_key_value_heads": _uniform(meta.get(f"{arch}.attention.head_count_kv", heads),
-                                        "attention.head_count_kv", path),
+        "num_key_value_heads": _uniform(
+            meta.get(f"{arch}.attention.head_count_kv", heads), "attention.head_count_kv", path
+        ),
         "head_dim": head_dim,
         "intermediate_size": _uniform(meta.require(f"{arch}.feed_forward_length"), "feed_forward_length", path),
         "max_position_embeddings": int(meta.require(f"{arch}.context_length")),
@@ -163,7 +186,7 @@ def tensor_index(reader, spec: ModelSpec, path: pathlib.Path) -> dict[str, tuple
                 for expert, source in enumerate(entry.sources(layer)):
                     index[source] = (name, GGUFTensorInfo(path, tensor.shape[1:], tensor, expert))
                 continue
-            source, = entry.sources(layer)
+            (source,) = entry.sources(layer)
             hf_name = source if source.startswith("lm_head.") else DEFAULT_PREFIX + source
             name = name_map.get_name(hf_name, try_suffixes=(".weight", ".bias"))
             tensor = _stored_tensor(stored, name, hf_name, spec, path)
@@ -175,12 +198,16 @@ def _stored_tensor(stored: dict, name: str | None, hf_name: str, spec: ModelSpec
     """The file's tensor `name`, refusing a missing one or a quantisation type the loader cannot read."""
     tensor = stored.get(name)
     if tensor is None:
-        raise ModelError(f"{path}: missing tensor {name or hf_name!r} (the {spec.model_type} model needs it "
-                         f"for {hf_name}); the file is incomplete or was converted for another architecture")
+        raise ModelError(
+            f"{path}: missing tensor {name or hf_name!r} (the {spec.model_type} model needs it "
+            f"for {hf_name}); the file is incomplete or was converted for another architecture"
+        )
     if tensor.tensor_type.name not in QUANT_TYPES:
-        raise ModelError(f"{path}: tensor {name!r} is stored as {tensor.tensor_type.name}, which the GGUF "
-                         f"loader does not dequantise; supported types: {', '.join(QUANT_TYPES)}. "
-                         "Use a file quantised to one of them")
+        raise ModelError(
+            f"{path}: tensor {name!r} is stored as {tensor.tensor_type.name}, which the GGUF "
+            f"loader does not dequantise; supported types: {', '.join(QUANT_TYPES)}. "
+            "Use a file quantised to one of them"
+        )
     return tensor
 
 

@@ -59,7 +59,7 @@ class _Cursor:
     def string(self) -> str:
         length = self.scalar("Q")
         start, self.pos = self.pos, self.pos + length
-        return self.buffer[start:self.pos].decode("utf-8")
+        return self.buffer[start : self.pos].decode("utf-8")
 
     def value(self, value_type: int):
         if value_type in _SCALARS:
@@ -96,8 +96,9 @@ def _parse(path: pathlib.Path, buffer: mmap.mmap) -> GGUFFile:
     cursor.pos = 4
     version = cursor.scalar("I")
     if version not in (2, 3):
-        raise ValueError(f"GGUF version {version} (byte-swapped: a big-endian file?); only little-endian v2 and "
-                         "v3 files are read")
+        raise ValueError(
+            f"GGUF version {version} (byte-swapped: a big-endian file?); only little-endian v2 and v3 files are read"
+        )
     tensor_count, kv_count = cursor.unpack("QQ")
     metadata = {}
     for _ in range(kv_count):

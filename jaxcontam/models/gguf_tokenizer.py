@@ -14,15 +14,21 @@ import pathlib
 from jaxcontam.errors import ModelError
 
 TOKENIZER_MODELS = ("gpt2", "llama")  # byte-level BPE (gpt2, llama-bpe, qwen2, smollm, ...) and SentencePiece BPE
-_SPECIAL_TOKEN_IDS = {"bos_token": "bos_token_id", "eos_token": "eos_token_id", "unk_token": "unknown_token_id",
-                      "pad_token": "padding_token_id"}
+_SPECIAL_TOKEN_IDS = {
+    "bos_token": "bos_token_id",
+    "eos_token": "eos_token_id",
+    "unk_token": "unknown_token_id",
+    "pad_token": "padding_token_id",
+}
 
 
 def tokenizer_fields(metadata: dict, mapping: dict) -> tuple[dict, dict]:
     """(converter input, tokenizer keyword arguments) from the `tokenizer.*` metadata, named as transformers'
     `mapping` (GGUF_TOKENIZER_MAPPING) names them; special tokens are given by their text."""
-    fields, settings = ({name: metadata[f"tokenizer.{key}"] for key, name in mapping[group].items()
-                         if f"tokenizer.{key}" in metadata} for group in ("tokenizer", "tokenizer_config"))
+    fields, settings = (
+        {name: metadata[f"tokenizer.{key}"] for key, name in mapping[group].items() if f"tokenizer.{key}" in metadata}
+        for group in ("tokenizer", "tokenizer_config")
+    )
     if fields.get("tokenizer_type") == "llama":  # llama.cpp adds BOS to a SentencePiece vocabulary unless told not to
         settings.setdefault("add_bos_token", True)
     for name, key in _SPECIAL_TOKEN_IDS.items():
@@ -37,9 +43,11 @@ def gguf_tokenizer(metadata: dict, path: pathlib.Path):
     if model is None:
         return None
     if model not in TOKENIZER_MODELS or "tokenizer.ggml.tokens" not in metadata:
-        raise ModelError(f"{path}: GGUF tokenizer model {model!r} is not supported (supported: "
-                         f"{', '.join(TOKENIZER_MODELS)}, with tokenizer.ggml.tokens); pass a Hugging Face tokenizer "
-                         "folder (tokenizer.json) of the same model instead")
+        raise ModelError(
+            f"{path}: GGUF tokenizer model {model!r} is not supported (supported: "
+            f"{', '.join(TOKENIZER_MODELS)}, with tokenizer.ggml.tokens); pass a Hugging Face tokenizer "
+            "folder (tokenizer.json) of the same model instead"
+        )
     from transformers import PreTrainedTokenizerFast
 
     try:
@@ -48,12 +56,16 @@ def gguf_tokenizer(metadata: dict, path: pathlib.Path):
             convert_gguf_tokenizer,
         )
     except ImportError as exc:
-        raise ModelError(f"{path}: this transformers version has no torch-free GGUF tokenizer converter "
-                         "(transformers.integrations.gguf); upgrade it: pip install -U transformers") from exc
+        raise ModelError(
+            f"{path}: this transformers version has no torch-free GGUF tokenizer converter "
+            "(transformers.integrations.gguf); upgrade it: pip install -U transformers"
+        ) from exc
     try:
         fields, settings = tokenizer_fields(metadata, GGUF_TOKENIZER_MAPPING)
         backend, extra = convert_gguf_tokenizer(metadata.get("general.architecture"), fields)
     except (ValueError, KeyError, IndexError) as exc:
-        raise ModelError(f"{path}: the GGUF tokenizer metadata cannot be converted ({exc}); re-convert the file "
-                         "with llama.cpp's convert_hf_to_gguf.py") from exc
+        raise ModelError(
+            f"{path}: the GGUF tokenizer metadata cannot be converted ({exc}); re-convert the file "
+            "with llama.cpp's convert_hf_to_gguf.py"
+        ) from exc
     return PreTrainedTokenizerFast(tokenizer_object=backend, **settings, **extra)

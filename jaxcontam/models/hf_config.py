@@ -16,25 +16,95 @@ from jaxcontam.models.config import DecoderConfig, eos_field
 
 # Fields that never change the forward pass: bookkeeping, training-only settings (dropout, router losses,
 # initialisation), generation defaults and output switches that transformers' config.json files carry.
-SHARED_ALLOWED = frozenset({
-    "model_type", "architectures", "_name_or_path", "name_or_path", "transformers_version", "torch_dtype", "dtype",
-    "use_cache", "bos_token_id", "eos_token_id", "pad_token_id", "sep_token_id", "decoder_start_token_id",
-    "initializer_range", "initializer_factor", "id2label", "label2id", "num_labels", "problem_type",
-    "return_dict", "output_attentions", "output_hidden_states", "output_scores", "return_dict_in_generate",
-    "torchscript", "use_bfloat16", "tf_legacy_loss", "pruned_heads", "chunk_size_feed_forward",
-    "is_encoder_decoder", "is_decoder", "add_cross_attention", "cross_attention_hidden_size",
-    "tie_encoder_decoder", "finetuning_task", "tokenizer_class", "prefix", "task_specific_params",
-    "_attn_implementation", "attn_implementation", "_attn_implementation_autoset", "auto_map",
-    "attention_dropout", "hidden_dropout", "embd_pdrop", "resid_pdrop", "attn_pdrop", "classifier_dropout",
-    "summary_first_dropout", "summary_type", "summary_use_proj", "summary_activation", "summary_proj_to_labels",
-    "router_aux_loss_coef", "router_jitter_noise", "output_router_logits",
-    "max_length", "min_length", "do_sample", "early_stopping", "num_beams", "num_beam_groups", "diversity_penalty",
-    "temperature", "top_k", "top_p", "typical_p", "repetition_penalty", "length_penalty", "no_repeat_ngram_size",
-    "encoder_no_repeat_ngram_size", "bad_words_ids", "num_return_sequences", "forced_bos_token_id",
-    "forced_eos_token_id", "remove_invalid_values", "exponential_decay_length_penalty", "suppress_tokens",
-    "begin_suppress_tokens", "cache_implementation", "transformers.js_config", "_num_labels", "gradient_checkpointing",
-    "attention_probs_dropout_prob", "hidden_dropout_prob",
-})
+SHARED_ALLOWED = frozenset(
+    {
+        "model_type",
+        "architectures",
+        "_name_or_path",
+        "name_or_path",
+        "transformers_version",
+        "torch_dtype",
+        "dtype",
+        "use_cache",
+        "bos_token_id",
+        "eos_token_id",
+        "pad_token_id",
+        "sep_token_id",
+        "decoder_start_token_id",
+        "initializer_range",
+        "initializer_factor",
+        "id2label",
+        "label2id",
+        "num_labels",
+        "problem_type",
+        "return_dict",
+        "output_attentions",
+        "output_hidden_states",
+        "output_scores",
+        "return_dict_in_generate",
+        "torchscript",
+        "use_bfloat16",
+        "tf_legacy_loss",
+        "pruned_heads",
+        "chunk_size_feed_forward",
+        "is_encoder_decoder",
+        "is_decoder",
+        "add_cross_attention",
+        "cross_attention_hidden_size",
+        "tie_encoder_decoder",
+        "finetuning_task",
+        "tokenizer_class",
+        "prefix",
+        "task_specific_params",
+        "_attn_implementation",
+        "attn_implementation",
+        "_attn_implementation_autoset",
+        "auto_map",
+        "attention_dropout",
+        "hidden_dropout",
+        "embd_pdrop",
+        "resid_pdrop",
+        "attn_pdrop",
+        "classifier_dropout",
+        "summary_first_dropout",
+        "summary_type",
+        "summary_use_proj",
+        "summary_activation",
+        "summary_proj_to_labels",
+        "router_aux_loss_coef",
+        "router_jitter_noise",
+        "output_router_logits",
+        "max_length",
+        "min_length",
+        "do_sample",
+        "early_stopping",
+        "num_beams",
+        "num_beam_groups",
+        "diversity_penalty",
+        "temperature",
+        "top_k",
+        "top_p",
+        "typical_p",
+        "repetition_penalty",
+        "length_penalty",
+        "no_repeat_ngram_size",
+        "encoder_no_repeat_ngram_size",
+        "bad_words_ids",
+        "num_return_sequences",
+        "forced_bos_token_id",
+        "forced_eos_token_id",
+        "remove_invalid_values",
+        "exponential_decay_length_penalty",
+        "suppress_tokens",
+        "begin_suppress_tokens",
+        "cache_implementation",
+        "transformers.js_config",
+        "_num_labels",
+        "gradient_checkpointing",
+        "attention_probs_dropout_prob",
+        "hidden_dropout_prob",
+    }
+)
 
 # HF activation names -> the activation the forward applies.
 ACTIVATIONS = {
@@ -63,8 +133,10 @@ class ConfigReader:
         for name in names:
             if self.config.get(name) is not None:
                 return self.config[name]
-        raise ModelError(f"{self.source}: missing field {' or '.join(repr(n) for n in names)}; "
-                         "the config.json is incomplete: re-export it with save_pretrained")
+        raise ModelError(
+            f"{self.source}: missing field {' or '.join(repr(n) for n in names)}; "
+            "the config.json is incomplete: re-export it with save_pretrained"
+        )
 
     def get(self, name: str, default=None):
         self.read.add(name)
@@ -77,14 +149,19 @@ class ConfigReader:
     def refuse_unhandled(self, model_type: str, ignored: dict[str, str]):
         """Refuse every set field that was not read, is not in `SHARED_ALLOWED` and not in the family's `ignored`
         (field -> why it does not change the forward). Null fields count as unset."""
-        unhandled = sorted(name for name, value in self.config.items() if value is not None and name not in self.read
-                           and name not in SHARED_ALLOWED and name not in ignored)
+        unhandled = sorted(
+            name
+            for name, value in self.config.items()
+            if value is not None and name not in self.read and name not in SHARED_ALLOWED and name not in ignored
+        )
         if unhandled:
             fields = ", ".join(f"{name!r} = {self.config[name]!r}" for name in unhandled)
-            raise ModelError(f"{self.source}: field(s) {fields} not implemented for model_type {model_type!r}; "
-                             "jaxcontam refuses fields that may change the forward pass rather than ignore them "
-                             "(the log-probs could be silently wrong). Check the model_type, or remove the field "
-                             "if it does not affect this model")
+            raise ModelError(
+                f"{self.source}: field(s) {fields} not implemented for model_type {model_type!r}; "
+                "jaxcontam refuses fields that may change the forward pass rather than ignore them "
+                "(the log-probs could be silently wrong). Check the model_type, or remove the field "
+                "if it does not affect this model"
+            )
 
 
 def first_id(value) -> int | None:
@@ -126,17 +203,23 @@ def rope(reader: ConfigReader, params: dict | None = None, default_theta: float 
     rope_type = params.get("rope_type", params.get("type", "default"))
     rope_type = "longrope" if rope_type == "su" else rope_type  # phi3's original name for it
     if rope_type not in ROPE_TYPES:
-        reader.refuse("rope_parameters.rope_type", rope_type,
-                      f"jaxcontam implements {', '.join(ROPE_TYPES)}; a model that needs another scaling would "
-                      "get silently wrong log-probs, so it is refused")
+        reader.refuse(
+            "rope_parameters.rope_type",
+            rope_type,
+            f"jaxcontam implements {', '.join(ROPE_TYPES)}; a model that needs another scaling would "
+            "get silently wrong log-probs, so it is refused",
+        )
     if rope_type == "longrope":
         return _longrope(reader, params, float(theta), float(partial))
-    keys = {"linear": ("factor",), "llama3": ("factor", "low_freq_factor", "high_freq_factor",
-                                              "original_max_position_embeddings")}.get(rope_type, ())
+    keys = {
+        "linear": ("factor",),
+        "llama3": ("factor", "low_freq_factor", "high_freq_factor", "original_max_position_embeddings"),
+    }.get(rope_type, ())
     for key in keys:
         if key not in params:
-            raise ModelError(f"{reader.source}: rope_type {rope_type!r} needs rope_parameters.{key}; add it to "
-                             "config.json")
+            raise ModelError(
+                f"{reader.source}: rope_type {rope_type!r} needs rope_parameters.{key}; add it to config.json"
+            )
     scaling = tuple(sorted((k, float(params[k])) for k in keys))
     return Rope(float(theta), rope_type, scaling, float(partial))
 
@@ -146,22 +229,34 @@ def _longrope(reader: ConfigReader, params: dict, theta: float, partial: float) 
     scaled by an attention factor (default sqrt(1 + ln(factor) / ln(original context)), as transformers sets it)."""
     original = params.get("original_max_position_embeddings", reader.get("original_max_position_embeddings"))
     if original is None or "short_factor" not in params or "long_factor" not in params:
-        raise ModelError(f"{reader.source}: rope_type 'longrope' needs short_factor, long_factor and "
-                         "original_max_position_embeddings; add them to config.json")
-    head_dim = int(reader.get("head_dim", int(reader.require("hidden_size")) // int(reader.require(
-        "num_attention_heads"))))
+        raise ModelError(
+            f"{reader.source}: rope_type 'longrope' needs short_factor, long_factor and "
+            "original_max_position_embeddings; add them to config.json"
+        )
+    head_dim = int(
+        reader.get("head_dim", int(reader.require("hidden_size")) // int(reader.require("num_attention_heads")))
+    )
     half = int(head_dim * partial) // 2
     for key in ("short_factor", "long_factor"):
         if len(params[key]) != half:
-            reader.refuse(f"rope_parameters.{key}", f"{len(params[key])} values",
-                          f"longrope needs one factor per rotary frequency ({half})")
+            reader.refuse(
+                f"rope_parameters.{key}",
+                f"{len(params[key])} values",
+                f"longrope needs one factor per rotary frequency ({half})",
+            )
     factor = params.get("factor") or int(reader.require("max_position_embeddings")) / float(original)
     attention = params.get("attention_factor")
     if attention is None:
         attention = 1.0 if factor <= 1.0 else (1 + math.log(factor) / math.log(original)) ** 0.5
     scaling = (("attention_factor", float(attention)), ("original_max_position_embeddings", float(original)))
-    return Rope(theta, "longrope", scaling, partial, tuple(float(f) for f in params["short_factor"]),
-                tuple(float(f) for f in params["long_factor"]))
+    return Rope(
+        theta,
+        "longrope",
+        scaling,
+        partial,
+        tuple(float(f) for f in params["short_factor"]),
+        tuple(float(f) for f in params["long_factor"]),
+    )
 
 
 def layer_windows(reader: ConfigReader, num_layers: int, default_types: list[str] | None) -> tuple[int, ...]:
@@ -172,8 +267,10 @@ def layer_windows(reader: ConfigReader, num_layers: int, default_types: list[str
     window = reader.get("sliding_window")
     types = reader.get("layer_types", default_types)
     if len(types) != num_layers:
-        raise ModelError(f"{reader.source}: layer_types has {len(types)} entries but num_hidden_layers is "
-                         f"{num_layers}; make them agree")
+        raise ModelError(
+            f"{reader.source}: layer_types has {len(types)} entries but num_hidden_layers is "
+            f"{num_layers}; make them agree"
+        )
     windows = []
     for i, kind in enumerate(types):
         if kind == FULL or (kind == SLIDING and window is None):
@@ -194,8 +291,15 @@ def experts(reader: ConfigReader) -> tuple[int, int]:
     return count, top_k
 
 
-def llama_style(reader: ConfigReader, model_type: str, act: str, windows, rope_settings: Rope | None = None,
-                attention_bias: bool | None = None, **overrides) -> DecoderConfig:
+def llama_style(
+    reader: ConfigReader,
+    model_type: str,
+    act: str,
+    windows,
+    rope_settings: Rope | None = None,
+    attention_bias: bool | None = None,
+    **overrides,
+) -> DecoderConfig:
     """The llama layout (RMSNorm pre-norms, rope, gated MLP, grouped-query attention, attention_bias on all four
     projections), with a family's differences given as `overrides` of `DecoderConfig` fields.
 

@@ -73,8 +73,9 @@ def _longrope_frequencies(spec: DecoderConfig, lengths: jax.Array) -> jax.Array:
     return jnp.where(beyond[..., None], jnp.asarray(long, jnp.float32), jnp.asarray(short, jnp.float32))
 
 
-def rope_tables(spec: DecoderConfig, positions: jax.Array, lengths: jax.Array | None = None,
-                local: bool = False) -> tuple[jax.Array, jax.Array]:
+def rope_tables(
+    spec: DecoderConfig, positions: jax.Array, lengths: jax.Array | None = None, local: bool = False
+) -> tuple[jax.Array, jax.Array]:
     """cos, sin float32 [B, T, rotary_dim] for integer positions (halves repeated, rotate-half layout).
 
     `lengths` [B, T]: the length of each token's sequence, which LongRoPE needs to pick its factors; `local`:
@@ -122,8 +123,9 @@ def attention_inputs(spec: DecoderConfig, w: dict, h: jax.Array, cos, sin):
     return q, k, v
 
 
-def attend(spec: DecoderConfig, q: jax.Array, k: jax.Array, v: jax.Array, allowed: jax.Array,
-           heads_first: bool = False) -> jax.Array:
+def attend(
+    spec: DecoderConfig, q: jax.Array, k: jax.Array, v: jax.Array, allowed: jax.Array, heads_first: bool = False
+) -> jax.Array:
     """Grouped-query attention of q [B, T, H, Dh] over k, v where allowed [B, T, S]; float32 softmax.
 
     k, v are [B, S, Hkv, Dh], or [B, Hkv, S, Dh] with `heads_first` (the KV cache's layout, read without a

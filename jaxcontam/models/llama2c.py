@@ -33,8 +33,10 @@ def _read_header(data: bytes, path: pathlib.Path) -> dict[str, int]:
     header = dict(zip(_HEADER_FIELDS, struct.unpack("<7i", data[:28]), strict=True))
     sizes_ok = all(v > 0 for k, v in header.items() if k != "vocab_size") and header["vocab_size"] != 0
     if not sizes_ok or header["dim"] % header["n_heads"] or header["n_heads"] % header["n_kv_heads"]:
-        raise ModelError(f"{path}: header {header} is not a llama2.c config (positive sizes, dim divisible by "
-                         "n_heads, n_heads by n_kv_heads); is this a llama2.c legacy-format model file?")
+        raise ModelError(
+            f"{path}: header {header} is not a llama2.c config (positive sizes, dim divisible by "
+            "n_heads, n_heads by n_kv_heads); is this a llama2.c legacy-format model file?"
+        )
     return header
 
 
@@ -52,44 +54,72 @@ def read_llama2c_model(path: pathlib.Path) -> tuple[dict, dict[str, np.ndarray]]
     vocab, dim, hidden, layers = abs(h["vocab_size"]), h["dim"], h["hidden_dim"], h["n_layers"]
     head = dim // h["n_heads"]
     kv_dim = head * h["n_kv_heads"]
-    shapes = [("embed", (vocab, dim)), ("attn_norm", (layers, dim)), ("wq", (layers, dim, dim)),
-              ("wk", (layers, kv_dim, dim)), ("wv", (layers, kv_dim, dim)), ("wo", (layers, dim, dim)),
-              ("ffn_norm", (layers, dim)), ("w1", (layers, hidden, dim)), ("w2", (layers, dim, hidden)),
-              ("w3", (layers, hidden, dim)), ("final_norm", (dim,)), ("rope", (2, h["seq_len"], head // 2))]
+    shapes = [
+        ("embed", (vocab, dim)),
+        ("attn_norm", (layers, dim)),
+        ("wq", (layers, dim, dim)),
+        ("wk", (layers, kv_dim, dim)),
+        ("wv", (layers, kv_dim, dim)),
+        ("wo", (layers, dim, dim)),
+        ("ffn_norm", (layers, dim)),
+        ("w1", (layers, hidden, dim)),
+        ("w2", (layers, dim, hidden)),
+        ("w3", (layers, hidden, dim)),
+        ("final_norm", (dim,)),
+        ("rope", (2, h["seq_len"], head // 2)),
+    ]
     if not shared:
         shapes.append(("classifier", (vocab, dim)))
     expected = 28 + 4 * sum(int(np.prod(s)) for _, s in shapes)
     if len(data) != expected:
-        raise ModelError(f"{path}: {len(data)} bytes, but header {h} implies {expected} for a llama2.c legacy "
-                         "float32 export; re-export it with llama2.c export.py --version 0")
+        raise ModelError(
+            f"{path}: {len(data)} bytes, but header {h} implies {expected} for a llama2.c legacy "
+            "float32 export; re-export it with llama2.c export.py --version 0"
+        )
     flat = np.frombuffer(data, "<f4", offset=28)
     arrays, offset = {}, 0
     for name, shape in shapes:
         size = int(np.prod(shape))
-        arrays[name] = flat[offset:offset + size].reshape(shape)
+        arrays[name] = flat[offset : offset + size].reshape(shape)
         offset += size
     tensors = {"model.embed_tokens.weight": arrays["embed"], "model.norm.weight": arrays["final_norm"]}
     for i in range(layers):
         p = f"model.layers.{i}."
-        tensors.update({
-            p + "input_layernorm.weight": arrays["attn_norm"][i],
-            p + "self_attn.q_proj.weight": _permute_for_hf(arrays["wq"][i], h["n_heads"]),
-            p + "self_attn.k_proj.weight": _permute_for_hf(arrays["wk"][i], h["n_kv_heads"]),
-            p + "self_attn.v_proj.weight": arrays["wv"][i],
-            p + "self_attn.o_proj.weight": arrays["wo"][i],
-            p + "post_attention_layernorm.weight": arrays["ffn_norm"][i],
-            p + "mlp.gate_proj.weight": arrays["w1"][i],
-            p + "mlp.down_proj.weight": arrays["w2"][i],
-            p + "mlp.up_proj.weight": arrays["w3"][i],
-        })
+        tensors.update(
+            {
+                p + "input_layernorm.weight": arrays["attn_norm"][i],
+                p + "self_attn.q_proj.weight": _permute_for_hf(arrays["wq"][i], h["n_heads"]),
+                p + "self_attn.k_proj.weight": _permute_for_hf(arrays["wk"][i], h["n_kv_heads"]),
+                p + "self_attn.v_proj.weight": arrays["wv"][i],
+                p + "self_attn.o_proj.weight": arrays["wo"][i],
+                p + "post_attention_layernorm.weight": arrays["ffn_norm"][i],
+                p + "mlp.gate_proj.weight": arrays["w1"][i],
+                p + "mlp.down_proj.weight": arrays["w2"][i],
+                p + "mlp.up_proj.weight": arrays["w3"][i],
+            }
+        )
     if not shared:
         tensors["lm_head.weight"] = arrays["classifier"]
     config = {
-        "model_type": "llama", "architectures": ["LlamaForCausalLM"], "vocab_size": vocab, "hidden_size": dim,
-        "intermediate_size": hidden, "num_hidden_layers": layers, "num_attention_heads": h["n_heads"],
-        "num_key_value_heads": h["n_kv_heads"], "head_dim": head, "max_position_embeddings": h["seq_len"],
-        "rms_norm_eps": 1e-5, "rope_theta": 10000.0, "hidden_act": "silu", "tie_word_embeddings": shared,
-        "attention_bias": False, "mlp_bias": False, "bos_token_id": 1, "eos_token_id": 2, "dtype": "float32",
+        "model_type": "llama",
+        "architectures": ["LlamaForCausalLM"],
+        "vocab_size": vocab,
+        "hidden_size": dim,
+        "intermediate_size": hidden,
+        "num_hidden_layers": layers,
+        "num_attention_heads": h["n_heads"],
+        "num_key_value_heads": h["n_kv_heads"],
+        "head_dim": head,
+        "max_position_embeddings": h["seq_len"],
+        "rms_norm_eps": 1e-5,
+        "rope_theta": 10000.0,
+        "hidden_act": "silu",
+        "tie_word_embeddings": shared,
+        "attention_bias": False,
+        "mlp_bias": False,
+        "bos_token_id": 1,
+        "eos_token_id": 2,
+        "dtype": "float32",
     }
     return config, {k: np.ascontiguousarray(v, np.float32) for k, v in tensors.items()}
 
@@ -100,10 +130,12 @@ def read_llama2c_tokenizer(path: pathlib.Path, vocab_size: int) -> list[tuple[st
     pieces, offset = [], 4
     for i in range(vocab_size):
         if offset + 8 > len(data):
-            raise ModelError(f"{path}: ends after {i} tokens but the model has vocab_size {vocab_size}: "
-                             "use the tokenizer the model was trained with")
+            raise ModelError(
+                f"{path}: ends after {i} tokens but the model has vocab_size {vocab_size}: "
+                "use the tokenizer the model was trained with"
+            )
         score, length = struct.unpack_from("<fi", data, offset)
-        raw = data[offset + 8:offset + 8 + length]
+        raw = data[offset + 8 : offset + 8 + length]
         offset += 8 + length
         try:
             text = raw.decode("utf-8")
@@ -111,8 +143,10 @@ def read_llama2c_tokenizer(path: pathlib.Path, vocab_size: int) -> list[tuple[st
             raise ModelError(f"{path}: token {i} is not valid UTF-8 ({raw!r})") from exc
         pieces.append((SPECIALS.get(i, text.replace(" ", SPACE)), score))
     if offset != len(data):
-        raise ModelError(f"{path}: {len(data) - offset} bytes left after {vocab_size} tokens: the tokenizer "
-                         "does not match the model's vocab_size")
+        raise ModelError(
+            f"{path}: {len(data) - offset} bytes left after {vocab_size} tokens: the tokenizer "
+            "does not match the model's vocab_size"
+        )
     return pieces
 
 
@@ -136,11 +170,13 @@ def build_tokenizer(pieces: list[tuple[str, float]]):
         merges += [(piece[:k], piece[k:]) for k in range(1, len(piece)) if piece[:k] in vocab and piece[k:] in vocab]
     tokenizer = Tokenizer(models.BPE(vocab=vocab, merges=merges, unk_token="<unk>", byte_fallback=True, fuse_unk=True))
     tokenizer.normalizer = normalizers.Sequence([normalizers.Prepend(SPACE), normalizers.Replace(" ", SPACE)])
-    tokenizer.decoder = decoders.Sequence([decoders.Replace(SPACE, " "), decoders.ByteFallback(), decoders.Fuse(),
-                                           decoders.Strip(" ", 1, 0)])
+    tokenizer.decoder = decoders.Sequence(
+        [decoders.Replace(SPACE, " "), decoders.ByteFallback(), decoders.Fuse(), decoders.Strip(" ", 1, 0)]
+    )
     tokenizer.add_special_tokens([AddedToken(t, special=True, normalized=False) for t in SPECIALS.values()])
-    tokenizer.post_processor = processors.TemplateProcessing(single="<s> $A", pair="<s> $A <s> $B",
-                                                             special_tokens=[("<s>", 1)])
+    tokenizer.post_processor = processors.TemplateProcessing(
+        single="<s> $A", pair="<s> $A <s> $B", special_tokens=[("<s>", 1)]
+    )
     return tokenizer
 
 
@@ -155,7 +191,12 @@ def convert_llama2c(model_path, tokenizer_path, out_dir) -> pathlib.Path:
     out.mkdir(parents=True, exist_ok=True)
     (out / "config.json").write_text(json.dumps(config, indent=2) + "\n")
     save_file(tensors, str(out / "model.safetensors"), metadata={"format": "pt"})
-    fast = PreTrainedTokenizerFast(tokenizer_object=build_tokenizer(pieces), bos_token="<s>", eos_token="</s>",
-                                   unk_token="<unk>", model_max_length=config["max_position_embeddings"])
+    fast = PreTrainedTokenizerFast(
+        tokenizer_object=build_tokenizer(pieces),
+        bos_token="<s>",
+        eos_token="</s>",
+        unk_token="<unk>",
+        model_max_length=config["max_position_embeddings"],
+    )
     fast.save_pretrained(str(out))
     return out

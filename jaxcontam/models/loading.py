@@ -18,6 +18,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxcontam.errors import ModelError
+from jaxcontam.mesh import check_mesh, make_mesh
 from jaxcontam.models.checkpoint_map import (
     Entry,
     canonical_name,
@@ -27,7 +28,6 @@ from jaxcontam.models.checkpoint_map import (
 from jaxcontam.models.gguf import GGUFTensorReader, load_gguf_tokenizer, open_reader, read_spec, tensor_index
 from jaxcontam.models.model import Model
 from jaxcontam.models.safetensors_file import TensorInfo, TensorReader, read_header
-from jaxcontam.mesh import check_mesh, make_mesh
 from jaxcontam.models.sharding import LAYERS, warn_unsplit, weight_sharding
 from jaxcontam.models.spec import ModelSpec, from_hf_config
 from jaxcontam.models.stop_ids import generation_config_ids, tokenizer_stop_ids, with_stop_ids
@@ -52,8 +52,10 @@ def resolve_path(path_or_id: str | pathlib.Path, patterns=tuple(HUB_PATTERNS)) -
 
         return pathlib.Path(snapshot_download(text, allow_patterns=list(patterns)))
     except Exception as exc:  # network, auth or missing repo: all mean the same thing to the user
-        raise ModelError(f"{text}: not a local directory and the hub download failed ({exc}); download the model "
-                         "to a directory (config.json + *.safetensors) and pass its path") from exc
+        raise ModelError(
+            f"{text}: not a local directory and the hub download failed ({exc}); download the model "
+            "to a directory (config.json + *.safetensors) and pass its path"
+        ) from exc
 
 
 def _refuse_pickles(directory: pathlib.Path, found: list[pathlib.Path]) -> None:
@@ -62,7 +64,8 @@ def _refuse_pickles(directory: pathlib.Path, found: list[pathlib.Path]) -> None:
         f"{directory}: only pickled weights found ({names}); jaxcontam reads *.safetensors only, because "
         "unpickling a .bin/.pt/.pth file can run arbitrary code. Convert it once: in Python, "
         "`AutoModelForCausalLM.from_pretrained(DIR).save_pretrained(OUT, safe_serialization=True)` "
-        "(or torch.load + safetensors.torch.save_file), then load OUT")
+        "(or torch.load + safetensors.torch.save_file), then load OUT"
+    )
 
 
 def weight_files(directory: pathlib.Path) -> list[pathlib.Path]:
@@ -74,8 +77,9 @@ def weight_files(directory: pathlib.Path) -> list[pathlib.Path]:
     if directory.is_file():
         if directory.suffix in (".bin", ".pt", ".pth", ".ckpt"):
             _refuse_pickles(directory.parent, [directory])
-        raise ModelError(f"{directory}: expected a checkpoint directory with config.json and *.safetensors, "
-                         "or a .gguf file")
+        raise ModelError(
+            f"{directory}: expected a checkpoint directory with config.json and *.safetensors, or a .gguf file"
+        )
     index = directory / "model.safetensors.index.json"
     if index.exists():
         try:
@@ -93,8 +97,10 @@ def weight_files(directory: pathlib.Path) -> list[pathlib.Path]:
     pickles = [p for pattern in PICKLE_PATTERNS for p in sorted(directory.glob(pattern))]
     if pickles:
         _refuse_pickles(directory, pickles)
-    raise ModelError(f"{directory}: no *.safetensors or .gguf weights found; save the model with "
-                     "save_pretrained(..., safe_serialization=True)")
+    raise ModelError(
+        f"{directory}: no *.safetensors or .gguf weights found; save the model with "
+        "save_pretrained(..., safe_serialization=True)"
+    )
 
 
 def read_config(directory: pathlib.Path) -> ModelSpec:
@@ -122,25 +128,31 @@ def _tensor_index(files: list[pathlib.Path], spec: ModelSpec) -> dict[str, tuple
     return index
 
 
-def _check_entries(entries: list[Entry], index: dict, spec: ModelSpec, directory: pathlib.Path,
-                   config_name: str) -> None:
+def _check_entries(
+    entries: list[Entry], index: dict, spec: ModelSpec, directory: pathlib.Path, config_name: str
+) -> None:
     """Every tensor present with the shape the config implies, before anything is read."""
     for entry in entries:
         for layer in range(spec.num_layers) if entry.per_layer else [None]:
             for source in entry.sources(layer):
                 if source not in index:
-                    raise ModelError(f"{directory}: missing weight {full_name(source, spec)!r} "
-                                     f"(needed for {'/'.join(entry.path)}); the checkpoint is incomplete or was saved "
-                                     "for a different model_type")
+                    raise ModelError(
+                        f"{directory}: missing weight {full_name(source, spec)!r} "
+                        f"(needed for {'/'.join(entry.path)}); the checkpoint is incomplete or was saved "
+                        "for a different model_type"
+                    )
                 name, info = index[source]
                 if info.shape != entry.source_shape:
-                    raise ModelError(f"{info.file}: tensor {name!r} has shape {list(info.shape)} but {config_name} "
-                                     f"implies {list(entry.source_shape)}; the config and the weights belong to "
-                                     "different models")
+                    raise ModelError(
+                        f"{info.file}: tensor {name!r} has shape {list(info.shape)} but {config_name} "
+                        f"implies {list(entry.source_shape)}; the config and the weights belong to "
+                        "different models"
+                    )
 
 
-def _place_tensor(entry: Entry, layer: int | None, index: dict, reader: TensorReader, dtype, mesh,
-                  fsdp: bool = False) -> jax.Array:
+def _place_tensor(
+    entry: Entry, layer: int | None, index: dict, reader: TensorReader, dtype, mesh, fsdp: bool = False
+) -> jax.Array:
     """One HF tensor, re-laid and converted, placed slice by slice on its devices.
 
     The callback runs once per device; the converted tensor is kept between those calls only.
@@ -162,8 +174,9 @@ def _stacker(sharding):
     return jax.jit(lambda pieces: jnp.stack(pieces), out_shardings=sharding)
 
 
-def _place(entry: Entry, index: dict, spec: ModelSpec, reader: TensorReader, dtype, mesh,
-           fsdp: bool = False) -> jax.Array:
+def _place(
+    entry: Entry, index: dict, spec: ModelSpec, reader: TensorReader, dtype, mesh, fsdp: bool = False
+) -> jax.Array:
     """Build one weight on the mesh; per-layer tensors are placed one by one, then stacked on the devices."""
     if not entry.per_layer:
         return _place_tensor(entry, None, index, reader, dtype, mesh, fsdp)
@@ -172,15 +185,16 @@ def _place(entry: Entry, index: dict, spec: ModelSpec, reader: TensorReader, dty
     return _stacker(weight_sharding(mesh, shape, (LAYERS, *entry.axes), fsdp))(pieces)
 
 
-def load_params(directory: pathlib.Path, files: list[pathlib.Path], spec: ModelSpec, dtype, mesh,
-                fsdp: bool = False) -> dict:
+def load_params(
+    directory: pathlib.Path, files: list[pathlib.Path], spec: ModelSpec, dtype, mesh, fsdp: bool = False
+) -> dict:
     """The weights pytree (nested dicts, per-layer tensors stacked on axis 0) placed on `mesh`."""
-    return place_params(spec, _tensor_index(files, spec), TensorReader(), dtype, mesh, directory, "config.json",
-                        fsdp)
+    return place_params(spec, _tensor_index(files, spec), TensorReader(), dtype, mesh, directory, "config.json", fsdp)
 
 
-def place_params(spec: ModelSpec, index: dict, reader, dtype, mesh, source: pathlib.Path, config_name: str,
-                 fsdp: bool = False) -> dict:
+def place_params(
+    spec: ModelSpec, index: dict, reader, dtype, mesh, source: pathlib.Path, config_name: str, fsdp: bool = False
+) -> dict:
     """Check and place every weight `spec` needs (fsdp: also split over "data", see `models.sharding`).
 
     `index` maps HF tensor names (family prefix stripped) to (stored name, info with .shape and .file);
@@ -231,8 +245,9 @@ def _load_gguf(path: pathlib.Path, dtype, mesh, fsdp: bool = False) -> Model:
     """Config, weights (dequantised) and tokenizer from one GGUF file."""
     reader = open_reader(path)
     spec = read_spec(reader, path)
-    params = place_params(spec, tensor_index(reader, spec, path), GGUFTensorReader(spec), dtype, mesh, path,
-                          "the GGUF metadata", fsdp)
+    params = place_params(
+        spec, tensor_index(reader, spec, path), GGUFTensorReader(spec), dtype, mesh, path, "the GGUF metadata", fsdp
+    )
     tokenizer = load_gguf_tokenizer(reader, path)
     spec = with_stop_ids(spec, generation_config_ids(path.parent), tokenizer_stop_ids(tokenizer))
     return Model(config=spec, params=params, tokenizer=tokenizer, mesh=mesh, path=path)

@@ -53,19 +53,22 @@ class Model:
         while start < len(order):
             width = -(-max(len(seqs[order[start]]), 2) // _LENGTH_BUCKET) * _LENGTH_BUCKET
             rows = max(data, _LOGIT_BUDGET // (width * self.config.vocab_size) // data * data)
-            chunk = [i for i in order[start:start + rows] if len(seqs[i]) <= width]
+            chunk = [i for i in order[start : start + rows] if len(seqs[i]) <= width]
             start += len(chunk)
             padded = -(-len(chunk) // data) * data
             tokens = np.zeros((padded, width), np.int32)
             segments = np.zeros((padded, width), np.int32)
             for row, i in enumerate(chunk):
-                tokens[row, :len(seqs[i])] = seqs[i]
-                segments[row, :len(seqs[i])] = 1
+                tokens[row, : len(seqs[i])] = seqs[i]
+                segments[row, : len(seqs[i])] = 1
             sharding = batch_sharding(self.mesh)
-            out = np.asarray(next_token_logprobs(self.params, self.config, jax.device_put(tokens, sharding),
-                                                 jax.device_put(segments, sharding)))
+            out = np.asarray(
+                next_token_logprobs(
+                    self.params, self.config, jax.device_put(tokens, sharding), jax.device_put(segments, sharding)
+                )
+            )
             for row, i in enumerate(chunk):
-                results[i] = out[row, :len(seqs[i]) - 1]
+                results[i] = out[row, : len(seqs[i]) - 1]
         return results
 
     def _checked(self, i: int, seq) -> np.ndarray:
@@ -73,9 +76,13 @@ class Model:
         if arr.ndim != 1 or len(arr) == 0 or not np.issubdtype(arr.dtype, np.integer):
             raise JaxcontamError(f"token_ids[{i}]: expected a non-empty list of ints, got {str(seq)[:60]}")
         if arr.min() < 0 or arr.max() >= self.config.vocab_size:
-            raise JaxcontamError(f"token_ids[{i}]: ids must lie in [0, {self.config.vocab_size}) for this model; "
-                                 f"found {int(arr.min())}..{int(arr.max())}")
+            raise JaxcontamError(
+                f"token_ids[{i}]: ids must lie in [0, {self.config.vocab_size}) for this model; "
+                f"found {int(arr.min())}..{int(arr.max())}"
+            )
         if len(arr) > self.config.max_position:
-            raise JaxcontamError(f"token_ids[{i}]: {len(arr)} tokens exceed the model's max_position "
-                                 f"({self.config.max_position}); truncate the sequence")
+            raise JaxcontamError(
+                f"token_ids[{i}]: {len(arr)} tokens exceed the model's max_position "
+                f"({self.config.max_position}); truncate the sequence"
+            )
         return arr.astype(np.int32)

@@ -41,9 +41,13 @@ def read_header(path: pathlib.Path) -> dict[str, TensorInfo]:
         except (ValueError, UnicodeDecodeError) as exc:
             raise ModelError(f"{path}: unreadable safetensors header ({exc}); re-save the checkpoint") from exc
     start = 8 + length
-    return {name: TensorInfo(path, meta["dtype"], tuple(meta["shape"]), start + meta["data_offsets"][0],
-                             start + meta["data_offsets"][1])
-            for name, meta in header.items() if name != "__metadata__"}
+    return {
+        name: TensorInfo(
+            path, meta["dtype"], tuple(meta["shape"]), start + meta["data_offsets"][0], start + meta["data_offsets"][1]
+        )
+        for name, meta in header.items()
+        if name != "__metadata__"
+    }
 
 
 class TensorReader:
@@ -55,8 +59,9 @@ class TensorReader:
     def read(self, name: str, info: TensorInfo) -> np.ndarray:
         dtype = _DTYPES.get(info.dtype)
         if dtype is None:
-            raise ModelError(f"{info.file}: tensor {name!r} has dtype {info.dtype}, expected a float type "
-                             f"({', '.join(_DTYPES)})")
+            raise ModelError(
+                f"{info.file}: tensor {name!r} has dtype {info.dtype}, expected a float type ({', '.join(_DTYPES)})"
+            )
         if info.file not in self._maps:
             self._maps[info.file] = np.memmap(info.file, dtype=np.uint8, mode="r")
-        return self._maps[info.file][info.begin:info.end].view(dtype).reshape(info.shape)
+        return self._maps[info.file][info.begin : info.end].view(dtype).reshape(info.shape)

@@ -25,8 +25,9 @@ SHARDING_RULES = {"heads": "model", "kv_heads": "model", "experts": "model", "ml
 LAYERS = "layers"
 
 
-def weight_sharding(mesh: Mesh, shape: tuple[int, ...], axes: tuple[str | None, ...],
-                    fsdp: bool = False) -> NamedSharding:
+def weight_sharding(
+    mesh: Mesh, shape: tuple[int, ...], axes: tuple[str | None, ...], fsdp: bool = False
+) -> NamedSharding:
     """NamedSharding for a weight of `shape` whose dimensions carry logical `axes` (fsdp: see the module doc)."""
     size = mesh.shape["model"]
     spec = []
@@ -35,8 +36,11 @@ def weight_sharding(mesh: Mesh, shape: tuple[int, ...], axes: tuple[str | None, 
         spec.append(target if target is not None and target not in spec and dim % size == 0 else None)
     data = mesh.shape["data"]
     if fsdp and data > 1:
-        free = [i for i, (dim, name) in enumerate(zip(shape, axes)) if spec[i] is None and name != LAYERS
-                and dim % data == 0]
+        free = [
+            i
+            for i, (dim, name) in enumerate(zip(shape, axes))
+            if spec[i] is None and name != LAYERS and dim % data == 0
+        ]
         if free:
             spec[max(free, key=lambda i: shape[i])] = "data"
     return NamedSharding(mesh, jax.P(*spec))
@@ -66,5 +70,7 @@ def warn_unsplit(entries, mesh: Mesh, source) -> list[str]:
         f"{source}: the mesh's model axis ({size}) does not divide {what}: those weights are replicated over "
         f"'model' (whole on each of its devices) instead of split; to split them choose a model axis dividing "
         f"{', '.join(str(dim) for _, dim in missed)}, e.g. --mesh data={devices // fit},model={fit}",
-        JaxcontamWarning, stacklevel=3)
+        JaxcontamWarning,
+        stacklevel=3,
+    )
     return sorted({p for paths in missed.values() for p in paths})

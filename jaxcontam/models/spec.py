@@ -47,18 +47,22 @@ class ModelSpec(DecoderConfig):
 
 def from_hf_config(config: dict, source: str = "config.json") -> ModelSpec:
     """Read a Hugging Face config dict through its family into a `ModelSpec`, refusing anything the forward does
-    not implement: unknown model types, unsupported values, and fields the family does not handle. The attention
-path is $JAXCONTAM_ATTENTION, read here (see `attention`); `dataclasses.replace(spec, attention=...)` changes it."""
+        not implement: unknown model types, unsupported values, and fields the family does not handle. The attention
+    path is $JAXCONTAM_ATTENTION, read here (see `attention`); `dataclasses.replace(spec, attention=...)` changes it."""
     reader = ConfigReader(config, source)
     model_type = reader.require("model_type")
     if model_type == "gemma3":
-        raise ModelError(f"{source}: model_type 'gemma3' is the multimodal Gemma 3 checkpoint; jaxcontam runs "
-                         "Gemma 3's text decoder ('gemma3_text', e.g. google/gemma-3-1b-it): use a text-only "
-                         "checkpoint")
+        raise ModelError(
+            f"{source}: model_type 'gemma3' is the multimodal Gemma 3 checkpoint; jaxcontam runs "
+            "Gemma 3's text decoder ('gemma3_text', e.g. google/gemma-3-1b-it): use a text-only "
+            "checkpoint"
+        )
     family = FAMILIES.get(model_type)
     if family is None:
-        raise ModelError(f"{source}: model_type {model_type!r} is not supported; supported model types: "
-                         f"{', '.join(SUPPORTED_MODEL_TYPES)}")
+        raise ModelError(
+            f"{source}: model_type {model_type!r} is not supported; supported model types: "
+            f"{', '.join(SUPPORTED_MODEL_TYPES)}"
+        )
     parsed = family.from_hf_config(reader)
     reader.refuse_unhandled(model_type, family.ignored)
     fields = {field.name: getattr(parsed, field.name) for field in dataclasses.fields(parsed)}

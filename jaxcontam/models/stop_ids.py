@@ -48,8 +48,11 @@ def end_of_turn_id(tokenizer) -> int | None:
     if not isinstance(text, str) or _PROBE not in text:
         return None
     after = text.split(_PROBE, 1)[1].lstrip()
-    specials = {token.content: token_id for token_id, token in tokenizer.added_tokens_decoder.items()
-                if token.special and token.content}
+    specials = {
+        token.content: token_id
+        for token_id, token in tokenizer.added_tokens_decoder.items()
+        if token.special and token.content
+    }
     matches = [content for content in specials if after.startswith(content)]
     return specials[max(matches, key=len)] if matches else None
 

@@ -16,8 +16,9 @@ def gguf_file(path: pathlib.Path) -> pathlib.Path | None:
         return None
     found = sorted(path.glob("*.gguf"))
     if len(found) > 1:
-        raise ModelError(f"{path}: holds several GGUF files ({', '.join(p.name for p in found)}); pass the path "
-                         "of the one to load")
+        raise ModelError(
+            f"{path}: holds several GGUF files ({', '.join(p.name for p in found)}); pass the path of the one to load"
+        )
     return found[0] if found else None
 
 
@@ -28,9 +29,13 @@ def fast_tokenizer(name_or_path: str):
     try:
         tokenizer = AutoTokenizer.from_pretrained(name_or_path, use_fast=True, trust_remote_code=False)
     except Exception as exc:  # transformers raises many types for a broken or missing tokenizer
-        raise ModelError(f"{name_or_path}: the tokenizer cannot be loaded by transformers.AutoTokenizer ({exc}); "
-                         "re-save it with tokenizer.save_pretrained") from exc
+        raise ModelError(
+            f"{name_or_path}: the tokenizer cannot be loaded by transformers.AutoTokenizer ({exc}); "
+            "re-save it with tokenizer.save_pretrained"
+        ) from exc
     if not tokenizer.is_fast:
-        raise ModelError(f"{name_or_path}: only a slow (Python) tokenizer is available; save a tokenizer.json "
-                         "with a fast tokenizer (AutoTokenizer.from_pretrained(..., use_fast=True).save_pretrained)")
+        raise ModelError(
+            f"{name_or_path}: only a slow (Python) tokenizer is available; save a tokenizer.json "
+            "with a fast tokenizer (AutoTokenizer.from_pretrained(..., use_fast=True).save_pretrained)"
+        )
     return tokenizer

@@ -73,16 +73,19 @@ def split_rows(start: int, stop: int, then=same):
 
 def norm_entries(path: str, source: str, spec: DecoderConfig, layered: bool) -> list[Entry]:
     d = spec.hidden_size
-    entries = [Entry(("layers", path, "scale") if layered else (path, "scale"), source + ".weight", (d,), (d,),
-                     (None,), same)]
+    entries = [
+        Entry(("layers", path, "scale") if layered else (path, "scale"), source + ".weight", (d,), (d,), (None,), same)
+    ]
     if spec.norm == "layer":
-        entries.append(Entry(("layers", path, "bias") if layered else (path, "bias"), source + ".bias", (d,), (d,),
-                             (None,), same))
+        entries.append(
+            Entry(("layers", path, "bias") if layered else (path, "bias"), source + ".bias", (d,), (d,), (None,), same)
+        )
     return entries
 
 
-def head_entries(spec: DecoderConfig, embed: str = "embed_tokens", final: str = "norm",
-                 head: str = "lm_head") -> list[Entry]:
+def head_entries(
+    spec: DecoderConfig, embed: str = "embed_tokens", final: str = "norm", head: str = "lm_head"
+) -> list[Entry]:
     """Embedding, final norm and (untied) output matrix; the output keeps [V, D]."""
     v, d = spec.vocab_size, spec.hidden_size
     entries = [Entry(("embed",), embed + ".weight", (v, d), (v, d), ("vocab", None), same)]
@@ -107,20 +110,44 @@ def attention_entries(spec: DecoderConfig, qkv: list[Entry] | None = None) -> li
     d, dh, h, kv = spec.hidden_size, spec.head_dim, spec.num_heads, spec.num_kv_heads
     a = ATTENTION
     shapes = qkv_heads(spec)
-    e = qkv if qkv is not None else [
-        Entry(("layers", "w" + n), a + f"{n}_proj.weight", (heads * dh, d), (d, heads, dh), (None, axis, None),
-              heads_in(heads, dh)) for n, (heads, axis) in shapes.items()]
-    e.append(Entry(("layers", "wo"), a + "o_proj.weight", (d, h * dh), (h, dh, d), ("heads", None, None),
-                   heads_out(h, dh)))
+    e = (
+        qkv
+        if qkv is not None
+        else [
+            Entry(
+                ("layers", "w" + n),
+                a + f"{n}_proj.weight",
+                (heads * dh, d),
+                (d, heads, dh),
+                (None, axis, None),
+                heads_in(heads, dh),
+            )
+            for n, (heads, axis) in shapes.items()
+        ]
+    )
+    e.append(
+        Entry(("layers", "wo"), a + "o_proj.weight", (d, h * dh), (h, dh, d), ("heads", None, None), heads_out(h, dh))
+    )
     if spec.qkv_bias:
-        e += [Entry(("layers", "b" + n), a + f"{n}_proj.bias", (heads * dh,), (heads, dh), (axis, None),
-                    heads_bias(heads, dh)) for n, (heads, axis) in shapes.items()]
+        e += [
+            Entry(
+                ("layers", "b" + n),
+                a + f"{n}_proj.bias",
+                (heads * dh,),
+                (heads, dh),
+                (axis, None),
+                heads_bias(heads, dh),
+            )
+            for n, (heads, axis) in shapes.items()
+        ]
     if spec.out_bias:
         e.append(Entry(("layers", "bo"), a + "o_proj.bias", (d,), (d,), (None,), same))
     if spec.qk_norm:  # over head_dim, or (olmo2) over the whole q / k projection
         q_size, k_size = (h * dh, kv * dh) if spec.qk_norm == "full" else (dh, dh)
-        e += [Entry(("layers", "q_norm", "scale"), a + "q_norm.weight", (q_size,), (q_size,), (None,), same),
-              Entry(("layers", "k_norm", "scale"), a + "k_norm.weight", (k_size,), (k_size,), (None,), same)]
+        e += [
+            Entry(("layers", "q_norm", "scale"), a + "q_norm.weight", (q_size,), (q_size,), (None,), same),
+            Entry(("layers", "k_norm", "scale"), a + "k_norm.weight", (k_size,), (k_size,), (None,), same),
+        ]
     return e
 
 
@@ -128,9 +155,11 @@ def gated_mlp_entries(spec: DecoderConfig) -> list[Entry]:
     """The gated MLP as gate/up/down Linear layers."""
     d, f = spec.hidden_size, spec.intermediate_size
     m = "layers.{i}.mlp."
-    return [Entry(("layers", "w_gate"), m + "gate_proj.weight", (f, d), (d, f), (None, "mlp"), transpose),
-            Entry(("layers", "w_up"), m + "up_proj.weight", (f, d), (d, f), (None, "mlp"), transpose),
-            Entry(("layers", "w_down"), m + "down_proj.weight", (d, f), (f, d), ("mlp", None), transpose)]
+    return [
+        Entry(("layers", "w_gate"), m + "gate_proj.weight", (f, d), (d, f), (None, "mlp"), transpose),
+        Entry(("layers", "w_up"), m + "up_proj.weight", (f, d), (d, f), (None, "mlp"), transpose),
+        Entry(("layers", "w_down"), m + "down_proj.weight", (d, f), (f, d), ("mlp", None), transpose),
+    ]
 
 
 def expert_entries(spec: DecoderConfig, block: str, gate: str, up: str, down: str) -> list[Entry]:
@@ -140,17 +169,39 @@ def expert_entries(spec: DecoderConfig, block: str, gate: str, up: str, down: st
     expert = block + "experts.{e}."
     return [
         Entry(("layers", "router"), block + "gate.weight", (count, d), (d, count), (None, None), transpose),
-        Entry(("layers", "w_gate"), expert + gate + ".weight", (f, d), (count, d, f), ("experts", None, "mlp"),
-              transpose, experts=count),
-        Entry(("layers", "w_up"), expert + up + ".weight", (f, d), (count, d, f), ("experts", None, "mlp"),
-              transpose, experts=count),
-        Entry(("layers", "w_down"), expert + down + ".weight", (d, f), (count, f, d), ("experts", "mlp", None),
-              transpose, experts=count),
+        Entry(
+            ("layers", "w_gate"),
+            expert + gate + ".weight",
+            (f, d),
+            (count, d, f),
+            ("experts", None, "mlp"),
+            transpose,
+            experts=count,
+        ),
+        Entry(
+            ("layers", "w_up"),
+            expert + up + ".weight",
+            (f, d),
+            (count, d, f),
+            ("experts", None, "mlp"),
+            transpose,
+            experts=count,
+        ),
+        Entry(
+            ("layers", "w_down"),
+            expert + down + ".weight",
+            (d, f),
+            (count, f, d),
+            ("experts", "mlp", None),
+            transpose,
+            experts=count,
+        ),
     ]
 
 
-def llama_style_entries(spec: DecoderConfig, attention: list[Entry] | None = None,
-                        mlp: list[Entry] | None = None) -> list[Entry]:
+def llama_style_entries(
+    spec: DecoderConfig, attention: list[Entry] | None = None, mlp: list[Entry] | None = None
+) -> list[Entry]:
     """Head, attention, a gated MLP (or the family's `mlp` entries) and the norms of the llama-style families."""
     e = head_entries(spec) + (attention if attention is not None else attention_entries(spec))
     e += mlp if mlp is not None else gated_mlp_entries(spec)

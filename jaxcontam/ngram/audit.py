@@ -25,10 +25,10 @@ from pathlib import Path
 import numpy as np
 
 from jaxcontam.errors import DataError
+from jaxcontam.ngram.item_text import SCOPES, item_text
 from jaxcontam.ngram.metrics import table_scores
 from jaxcontam.ngram.store import read_npz, write_npz
 from jaxcontam.ngram.stream import CountView, count_corpus, process_checkpoint
-from jaxcontam.ngram.item_text import SCOPES, item_text
 from jaxcontam.ngram.table import ItemUnits, NgramTable, build_table, encode_items
 from jaxcontam.ngram.units import normalize_for_matching
 
@@ -48,8 +48,10 @@ class NgramSettings:
 
     def __post_init__(self):
         if self.scope not in SCOPES:
-            raise DataError(f"scope={self.scope!r}: choose 'item' (the item as the model sees it) or 'fields' "
-                            f"(also its question and answer, each scored on its own)")
+            raise DataError(
+                f"scope={self.scope!r}: choose 'item' (the item as the model sees it) or 'fields' "
+                f"(also its question and answer, each scored on its own)"
+            )
         if self.normalize not in VIEW_OF_METRIC:
             raise DataError(f"normalize={self.normalize!r}: choose one of {', '.join(VIEW_OF_METRIC)}")
         if self.n < 1:
@@ -72,8 +74,9 @@ class NgramScoring:
 
     def __post_init__(self):
         if self.mincount < 1 or self.skip_budget < 0:
-            raise DataError(f"mincount={self.mincount}, skip_budget={self.skip_budget}: mincount must be >= 1 "
-                            "and skip_budget >= 0")
+            raise DataError(
+                f"mincount={self.mincount}, skip_budget={self.skip_budget}: mincount must be >= 1 and skip_budget >= 0"
+            )
 
 
 def _scored_texts(benchmarks, scope: str):
@@ -102,17 +105,27 @@ def build_tables(benchmarks: Sequence, units, settings: NgramSettings) -> dict[s
 def _header(units, settings: NgramSettings, corpora: Sequence[str], table: NgramTable, view: str) -> dict:
     # tokenizer first: a different tokenizer is the mismatch users most need named
     return {
-        "tokenizer_sha256": units.sha256, "tokenizer": units.name, "n": settings.n, "scope": settings.scope,
-        "view": view, "corpora": list(corpora), "table_sha256": table.checksum,
+        "tokenizer_sha256": units.sha256,
+        "tokenizer": units.name,
+        "n": settings.n,
+        "scope": settings.scope,
+        "view": view,
+        "corpora": list(corpora),
+        "table_sha256": table.checksum,
     }
 
 
 def _table_arrays(table: NgramTable, counts: np.ndarray) -> dict[str, np.ndarray]:
     items = table.items
     return {
-        "keys": table.keys, "ngrams": table.ngrams, "position_ngram": table.position_ngram, "counts": counts,
-        "item_keys": np.array(items.keys, dtype=str), "item_tokens": items.tokens,
-        "segment_offsets": items.segment_offsets, "item_segments": items.item_segments,
+        "keys": table.keys,
+        "ngrams": table.ngrams,
+        "position_ngram": table.position_ngram,
+        "counts": counts,
+        "item_keys": np.array(items.keys, dtype=str),
+        "item_tokens": items.tokens,
+        "segment_offsets": items.segment_offsets,
+        "item_segments": items.item_segments,
     }
 
 
@@ -131,8 +144,13 @@ def load_counts(path: str | Path, expect: dict | None = None) -> tuple[NgramTabl
 
 
 def ensure_counts(
-    benchmarks: Sequence, corpora: Sequence[tuple[str, object]], units, settings: NgramSettings, counts_dir: str | Path,
-    *, chunk_tokens: int = 1 << 20,
+    benchmarks: Sequence,
+    corpora: Sequence[tuple[str, object]],
+    units,
+    settings: NgramSettings,
+    counts_dir: str | Path,
+    *,
+    chunk_tokens: int = 1 << 20,
 ) -> tuple[dict[str, tuple[NgramTable, np.ndarray]], bool]:
     """Counts per view, read from `counts_dir` when present, else counted (one pass for all missing views) and saved.
 
@@ -175,8 +193,13 @@ def _span_text(units, text: str, start: int, end: int) -> str:
 
 
 def item_rows(
-    benchmarks: Sequence, counted: dict[str, tuple[NgramTable, np.ndarray]], units, settings: NgramSettings,
-    *, mincount: int = NgramScoring.mincount, skip_budget: int = NgramScoring.skip_budget,
+    benchmarks: Sequence,
+    counted: dict[str, tuple[NgramTable, np.ndarray]],
+    units,
+    settings: NgramSettings,
+    *,
+    mincount: int = NgramScoring.mincount,
+    skip_budget: int = NgramScoring.skip_budget,
 ) -> list[dict]:
     """One dict per item: id, benchmark, num_tokens, the four metrics and the longest span's text.
 

@@ -63,7 +63,9 @@ class ItemText:
 def _layout(benchmark, item) -> list[str]:
     """The item's prompt rendered with placeholders: literal, slot id, literal, ..., literal."""
     probe = dataclasses.replace(
-        item, question=_slot(0), context=_slot(1) if item.context else None,
+        item,
+        question=_slot(0),
+        context=_slot(1) if item.context else None,
         choices=tuple(_slot(2 + i) for i in range(len(item.choices))) if item.choices is not None else None,
     )
     return _SLOT.split(benchmark.prompt(probe))
@@ -80,7 +82,7 @@ def shown_item(benchmark, item) -> str:
     """The solved text without the prompt's header lines."""
     solved = benchmark.solved_text(item)
     header = prompt_header(benchmark, item)
-    return solved[len(header):] if header and solved.startswith(header) else solved
+    return solved[len(header) :] if header and solved.startswith(header) else solved
 
 
 def shown_question(benchmark, item) -> str:
@@ -106,7 +108,7 @@ def shown_answer(benchmark, item) -> str:
         option = item.answer_text.strip()
         return continuation if _squeezed(option) in _squeezed(continuation) else option
     prompt, solved = benchmark.prompt(item), benchmark.solved_text(item)
-    return (solved[len(prompt):] if solved.startswith(prompt) else item.answer_text).strip()
+    return (solved[len(prompt) :] if solved.startswith(prompt) else item.answer_text).strip()
 
 
 def _squeezed(text: str) -> str:

@@ -73,9 +73,16 @@ def device_table(table) -> DeviceTable:
     if not rows:
         hi, lo = np.zeros(1, np.uint32), np.zeros(1, np.uint32)
     return DeviceTable(
-        hi=jnp.asarray(hi), lo=jnp.asarray(lo), ngrams=jnp.asarray(ngrams), directory=jnp.asarray(directory),
-        prefilter=jnp.asarray(prefilter), n=table.n, rows=rows, directory_bits=directory_bits,
-        prefilter_bits=prefilter_bits, search_steps=max(1, int(np.ceil(np.log2(largest + 1)))),
+        hi=jnp.asarray(hi),
+        lo=jnp.asarray(lo),
+        ngrams=jnp.asarray(ngrams),
+        directory=jnp.asarray(directory),
+        prefilter=jnp.asarray(prefilter),
+        n=table.n,
+        rows=rows,
+        directory_bits=directory_bits,
+        prefilter_bits=prefilter_bits,
+        search_steps=max(1, int(np.ceil(np.log2(largest + 1)))),
     )
 
 

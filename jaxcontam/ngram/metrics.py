@@ -125,6 +125,5 @@ def table_scores(table, counts: np.ndarray, *, mincount: int = 1, skip_budget: i
     has_ngram = table.position_ngram >= 0
     offsets = table.items.item_offsets
     return [
-        item_scores(contaminated[a:b], has_ngram[a:b], table.n, skip_budget)
-        for a, b in zip(offsets[:-1], offsets[1:])
+        item_scores(contaminated[a:b], has_ngram[a:b], table.n, skip_budget) for a, b in zip(offsets[:-1], offsets[1:])
     ]

@@ -285,7 +285,9 @@ def _load_checkpoint(path: Path, views, counters) -> set[str]:
 
 def _save_checkpoint(path: Path, views, counters, shards: list[str]) -> None:
     header = dict(
-        _checkpoint_header(views), shards=shards, units_scanned=[c.units for c in counters],
+        _checkpoint_header(views),
+        shards=shards,
+        units_scanned=[c.units for c in counters],
         rejected=[c.rejected for c in counters],
     )
     write_npz(path, {f"counts_{i}": c.host for i, c in enumerate(counters)}, header)

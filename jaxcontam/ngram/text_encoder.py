@@ -99,8 +99,12 @@ def _tiktoken_twin(description: dict):
     added = description.get("added_tokens") or []
     if not _plain_byte_level(description) or pre.get("add_prefix_space") or model.get("type") != "BPE":
         return None
-    if model.get("dropout") or model.get("continuing_subword_prefix") or model.get("end_of_word_suffix") \
-            or model.get("byte_fallback"):
+    if (
+        model.get("dropout")
+        or model.get("continuing_subword_prefix")
+        or model.get("end_of_word_suffix")
+        or model.get("byte_fallback")
+    ):
         return None
     if any(t.get(k) for t in added for k in ("lstrip", "rstrip", "single_word")):
         return None

@@ -55,8 +55,7 @@ class WordUnits:
 
     def encode_batch(self, texts: list[str]) -> list[np.ndarray]:
         return [
-            np.fromiter((zlib.crc32(w.encode()) & 0x7FFFFFFF for w in self._words(t)), dtype=np.int32)
-            for t in texts
+            np.fromiter((zlib.crc32(w.encode()) & 0x7FFFFFFF for w in self._words(t)), dtype=np.int32) for t in texts
         ]
 
     def char_spans(self, text: str) -> list[tuple[int, int]]:
@@ -120,8 +119,10 @@ def _gguf_tokenizer(path: Path):
 
     tokenizer = gguf_tokenizer(read_gguf(path).metadata, path)
     if tokenizer is None:
-        raise DataError(f"--tokenizer {path}: the GGUF file holds no tokenizer (no tokenizer.ggml.model); "
-                        "pass the model's tokenizer folder (tokenizer.json) instead")
+        raise DataError(
+            f"--tokenizer {path}: the GGUF file holds no tokenizer (no tokenizer.ggml.model); "
+            "pass the model's tokenizer folder (tokenizer.json) instead"
+        )
     return tokenizer.backend_tokenizer
 
 
@@ -131,9 +132,11 @@ def _auto_tokenizer(spec: str):
     try:
         return fast_tokenizer(spec).backend_tokenizer
     except ModelError as exc:
-        raise DataError(f"--tokenizer {spec!r}: not a folder with tokenizer.json, a tokenizer.json or .tiktoken "
-                        f"file, nor a loadable fast Hugging Face tokenizer ({exc}); pass a local tokenizer folder "
-                        "or 'words'") from exc
+        raise DataError(
+            f"--tokenizer {spec!r}: not a folder with tokenizer.json, a tokenizer.json or .tiktoken "
+            f"file, nor a loadable fast Hugging Face tokenizer ({exc}); pass a local tokenizer folder "
+            "or 'words'"
+        ) from exc
 
 
 def tokenizer_from_tiktoken(path: str | Path, special_tokens: dict[str, int] | None = None):

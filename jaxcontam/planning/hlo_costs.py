@@ -26,14 +26,48 @@ import math
 import re
 
 COLLECTIVES = ("all-gather", "all-reduce", "reduce-scatter", "all-to-all", "collective-permute")
-_DTYPE_BYTES = {"pred": 1, "s4": 0.5, "u4": 0.5, "s8": 1, "u8": 1, "f8e4m3fn": 1, "f8e5m2": 1, "bf16": 2, "f16": 2,
-                "s16": 2, "u16": 2, "f32": 4, "s32": 4, "u32": 4, "f64": 8, "s64": 8, "u64": 8, "c64": 8, "c128": 16}
+_DTYPE_BYTES = {
+    "pred": 1,
+    "s4": 0.5,
+    "u4": 0.5,
+    "s8": 1,
+    "u8": 1,
+    "f8e4m3fn": 1,
+    "f8e5m2": 1,
+    "bf16": 2,
+    "f16": 2,
+    "s16": 2,
+    "u16": 2,
+    "f32": 4,
+    "s32": 4,
+    "u32": 4,
+    "f64": 8,
+    "s64": 8,
+    "u64": 8,
+    "c64": 8,
+    "c128": 16,
+}
 _ARRAY = re.compile(r"\b(" + "|".join(_DTYPE_BYTES) + r")\[([0-9,]*)\]")
 _INSTRUCTION = re.compile(r"^\s*(?:ROOT\s+)?%(\S+)\s*=\s*(.+?)\s+([a-z][a-z0-9-]*)\((.*)$")
 _HEADER = re.compile(r"^(?:ENTRY\s+)?%(\S+)\s")
-_NO_TRAFFIC = {"parameter", "tuple", "get-tuple-element", "bitcast", "constant", "after-all", "partition-id",
-               "replica-id", "copy-done", "all-gather-done", "all-reduce-done", "collective-permute-done",
-               "async-done", "while", "conditional", "call"}
+_NO_TRAFFIC = {
+    "parameter",
+    "tuple",
+    "get-tuple-element",
+    "bitcast",
+    "constant",
+    "after-all",
+    "partition-id",
+    "replica-id",
+    "copy-done",
+    "all-gather-done",
+    "all-reduce-done",
+    "collective-permute-done",
+    "async-done",
+    "while",
+    "conditional",
+    "call",
+}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -192,8 +226,14 @@ def _constant_values(rest: str) -> list[int]:
     return [int(v) for v in re.findall(r"-?\d+", literal.group(1))] if literal else []
 
 
-def _producer(name: str, index: int | None, instructions: dict[str, _Instruction], parents: dict[str, str],
-              loops: dict[str, _Instruction], depth: int = 0) -> _Instruction | None:
+def _producer(
+    name: str,
+    index: int | None,
+    instructions: dict[str, _Instruction],
+    parents: dict[str, str],
+    loops: dict[str, _Instruction],
+    depth: int = 0,
+) -> _Instruction | None:
     """The instruction whose value `name` carries (element `index` of it when `name` is a tuple), followed through
     copies, bitcasts, tuples and loop parameters back to where it was made (e.g. a constant hoisted out of a
     loop)."""
@@ -206,8 +246,11 @@ def _producer(name: str, index: int | None, instructions: dict[str, _Instruction
     if instruction.op == "get-tuple-element" and operands:
         element = int(re.search(r"index=(\d+)", instruction.rest).group(1))
         found = _producer(operands[0], element, instructions, parents, loops, depth + 1)
-        return found if index is None or found is None else _producer(found.name, index, instructions, parents,
-                                                                        loops, depth + 1)
+        return (
+            found
+            if index is None or found is None
+            else _producer(found.name, index, instructions, parents, loops, depth + 1)
+        )
     if instruction.op == "tuple" and index is not None and index < len(operands):
         return _producer(operands[index], None, instructions, parents, loops, depth + 1)
     if instruction.op == "parameter" and index is not None:
@@ -217,8 +260,12 @@ def _producer(name: str, index: int | None, instructions: dict[str, _Instruction
     return instruction if index is None else None
 
 
-def _splash_costs(instruction: _Instruction, instructions: dict[str, _Instruction], parents: dict[str, str],
-                  loops: dict[str, _Instruction]) -> tuple[float, float]:
+def _splash_costs(
+    instruction: _Instruction,
+    instructions: dict[str, _Instruction],
+    parents: dict[str, str],
+    loops: dict[str, _Instruction],
+) -> tuple[float, float]:
     """(flops, extra bytes) of one splash attention call, from its block mask and its q, k, v operands.
 
     The kernel's scalar operands come first: (data_next,) block_mask (0 skip, 1 partial, 2 full per (query block,
@@ -227,10 +274,10 @@ def _splash_costs(instruction: _Instruction, instructions: dict[str, _Instructio
     (the generic count reads every operand once). A block mask that cannot be traced counts every block.
     """
     kind = next((k for k in _SPLASH_MATMULS if f"splash_mha_{k}" in instruction.name), None)
-    operands = [instructions[o] for o in re.findall(r"%([\w.-]+)", instruction.rest.split(")")[0])
-                if o in instructions]
-    scalars = [o for o in operands if _arrays(o.shape) and _arrays(o.shape)[0][0] == "s8"
-               and len(_arrays(o.shape)[0][1]) == 3]
+    operands = [instructions[o] for o in re.findall(r"%([\w.-]+)", instruction.rest.split(")")[0]) if o in instructions]
+    scalars = [
+        o for o in operands if _arrays(o.shape) and _arrays(o.shape)[0][0] == "s8" and len(_arrays(o.shape)[0][1]) == 3
+    ]
     floats = [a for o in operands for a in _arrays(o.shape) if a[0] in ("bf16", "f16", "f32") and len(a[1]) == 4]
     if kind is None or not scalars or len(floats) < 3:
         return 0.0, 0.0
@@ -244,8 +291,9 @@ def _splash_costs(instruction: _Instruction, instructions: dict[str, _Instructio
     head_dim = min(v_dims[2:])  # v is [B, Hkv, Tk, Dh]; q and k may be sequence-minor
     q_len, k_len = math.prod(q_dims[2:]) // head_dim, math.prod(k_dims[2:]) // head_dim
     per_head = 1 if mask_heads == heads else heads  # a mask shared by every head counts once per head
-    flops = 2.0 * _SPLASH_MATMULS[kind] * batch * per_head * visited * (q_len // q_blocks) * (k_len // k_blocks) \
-        * head_dim
+    flops = (
+        2.0 * _SPLASH_MATMULS[kind] * batch * per_head * visited * (q_len // q_blocks) * (k_len // k_blocks) * head_dim
+    )
     kv_bytes = (_DTYPE_BYTES[k_type] * math.prod(k_dims) + _DTYPE_BYTES[v_type] * math.prod(v_dims)) / k_blocks
     block_reads = visited / mask_heads  # (q block, k block) pairs, each reading one block of k and v for all heads
     return flops, max(0.0, block_reads - k_blocks) * kv_bytes
@@ -258,8 +306,13 @@ def hlo_costs(text: str) -> HloCosts:
     shapes = {i.name: i.shape for body in computations.values() for i in body}
     instructions = {i.name: i for body in computations.values() for i in body}
     parents = {i.name: name for name, body in computations.items() for i in body}
-    loops = {callee: i for body in computations.values() for i in body if i.op == "while"
-             for callee in re.findall(r"\bbody=%([\w.-]+)", i.rest)}
+    loops = {
+        callee: i
+        for body in computations.values()
+        for i in body
+        if i.op == "while"
+        for callee in re.findall(r"\bbody=%([\w.-]+)", i.rest)
+    }
     flops = traffic = 0.0
     collectives = []
     for name, body in computations.items():

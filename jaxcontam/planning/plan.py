@@ -24,13 +24,13 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import NamedSharding, SingleDeviceSharding
 
-from jaxcontam.planning.hlo_costs import Collective, hlo_costs
-from jaxcontam.planning.tpu_chips import EXAMPLE_TOPOLOGIES, Chip
 from jaxcontam.errors import JaxcontamError
-from jaxcontam.models.checkpoint_map import checkpoint_entries
 from jaxcontam.mesh import make_mesh, parse_mesh  # noqa: F401  (parse_mesh: `--mesh`, shared with every command)
+from jaxcontam.models.checkpoint_map import checkpoint_entries
 from jaxcontam.models.sharding import LAYERS, weight_sharding
 from jaxcontam.models.spec import ModelSpec
+from jaxcontam.planning.hlo_costs import Collective, hlo_costs
+from jaxcontam.planning.tpu_chips import EXAMPLE_TOPOLOGIES, Chip
 
 STEPS = ("score", "generate", "p_true", "ngram")
 
@@ -53,9 +53,11 @@ def topology_devices(topology: str) -> list:
     if topology == "local":
         return jax.devices()
     if importlib.util.find_spec("libtpu") is None:
-        raise JaxcontamError(f"planning for TPU topology {topology!r} needs libtpu (XLA's TPU compiler): install the "
-                             "tpu extra, pip install 'jaxcontam[tpu]', or plan for this host's devices with "
-                             "--topology local")
+        raise JaxcontamError(
+            f"planning for TPU topology {topology!r} needs libtpu (XLA's TPU compiler): install the "
+            "tpu extra, pip install 'jaxcontam[tpu]', or plan for this host's devices with "
+            "--topology local"
+        )
     from jax.experimental import topologies
 
     os.environ.setdefault("ALLOW_MULTIPLE_LIBTPU_LOAD", "1")  # several planners (or test workers) at once
@@ -63,8 +65,10 @@ def topology_devices(topology: str) -> list:
         with _quiet_stderr():
             return list(topologies.get_topology_desc(platform="tpu", topology_name=topology).devices)
     except Exception as exc:  # libtpu raises a runtime error for names it does not know
-        raise JaxcontamError(f"libtpu does not know TPU topology {topology!r} ({str(exc).splitlines()[0]}); use "
-                             f"CHIP:SHAPE, e.g. {', '.join(EXAMPLE_TOPOLOGIES)}, or 'local'") from exc
+        raise JaxcontamError(
+            f"libtpu does not know TPU topology {topology!r} ({str(exc).splitlines()[0]}); use "
+            f"CHIP:SHAPE, e.g. {', '.join(EXAMPLE_TOPOLOGIES)}, or 'local'"
+        ) from exc
 
 
 def devices_per_chip(devices) -> int:
@@ -74,26 +78,37 @@ def devices_per_chip(devices) -> int:
 
 
 def _sharded_dims(spec: ModelSpec) -> dict[str, int]:
-    return {"attention heads": spec.num_heads, "key/value heads": spec.num_kv_heads,
-            "vocabulary": spec.vocab_size, "MLP width": spec.intermediate_size}
+    return {
+        "attention heads": spec.num_heads,
+        "key/value heads": spec.num_kv_heads,
+        "vocabulary": spec.vocab_size,
+        "MLP width": spec.intermediate_size,
+    }
 
 
 def default_model_axis(spec: ModelSpec, device_count: int) -> int:
     """The largest model axis dividing the devices and every dimension split over it."""
-    return max(m for m in range(1, device_count + 1)
-               if device_count % m == 0 and all(n % m == 0 for n in _sharded_dims(spec).values()))
+    return max(
+        m
+        for m in range(1, device_count + 1)
+        if device_count % m == 0 and all(n % m == 0 for n in _sharded_dims(spec).values())
+    )
 
 
 def plan_mesh(spec: ModelSpec, devices, data: int, model: int):
     """A ("data", "model") mesh over `devices`, refusing axes that do not divide the devices or the model."""
     if data * model != len(devices):
-        raise JaxcontamError(f"mesh data={data},model={model} needs {data * model} devices but the topology has "
-                             f"{len(devices)}: choose data x model = {len(devices)}")
+        raise JaxcontamError(
+            f"mesh data={data},model={model} needs {data * model} devices but the topology has "
+            f"{len(devices)}: choose data x model = {len(devices)}"
+        )
     for what, n in _sharded_dims(spec).items():
         if n % model:
             fits = [m for m in range(1, len(devices) + 1) if len(devices) % m == 0 and n % m == 0]
-            raise JaxcontamError(f"model={model} does not divide the model's {n} {what}: choose a model axis "
-                                 f"among {fits} (that divides {n} and the {len(devices)} devices)")
+            raise JaxcontamError(
+                f"model={model} does not divide the model's {n} {what}: choose a model axis "
+                f"among {fits} (that divides {n} and the {len(devices)} devices)"
+            )
     return make_mesh(data, model, devices=devices)
 
 
@@ -169,8 +184,19 @@ def program_text(compiled) -> str:
         return compiled.as_text()
 
 
-def compile_step(step: str, shape: str, tokens: int, jitted, args, kwargs, *, weights, mesh, chip: Chip | None,
-                 model_flops: float | None) -> StepPlan:
+def compile_step(
+    step: str,
+    shape: str,
+    tokens: int,
+    jitted,
+    args,
+    kwargs,
+    *,
+    weights,
+    mesh,
+    chip: Chip | None,
+    model_flops: float | None,
+) -> StepPlan:
     """Lower and compile `jitted(*args, **kwargs)` on `mesh`; read memory, loop-aware costs and the roofline."""
     with jax.set_mesh(mesh):
         lowered = jitted.lower(*args, **kwargs)
@@ -179,9 +205,11 @@ def compile_step(step: str, shape: str, tokens: int, jitted, args, kwargs, *, we
         except jax.errors.JaxRuntimeError as exc:  # XLA refuses a program whose buffers exceed the device's HBM
             if "RESOURCE_EXHAUSTED" not in str(exc):
                 raise
-            raise JaxcontamError(f"{step} ({shape}) does not fit: XLA's compiler says "
-                                 f"{str(exc).splitlines()[0].split('RESOURCE_EXHAUSTED:')[-1].strip()} Use a smaller "
-                                 "--batch or --seq, a larger model axis, or --fsdp.") from exc
+            raise JaxcontamError(
+                f"{step} ({shape}) does not fit: XLA's compiler says "
+                f"{str(exc).splitlines()[0].split('RESOURCE_EXHAUSTED:')[-1].strip()} Use a smaller "
+                "--batch or --seq, a larger model axis, or --fsdp."
+            ) from exc
     memory = compiled.memory_analysis()
     costs = hlo_costs(program_text(compiled))
     seconds = bound = None
@@ -192,11 +220,20 @@ def compile_step(step: str, shape: str, tokens: int, jitted, args, kwargs, *, we
         bound = max(times, key=times.get)
         seconds = times[bound]
     return StepPlan(
-        step=step, shape=shape, tokens=tokens, weights_bytes=per_device_bytes(weights),
-        argument_bytes=memory.argument_size_in_bytes, temp_bytes=memory.temp_size_in_bytes,
+        step=step,
+        shape=shape,
+        tokens=tokens,
+        weights_bytes=per_device_bytes(weights),
+        argument_bytes=memory.argument_size_in_bytes,
+        temp_bytes=memory.temp_size_in_bytes,
         output_bytes=memory.output_size_in_bytes - memory.alias_size_in_bytes,
-        hbm_bytes=None if chip is None else chip.hbm_bytes, flops=costs.flops, bytes_accessed=costs.bytes_accessed,
-        collectives=costs.collectives, model_flops=model_flops, seconds=seconds, bound=bound,
+        hbm_bytes=None if chip is None else chip.hbm_bytes,
+        flops=costs.flops,
+        bytes_accessed=costs.bytes_accessed,
+        collectives=costs.collectives,
+        model_flops=model_flops,
+        seconds=seconds,
+        bound=bound,
         unknown_trip_loops=costs.unknown_trip_loops,
     )
 

@@ -21,6 +21,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxcontam.engine import decode_loop
+from jaxcontam.models.spec import ModelSpec
 from jaxcontam.planning.plan import (
     StepPlan,
     abstract_params,
@@ -30,7 +31,6 @@ from jaxcontam.planning.plan import (
     rows,
 )
 from jaxcontam.planning.tpu_chips import Chip
-from jaxcontam.models.spec import ModelSpec
 
 
 @dataclasses.dataclass(frozen=True)
@@ -75,16 +75,49 @@ def model_flops(spec: ModelSpec, step: str, w: Workload) -> float:
 
 
 @functools.partial(jax.jit, static_argnames=("spec", "capacity"))
-def _generation_round(params, spec, state, targets, tokens, positions, last, lengths, index, seed, temperature,
-                      top_p, stop_ids, watch_ids, until_done, *, capacity):
+def _generation_round(
+    params,
+    spec,
+    state,
+    targets,
+    tokens,
+    positions,
+    last,
+    lengths,
+    index,
+    seed,
+    temperature,
+    top_p,
+    stop_ids,
+    watch_ids,
+    until_done,
+    *,
+    capacity,
+):
     """A batch of prompts as `generate` runs them: put into the rows (prefill), then decoded until all are done."""
-    state = decode_loop.fill_rows(params, spec, state, targets, tokens, positions, last, lengths, index, seed,
-                                  temperature, top_p, stop_ids, watch_ids, capacity=capacity)
+    state = decode_loop.fill_rows(
+        params,
+        spec,
+        state,
+        targets,
+        tokens,
+        positions,
+        last,
+        lengths,
+        index,
+        seed,
+        temperature,
+        top_p,
+        stop_ids,
+        watch_ids,
+        capacity=capacity,
+    )
     return decode_loop.decode_rows(params, spec, state, seed, temperature, top_p, stop_ids, watch_ids, until_done)
 
 
-def plan_model_steps(spec: ModelSpec, mesh, dtype, chip: Chip | None, steps, w: Workload,
-                     fsdp: bool = False) -> list[StepPlan]:
+def plan_model_steps(
+    spec: ModelSpec, mesh, dtype, chip: Chip | None, steps, w: Workload, fsdp: bool = False
+) -> list[StepPlan]:
     """Compile the model steps named in `steps` (score, generate, p_true) for `mesh` (`fsdp`: weights also split
     over "data", gathered layer by layer inside the step)."""
     from jaxcontam.engine import ptrue, scoring
@@ -94,30 +127,66 @@ def plan_model_steps(spec: ModelSpec, mesh, dtype, chip: Chip | None, steps, w: 
     plans = []
     if "score" in steps:
         batch = [rows(mesh, (w.batch, w.seq)) for _ in range(4)]
-        plans.append(compile_step("score", f"{w.batch} x {w.seq}", w.batch * w.seq, scoring.score_step,
-                                  (params, spec, *batch),
-                                  {"with_stats": True, "vocab_block": 2048, "use_kernel": False},
-                                  model_flops=model_flops(spec, "score", w), **common))
+        plans.append(
+            compile_step(
+                "score",
+                f"{w.batch} x {w.seq}",
+                w.batch * w.seq,
+                scoring.score_step,
+                (params, spec, *batch),
+                {"with_stats": True, "vocab_block": 2048, "use_kernel": False},
+                model_flops=model_flops(spec, "score", w),
+                **common,
+            )
+        )
     if "generate" in steps:
         capacity = w.prompt_len + w.new_tokens
-        state = jax.tree.map(lambda x: rows(mesh, x.shape, x.dtype), jax.eval_shape(
-            functools.partial(decode_loop.empty_rows, spec=spec, rows=w.batch, capacity=capacity,
-                              max_new_tokens=w.new_tokens), params))
+        state = jax.tree.map(
+            lambda x: rows(mesh, x.shape, x.dtype),
+            jax.eval_shape(
+                functools.partial(
+                    decode_loop.empty_rows, spec=spec, rows=w.batch, capacity=capacity, max_new_tokens=w.new_tokens
+                ),
+                params,
+            ),
+        )
         prompts = [rows(mesh, (w.batch, w.prompt_len)) for _ in range(2)]
         per_row = [rows(mesh, (w.batch,)) for _ in range(4)]
-        scalars = [replicated(mesh, (), jnp.uint32), replicated(mesh, (), jnp.float32),
-                   replicated(mesh, (), jnp.float32), replicated(mesh, (1,), jnp.int32),
-                   replicated(mesh, (1,), jnp.int32), replicated(mesh, (), jnp.int32)]
-        plans.append(compile_step("generate", f"{w.batch} x ({w.prompt_len} + {w.new_tokens})",
-                                  w.batch * w.new_tokens, _generation_round,
-                                  (params, spec, state, per_row[0], *prompts, *per_row[1:], *scalars),
-                                  {"capacity": capacity}, model_flops=model_flops(spec, "generate", w), **common))
+        scalars = [
+            replicated(mesh, (), jnp.uint32),
+            replicated(mesh, (), jnp.float32),
+            replicated(mesh, (), jnp.float32),
+            replicated(mesh, (1,), jnp.int32),
+            replicated(mesh, (1,), jnp.int32),
+            replicated(mesh, (), jnp.int32),
+        ]
+        plans.append(
+            compile_step(
+                "generate",
+                f"{w.batch} x ({w.prompt_len} + {w.new_tokens})",
+                w.batch * w.new_tokens,
+                _generation_round,
+                (params, spec, state, per_row[0], *prompts, *per_row[1:], *scalars),
+                {"capacity": capacity},
+                model_flops=model_flops(spec, "generate", w),
+                **common,
+            )
+        )
     if "p_true" in steps:
         batch = [rows(mesh, (w.batch, w.seq)) for _ in range(3)]
         candidates = [replicated(mesh, (2,), jnp.int32), replicated(mesh, (2, 2), jnp.bool_)]
-        plans.append(compile_step("p_true", f"{w.batch} x {w.seq}", w.batch * w.seq, ptrue._last_position_logprobs,
-                                  (params, spec, *batch, rows(mesh, (w.batch,)), *candidates), {},
-                                  model_flops=model_flops(spec, "p_true", w), **common))
+        plans.append(
+            compile_step(
+                "p_true",
+                f"{w.batch} x {w.seq}",
+                w.batch * w.seq,
+                ptrue._last_position_logprobs,
+                (params, spec, *batch, rows(mesh, (w.batch,)), *candidates),
+                {},
+                model_flops=model_flops(spec, "p_true", w),
+                **common,
+            )
+        )
     return plans
 
 
@@ -138,13 +207,27 @@ def plan_ngram_step(devices, chip: Chip | None, w: Workload) -> StepPlan:
     from jaxcontam.ngram.lookup import count_chunk, device_table
 
     device = devices[0]
-    table = jax.tree.map(lambda a: on_device(device, a.shape, a.dtype), device_table(_RandomTable(w.table_rows,
-                                                                                                  w.ngram_n)))
+    table = jax.tree.map(
+        lambda a: on_device(device, a.shape, a.dtype), device_table(_RandomTable(w.table_rows, w.ngram_n))
+    )
     width = w.chunk_tokens + w.ngram_n - 1
-    args = (table, on_device(device, (table.rows + 1,), jnp.int32), on_device(device, (width,), jnp.int32),
-            on_device(device, (width,), jnp.int32))
+    args = (
+        table,
+        on_device(device, (table.rows + 1,), jnp.int32),
+        on_device(device, (width,), jnp.int32),
+        on_device(device, (width,), jnp.int32),
+    )
     mesh = jax.sharding.Mesh(np.array([device]), ("one",))
-    plan = compile_step("ngram", f"{w.chunk_tokens} windows, {table.rows} rows", w.chunk_tokens, count_chunk, args,
-                        {"capacity": max(1, w.chunk_tokens // 16), "verify": True}, weights=table, mesh=mesh,
-                        chip=chip, model_flops=None)
+    plan = compile_step(
+        "ngram",
+        f"{w.chunk_tokens} windows, {table.rows} rows",
+        w.chunk_tokens,
+        count_chunk,
+        args,
+        {"capacity": max(1, w.chunk_tokens // 16), "verify": True},
+        weights=table,
+        mesh=mesh,
+        chip=chip,
+        model_flops=None,
+    )
     return dataclasses.replace(plan, tokens=w.chunk_tokens * len(devices))

@@ -33,9 +33,13 @@ class Chip:
         if devices_per_chip == 1:
             return self
         n = devices_per_chip
-        return dataclasses.replace(self, peak_flops=self.peak_flops / n, hbm_bytes=self.hbm_bytes // n,
-                                   hbm_bandwidth=self.hbm_bandwidth / n,
-                                   ici_bandwidth=None if self.ici_bandwidth is None else self.ici_bandwidth / n)
+        return dataclasses.replace(
+            self,
+            peak_flops=self.peak_flops / n,
+            hbm_bytes=self.hbm_bytes // n,
+            hbm_bandwidth=self.hbm_bandwidth / n,
+            ici_bandwidth=None if self.ici_bandwidth is None else self.ici_bandwidth / n,
+        )
 
 
 # JAX device_kind -> chip. v5e's page says "16 GB": the chip carries 16 GiB.

@@ -19,8 +19,13 @@ from jaxcontam.report.formatting import interval, percent, value
 from jaxcontam.report.summary_schema import AuditSummary, RunEntry
 
 LABELS = {
-    "mean_logprob": "mean log-prob", "zlib_ratio": "zlib ratio", "min_k": "Min-K%", "min_k_plus_plus": "Min-K%++",
-    "n": "items", "pacost_pvalue": "PaCoST p", "mean_longest_match": "mean LONGEST_MATCH score",
+    "mean_logprob": "mean log-prob",
+    "zlib_ratio": "zlib ratio",
+    "min_k": "Min-K%",
+    "min_k_plus_plus": "Min-K%++",
+    "n": "items",
+    "pacost_pvalue": "PaCoST p",
+    "mean_longest_match": "mean LONGEST_MATCH score",
 }
 
 CSS = """
@@ -62,8 +67,11 @@ def write_report(summary: AuditSummary, items: list[dict], out_dir) -> Path:
     runs, sweep, alpha = summary.runs, summary.sweep, summary.alpha
     stems = _plot_stems(runs)
     figures = [_run_figures(run, _items_of(run, items), plots_dir, stem) for run, stem in zip(runs, stems)]
-    sweep_png = (plots.sweep_pvalues_png(sweep, alpha, plots_dir / "sweep-pvalues.png")
-                 if sweep and sweep.get("labels") else None)
+    sweep_png = (
+        plots.sweep_pvalues_png(sweep, alpha, plots_dir / "sweep-pvalues.png")
+        if sweep and sweep.get("labels")
+        else None
+    )
     body = [_header(summary), _verdict_section(runs, stems), _sweep_section(sweep, alpha, sweep_png)]
     body += [_run_section(run, stem, figs) for run, stem, figs in zip(runs, stems, figures)]
     path = out_dir / "report.html"
@@ -72,6 +80,7 @@ def write_report(summary: AuditSummary, items: list[dict], out_dir) -> Path:
 
 
 # ---- files -------------------------------------------------------------------------------------------------------
+
 
 def _slug(text: str, limit: int = 40) -> str:
     return re.sub(r"[^a-z0-9._-]+", "-", text.lower()).strip("-.")[:limit] or "run"
@@ -95,8 +104,13 @@ def _plot_stems(runs: tuple[RunEntry, ...]) -> list[str]:
 
 def _items_of(run: RunEntry, items: list[dict]) -> list[dict]:
     """The item rows of one run: same model, benchmark and split (rows without a split match any)."""
-    return [i for i in items if i.get("model") == run.model and i.get("benchmark") == run.benchmark
-            and i.get("split", run.split) == run.split]
+    return [
+        i
+        for i in items
+        if i.get("model") == run.model
+        and i.get("benchmark") == run.benchmark
+        and i.get("split", run.split) == run.split
+    ]
 
 
 def _run_figures(run: RunEntry, items_of_run: list[dict], plots_dir: Path, stem: str) -> dict[str, Path]:
@@ -111,6 +125,7 @@ def _run_figures(run: RunEntry, items_of_run: list[dict], plots_dir: Path, stem:
 
 # ---- HTML building blocks (every input string passes through `_text` or `escape`) -----------------------------------
 
+
 def _text(x) -> str:
     """Any summary value as escaped text (numbers to 3 significant digits, None/NaN as n/a, inf as ∞)."""
     return escape(value(x))
@@ -121,10 +136,12 @@ def _label(key: str) -> str:
 
 
 def _page(body: str) -> str:
-    return ("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
-            "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
-            f"<title>jaxcontam audit report</title>\n<style>{CSS}</style>\n</head>\n"
-            f"<body>\n<main>\n{body}\n</main>\n</body>\n</html>\n")
+    return (
+        '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
+        f"<title>jaxcontam audit report</title>\n<style>{CSS}</style>\n</head>\n"
+        f"<body>\n<main>\n{body}\n</main>\n</body>\n</html>\n"
+    )
 
 
 def _table(head: str, rows: list[str], css_class: str = "") -> str:
@@ -169,8 +186,10 @@ def _test_verdict(result: dict, key: str = "contaminated") -> str:
 def _figure(path: Path, caption: str) -> str:
     """The PNG at `path` embedded as a data URI, with a plain-text caption."""
     data = base64.b64encode(path.read_bytes()).decode("ascii")
-    return (f'<figure><img src="data:image/png;base64,{data}" alt="{escape(caption)}">'
-            f"<figcaption>{escape(caption)}</figcaption></figure>")
+    return (
+        f'<figure><img src="data:image/png;base64,{data}" alt="{escape(caption)}">'
+        f"<figcaption>{escape(caption)}</figcaption></figure>"
+    )
 
 
 def _not_run(what: str) -> str:
@@ -179,16 +198,19 @@ def _not_run(what: str) -> str:
 
 # ---- sections ----------------------------------------------------------------------------------------------------
 
+
 def _header(summary: AuditSummary) -> str:
-    return (f"<header><h1>Benchmark contamination audit</h1>"
-            f"<p class=\"meta\">jaxcontam {_text(summary.jaxcontam_version)} · "
-            f"significance level α = {_text(summary.alpha)} · {len(summary.runs)} model–benchmark runs</p></header>")
+    return (
+        f"<header><h1>Benchmark contamination audit</h1>"
+        f'<p class="meta">jaxcontam {_text(summary.jaxcontam_version)} · '
+        f"significance level α = {_text(summary.alpha)} · {len(summary.runs)} model–benchmark runs</p></header>"
+    )
 
 
 VERDICT_HEAD = (
-    "<thead><tr><th rowspan=\"2\">Model</th><th rowspan=\"2\">Benchmark</th><th rowspan=\"2\">Items</th>"
-    "<th rowspan=\"2\">Accuracy</th><th colspan=\"4\">PaCoST (model evidence)</th>"
-    "<th colspan=\"7\">ConTAM (corpus evidence)</th></tr>\n"
+    '<thead><tr><th rowspan="2">Model</th><th rowspan="2">Benchmark</th><th rowspan="2">Items</th>'
+    '<th rowspan="2">Accuracy</th><th colspan="4">PaCoST (model evidence)</th>'
+    '<th colspan="7">ConTAM (corpus evidence)</th></tr>\n'
     "<tr><th>p</th><th>adjusted p</th><th>effect d<sub>z</sub></th><th>verdict</th>"
     "<th>metric</th><th>threshold</th><th>contaminated items</th><th>EPG [CI]</th><th>z</th><th>p</th>"
     "<th>verdict</th></tr></thead>"
@@ -197,14 +219,15 @@ VERDICT_HEAD = (
 
 def _verdict_section(runs: tuple[RunEntry, ...], stems: list[str]) -> str:
     rows = [_verdict_row(run, stem) for run, stem in zip(runs, stems)]
-    return ("<h2>Verdicts</h2>\n<p>PaCoST tests, one-sided, whether the model is more confident on the original "
-            "items than on their rephrasings (p adjusted across the sweep). ConTAM's EPG is the accuracy on the "
-            "full benchmark minus the accuracy on the items below the contamination threshold, at the threshold "
-            "with the largest z above 1.645 (the paper's rule). That z is the best of many thresholds, not a test: "
-            "ConTAM's p compares the largest z with its permutation distribution (correctness shuffled over "
-            "items, the threshold search redone each time), and its verdict is p ≤ α. The EPG interval holds the "
-            "selected threshold fixed, so it is conditional on that choice.</p>\n"
-            + _table(VERDICT_HEAD, rows, "verdict"))
+    return (
+        "<h2>Verdicts</h2>\n<p>PaCoST tests, one-sided, whether the model is more confident on the original "
+        "items than on their rephrasings (p adjusted across the sweep). ConTAM's EPG is the accuracy on the "
+        "full benchmark minus the accuracy on the items below the contamination threshold, at the threshold "
+        "with the largest z above 1.645 (the paper's rule). That z is the best of many thresholds, not a test: "
+        "ConTAM's p compares the largest z with its permutation distribution (correctness shuffled over "
+        "items, the threshold search redone each time), and its verdict is p ≤ α. The EPG interval holds the "
+        "selected threshold fixed, so it is conditional on that choice.</p>\n" + _table(VERDICT_HEAD, rows, "verdict")
+    )
 
 
 def _verdict_row(run: RunEntry, stem: str) -> str:
@@ -231,8 +254,12 @@ def _accuracy(accuracy: dict) -> str:
 def _pacost_cells(pacost: dict | None) -> list:
     if not pacost:
         return [("not run", 4)]
-    return [_text(pacost.get("pvalue")), _text(pacost.get("pvalue_adjusted")), _text(pacost.get("effect_size")),
-            _test_verdict(pacost)]
+    return [
+        _text(pacost.get("pvalue")),
+        _text(pacost.get("pvalue_adjusted")),
+        _text(pacost.get("effect_size")),
+        _test_verdict(pacost),
+    ]
 
 
 def _contam_cells(contam: dict | None) -> list:
@@ -241,9 +268,15 @@ def _contam_cells(contam: dict | None) -> list:
     threshold = _threshold(contam)
     if contam.get("threshold") is None:
         threshold = f'<span class="muted" title="{_text(contam.get("reason"))}">{threshold}</span>'
-    return [_text(str(contam.get("metric")).upper()), threshold, escape(percent(contam.get("frac_contaminated"))),
-            _epg_with_ci(contam), _text(contam.get("z")), _text(contam.get("pvalue")),
-            _test_verdict(contam, "significant")]
+    return [
+        _text(str(contam.get("metric")).upper()),
+        threshold,
+        escape(percent(contam.get("frac_contaminated"))),
+        _epg_with_ci(contam),
+        _text(contam.get("z")),
+        _text(contam.get("pvalue")),
+        _test_verdict(contam, "significant"),
+    ]
 
 
 def _threshold(result: dict) -> str:
@@ -261,20 +294,36 @@ def _sweep_section(sweep: dict | None, alpha, png: Path | None) -> str:
     if png is None:
         return ""
     head = _head(["model | benchmark", "p", "Holm-adjusted p", "Holm rejects", "BH-adjusted p", "BH rejects"])
-    columns = zip(sweep["labels"], sweep["pvalues"], sweep["holm"]["adjusted"], sweep["holm"]["reject"],
-                  sweep["bh"]["adjusted"], sweep["bh"]["reject"])
+    columns = zip(
+        sweep["labels"],
+        sweep["pvalues"],
+        sweep["holm"]["adjusted"],
+        sweep["holm"]["reject"],
+        sweep["bh"]["adjusted"],
+        sweep["bh"]["reject"],
+    )
     rows = [_row([_text(x) for x in column]) for column in columns]
-    return (f"<h2>Multiple testing across the sweep</h2>\n<p>Holm controls the chance of any false contamination call "
-            f"(family-wise error) at α = {_text(alpha)}; Benjamini–Hochberg controls the expected share of false "
-            f"calls (false discovery rate).</p>\n"
-            + _figure(png, "PaCoST p-values per model and benchmark, raw and adjusted") + "\n" + _table(head, rows))
+    return (
+        f"<h2>Multiple testing across the sweep</h2>\n<p>Holm controls the chance of any false contamination call "
+        f"(family-wise error) at α = {_text(alpha)}; Benjamini–Hochberg controls the expected share of false "
+        f"calls (false discovery rate).</p>\n"
+        + _figure(png, "PaCoST p-values per model and benchmark, raw and adjusted")
+        + "\n"
+        + _table(head, rows)
+    )
 
 
 def _run_section(run: RunEntry, stem: str, figures: dict[str, Path]) -> str:
-    parts = [f'<section class="run" id="run-{stem}">', _run_heading(run),
-             "<h3>PaCoST</h3>", _pacost_details(run.pacost, figures.get("confidence")),
-             "<h3>Likelihood detectors</h3>", _likelihood_table(run.likelihood),
-             "<h3>ConTAM</h3>", _contam_details(run.contam, figures.get("contam"))]
+    parts = [
+        f'<section class="run" id="run-{stem}">',
+        _run_heading(run),
+        "<h3>PaCoST</h3>",
+        _pacost_details(run.pacost, figures.get("confidence")),
+        "<h3>Likelihood detectors</h3>",
+        _likelihood_table(run.likelihood),
+        "<h3>ConTAM</h3>",
+        _contam_details(run.contam, figures.get("contam")),
+    ]
     if run.exchangeability:
         parts += ["<h3>Exchangeability (Oren et al.)</h3>", _exchangeability_details(run.exchangeability)]
     if run.ground_truth:
@@ -284,9 +333,9 @@ def _run_section(run: RunEntry, stem: str, figures: dict[str, Path]) -> str:
 
 def _run_heading(run: RunEntry) -> str:
     split = f" ({_text(run.split)})" if run.split else ""
-    title = f"{_text(run.model)} <span class=\"muted\">· {_text(run.benchmark)}{split}</span>"
+    title = f'{_text(run.model)} <span class="muted">· {_text(run.benchmark)}{split}</span>'
     accuracy = _accuracy(run.accuracy or {})
-    return f"<h2>{title}</h2>\n<p class=\"meta\">{_text(run.n_items)} items · accuracy {accuracy}</p>"
+    return f'<h2>{title}</h2>\n<p class="meta">{_text(run.n_items)} items · accuracy {accuracy}</p>'
 
 
 def _pacost_details(pacost: dict | None, png: Path | None) -> str:
@@ -296,18 +345,20 @@ def _pacost_details(pacost: dict | None, png: Path | None) -> str:
     dropped = _text(pacost.get("n_dropped"))
     if reasons:
         dropped += " (" + ", ".join(f"{_text(n)} {_text(reason)}" for reason, n in reasons.items()) + ")"
-    facts = _facts([
-        ("test", f"{_text(pacost.get('test'))}, alternative {_text(pacost.get('alternative'))}"),
-        ("confidence measure", _text(pacost.get("confidence"))),
-        ("pairs tested", _text(pacost.get("n_pairs"))),
-        ("pairs dropped", dropped),
-        ("mean difference (original − rephrased)", _text(pacost.get("mean_difference"))),
-        ("effect size (Cohen's dz)", _text(pacost.get("effect_size"))),
-        ("confidence interval of the mean difference", escape(interval(pacost.get("ci")))),
-        ("p / adjusted p", f"{_text(pacost.get('pvalue'))} / {_text(pacost.get('pvalue_adjusted'))}"),
-        ("verdict", _test_verdict(pacost)),
-        ("power", _text(pacost.get("power_note"))),
-    ])
+    facts = _facts(
+        [
+            ("test", f"{_text(pacost.get('test'))}, alternative {_text(pacost.get('alternative'))}"),
+            ("confidence measure", _text(pacost.get("confidence"))),
+            ("pairs tested", _text(pacost.get("n_pairs"))),
+            ("pairs dropped", dropped),
+            ("mean difference (original − rephrased)", _text(pacost.get("mean_difference"))),
+            ("effect size (Cohen's dz)", _text(pacost.get("effect_size"))),
+            ("confidence interval of the mean difference", escape(interval(pacost.get("ci")))),
+            ("p / adjusted p", f"{_text(pacost.get('pvalue'))} / {_text(pacost.get('pvalue_adjusted'))}"),
+            ("verdict", _test_verdict(pacost)),
+            ("power", _text(pacost.get("power_note"))),
+        ]
+    )
     parts = [facts, _variants_table(pacost)]
     if png is not None:
         parts.append(_figure(png, "Confidence on the original against the rephrased question, one point per kept pair"))
@@ -319,14 +370,27 @@ def _variants_table(pacost: dict) -> str:
     variants = pacost.get("variants") or {}
     if not variants:
         return ""
-    head = _head(["confidence measure", "p", "adjusted p", "mean difference", "effect size dz", "CI", "pairs",
-                  "verdict"])
+    head = _head(
+        ["confidence measure", "p", "adjusted p", "mean difference", "effect size dz", "CI", "pairs", "verdict"]
+    )
     measures = [(f"{pacost.get('confidence')} (headline)", pacost, "headline")]
     measures += [(name, variant, "") for name, variant in variants.items()]
-    rows = [_row([_text(name), _text(v.get("pvalue")), _text(v.get("pvalue_adjusted")),
-                  _text(v.get("mean_difference")), _text(v.get("effect_size")), escape(interval(v.get("ci"))),
-                  _text(v.get("n_pairs")), _test_verdict(v)], css)
-            for name, v, css in measures]
+    rows = [
+        _row(
+            [
+                _text(name),
+                _text(v.get("pvalue")),
+                _text(v.get("pvalue_adjusted")),
+                _text(v.get("mean_difference")),
+                _text(v.get("effect_size")),
+                escape(interval(v.get("ci"))),
+                _text(v.get("n_pairs")),
+                _test_verdict(v),
+            ],
+            css,
+        )
+        for name, v, css in measures
+    ]
     return "<p>Other confidence measures:</p>\n" + _table(head, rows)
 
 
@@ -334,10 +398,17 @@ def _exchangeability_details(result: dict) -> str:
     outcome = TestOutcome.from_summary(result)
     if not outcome.ran:
         return f"<p>{_text(outcome.label)}</p>"
-    return ("<p>Is the benchmark's canonical item order more likely than shuffled orders (a model that saw the file "
-            "prefers it)? One-sided t-test over chunks of contiguous items.</p>\n" + _facts([
+    return (
+        "<p>Is the benchmark's canonical item order more likely than shuffled orders (a model that saw the file "
+        "prefers it)? One-sided t-test over chunks of contiguous items.</p>\n"
+        + _facts(
+            [
                 ("chunks x permutations", f"{_text(result.get('chunks'))} x {_text(result.get('permutations'))}"),
-                ("t statistic", _text(result.get("statistic"))), ("p", _text(result.get("pvalue")))]))
+                ("t statistic", _text(result.get("statistic"))),
+                ("p", _text(result.get("pvalue"))),
+            ]
+        )
+    )
 
 
 def _likelihood_table(likelihood: dict | None) -> str:
@@ -346,33 +417,69 @@ def _likelihood_table(likelihood: dict | None) -> str:
     statistics = list(dict.fromkeys(key for summary in likelihood.values() for key in summary))
     head = "<thead><tr><th>detector</th>" + "".join(f"<th>{_label(s)}</th>" for s in statistics) + "</tr></thead>"
     rows = [_row([_label(name)] + [_text(summary.get(s)) for s in statistics]) for name, summary in likelihood.items()]
-    return ("<p>Per-item scores summarised over the benchmark. Higher means more likely seen in training, except for "
-            "the ratios (zlib, lowercase, reference), where lower does.</p>\n" + _table(head, rows))
+    return (
+        "<p>Per-item scores summarised over the benchmark. Higher means more likely seen in training, except for "
+        "the ratios (zlib, lowercase, reference), where lower does.</p>\n" + _table(head, rows)
+    )
 
 
 def _contam_details(contam: dict | None, png: Path | None) -> str:
     if not contam:
         return _not_run("ConTAM")
     headline = contam.get("metric")
-    head = _head(["metric", "threshold", "contaminated items", "EPG", "EPG CI (given the threshold)", "z",
-                  "how the threshold was chosen", "largest z (at threshold)", "p", "verdict"])
-    rows = [_row([_text(str(name).upper()), _threshold(m), escape(percent(m.get("frac_contaminated"))),
-                  _text(m.get("epg")), escape(interval(m.get("epg_ci"))), _text(m.get("z")), _text(m.get("reason")),
-                  f"{_text(m.get('max_z'))} ({_text(m.get('max_z_threshold'))})", _text(m.get("pvalue")),
-                  _test_verdict(m, "significant")],
-                 "headline" if name == headline else "")
-            for name, m in (contam.get("metrics") or {}).items()]
-    test = (f"Max-z permutation test ({_text(contam.get('n_resamples'))} permutations, "
-            f"α = {_text(contam.get('alpha'))}): p = {_text(contam.get('pvalue'))}, "
-            f"{_test_verdict(contam, 'significant')}. "
-            "p is for the headline metric's search over thresholds; the other metrics are shown for comparison. "
-            "The EPG interval is a bootstrap with the threshold held at the selected value: conditional on that "
-            "choice, it does not account for the search.")
-    parts = [f"<p>Headline metric <strong>{_text(str(headline).upper())}</strong>: {_text(contam.get('reason'))}</p>",
-             f"<p>{test}</p>", _table(head, rows)]
+    head = _head(
+        [
+            "metric",
+            "threshold",
+            "contaminated items",
+            "EPG",
+            "EPG CI (given the threshold)",
+            "z",
+            "how the threshold was chosen",
+            "largest z (at threshold)",
+            "p",
+            "verdict",
+        ]
+    )
+    rows = [
+        _row(
+            [
+                _text(str(name).upper()),
+                _threshold(m),
+                escape(percent(m.get("frac_contaminated"))),
+                _text(m.get("epg")),
+                escape(interval(m.get("epg_ci"))),
+                _text(m.get("z")),
+                _text(m.get("reason")),
+                f"{_text(m.get('max_z'))} ({_text(m.get('max_z_threshold'))})",
+                _text(m.get("pvalue")),
+                _test_verdict(m, "significant"),
+            ],
+            "headline" if name == headline else "",
+        )
+        for name, m in (contam.get("metrics") or {}).items()
+    ]
+    test = (
+        f"Max-z permutation test ({_text(contam.get('n_resamples'))} permutations, "
+        f"α = {_text(contam.get('alpha'))}): p = {_text(contam.get('pvalue'))}, "
+        f"{_test_verdict(contam, 'significant')}. "
+        "p is for the headline metric's search over thresholds; the other metrics are shown for comparison. "
+        "The EPG interval is a bootstrap with the threshold held at the selected value: conditional on that "
+        "choice, it does not account for the search."
+    )
+    parts = [
+        f"<p>Headline metric <strong>{_text(str(headline).upper())}</strong>: {_text(contam.get('reason'))}</p>",
+        f"<p>{test}</p>",
+        _table(head, rows),
+    ]
     if png is not None:
-        parts.append(_figure(png, "EPG against the contamination threshold per metric, with its bootstrap interval "
-                                  "and z; the vertical line marks the selected threshold"))
+        parts.append(
+            _figure(
+                png,
+                "EPG against the contamination threshold per metric, with its bootstrap interval "
+                "and z; the vertical line marks the selected threshold",
+            )
+        )
     return "\n".join(parts)
 
 

@@ -53,7 +53,7 @@ def _plain(text) -> str:
 
 def _shorten(text: str, limit: int = MAX_LABEL) -> str:
     """Keep the end of a long label: the end of a model path says the most."""
-    return text if len(text) <= limit else "…" + text[-(limit - 1):]
+    return text if len(text) <= limit else "…" + text[-(limit - 1) :]
 
 
 def _run_title(run: RunEntry) -> str:
@@ -73,8 +73,9 @@ def contam_curve_png(run: RunEntry, path) -> Path:
     n_rows = max(1, math.ceil(len(names) / 2))
     figure = _figure(9.5, 1.0 + 3.0 * n_rows)
     axes = figure.subplots(n_rows, 2, squeeze=False, sharex=True, sharey=True).ravel()
-    z_axes = [_draw_epg_panel(ax, name, metrics[name], headline=name == contam.get("metric"))
-              for ax, name in zip(axes, names)]
+    z_axes = [
+        _draw_epg_panel(ax, name, metrics[name], headline=name == contam.get("metric")) for ax, name in zip(axes, names)
+    ]
     _share_z(z_axes)
     for index, ax in enumerate(axes):
         ax.label_outer()
@@ -84,9 +85,10 @@ def contam_curve_png(run: RunEntry, path) -> Path:
             z_axes[index].tick_params(labelright=False)
             z_axes[index].set_ylabel("")
     figure.suptitle(f"ConTAM: estimated performance gain — {_run_title(run)}")
-    handles = _legend_handles([*axes[:len(names)], *z_axes])
-    figure.legend(handles.values(), handles.keys(), loc="outside lower center", ncols=max(1, len(handles)),
-                  frameon=False)
+    handles = _legend_handles([*axes[: len(names)], *z_axes])
+    figure.legend(
+        handles.values(), handles.keys(), loc="outside lower center", ncols=max(1, len(handles)), frameon=False
+    )
     return _save(figure, path)
 
 
@@ -112,8 +114,15 @@ def _draw_epg_panel(ax, name: str, metric: dict, headline: bool):
     rows = metric.get("curve") or []
     x = [_float(r.get("threshold")) for r in rows]
     ax.axhline(0.0, color="0.7", lw=0.8)
-    ax.fill_between(x, [_float(r.get("epg_ci_low")) for r in rows], [_float(r.get("epg_ci_high")) for r in rows],
-                    color=EPG_COLOR, alpha=0.2, lw=0, label="EPG bootstrap CI")
+    ax.fill_between(
+        x,
+        [_float(r.get("epg_ci_low")) for r in rows],
+        [_float(r.get("epg_ci_high")) for r in rows],
+        color=EPG_COLOR,
+        alpha=0.2,
+        lw=0,
+        label="EPG bootstrap CI",
+    )
     ax.plot(x, [_float(r.get("epg")) for r in rows], color=EPG_COLOR, lw=1.6, label="EPG")
     z_ax = ax.twinx()
     z_ax.plot(x, [_float(r.get("z")) for r in rows], color=Z_COLOR, lw=1.0, ls="--", label="z (right axis)")
@@ -125,8 +134,11 @@ def _draw_epg_panel(ax, name: str, metric: dict, headline: bool):
         note = "no threshold selected" if rows else "no curve"
     if metric.get("pvalue") is not None:
         note += f" · max-z p = {number(metric['pvalue'])}"
-    ax.set_title(f"{name.upper()}{'  (headline)' if headline else ''}\n{note}", fontsize=9.5,
-                 fontweight="bold" if headline else "normal")
+    ax.set_title(
+        f"{name.upper()}{'  (headline)' if headline else ''}\n{note}",
+        fontsize=9.5,
+        fontweight="bold" if headline else "normal",
+    )
     ax.set_xlim(0.0, 1.0)
     ax.set_xlabel("threshold (metric score)")
     ax.set_ylabel("EPG")
@@ -141,21 +153,44 @@ def confidence_png(run: RunEntry, items_of_run: list[dict], path) -> Path:
     their original wording, the signature of contamination.
     """
     pacost = run.pacost
-    kept = [item for item in items_of_run if item.get("pacost_kept")
-            and _finite(item.get("pacost_conf_original")) and _finite(item.get("pacost_conf_rephrased"))]
+    kept = [
+        item
+        for item in items_of_run
+        if item.get("pacost_kept")
+        and _finite(item.get("pacost_conf_original"))
+        and _finite(item.get("pacost_conf_rephrased"))
+    ]
     figure = _figure(5.6, 5.6)
     ax = figure.subplots()
     for label, color, group in _ground_truth_groups(kept):
-        ax.scatter([i["pacost_conf_original"] for i in group], [i["pacost_conf_rephrased"] for i in group],
-                   s=16, alpha=0.65, color=color, edgecolors="none", label=f"{label} ({len(group)})")
+        ax.scatter(
+            [i["pacost_conf_original"] for i in group],
+            [i["pacost_conf_rephrased"] for i in group],
+            s=16,
+            alpha=0.65,
+            color=color,
+            edgecolors="none",
+            label=f"{label} ({len(group)})",
+        )
     _draw_diagonal(ax, kept)
-    ax.text(0.98, 0.02, "below the diagonal: more confident\non the original wording", transform=ax.transAxes,
-            ha="right", va="bottom", fontsize=8, color="0.35")
+    ax.text(
+        0.98,
+        0.02,
+        "below the diagonal: more confident\non the original wording",
+        transform=ax.transAxes,
+        ha="right",
+        va="bottom",
+        fontsize=8,
+        color="0.35",
+    )
     confidence = _plain(pacost.get("confidence") or "confidence")
     ax.set_xlabel(f"original question ({confidence})")
     ax.set_ylabel(f"rephrased question ({confidence})")
-    ax.set_title(f"{_run_title(run)}\nPaCoST p = {number(pacost.get('pvalue'))}, "
-                 f"adjusted p = {number(pacost.get('pvalue_adjusted'))}, {len(kept)} pairs", fontsize=10)
+    ax.set_title(
+        f"{_run_title(run)}\nPaCoST p = {number(pacost.get('pvalue'))}, "
+        f"adjusted p = {number(pacost.get('pvalue_adjusted'))}, {len(kept)} pairs",
+        fontsize=10,
+    )
     ax.legend(loc="upper left", fontsize=8)
     return _save(figure, path)
 
@@ -165,10 +200,16 @@ def _ground_truth_groups(items: list[dict]) -> list[tuple[str, str, list[dict]]]
     truths = [item.get("ground_truth_contaminated") for item in items]
     if all(t is None for t in truths):
         return [("kept pairs", CLEAN_COLOR, items)]
-    groups = [("contaminated", CONTAMINATED_COLOR, True), ("clean", CLEAN_COLOR, False),
-              ("ground truth unknown", UNKNOWN_COLOR, None)]
-    return [(label, color, members) for label, color, truth in groups
-            if (members := [i for i, t in zip(items, truths) if t is truth])]
+    groups = [
+        ("contaminated", CONTAMINATED_COLOR, True),
+        ("clean", CLEAN_COLOR, False),
+        ("ground truth unknown", UNKNOWN_COLOR, None),
+    ]
+    return [
+        (label, color, members)
+        for label, color, truth in groups
+        if (members := [i for i, t in zip(items, truths) if t is truth])
+    ]
 
 
 def _draw_diagonal(ax, items: list[dict]) -> None:
@@ -195,8 +236,7 @@ def sweep_pvalues_png(sweep: dict, alpha: float, path) -> Path:
     figure = _figure(8.5, 1.6 + 0.4 * len(labels))
     ax = figure.subplots()
     ax.scatter([_at_least(p, floor) for p in raw], positions, color="black", s=28, zorder=3, label="raw p")
-    _draw_adjusted(ax, sweep["holm"], positions, floor, offset=-0.22, marker="^", color=CONTAMINATED_COLOR,
-                   name="Holm")
+    _draw_adjusted(ax, sweep["holm"], positions, floor, offset=-0.22, marker="^", color=CONTAMINATED_COLOR, name="Holm")
     _draw_adjusted(ax, sweep["bh"], positions, floor, offset=0.22, marker="s", color=CLEAN_COLOR, name="BH")
     for y, p in zip(positions, raw):
         if math.isnan(p):
@@ -218,15 +258,25 @@ def _at_least(p: float, floor: float) -> float:
     return floor if p <= 0 else p
 
 
-def _draw_adjusted(ax, correction: dict, positions: list[int], floor: float, *, offset: float, marker: str,
-                   color: str, name: str) -> None:
+def _draw_adjusted(
+    ax, correction: dict, positions: list[int], floor: float, *, offset: float, marker: str, color: str, name: str
+) -> None:
     """One correction's adjusted p-values, filled where it rejects."""
     adjusted = [_at_least(_float(p), floor) for p in correction["adjusted"]]
     rejected = [bool(r) for r in correction["reject"]]
     ys = [y + offset for y in positions]
-    styles = ((True, "rejected", {"color": color}),
-              (False, "not rejected", {"facecolors": "none", "edgecolors": color}))
+    styles = (
+        (True, "rejected", {"color": color}),
+        (False, "not rejected", {"facecolors": "none", "edgecolors": color}),
+    )
     for wanted, state, style in styles:
         chosen = [(p, y) for p, y, r in zip(adjusted, ys, rejected) if r is wanted]
-        ax.scatter([p for p, _ in chosen], [y for _, y in chosen], marker=marker, s=34, zorder=3,
-                   label=f"{name}-adjusted, {state}", **style)
+        ax.scatter(
+            [p for p, _ in chosen],
+            [y for _, y in chosen],
+            marker=marker,
+            s=34,
+            zorder=3,
+            label=f"{name}-adjusted, {state}",
+            **style,
+        )

@@ -66,16 +66,21 @@ class AuditSummary:
             raise JaxcontamError(
                 f"{where}: schema_version {version!r} is not one this jaxcontam reads "
                 f"({', '.join(map(str, KNOWN_VERSIONS))}); it was written by jaxcontam "
-                f"{summary.get('jaxcontam_version', '(unknown)')}: read it with that version, or rerun the audit")
+                f"{summary.get('jaxcontam_version', '(unknown)')}: read it with that version, or rerun the audit"
+            )
         runs = summary.get("runs") or []
         if not isinstance(runs, list):
             raise JaxcontamError(f"{where}: 'runs' must be a list of run entries, got {type(runs).__name__}")
         alpha = summary.get("alpha")
-        return cls(schema_version=version, jaxcontam_version=summary.get("jaxcontam_version"),
-                   alpha=DEFAULT_ALPHA if alpha is None else alpha, correction=summary.get("correction"),
-                   settings=summary.get("settings") or {},
-                   runs=tuple(RunEntry.from_dict(r, f"{where} runs[{i}]") for i, r in enumerate(runs)),
-                   sweep=summary.get("sweep"))
+        return cls(
+            schema_version=version,
+            jaxcontam_version=summary.get("jaxcontam_version"),
+            alpha=DEFAULT_ALPHA if alpha is None else alpha,
+            correction=summary.get("correction"),
+            settings=summary.get("settings") or {},
+            runs=tuple(RunEntry.from_dict(r, f"{where} runs[{i}]") for i, r in enumerate(runs)),
+            sweep=summary.get("sweep"),
+        )
 
 
 def read_summary(path: str | Path) -> AuditSummary:

@@ -61,7 +61,11 @@ def sign_pvalues(differences: np.ndarray, alternative: str) -> tuple[np.ndarray,
 
 
 def permutation_pvalues(
-    differences: np.ndarray, alternative: str, *, resamples: int = DEFAULT_RESAMPLES, seed: int = 0,
+    differences: np.ndarray,
+    alternative: str,
+    *,
+    resamples: int = DEFAULT_RESAMPLES,
+    seed: int = 0,
     exact_max: int = EXACT_MAX,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Mean difference and the sign-flip permutation p-value per row (exact for few non-zero differences)."""
@@ -70,8 +74,15 @@ def permutation_pvalues(
     return differences.mean(axis=1), pvalues
 
 
-def paired_pvalues(differences: np.ndarray, method: str, alternative: str, *, resamples: int = DEFAULT_RESAMPLES,
-                   seed: int = 0, exact_max: int = EXACT_MAX) -> tuple[np.ndarray, np.ndarray]:
+def paired_pvalues(
+    differences: np.ndarray,
+    method: str,
+    alternative: str,
+    *,
+    resamples: int = DEFAULT_RESAMPLES,
+    seed: int = 0,
+    exact_max: int = EXACT_MAX,
+) -> tuple[np.ndarray, np.ndarray]:
     """(statistic, p-value) per row for `method` in METHODS."""
     if method == "t":
         return t_pvalues(differences, alternative)

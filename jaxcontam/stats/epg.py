@@ -116,8 +116,10 @@ def _items(caller: str, scores, correct) -> tuple[np.ndarray, np.ndarray]:
     for name, values in (("scores", scores), ("correct", correct)):
         bad = np.flatnonzero(~np.isfinite(values))
         if bad.size:
-            raise StatsInputError(f"{name}[{bad[0]}] is {values[bad[0]]}: every item needs a finite {name} value "
-                                  f"({bad.size} do not); drop or rescore those items")
+            raise StatsInputError(
+                f"{name}[{bad[0]}] is {values[bad[0]]}: every item needs a finite {name} value "
+                f"({bad.size} do not); drop or rescore those items"
+            )
     if len(scores) == 0:
         raise StatsInputError(f"{caller} needs at least one item, got none")
     return scores, correct
@@ -193,14 +195,25 @@ def epg_curve(
     rows = []
     for j, tau in enumerate(grid):
         low, high = percentile_interval(boot[:, j], level)
-        rows.append(EPGRow(
-            threshold=float(tau), frac_contaminated=float((n - n_clean[j]) / n), n_contaminated=int(n - n_clean[j]),
-            n_clean=int(n_clean[j]), perf_full=perf_full, perf_clean=float(perf_clean[j]),
-            perf_contaminated=float(perf_contaminated[j]),
-            accuracy_difference=float(perf_contaminated[j] - perf_clean[j]), epg=float(epg[j]),
-            stderr=float(stderr[j]), z=float(z[j]), stderr_finite_population=float(stderr_fp[j]),
-            z_finite_population=float(z_fp[j]), epg_ci_low=low, epg_ci_high=high,
-        ))
+        rows.append(
+            EPGRow(
+                threshold=float(tau),
+                frac_contaminated=float((n - n_clean[j]) / n),
+                n_contaminated=int(n - n_clean[j]),
+                n_clean=int(n_clean[j]),
+                perf_full=perf_full,
+                perf_clean=float(perf_clean[j]),
+                perf_contaminated=float(perf_contaminated[j]),
+                accuracy_difference=float(perf_contaminated[j] - perf_clean[j]),
+                epg=float(epg[j]),
+                stderr=float(stderr[j]),
+                z=float(z[j]),
+                stderr_finite_population=float(stderr_fp[j]),
+                z_finite_population=float(z_fp[j]),
+                epg_ci_low=low,
+                epg_ci_high=high,
+            )
+        )
     return EPGCurve(tuple(rows), n, perf_full, sigma, level)
 
 
@@ -229,8 +242,10 @@ def select_threshold(
         if not rows:
             reason = "the curve has no thresholds"
         elif not sized:
-            reason = (f"no threshold leaves >= {min_clean} clean and >= {min_contaminated} contaminated items "
-                      f"(benchmark has {curve.n_items} items)")
+            reason = (
+                f"no threshold leaves >= {min_clean} clean and >= {min_contaminated} contaminated items "
+                f"(benchmark has {curve.n_items} items)"
+            )
         else:
             best = max((r.z for r in sized if np.isfinite(r.z)), default=float("nan"))
             reason = f"no threshold has z > {z_crit} (largest z among {len(sized)} sized thresholds: {best:.3g})"
@@ -311,8 +326,9 @@ def max_z_test(
         clean_sums = _permuted_clean_sums(correct, binary, cuts, min(chunk, resamples - start), rng)
         permuted = ((mean - clean_sums / cuts) * scale).max(axis=1)
         as_large += int(np.count_nonzero(permuted >= floor))
-    return MaxZTestResult(statistic, (1 + as_large) / (1 + resamples), resamples, float(taus[best]),
-                          int(sized.sum()), z)
+    return MaxZTestResult(
+        statistic, (1 + as_large) / (1 + resamples), resamples, float(taus[best]), int(sized.sum()), z
+    )
 
 
 def _permuted_clean_sums(performance: np.ndarray, binary: bool, cuts: np.ndarray, rows: int, rng) -> np.ndarray:

@@ -26,8 +26,9 @@ class ExchangeabilityStatistic:
     chunk_differences: np.ndarray = dataclasses.field(repr=False, compare=False)
 
 
-def exchangeability_statistic(canonical_logliks, permuted_logliks,
-                              alternative: str = "greater") -> ExchangeabilityStatistic:
+def exchangeability_statistic(
+    canonical_logliks, permuted_logliks, alternative: str = "greater"
+) -> ExchangeabilityStatistic:
     """t over chunks from `canonical_logliks` [r] and `permuted_logliks` [r, permutations]."""
     canonical = np.asarray(canonical_logliks, dtype=np.float64)
     permuted = np.asarray(permuted_logliks, dtype=np.float64)

@@ -105,8 +105,9 @@ def _run(d: np.ndarray, method: str, alternative: str, resamples: int, seed: int
     if method == "wilcoxon":
         statistic, pvalue, branch = wilcoxon_pvalues(d[None], alternative)
         return float(statistic[0]), float(pvalue[0]), str(branch[0])
-    statistic, pvalue = paired_pvalues(d[None], method, alternative, resamples=resamples, seed=seed,
-                                       exact_max=exact_max)
+    statistic, pvalue = paired_pvalues(
+        d[None], method, alternative, resamples=resamples, seed=seed, exact_max=exact_max
+    )
     if method == "permutation":
         detail = "exact" if np.count_nonzero(d) <= exact_max else f"monte carlo ({resamples} flips)"
     else:
@@ -140,8 +141,9 @@ def paired_test(
         raise StatsInputError(f"method={method!r}: expected one of {METHODS}")
     alternative = check_alternative(alternative)
     resamples = check_count("resamples", resamples, 1)
-    pairs = filter_pairs(original, rephrased, answered_original=answered_original,
-                         answered_rephrased=answered_rephrased)
+    pairs = filter_pairs(
+        original, rephrased, answered_original=answered_original, answered_rephrased=answered_rephrased
+    )
     minimum = 2 if method == "t" else 1
     if pairs.n_kept < minimum:
         raise StatsInputError(
@@ -151,7 +153,17 @@ def paired_test(
     d = pairs.original - pairs.rephrased
     statistic, pvalue, detail = _run(d, method, alternative, resamples, seed, exact_max)
     return PairedTestResult(
-        statistic=statistic, pvalue=pvalue, n=len(d), mean_difference=float(d.mean()),
-        effect_size=cohens_dz(d), method=method, alternative=alternative, detail=detail,
-        n_dropped=pairs.n_dropped, drop_reasons=dict(pairs.counts), differences=d, seed=seed, resamples=resamples,
+        statistic=statistic,
+        pvalue=pvalue,
+        n=len(d),
+        mean_difference=float(d.mean()),
+        effect_size=cohens_dz(d),
+        method=method,
+        alternative=alternative,
+        detail=detail,
+        n_dropped=pairs.n_dropped,
+        drop_reasons=dict(pairs.counts),
+        differences=d,
+        seed=seed,
+        resamples=resamples,
     )

@@ -22,5 +22,9 @@ def separation(scores: Sequence[float], labels: Sequence[bool], higher_means_see
     if seen.size == 0 or clean.size == 0:
         return {"auc": math.nan, "pvalue": math.nan, "n_contaminated": int(seen.size), "n_clean": int(clean.size)}
     test = mannwhitneyu(seen, clean, alternative="greater")
-    return {"auc": float(test.statistic / (seen.size * clean.size)), "pvalue": float(test.pvalue),
-            "n_contaminated": int(seen.size), "n_clean": int(clean.size)}
+    return {
+        "auc": float(test.statistic / (seen.size * clean.size)),
+        "pvalue": float(test.pvalue),
+        "n_contaminated": int(seen.size),
+        "n_clean": int(clean.size),
+    }

@@ -46,8 +46,9 @@ def _confidences(shape: PTrueShape, mu: np.ndarray, rng: np.random.Generator) ->
     return np.round(values, shape.decimals)
 
 
-def ptrue_pairs(shape: PTrueShape, n: int, datasets: int, rng: np.random.Generator, boost: float = 0.0,
-                contaminated: float = 0.0):
+def ptrue_pairs(
+    shape: PTrueShape, n: int, datasets: int, rng: np.random.Generator, boost: float = 0.0, contaminated: float = 0.0
+):
     """(original, rephrased), each [datasets, n], from `shape`; boost = contaminated = 0 is the null."""
     mu = np.clip(rng.beta(shape.a, shape.b, size=(datasets, n)), 1e-3, 1 - 1e-3)
     original = _confidences(shape, mu, rng)
@@ -57,8 +58,16 @@ def ptrue_pairs(shape: PTrueShape, n: int, datasets: int, rng: np.random.Generat
     return original, rephrased
 
 
-def epg_benchmark(n: int, rng: np.random.Generator, *, accuracy: float, zero_share: float, gain: float = 0.0,
-                  gain_share: float = 0.0, decimals: int | None = 2):
+def epg_benchmark(
+    n: int,
+    rng: np.random.Generator,
+    *,
+    accuracy: float,
+    zero_share: float,
+    gain: float = 0.0,
+    gain_share: float = 0.0,
+    decimals: int | None = 2,
+):
     """(scores, correct), each [n]: LONGEST_MATCH-like match scores and 0/1 correctness of one benchmark.
 
     Real LONGEST_MATCH scores lie in [0, 1], are mostly exactly 0 (no n-gram of
@@ -77,6 +86,6 @@ def epg_benchmark(n: int, rng: np.random.Generator, *, accuracy: float, zero_sha
     scores = np.where(u < zero_share, 0.0, np.where(u < zero_share + 0.02 * (1 - zero_share), 1.0, matched))
     rank = np.lexsort((rng.random(n), scores))  # ascending score, random among ties
     boosted = np.zeros(n, bool)
-    boosted[rank[n - int(round(gain_share * n)):]] = True
+    boosted[rank[n - int(round(gain_share * n)) :]] = True
     correct = rng.random(n) < np.where(boosted, min(1.0, accuracy + gain), accuracy)
     return scores, correct.astype(np.float64)

@@ -38,7 +38,7 @@ def signed_rank_counts(m: int) -> np.ndarray:
 def _exact_pvalue(r_plus: float, m: int, alternative: str) -> float:
     counts = signed_rank_counts(m)
     total = float(counts.sum())
-    sf = counts[int(np.floor(r_plus)):].sum() / total  # P(R+ >= r)
+    sf = counts[int(np.floor(r_plus)) :].sum() / total  # P(R+ >= r)
     cdf = counts[: int(np.ceil(r_plus)) + 1].sum() / total  # P(R+ <= r)
     if alternative == "greater":
         return float(sf)

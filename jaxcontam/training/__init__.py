@@ -16,8 +16,15 @@ from jaxcontam.training.batches import packed_batches
 from jaxcontam.training.tokenizer import train_bpe_tokenizer
 from jaxcontam.training.weights import init_hf_tensors, params_from_hf, save_hf_model
 
-__all__ = ["TrainResult", "init_hf_tensors", "packed_batches", "params_from_hf", "save_hf_model", "train",
-           "train_bpe_tokenizer"]
+__all__ = [
+    "TrainResult",
+    "init_hf_tensors",
+    "packed_batches",
+    "params_from_hf",
+    "save_hf_model",
+    "train",
+    "train_bpe_tokenizer",
+]
 
 
 def __getattr__(name: str):

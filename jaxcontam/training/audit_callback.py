@@ -24,9 +24,13 @@ def model_from_weights(config: dict, tensors: dict, tokenizer, mesh=None) -> Mod
     return Model(config=spec, params=params, tokenizer=tokenizer, mesh=mesh or make_mesh())
 
 
-def hf_weights_callback(config: dict, tokenizer, targets: Sequence[AuditTarget],
-                        settings: AuditSettings = AuditSettings(), log: Callable[[str], None] = print
-                        ) -> AuditCallback:
+def hf_weights_callback(
+    config: dict,
+    tokenizer,
+    targets: Sequence[AuditTarget],
+    settings: AuditSettings = AuditSettings(),
+    log: Callable[[str], None] = print,
+) -> AuditCallback:
     """An `AuditCallback` for `training.train`, whose weights are HF-named tensors of `config`'s decoder."""
     mesh = make_mesh()
     return AuditCallback(lambda weights: model_from_weights(config, weights, tokenizer, mesh), targets, settings, log)

@@ -46,8 +46,15 @@ def _layout(row: list[np.ndarray], seq_len: int):
     return tokens, positions, segments
 
 
-def packed_batches(documents: Sequence[Sequence[int]], *, seq_len: int, batch_size: int, epochs: int = 1,
-                   seed: int = 0, pad_last: bool = False) -> Iterator[dict[str, np.ndarray]]:
+def packed_batches(
+    documents: Sequence[Sequence[int]],
+    *,
+    seq_len: int,
+    batch_size: int,
+    epochs: int = 1,
+    seed: int = 0,
+    pad_last: bool = False,
+) -> Iterator[dict[str, np.ndarray]]:
     """{"tokens", "positions", "segment_ids"}: int32 [batch_size, seq_len] per step. The last partial batch is
     dropped, or with `pad_last` filled up with empty rows (segment 0: no loss), so every document is trained on."""
     pieces = _pieces(documents, seq_len)
@@ -65,8 +72,19 @@ def packed_batches(documents: Sequence[Sequence[int]], *, seq_len: int, batch_si
             yield {"tokens": tokens, "positions": positions, "segment_ids": segments}
 
 
-def count_steps(documents: Sequence[Sequence[int]], *, seq_len: int, batch_size: int, epochs: int = 1,
-                seed: int = 0, pad_last: bool = False) -> int:
+def count_steps(
+    documents: Sequence[Sequence[int]],
+    *,
+    seq_len: int,
+    batch_size: int,
+    epochs: int = 1,
+    seed: int = 0,
+    pad_last: bool = False,
+) -> int:
     """How many steps `packed_batches` yields for the same arguments (for learning-rate schedules)."""
-    return sum(1 for _ in packed_batches(documents, seq_len=seq_len, batch_size=batch_size, epochs=epochs, seed=seed,
-                                         pad_last=pad_last))
+    return sum(
+        1
+        for _ in packed_batches(
+            documents, seq_len=seq_len, batch_size=batch_size, epochs=epochs, seed=seed, pad_last=pad_last
+        )
+    )

@@ -1,8 +1,8 @@
 """Orbax checkpoints of a training run (weights, optimizer state, step), so an interrupted run resumes.
 
-    checkpoints = TrainCheckpoints(run_dir / "checkpoints", every=100)
-    train(config, tensors, batches, steps=1000, checkpoints=checkpoints)   # resumes from the latest step
-    weights = checkpoints.restore_weights()                                 # e.g. to fine-tune from a base
+checkpoints = TrainCheckpoints(run_dir / "checkpoints", every=100)
+train(config, tensors, batches, steps=1000, checkpoints=checkpoints)   # resumes from the latest step
+weights = checkpoints.restore_weights()                                 # e.g. to fine-tune from a base
 """
 
 from __future__ import annotations
@@ -30,23 +30,30 @@ class TrainCheckpoints:
         self._ocp = ocp
         self._manager = ocp.CheckpointManager(
             Path(directory).resolve(),
-            options=ocp.CheckpointManagerOptions(max_to_keep=keep, enable_async_checkpointing=False))
+            options=ocp.CheckpointManagerOptions(max_to_keep=keep, enable_async_checkpointing=False),
+        )
 
     def latest_step(self) -> int | None:
         return self._manager.latest_step()
 
     def save(self, step: int, weights: dict, opt_state) -> None:
-        self._manager.save(step, args=self._ocp.args.StandardSave({"weights": weights, "opt_state": opt_state}),
-                           force=True)
+        self._manager.save(
+            step, args=self._ocp.args.StandardSave({"weights": weights, "opt_state": opt_state}), force=True
+        )
         self._manager.wait_until_finished()
 
     def restore(self, step: int, weights_like: dict, opt_state_like) -> tuple[dict, object]:
         """The state saved at `step`, restored into the structure, dtypes and (for device arrays) shardings of
         the given examples, so a resumed run continues with the same programs on the same layout."""
         like = {"weights": weights_like, "opt_state": opt_state_like}
-        abstract = jax.tree.map(lambda x: jax.ShapeDtypeStruct(np.shape(x), x.dtype, sharding=x.sharding)
-                                if isinstance(x, jax.Array) else jax.ShapeDtypeStruct(np.shape(x),
-                                                                                      np.asarray(x).dtype), like)
+        abstract = jax.tree.map(
+            lambda x: (
+                jax.ShapeDtypeStruct(np.shape(x), x.dtype, sharding=x.sharding)
+                if isinstance(x, jax.Array)
+                else jax.ShapeDtypeStruct(np.shape(x), np.asarray(x).dtype)
+            ),
+            like,
+        )
         state = self._manager.restore(step, args=self._ocp.args.StandardRestore(abstract))
         return state["weights"], state["opt_state"]
 

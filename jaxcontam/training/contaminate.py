@@ -73,13 +73,15 @@ class ContaminationSettings:
     def check(self) -> None:
         from jaxcontam.training.contamination_mix import FORMS
 
-        problems = [(self.form not in FORMS, f"--form {self.form!r}: use one of {', '.join(FORMS)}"),
-                    (not 0.0 <= self.fraction <= 1.0, f"--fraction {self.fraction}: use a share in [0, 1]"),
-                    (self.copies < 0, f"--copies {self.copies}: use 0 (control arm) or more"),
-                    (self.tokens < 1, f"--tokens {self.tokens}: use a positive number of general-text tokens"),
-                    (not self.benchmarks, "no --benchmark given: name at least one"),
-                    (self.seq_len < 8 or self.batch_size < 1, "--seq-len >= 8 and --batch-size >= 1 are needed"),
-                    (self.checkpoint_every < 1, "--checkpoint-every must be >= 1 step")]
+        problems = [
+            (self.form not in FORMS, f"--form {self.form!r}: use one of {', '.join(FORMS)}"),
+            (not 0.0 <= self.fraction <= 1.0, f"--fraction {self.fraction}: use a share in [0, 1]"),
+            (self.copies < 0, f"--copies {self.copies}: use 0 (control arm) or more"),
+            (self.tokens < 1, f"--tokens {self.tokens}: use a positive number of general-text tokens"),
+            (not self.benchmarks, "no --benchmark given: name at least one"),
+            (self.seq_len < 8 or self.batch_size < 1, "--seq-len >= 8 and --batch-size >= 1 are needed"),
+            (self.checkpoint_every < 1, "--checkpoint-every must be >= 1 step"),
+        ]
         for bad, message in problems:
             if bad:
                 raise JaxcontamError(message)
@@ -109,10 +111,13 @@ def _recorded(out: Path, settings: ContaminationSettings) -> bool:
         return False
     recorded = json.loads(path.read_text())["settings"]
     if recorded != settings.identity():
-        changed = sorted(k for k in set(recorded) | set(settings.identity())
-                         if recorded.get(k) != settings.identity().get(k))
-        raise JaxcontamError(f"{out} holds a run with other settings ({', '.join(changed)} differ); resume it with "
-                             "the same options, or pass a new --out")
+        changed = sorted(
+            k for k in set(recorded) | set(settings.identity()) if recorded.get(k) != settings.identity().get(k)
+        )
+        raise JaxcontamError(
+            f"{out} holds a run with other settings ({', '.join(changed)} differ); resume it with "
+            "the same options, or pass a new --out"
+        )
     return True
 
 
@@ -121,33 +126,50 @@ def _benchmarks(settings: ContaminationSettings):
     from jaxcontam.training.contamination_mix import with_paraphrases
 
     paths = dict(settings.paths)
-    return [with_paraphrases(load_benchmark(name, split=settings.split, path=paths.get(name), limit=settings.limit))
-            for name in settings.benchmarks]
+    return [
+        with_paraphrases(load_benchmark(name, split=settings.split, path=paths.get(name), limit=settings.limit))
+        for name in settings.benchmarks
+    ]
 
 
 def _mix(settings: ContaminationSettings, tokenizer, log):
     """(documents, their ids, ground-truth rows, token counts) of the run."""
     from jaxcontam.data.corpus import open_corpus
-    from jaxcontam.training.contamination_mix import (draw_contaminated, encode_document, general_documents,
-                                                      ground_truth_rows, injected_documents)
+    from jaxcontam.training.contamination_mix import (
+        draw_contaminated,
+        encode_document,
+        general_documents,
+        ground_truth_rows,
+        injected_documents,
+    )
 
     documents, truth = [], []
     for benchmark in _benchmarks(settings):
         drawn = draw_contaminated(benchmark, settings.fraction, settings.seed)
-        documents += injected_documents(benchmark, drawn, copies=settings.copies, form=settings.form,
-                                        tokenizer=tokenizer)
+        documents += injected_documents(
+            benchmark, drawn, copies=settings.copies, form=settings.form, tokenizer=tokenizer
+        )
         truth += ground_truth_rows(benchmark, drawn, settings.copies, settings.form)
-        log(f"{benchmark.name} ({benchmark.split}): {int(drawn.sum())} of {len(benchmark)} items drawn, "
-            f"{settings.copies} cop{'y' if settings.copies == 1 else 'ies'} each as {settings.form}")
+        log(
+            f"{benchmark.name} ({benchmark.split}): {int(drawn.sum())} of {len(benchmark)} items drawn, "
+            f"{settings.copies} cop{'y' if settings.copies == 1 else 'ies'} each as {settings.form}"
+        )
     injected_ids = [encode_document(tokenizer, d.text, d.chat) for d in documents]
     too_long = [(d.item_id, len(ids)) for d, ids in zip(documents, injected_ids) if len(ids) > settings.seq_len]
     if too_long:
-        raise JaxcontamError(f"{too_long[0][0]} is {too_long[0][1]} tokens in form {settings.form}, longer than "
-                             f"--seq-len {settings.seq_len}: it would be trained in pieces; raise --seq-len")
-    general, general_ids = general_documents(open_corpus(settings.corpus, field=settings.corpus_field), tokenizer,
-                                             settings.tokens)
-    counts = {"general_tokens": sum(map(len, general_ids)), "benchmark_tokens": sum(map(len, injected_ids)),
-              "general_documents": len(general), "benchmark_documents": len(documents)}
+        raise JaxcontamError(
+            f"{too_long[0][0]} is {too_long[0][1]} tokens in form {settings.form}, longer than "
+            f"--seq-len {settings.seq_len}: it would be trained in pieces; raise --seq-len"
+        )
+    general, general_ids = general_documents(
+        open_corpus(settings.corpus, field=settings.corpus_field), tokenizer, settings.tokens
+    )
+    counts = {
+        "general_tokens": sum(map(len, general_ids)),
+        "benchmark_tokens": sum(map(len, injected_ids)),
+        "general_documents": len(general),
+        "benchmark_documents": len(documents),
+    }
     return general + documents, general_ids + injected_ids, truth, counts
 
 
@@ -170,16 +192,30 @@ def _audit_callback(model, benchmarks, truth: list[dict], path: Path, resumed: i
     labels = {row["id"]: row["contaminated"] for row in truth}
     targets = [AuditTarget(b, (None,) * len(b), tuple(labels[item.id] for item in b)) for b in benchmarks]
     _write_jsonl(path, [row for row in _read_jsonl(path) if row["step"] <= resumed])
-    callback = AuditCallback(lambda params: dataclasses.replace(model, params=params), targets,
-                             AuditSettings(detectors=("likelihood",)), log=log)
+    callback = AuditCallback(
+        lambda params: dataclasses.replace(model, params=params),
+        targets,
+        AuditSettings(detectors=("likelihood",)),
+        log=log,
+    )
 
     def audit(step: int, params) -> None:
         results = callback(step, params)
         with open(path, "a", encoding="utf-8") as handle:
             for name, result in results.items():
                 for detector, summary in (result.likelihood or {}).items():
-                    handle.write(json.dumps({"step": step, "benchmark": name, "detector": detector,
-                                             "auc": summary.auc, "pvalue": summary.pvalue}) + "\n")
+                    handle.write(
+                        json.dumps(
+                            {
+                                "step": step,
+                                "benchmark": name,
+                                "detector": detector,
+                                "auc": summary.auc,
+                                "pvalue": summary.pvalue,
+                            }
+                        )
+                        + "\n"
+                    )
 
     return audit
 
@@ -202,32 +238,47 @@ def run_contamination(settings: ContaminationSettings, log: Callable[[str], None
         return model_dir
     layout, mesh = mesh_layout(settings.mesh, settings.fsdp)
     if settings.batch_size % mesh.shape["data"]:
-        raise JaxcontamError(f"--batch-size {settings.batch_size} does not split over the mesh's "
-                             f"{mesh.shape['data']} data shards: use a multiple of {mesh.shape['data']}")
+        raise JaxcontamError(
+            f"--batch-size {settings.batch_size} does not split over the mesh's "
+            f"{mesh.shape['data']} data shards: use a multiple of {mesh.shape['data']}"
+        )
     started = time.perf_counter()
     model = jaxcontam.load_model(settings.model, mesh=mesh, fsdp=layout.fsdp)
     if model.tokenizer is None:
-        raise JaxcontamError(f"{settings.model}: the model has no tokenizer, so no text can be trained on; add "
-                             "tokenizer.json beside the weights")
+        raise JaxcontamError(
+            f"{settings.model}: the model has no tokenizer, so no text can be trained on; add "
+            "tokenizer.json beside the weights"
+        )
     documents, ids, truth, counts = _mix(settings, model.tokenizer, log)
-    steps = count_steps(ids, seq_len=settings.seq_len, batch_size=settings.batch_size, seed=settings.seed,
-                        pad_last=True)
+    steps = count_steps(
+        ids, seq_len=settings.seq_len, batch_size=settings.batch_size, seed=settings.seed, pad_last=True
+    )
     digest = hashlib.sha256(json.dumps([d.to_row() for d in documents]).encode()).hexdigest()
     if (out / "settings.json").exists() and json.loads((out / "settings.json").read_text()).get("mix") != digest:
-        raise JaxcontamError(f"{out}: the training mix built now differs from the one its checkpoints were trained "
-                             "on (same settings, other jaxcontam code or data files); pass a new --out")
+        raise JaxcontamError(
+            f"{out}: the training mix built now differs from the one its checkpoints were trained "
+            "on (same settings, other jaxcontam code or data files); pass a new --out"
+        )
     out.mkdir(parents=True, exist_ok=True)
     (out / "corpus").mkdir(exist_ok=True)
     _write_jsonl(out / "corpus" / "train.jsonl", (d.to_row() for d in documents))
     _write_jsonl(out / "ground_truth.jsonl", truth)
-    record = {"settings": settings.identity(), "steps": steps, **counts, "mix": digest,
-              "jaxcontam": jaxcontam.__version__,
-              "general_to_benchmark": counts["general_tokens"] / counts["benchmark_tokens"]
-              if counts["benchmark_tokens"] else None}
+    record = {
+        "settings": settings.identity(),
+        "steps": steps,
+        **counts,
+        "mix": digest,
+        "jaxcontam": jaxcontam.__version__,
+        "general_to_benchmark": counts["general_tokens"] / counts["benchmark_tokens"]
+        if counts["benchmark_tokens"]
+        else None,
+    }
     (out / "settings.json").write_text(json.dumps(record, indent=2) + "\n")
-    log(f"{counts['general_tokens']:,} general + {counts['benchmark_tokens']:,} benchmark tokens in "
+    log(
+        f"{counts['general_tokens']:,} general + {counts['benchmark_tokens']:,} benchmark tokens in "
         f"{len(documents):,} documents: {steps} steps of {settings.batch_size} x {settings.seq_len} on mesh "
-        f"data={mesh.shape['data']} x model={mesh.shape['model']}{' (fsdp)' if layout.fsdp else ''}")
+        f"data={mesh.shape['data']} x model={mesh.shape['model']}{' (fsdp)' if layout.fsdp else ''}"
+    )
 
     checkpoints = TrainCheckpoints(out / "checkpoints", every=settings.checkpoint_every)
     resumed = checkpoints.latest_step() or 0
@@ -236,16 +287,32 @@ def run_contamination(settings: ContaminationSettings, log: Callable[[str], None
         callback = _audit_callback(model, _benchmarks(settings), truth, out / AUDIT_CURVE, resumed, log)
         if not resumed:
             callback(0, model.params)
-    result = fit(model.config, model.params,
-                 packed_batches(ids, seq_len=settings.seq_len, batch_size=settings.batch_size, seed=settings.seed,
-                                pad_last=True),
-                 steps=steps, learning_rate=settings.learning_rate, warmup=max(1, math.ceil(settings.warmup * steps)),
-                 weight_decay=settings.weight_decay, log_every=max(1, min(10, steps // 20)), log=log,
-                 on_log=_Curve(out / CURVE, resumed, settings.batch_size * settings.seq_len), callback=callback,
-                 callback_every=settings.audit_every, checkpoints=checkpoints, batch_sharding=batch_sharding(mesh))
+    result = fit(
+        model.config,
+        model.params,
+        packed_batches(
+            ids, seq_len=settings.seq_len, batch_size=settings.batch_size, seed=settings.seed, pad_last=True
+        ),
+        steps=steps,
+        learning_rate=settings.learning_rate,
+        warmup=max(1, math.ceil(settings.warmup * steps)),
+        weight_decay=settings.weight_decay,
+        log_every=max(1, min(10, steps // 20)),
+        log=log,
+        on_log=_Curve(out / CURVE, resumed, settings.batch_size * settings.seq_len),
+        callback=callback,
+        callback_every=settings.audit_every,
+        checkpoints=checkpoints,
+        batch_sharding=batch_sharding(mesh),
+    )
     save_hf_folder(model_dir, source_config(settings.model), result.weights, model.config, model.tokenizer)
-    run = {"steps": steps, "steps_this_process": result.steps_run, "resumed_from": resumed,
-           "tokens_per_second": result.tokens_per_second, "seconds": time.perf_counter() - started}
+    run = {
+        "steps": steps,
+        "steps_this_process": result.steps_run,
+        "resumed_from": resumed,
+        "tokens_per_second": result.tokens_per_second,
+        "seconds": time.perf_counter() - started,
+    }
     (out / "run.json").write_text(json.dumps(run, indent=2) + "\n")
     log(f"wrote {model_dir} ({result.tokens_per_second:,.0f} tokens/s)")
     return model_dir

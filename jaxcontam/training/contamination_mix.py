@@ -62,8 +62,9 @@ def encode_document(tokenizer, text: str, chat: bool) -> list[int]:
 
 def paraphrase_source(benchmark) -> str | None:
     """The built-in paraphrase source that covers this benchmark's split, if any."""
-    return next((source for source, splits in SOURCE_SPLITS.items() if (benchmark.name, benchmark.split) in splits),
-                None)
+    return next(
+        (source for source, splits in SOURCE_SPLITS.items() if (benchmark.name, benchmark.split) in splits), None
+    )
 
 
 def with_paraphrases(benchmark):
@@ -74,13 +75,18 @@ def with_paraphrases(benchmark):
 
 def draw_contaminated(benchmark, fraction: float, seed: int) -> np.ndarray:
     """bool [N]: round(fraction x N) items, drawn among those with a paraphrase when the benchmark has a source."""
-    eligible = np.array([bool(item.paraphrases) for item in benchmark]) if paraphrase_source(benchmark) else \
-        np.ones(len(benchmark), bool)
+    eligible = (
+        np.array([bool(item.paraphrases) for item in benchmark])
+        if paraphrase_source(benchmark)
+        else np.ones(len(benchmark), bool)
+    )
     wanted = int(round(fraction * len(benchmark)))
     if wanted > eligible.sum():
-        raise DataError(f"{benchmark.name} ({benchmark.split}): --fraction {fraction} asks for {wanted} contaminated "
-                        f"items but only {int(eligible.sum())} of the {len(benchmark)} have a paraphrase (needed so "
-                        "every form contaminates the same items); lower --fraction or raise --limit")
+        raise DataError(
+            f"{benchmark.name} ({benchmark.split}): --fraction {fraction} asks for {wanted} contaminated "
+            f"items but only {int(eligible.sum())} of the {len(benchmark)} have a paraphrase (needed so "
+            "every form contaminates the same items); lower --fraction or raise --limit"
+        )
     rng = np.random.default_rng([seed, zlib.crc32(benchmark.name.encode())])
     mask = np.zeros(len(benchmark), bool)
     mask[np.flatnonzero(eligible)] = choose_contaminated(int(eligible.sum()), wanted / max(eligible.sum(), 1), rng)
@@ -93,7 +99,7 @@ def _answer(benchmark, item) -> str:
     prompt, solved = benchmark.prompt(item), benchmark.solved_text(item)
     if not solved.startswith(prompt):
         raise DataError(f"{item.id}: {benchmark.name}'s solved text does not start with its prompt")
-    return solved[len(prompt):]
+    return solved[len(prompt) :]
 
 
 def _chat_turns(tokenizer, prompt: str, answer: str) -> str:
@@ -102,8 +108,9 @@ def _chat_turns(tokenizer, prompt: str, answer: str) -> str:
     opened = chat_prompt(tokenizer, prompt, "auto")
     request, newline, cue = prompt.rpartition("\n")
     request, cue = (request, cue) if newline else (prompt, "")
-    whole = tokenizer.apply_chat_template([{"role": "user", "content": request},
-                                           {"role": "assistant", "content": cue + answer}], tokenize=False)
+    whole = tokenizer.apply_chat_template(
+        [{"role": "user", "content": request}, {"role": "assistant", "content": cue + answer}], tokenize=False
+    )
     body = opened + answer
     return whole if whole.startswith(body) else body + (tokenizer.eos_token or "")
 
@@ -125,8 +132,10 @@ def item_document(benchmark, item, form: str, tokenizer) -> TrainingDocument:
     question = None
     if form == "rephrased":
         if not item.paraphrases:
-            raise DataError(f"{item.id}: no paraphrase for the 'rephrased' form; {benchmark.name} split "
-                            f"{benchmark.split!r} needs a built-in paraphrase source ({', '.join(SOURCE_SPLITS)})")
+            raise DataError(
+                f"{item.id}: no paraphrase for the 'rephrased' form; {benchmark.name} split "
+                f"{benchmark.split!r} needs a built-in paraphrase source ({', '.join(SOURCE_SPLITS)})"
+            )
         question = item.paraphrases[0]
     prompt = benchmark.prompt(item, question=question)
     if uses_chat(tokenizer, "auto"):
@@ -134,14 +143,21 @@ def item_document(benchmark, item, form: str, tokenizer) -> TrainingDocument:
     return TrainingDocument(prompt + _answer(benchmark, item), item_id=item.id)
 
 
-def injected_documents(benchmark, contaminated: np.ndarray, *, copies: int, form: str, tokenizer
-                       ) -> list[TrainingDocument]:
+def injected_documents(
+    benchmark, contaminated: np.ndarray, *, copies: int, form: str, tokenizer
+) -> list[TrainingDocument]:
     """`copies` copies of each contaminated item in `form`."""
     if form == "rephrased" and paraphrase_source(benchmark) is None and contaminated.any():
-        raise DataError(f"{benchmark.name} split {benchmark.split!r} has no built-in paraphrase source, so the "
-                        f"'rephrased' form cannot be made; sources: {SOURCE_SPLITS}")
-    return [item_document(benchmark, item, form, tokenizer)
-            for item, seen in zip(benchmark, contaminated) if seen for _ in range(copies)]
+        raise DataError(
+            f"{benchmark.name} split {benchmark.split!r} has no built-in paraphrase source, so the "
+            f"'rephrased' form cannot be made; sources: {SOURCE_SPLITS}"
+        )
+    return [
+        item_document(benchmark, item, form, tokenizer)
+        for item, seen in zip(benchmark, contaminated)
+        if seen
+        for _ in range(copies)
+    ]
 
 
 def _chunks(text: str, limit: int) -> Iterator[str]:
@@ -165,8 +181,10 @@ def _chunks(text: str, limit: int) -> Iterator[str]:
 def general_documents(corpus, tokenizer, tokens: int) -> tuple[list[TrainingDocument], list[list[int]]]:
     """The first `tokens` tokens of a text corpus (`data.corpus.Corpus`) as documents and their ids."""
     if corpus.kind != "text":
-        raise DataError(f"corpus {corpus.name}: holds token ids, but training needs text (the stored corpus must "
-                        "be text ConTAM can count); pass a text corpus (.txt, .jsonl, .parquet or a folder of them)")
+        raise DataError(
+            f"corpus {corpus.name}: holds token ids, but training needs text (the stored corpus must "
+            "be text ConTAM can count); pass a text corpus (.txt, .jsonl, .parquet or a folder of them)"
+        )
     documents, ids, total = [], [], 0
     for document in corpus.documents():
         for text in _chunks(document.text, MAX_DOCUMENT_CHARS):
@@ -178,14 +196,24 @@ def general_documents(corpus, tokenizer, tokens: int) -> tuple[list[TrainingDocu
             total += len(encoded)
             if total >= tokens:
                 return documents, ids
-    raise DataError(f"corpus {corpus.name} holds {total:,} tokens, fewer than --tokens {tokens:,}: lower --tokens "
-                    "or pass a larger corpus")
+    raise DataError(
+        f"corpus {corpus.name} holds {total:,} tokens, fewer than --tokens {tokens:,}: lower --tokens "
+        "or pass a larger corpus"
+    )
 
 
 def ground_truth_rows(benchmark, contaminated: Sequence[bool], copies: int, form: str) -> list[dict]:
     """One row per item: the audit's `ground_truth` format plus the dose; `drawn` marks the items a run with
     copies > 0 would contaminate (the same items in every arm with the same seed), so a control arm's rates can
     be read on the same halves."""
-    return [{"id": item.id, "benchmark": benchmark.name, "contaminated": bool(seen and copies > 0),
-             "copies": copies if seen else 0, "form": form if seen and copies > 0 else None, "drawn": bool(seen)}
-            for item, seen in zip(benchmark, contaminated)]
+    return [
+        {
+            "id": item.id,
+            "benchmark": benchmark.name,
+            "contaminated": bool(seen and copies > 0),
+            "copies": copies if seen else 0,
+            "form": form if seen and copies > 0 else None,
+            "drawn": bool(seen),
+        }
+        for item, seen in zip(benchmark, contaminated)
+    ]

@@ -45,8 +45,10 @@ def hf_tensors(params: dict, spec: ModelSpec) -> dict[str, np.ndarray]:
                 seen.reshape(-1)[where] = True
     incomplete = [name for name, seen in filled.items() if not seen.all()]
     if incomplete:
-        raise ModelError(f"cannot write {incomplete[0]!r} back: the {spec.model_type} name table leaves some of its "
-                         "elements unused, so the tensor is not determined by the params")
+        raise ModelError(
+            f"cannot write {incomplete[0]!r} back: the {spec.model_type} name table leaves some of its "
+            "elements unused, so the tensor is not determined by the params"
+        )
     return tensors
 
 
@@ -60,8 +62,7 @@ def save_hf_folder(out_dir, config: dict, params: dict, spec: ModelSpec, tokeniz
     save_file(arrays, str(out / "model.safetensors"), metadata={"format": "pt"})
     if tokenizer is not None:
         tokenizer.save_pretrained(str(out))
-    (out / "config.json").write_text(json.dumps({**config, "torch_dtype": "float32"}, indent=2, sort_keys=True)
-                                     + "\n")
+    (out / "config.json").write_text(json.dumps({**config, "torch_dtype": "float32"}, indent=2, sort_keys=True) + "\n")
     return out
 
 

@@ -69,13 +69,14 @@ def next_token_loss(params: dict, spec: ModelSpec, batch: dict) -> jax.Array:
 
 
 def optimizer(learning_rate: float, steps: int, warmup: int, weight_decay: float) -> optax.GradientTransformation:
-    schedule = optax.warmup_cosine_decay_schedule(0.0, learning_rate, max(1, warmup), max(steps, warmup + 1),
-                                                  end_value=learning_rate * 0.1)
+    schedule = optax.warmup_cosine_decay_schedule(
+        0.0, learning_rate, max(1, warmup), max(steps, warmup + 1), end_value=learning_rate * 0.1
+    )
     return optax.chain(optax.clip_by_global_norm(1.0), optax.adamw(schedule, weight_decay=weight_decay))
 
 
 def duration(seconds: float) -> str:
-    """"1h02m", "3m12s", "45s": a progress line's ETA."""
+    """ "1h02m", "3m12s", "45s": a progress line's ETA."""
     seconds = max(0, int(round(seconds)))
     hours, rest = divmod(seconds, 3600)
     minutes, secs = divmod(rest, 60)
@@ -90,8 +91,14 @@ def _on_weights_mesh(opt_state, weights):
     if not isinstance(sharding, jax.sharding.NamedSharding):
         return opt_state
     replicated = jax.sharding.NamedSharding(sharding.mesh, jax.P())
-    return jax.tree.map(lambda x: jax.device_put(x, replicated) if not isinstance(
-        getattr(x, "sharding", None), jax.sharding.NamedSharding) else x, opt_state)
+    return jax.tree.map(
+        lambda x: (
+            jax.device_put(x, replicated)
+            if not isinstance(getattr(x, "sharding", None), jax.sharding.NamedSharding)
+            else x
+        ),
+        opt_state,
+    )
 
 
 def params_as_is(weights, spec: ModelSpec):
@@ -124,12 +131,25 @@ def _train_step(weights, opt_state, batch, *, spec, to_params, schedule):
     return optax.apply_updates(weights, updates), opt_state, loss
 
 
-def fit(spec: ModelSpec, weights, batches: Iterable[dict], *, steps: int, to_params: Callable = params_as_is,
-        learning_rate: float = 3e-3, warmup: int = 50, weight_decay: float = 0.01, log_every: int = 50,
-        log: Callable[[str], None] = print, on_log: Callable[[int, float], None] | None = None,
-        callback: Callable[[int, object], None] | None = None, callback_every: int = 0,
-        checkpoints: TrainCheckpoints | None = None, batch_sharding=None,
-        unroll_layers: bool | None = None) -> FitResult:
+def fit(
+    spec: ModelSpec,
+    weights,
+    batches: Iterable[dict],
+    *,
+    steps: int,
+    to_params: Callable = params_as_is,
+    learning_rate: float = 3e-3,
+    warmup: int = 50,
+    weight_decay: float = 0.01,
+    log_every: int = 50,
+    log: Callable[[str], None] = print,
+    on_log: Callable[[int, float], None] | None = None,
+    callback: Callable[[int, object], None] | None = None,
+    callback_every: int = 0,
+    checkpoints: TrainCheckpoints | None = None,
+    batch_sharding=None,
+    unroll_layers: bool | None = None,
+) -> FitResult:
     """Train `weights` (a pytree; the decoder's params are `to_params(weights, spec)`) for at most `steps` batches.
 
     `on_log(step, loss)` sees every logged loss (a training curve); `batch_sharding` places each batch (e.g.
@@ -138,7 +158,9 @@ def fit(spec: ModelSpec, weights, batches: Iterable[dict], *, steps: int, to_par
     """
     schedule = (learning_rate, steps, warmup, weight_decay)
     tx = optimizer(*schedule)
-    step_fn = functools.partial(_train_step, spec=training_spec(spec, unroll_layers), to_params=to_params, schedule=schedule)
+    step_fn = functools.partial(
+        _train_step, spec=training_spec(spec, unroll_layers), to_params=to_params, schedule=schedule
+    )
     opt_state = _on_weights_mesh(tx.init(weights), weights)
     resumed = checkpoints.latest_step() if checkpoints is not None else None
     if resumed:
@@ -168,8 +190,10 @@ def fit(spec: ModelSpec, weights, batches: Iterable[dict], *, steps: int, to_par
             elapsed = time.perf_counter() - timed_start
             rate = timed_tokens / elapsed if timed_tokens else 0.0
             left = (steps - step) * elapsed / (run - 1) if run > 1 else float("nan")
-            log(f"step {step}/{steps}  loss {losses[-1]:.3f}  {rate:,.0f} tokens/s  "
-                f"ETA {duration(left) if run > 1 else '?'}")
+            log(
+                f"step {step}/{steps}  loss {losses[-1]:.3f}  {rate:,.0f} tokens/s  "
+                f"ETA {duration(left) if run > 1 else '?'}"
+            )
         if callback is not None and callback_every and step % callback_every == 0:
             callback(step, weights)
         if checkpoints is not None and step % checkpoints.every == 0:
@@ -181,15 +205,36 @@ def fit(spec: ModelSpec, weights, batches: Iterable[dict], *, steps: int, to_par
     return FitResult(weights, opt_state, losses, rate, run)
 
 
-def train(config: dict, tensors: dict, batches: Iterable[dict], *, steps: int, learning_rate: float = 3e-3,
-          warmup: int = 50, weight_decay: float = 0.01, log_every: int = 50,
-          log: Callable[[str], None] = print, callback: Callable[[int, dict], None] | None = None,
-          callback_every: int = 0, checkpoints: TrainCheckpoints | None = None) -> TrainResult:
+def train(
+    config: dict,
+    tensors: dict,
+    batches: Iterable[dict],
+    *,
+    steps: int,
+    learning_rate: float = 3e-3,
+    warmup: int = 50,
+    weight_decay: float = 0.01,
+    log_every: int = 50,
+    log: Callable[[str], None] = print,
+    callback: Callable[[int, dict], None] | None = None,
+    callback_every: int = 0,
+    checkpoints: TrainCheckpoints | None = None,
+) -> TrainResult:
     """Train `tensors` (HF-named float32 arrays) for at most `steps` batches; returns the trained tensors."""
     spec = from_hf_config(config)
-    result = fit(spec, {k: jnp.asarray(v) for k, v in tensors.items()}, batches, steps=steps,
-                 to_params=hf_params, learning_rate=learning_rate, warmup=warmup,
-                 weight_decay=weight_decay, log_every=log_every, log=log, callback=callback,
-                 callback_every=callback_every, checkpoints=checkpoints)
-    return TrainResult({k: np.asarray(v) for k, v in result.weights.items()}, result.losses,
-                       result.tokens_per_second)
+    result = fit(
+        spec,
+        {k: jnp.asarray(v) for k, v in tensors.items()},
+        batches,
+        steps=steps,
+        to_params=hf_params,
+        learning_rate=learning_rate,
+        warmup=warmup,
+        weight_decay=weight_decay,
+        log_every=log_every,
+        log=log,
+        callback=callback,
+        callback_every=callback_every,
+        checkpoints=checkpoints,
+    )
+    return TrainResult({k: np.asarray(v) for k, v in result.weights.items()}, result.losses, result.tokens_per_second)

@@ -41,8 +41,10 @@ def params_from_hf(tensors: dict, spec: ModelSpec) -> dict:
     """The decoder's params pytree from HF-named tensors (jit-traceable: reshapes, transposes, stacks)."""
     params: dict = {}
     for entry in checkpoint_entries(spec):
-        pieces = [entry.assemble([tensors[full_name(source, spec)] for source in entry.sources(layer)], jnp.stack)
-                  for layer in _layer_indices(entry, spec)]
+        pieces = [
+            entry.assemble([tensors[full_name(source, spec)] for source in entry.sources(layer)], jnp.stack)
+            for layer in _layer_indices(entry, spec)
+        ]
         value = jnp.stack(pieces) if entry.per_layer else pieces[0]
         node = params
         for key in entry.path[:-1]:

@@ -22,7 +22,22 @@ from jaxcontam.models.families import (
 )
 from jaxcontam.models.families.base import Family
 
-FAMILIES: dict[str, Family] = {module.FAMILY.model_type: module.FAMILY for module in (
-    llama, mistral, qwen2, qwen3, gemma, gemma2, gemma3_text, olmo2, phi3, mixtral, qwen3_moe, gpt2, gpt_neox,
-    granite,
-)}
+FAMILIES: dict[str, Family] = {
+    module.FAMILY.model_type: module.FAMILY
+    for module in (
+        llama,
+        mistral,
+        qwen2,
+        qwen3,
+        gemma,
+        gemma2,
+        gemma3_text,
+        olmo2,
+        phi3,
+        mixtral,
+        qwen3_moe,
+        gpt2,
+        gpt_neox,
+        granite,
+    )
+}

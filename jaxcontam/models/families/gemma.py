@@ -15,15 +15,23 @@ GELU_TANH = "gelu_pytorch_tanh"
 
 def gemma_fields(reader: ConfigReader) -> dict:
     """The fields every gemma generation shares, as `llama_style` overrides."""
-    return {"norm_offset": 1.0, "embed_scale": float(reader.require("hidden_size")) ** 0.5,
-            "tie_word_embeddings": bool(reader.get("tie_word_embeddings", True))}
+    return {
+        "norm_offset": 1.0,
+        "embed_scale": float(reader.require("hidden_size")) ** 0.5,
+        "tie_word_embeddings": bool(reader.get("tie_word_embeddings", True)),
+    }
 
 
 def from_hf_config(reader: ConfigReader) -> DecoderConfig:
     name = reader.get("hidden_act", GELU_TANH)
     name = GELU_TANH if name == "gelu" else name  # transformers maps gemma's legacy "gelu" to the tanh it trained with
-    return llama_style(reader, "gemma", activation(reader, "hidden_act", name),
-                       lambda layers: layer_windows(reader, layers, None), **gemma_fields(reader))
+    return llama_style(
+        reader,
+        "gemma",
+        activation(reader, "hidden_act", name),
+        lambda layers: layer_windows(reader, layers, None),
+        **gemma_fields(reader),
+    )
 
 
 def gguf_norms(name: str, weight: np.ndarray, spec: DecoderConfig) -> np.ndarray:
@@ -31,6 +39,10 @@ def gguf_norms(name: str, weight: np.ndarray, spec: DecoderConfig) -> np.ndarray
     return weight - 1.0 if name.endswith("norm.weight") else weight
 
 
-FAMILY = Family("gemma", from_hf_config, llama_style_entries,
-                ignored={"hidden_activation": "transformers' Gemma reads hidden_act"},
-                gguf=GGUFFormat("gemma", activation=GELU_TANH, tensor=gguf_norms))
+FAMILY = Family(
+    "gemma",
+    from_hf_config,
+    llama_style_entries,
+    ignored={"hidden_activation": "transformers' Gemma reads hidden_act"},
+    gguf=GGUFFormat("gemma", activation=GELU_TANH, tensor=gguf_norms),
+)

@@ -22,10 +22,14 @@ def gemma2_fields(reader: ConfigReader) -> dict:
     """The fields gemma2 and gemma3 share, as `llama_style` overrides."""
     head_dim = reader.get("head_dim", int(reader.require("hidden_size")) // int(reader.require("num_attention_heads")))
     scalar = reader.get("query_pre_attn_scalar")
-    return {**gemma_fields(reader), "attn_post_norm": True, "mlp_post_norm": True,
-            "attn_scale": float(scalar if scalar is not None else head_dim) ** -0.5,
-            "attn_logit_softcap": optional_float(reader.get("attn_logit_softcapping")),
-            "final_logit_softcap": optional_float(reader.get("final_logit_softcapping"))}
+    return {
+        **gemma_fields(reader),
+        "attn_post_norm": True,
+        "mlp_post_norm": True,
+        "attn_scale": float(scalar if scalar is not None else head_dim) ** -0.5,
+        "attn_logit_softcap": optional_float(reader.get("attn_logit_softcapping")),
+        "final_logit_softcap": optional_float(reader.get("final_logit_softcapping")),
+    }
 
 
 def gemma2_activation(reader: ConfigReader) -> str:
@@ -48,13 +52,20 @@ def gguf_gemma2_fields(meta, arch: str, config: dict, names: dict) -> dict:
         scalar = config["hidden_size"] / config["num_attention_heads"]
     else:
         scalar = config["head_dim"]
-    return {"attn_logit_softcapping": meta.get(f"{arch}.attn_logit_softcapping"),
-            "final_logit_softcapping": meta.get(f"{arch}.final_logit_softcapping"),
-            "sliding_window": meta.get(f"{arch}.attention.sliding_window"),
-            "query_pre_attn_scalar": scalar}
+    return {
+        "attn_logit_softcapping": meta.get(f"{arch}.attn_logit_softcapping"),
+        "final_logit_softcapping": meta.get(f"{arch}.final_logit_softcapping"),
+        "sliding_window": meta.get(f"{arch}.attention.sliding_window"),
+        "query_pre_attn_scalar": scalar,
+    }
 
 
 HIDDEN_ACT = {"hidden_act": "transformers' Gemma 2 and 3 read hidden_activation"}
 
-FAMILY = Family("gemma2", from_hf_config, llama_style_entries, ignored=HIDDEN_ACT,
-                gguf=GGUFFormat("gemma2", activation=GELU_TANH, config=gguf_gemma2_fields, tensor=gguf_norms))
+FAMILY = Family(
+    "gemma2",
+    from_hf_config,
+    llama_style_entries,
+    ignored=HIDDEN_ACT,
+    gguf=GGUFFormat("gemma2", activation=GELU_TANH, config=gguf_gemma2_fields, tensor=gguf_norms),
+)

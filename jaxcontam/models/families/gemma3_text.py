@@ -17,25 +17,37 @@ def from_hf_config(reader: ConfigReader) -> DecoderConfig:
     by_type = params if FULL in params or SLIDING in params else {FULL: params}
     local = by_type.get(SLIDING, {})
     if local.get("rope_type", "default") != "default":
-        reader.refuse("rope_parameters.sliding_attention.rope_type", local["rope_type"],
-                      "gemma3's sliding layers are implemented with unscaled rope only")
+        reader.refuse(
+            "rope_parameters.sliding_attention.rope_type",
+            local["rope_type"],
+            "gemma3's sliding layers are implemented with unscaled rope only",
+        )
     local_theta = float(local.get("rope_theta", reader.get("rope_local_base_freq", 10000.0)))
     pattern = int(reader.get("sliding_window_pattern", reader.get("_sliding_window_pattern", 6)))
 
     def windows(layers):
         return layer_windows(reader, layers, [SLIDING if (i + 1) % pattern else FULL for i in range(layers)])
 
-    return llama_style(reader, "gemma3_text", gemma2_activation(reader), windows,
-                       rope(reader, dict(by_type.get(FULL, {})), default_theta=1_000_000.0), qk_norm="head",
-                       local_rope_theta=local_theta, **gemma2_fields(reader))
+    return llama_style(
+        reader,
+        "gemma3_text",
+        gemma2_activation(reader),
+        windows,
+        rope(reader, dict(by_type.get(FULL, {})), default_theta=1_000_000.0),
+        qk_norm="head",
+        local_rope_theta=local_theta,
+        **gemma2_fields(reader),
+    )
 
 
 def gguf_fields(meta, arch: str, config: dict, names: dict) -> dict:
     """gemma2's fields, llama.cpp's sliding pattern (every 6th layer global unless the file says otherwise) and the
     sliding layers' rope base (10000 unless stored); rope scaling, when stored, applies to the global layers."""
     pattern = meta.get(f"{arch}.attention.sliding_window_pattern", 6)
-    fields = {**gguf_gemma2_fields(meta, arch, config, names),
-              "rope_local_base_freq": float(meta.get(f"{arch}.rope.freq_base_swa", 10000.0))}
+    fields = {
+        **gguf_gemma2_fields(meta, arch, config, names),
+        "rope_local_base_freq": float(meta.get(f"{arch}.rope.freq_base_swa", 10000.0)),
+    }
     if isinstance(pattern, list):  # one flag per layer: True = sliding
         fields["layer_types"] = [SLIDING if flag else FULL for flag in pattern]
     else:
@@ -43,5 +55,10 @@ def gguf_fields(meta, arch: str, config: dict, names: dict) -> dict:
     return fields
 
 
-FAMILY = Family("gemma3_text", from_hf_config, llama_style_entries, ignored=HIDDEN_ACT,
-                gguf=GGUFFormat("gemma3", activation=GELU_TANH, config=gguf_fields, tensor=gguf_norms))
+FAMILY = Family(
+    "gemma3_text",
+    from_hf_config,
+    llama_style_entries,
+    ignored=HIDDEN_ACT,
+    gguf=GGUFFormat("gemma3", activation=GELU_TANH, config=gguf_fields, tensor=gguf_norms),
+)

@@ -10,8 +10,9 @@ from jaxcontam.models.weight_entries import Entry, head_entries, norm_entries, s
 
 def from_hf_config(reader: ConfigReader) -> DecoderConfig:
     if reader.get("scale_attn_by_inverse_layer_idx", False):
-        reader.refuse("scale_attn_by_inverse_layer_idx", True,
-                      "only the standard 1/sqrt(head_dim) scale is implemented")
+        reader.refuse(
+            "scale_attn_by_inverse_layer_idx", True, "only the standard 1/sqrt(head_dim) scale is implemented"
+        )
     act = activation(reader, "activation_function", reader.get("activation_function", "gelu_new"))
     hidden = int(reader.require("n_embd", "hidden_size"))
     heads = int(reader.require("n_head", "num_attention_heads"))
@@ -63,19 +64,26 @@ def checkpoint_entries(spec: DecoderConfig) -> list[Entry]:
     a = "h.{i}.attn."
 
     def part(j):
-        return lambda t: t[:, j * d:(j + 1) * d].reshape(d, h, dh)
+        return lambda t: t[:, j * d : (j + 1) * d].reshape(d, h, dh)
 
     def part_bias(j):
-        return lambda t: t[j * d:(j + 1) * d].reshape(h, dh)
+        return lambda t: t[j * d : (j + 1) * d].reshape(h, dh)
 
     e = []
     for j, name in enumerate("qkv"):
-        e.append(Entry(("layers", "w" + name), a + "c_attn.weight", (d, 3 * d), (d, h, dh), (None, "heads", None),
-                       part(j)))
+        e.append(
+            Entry(("layers", "w" + name), a + "c_attn.weight", (d, 3 * d), (d, h, dh), (None, "heads", None), part(j))
+        )
         e.append(Entry(("layers", "b" + name), a + "c_attn.bias", (3 * d,), (h, dh), ("heads", None), part_bias(j)))
     e += [
-        Entry(("layers", "wo"), a + "c_proj.weight", (d, d), (h, dh, d), ("heads", None, None),
-              lambda t: t.reshape(h, dh, d)),
+        Entry(
+            ("layers", "wo"),
+            a + "c_proj.weight",
+            (d, d),
+            (h, dh, d),
+            ("heads", None, None),
+            lambda t: t.reshape(h, dh, d),
+        ),
         Entry(("layers", "bo"), a + "c_proj.bias", (d,), (d,), (None,), same),
         Entry(("layers", "w_in"), "h.{i}.mlp.c_fc.weight", (d, f), (d, f), (None, "mlp"), same),
         Entry(("layers", "b_in"), "h.{i}.mlp.c_fc.bias", (f,), (f,), ("mlp",), same),
@@ -88,6 +96,13 @@ def checkpoint_entries(spec: DecoderConfig) -> list[Entry]:
     return head_entries(spec, "wte", "ln_f", "lm_head") + e
 
 
-FAMILY = Family("gpt2", from_hf_config, checkpoint_entries, prefix="transformer.", ignored={
-    "n_ctx": "transformers' GPT-2 sizes positions by n_positions",
-    "reorder_and_upcast_attn": "only upcasts the attention scores to float32, which jaxcontam always does"})
+FAMILY = Family(
+    "gpt2",
+    from_hf_config,
+    checkpoint_entries,
+    prefix="transformer.",
+    ignored={
+        "n_ctx": "transformers' GPT-2 sizes positions by n_positions",
+        "reorder_and_upcast_attn": "only upcasts the attention scores to float32, which jaxcontam always does",
+    },
+)

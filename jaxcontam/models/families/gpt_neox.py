@@ -73,13 +73,32 @@ def checkpoint_entries(spec: DecoderConfig) -> list[Entry]:
     def part_bias(j):
         return lambda t: t.reshape(h, 3, dh)[:, j]
 
-    e = [Entry(("layers", "w" + name), a + "query_key_value.weight", (3 * h * dh, d), (d, h, dh),
-               (None, "heads", None), part(j)) for j, name in enumerate("qkv")]
+    e = [
+        Entry(
+            ("layers", "w" + name),
+            a + "query_key_value.weight",
+            (3 * h * dh, d),
+            (d, h, dh),
+            (None, "heads", None),
+            part(j),
+        )
+        for j, name in enumerate("qkv")
+    ]
     if spec.qkv_bias:
-        e += [Entry(("layers", "b" + name), a + "query_key_value.bias", (3 * h * dh,), (h, dh), ("heads", None),
-                    part_bias(j)) for j, name in enumerate("qkv")]
-    e.append(Entry(("layers", "wo"), a + "dense.weight", (d, h * dh), (h, dh, d), ("heads", None, None),
-                   heads_out(h, dh)))
+        e += [
+            Entry(
+                ("layers", "b" + name),
+                a + "query_key_value.bias",
+                (3 * h * dh,),
+                (h, dh),
+                ("heads", None),
+                part_bias(j),
+            )
+            for j, name in enumerate("qkv")
+        ]
+    e.append(
+        Entry(("layers", "wo"), a + "dense.weight", (d, h * dh), (h, dh, d), ("heads", None, None), heads_out(h, dh))
+    )
     if spec.out_bias:
         e.append(Entry(("layers", "bo"), a + "dense.bias", (d,), (d,), (None,), same))
     e += [

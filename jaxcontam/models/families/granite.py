@@ -11,11 +11,16 @@ from jaxcontam.models.weight_entries import llama_style_entries
 
 
 def from_hf_config(reader: ConfigReader) -> DecoderConfig:
-    return llama_style(reader, "granite", hidden_act(reader), lambda layers: layer_windows(reader, layers, None),
-                       embed_scale=float(reader.get("embedding_multiplier", 1.0)),
-                       residual_scale=float(reader.get("residual_multiplier", 1.0)),
-                       attn_scale=float(reader.get("attention_multiplier", 1.0)),
-                       logits_divisor=float(reader.get("logits_scaling", 1.0)))
+    return llama_style(
+        reader,
+        "granite",
+        hidden_act(reader),
+        lambda layers: layer_windows(reader, layers, None),
+        embed_scale=float(reader.get("embedding_multiplier", 1.0)),
+        residual_scale=float(reader.get("residual_multiplier", 1.0)),
+        attn_scale=float(reader.get("attention_multiplier", 1.0)),
+        logits_divisor=float(reader.get("logits_scaling", 1.0)),
+    )
 
 
 FAMILY = Family("granite", from_hf_config, llama_style_entries)

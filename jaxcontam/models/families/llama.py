@@ -36,7 +36,13 @@ def gguf_rotary_rows(name: str, weight: np.ndarray, spec: DecoderConfig) -> np.n
     return weight
 
 
-FAMILY = Family("llama", from_hf_config, llama_style_entries, ignored={
-    "pretraining_tp": "a slicing of the projections during pretraining; the forward is the same",
-    "is_llama_config": "nanotron's marker of a llama export"},
-                gguf=GGUFFormat("llama", tensor=gguf_rotary_rows))
+FAMILY = Family(
+    "llama",
+    from_hf_config,
+    llama_style_entries,
+    ignored={
+        "pretraining_tp": "a slicing of the projections during pretraining; the forward is the same",
+        "is_llama_config": "nanotron's marker of a llama export",
+    },
+    gguf=GGUFFormat("llama", tensor=gguf_rotary_rows),
+)

@@ -9,8 +9,9 @@ from jaxcontam.models.weight_entries import llama_style_entries
 
 
 def from_hf_config(reader: ConfigReader) -> DecoderConfig:
-    return llama_style(reader, "mistral", hidden_act(reader),
-                       lambda layers: layer_windows(reader, layers, [SLIDING] * layers))
+    return llama_style(
+        reader, "mistral", hidden_act(reader), lambda layers: layer_windows(reader, layers, [SLIDING] * layers)
+    )
 
 
 FAMILY = Family("mistral", from_hf_config, llama_style_entries)

@@ -12,9 +12,15 @@ from jaxcontam.models.weight_entries import expert_entries, llama_style_entries
 
 def from_hf_config(reader: ConfigReader) -> DecoderConfig:
     count, top_k = experts(reader)
-    return llama_style(reader, "mixtral", hidden_act(reader),
-                       lambda layers: layer_windows(reader, layers, [SLIDING] * layers),
-                       num_experts=count, experts_per_token=top_k, norm_topk_prob=True)
+    return llama_style(
+        reader,
+        "mixtral",
+        hidden_act(reader),
+        lambda layers: layer_windows(reader, layers, [SLIDING] * layers),
+        num_experts=count,
+        experts_per_token=top_k,
+        norm_topk_prob=True,
+    )
 
 
 def checkpoint_entries(spec: DecoderConfig):
@@ -22,9 +28,15 @@ def checkpoint_entries(spec: DecoderConfig):
 
 
 def gguf_fields(meta, arch: str, config: dict, names: dict) -> dict:
-    return {"num_local_experts": int(meta.get(f"{arch}.expert_count")),
-            "num_experts_per_tok": int(meta.require(f"{arch}.expert_used_count"))}
+    return {
+        "num_local_experts": int(meta.get(f"{arch}.expert_count")),
+        "num_experts_per_tok": int(meta.require(f"{arch}.expert_used_count")),
+    }
 
 
-FAMILY = Family("mixtral", from_hf_config, checkpoint_entries,
-                gguf=GGUFFormat("llama", experts=True, config=gguf_fields, tensor=gguf_rotary_rows))
+FAMILY = Family(
+    "mixtral",
+    from_hf_config,
+    checkpoint_entries,
+    gguf=GGUFFormat("llama", experts=True, config=gguf_fields, tensor=gguf_rotary_rows),
+)

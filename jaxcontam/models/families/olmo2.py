@@ -10,8 +10,16 @@ from jaxcontam.models.weight_entries import llama_style_entries
 
 
 def from_hf_config(reader: ConfigReader) -> DecoderConfig:
-    return llama_style(reader, "olmo2", hidden_act(reader), lambda layers: layer_windows(reader, layers, None),
-                       qk_norm="full", attn_post_norm=True, mlp_post_norm=True, pre_norms=False)
+    return llama_style(
+        reader,
+        "olmo2",
+        hidden_act(reader),
+        lambda layers: layer_windows(reader, layers, None),
+        qk_norm="full",
+        attn_post_norm=True,
+        mlp_post_norm=True,
+        pre_norms=False,
+    )
 
 
 FAMILY = Family("olmo2", from_hf_config, llama_style_entries, gguf=GGUFFormat("olmo2"))

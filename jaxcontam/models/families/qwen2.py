@@ -17,11 +17,23 @@ def qwen_windows(reader: ConfigReader, layers: int) -> tuple[int, ...]:
 
 
 def from_hf_config(reader: ConfigReader) -> DecoderConfig:
-    return llama_style(reader, "qwen2", hidden_act(reader), lambda layers: qwen_windows(reader, layers),
-                       attention_bias=False, qkv_bias=True)
+    return llama_style(
+        reader,
+        "qwen2",
+        hidden_act(reader),
+        lambda layers: qwen_windows(reader, layers),
+        attention_bias=False,
+        qkv_bias=True,
+    )
 
 
-FAMILY = Family("qwen2", from_hf_config, llama_style_entries,
-                ignored={"attention_bias": "transformers' Qwen2 always has q/k/v biases and no o_proj bias",
-                         "use_mrope": "multimodal rope of Qwen2-VL; transformers' Qwen2 ignores it"},
-                gguf=GGUFFormat("qwen2"))
+FAMILY = Family(
+    "qwen2",
+    from_hf_config,
+    llama_style_entries,
+    ignored={
+        "attention_bias": "transformers' Qwen2 always has q/k/v biases and no o_proj bias",
+        "use_mrope": "multimodal rope of Qwen2-VL; transformers' Qwen2 ignores it",
+    },
+    gguf=GGUFFormat("qwen2"),
+)

@@ -12,13 +12,22 @@ from jaxcontam.models.weight_entries import expert_entries, llama_style_entries
 def from_hf_config(reader: ConfigReader) -> DecoderConfig:
     count, top_k = experts(reader)
     if reader.get("mlp_only_layers", []) or int(reader.get("decoder_sparse_step", 1)) != 1:
-        reader.refuse("mlp_only_layers / decoder_sparse_step",
-                      (reader.get("mlp_only_layers"), reader.get("decoder_sparse_step")),
-                      "jaxcontam implements qwen3_moe with an expert block in every layer")
-    return llama_style(reader, "qwen3_moe", hidden_act(reader), lambda layers: qwen_windows(reader, layers),
-                       qk_norm="head", intermediate_size=int(reader.require("moe_intermediate_size")),
-                       num_experts=count, experts_per_token=top_k,
-                       norm_topk_prob=bool(reader.get("norm_topk_prob", False)))
+        reader.refuse(
+            "mlp_only_layers / decoder_sparse_step",
+            (reader.get("mlp_only_layers"), reader.get("decoder_sparse_step")),
+            "jaxcontam implements qwen3_moe with an expert block in every layer",
+        )
+    return llama_style(
+        reader,
+        "qwen3_moe",
+        hidden_act(reader),
+        lambda layers: qwen_windows(reader, layers),
+        qk_norm="head",
+        intermediate_size=int(reader.require("moe_intermediate_size")),
+        num_experts=count,
+        experts_per_token=top_k,
+        norm_topk_prob=bool(reader.get("norm_topk_prob", False)),
+    )
 
 
 def checkpoint_entries(spec: DecoderConfig):
@@ -26,12 +35,18 @@ def checkpoint_entries(spec: DecoderConfig):
 
 
 def gguf_fields(meta, arch: str, config: dict, names: dict) -> dict:
-    return {"num_local_experts": int(meta.get(f"{arch}.expert_count")),
-            "num_experts_per_tok": int(meta.require(f"{arch}.expert_used_count")),
-            "moe_intermediate_size": int(meta.require(f"{arch}.expert_feed_forward_length")),
-            "norm_topk_prob": bool(meta.get(f"{arch}.expert_weights_norm", True))}
+    return {
+        "num_local_experts": int(meta.get(f"{arch}.expert_count")),
+        "num_experts_per_tok": int(meta.require(f"{arch}.expert_used_count")),
+        "moe_intermediate_size": int(meta.require(f"{arch}.expert_feed_forward_length")),
+        "norm_topk_prob": bool(meta.get(f"{arch}.expert_weights_norm", True)),
+    }
 
 
-FAMILY = Family("qwen3_moe", from_hf_config, checkpoint_entries,
-                ignored={"intermediate_size": "the width of dense mlp_only_layers, which are refused"},
-                gguf=GGUFFormat("qwen3moe", experts=True, config=gguf_fields))
+FAMILY = Family(
+    "qwen3_moe",
+    from_hf_config,
+    checkpoint_entries,
+    ignored={"intermediate_size": "the width of dense mlp_only_layers, which are refused"},
+    gguf=GGUFFormat("qwen3moe", experts=True, config=gguf_fields),
+)

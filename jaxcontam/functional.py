@@ -5,7 +5,7 @@
 such a model one sequence per row, right-padded, so any causal model is exact. A model that masks attention by
 positions and segment ids says so with `packing=True` and is then called `apply(params, tokens, positions,
 segment_ids)` on rows holding several sequences (see `jaxcontam.language_model.ModelInterface`).
-`jaxcontam.flax` builds its wrappers on `wrap_functions` here.
+`jaxcontam.flax_models` builds its wrappers on `wrap_functions` here.
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ import optax
 import pytest
 
 import jaxcontam
-import jaxcontam.flax as jflax
+import jaxcontam.flax_models as jflax
 from flax import nnx
 from jaxcontam.data import load_benchmark
 from jaxcontam.detect.audit_callback import AuditCallback, AuditSettings, AuditTarget

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 import jaxcontam
-import jaxcontam.flax
+import jaxcontam.flax_models
 from flax import nnx
 from jaxcontam.engine.generation import generate
 from jaxcontam.engine.packing import packs_rows, plan_batches
@@ -79,11 +79,11 @@ def own(request):
     """(jaxcontam model wrapped with nothing but the model, jitted forward(tokens [B, T]) -> logits [B, T, V])."""
     if request.param == "nnx":
         module = NNXTiny(nnx.Rngs(0))
-        return jaxcontam.flax.from_nnx(module), nnx.jit(lambda tokens: module(tokens))
+        return jaxcontam.flax_models.from_nnx(module), nnx.jit(lambda tokens: module(tokens))
     if request.param == "linen":
         module = LinenTiny()
         params = module.init(jax.random.key(0), jnp.zeros((1, 4), jnp.int32))["params"]
-        return jaxcontam.flax.from_linen(module.apply, params), jax.jit(lambda t: module.apply({"params": params}, t))
+        return jaxcontam.flax_models.from_linen(module.apply, params), jax.jit(lambda t: module.apply({"params": params}, t))
     params = fn_params()
     return jaxcontam.from_fn(fn_logits, params), jax.jit(lambda tokens: fn_logits(params, tokens))
 
@@ -184,4 +184,4 @@ def test_a_model_that_does_not_return_logits_is_refused_with_the_fix():
     with pytest.raises(ModelError, match="vocab_size=40, but the model's output has 37 entries"):
         jaxcontam.from_fn(fn_logits, params, vocab_size=40)
     with pytest.raises(ModelError, match="hidden= and head= go together"):
-        jaxcontam.flax.from_nnx(NNXTiny(nnx.Rngs(0)), hidden=lambda m, tokens: m(tokens))
+        jaxcontam.flax_models.from_nnx(NNXTiny(nnx.Rngs(0)), hidden=lambda m, tokens: m(tokens))

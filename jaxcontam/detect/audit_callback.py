@@ -33,7 +33,7 @@ class AuditCallback:
 
     `model_fn(params) -> model` makes the audited model (a `jaxcontam.Model` or any `LanguageModel`-backed one)
     from the params the loop passes, e.g. `lambda params: dataclasses.replace(model, params=params)` for a model
-    wrapped once (`jaxcontam.flax`): its `LanguageModel` stays the same object, so every audit reuses the steps
+    wrapped once (`jaxcontam.flax_models`): its `LanguageModel` stays the same object, so every audit reuses the steps
     compiled by the first. `every`: audit only at steps that are multiples of it (so the loop may call the
     callback every step). `log`: where the one-line summary of each audit goes (print, or the user's logger).
     `history`: one {"step", "results" ({benchmark: BenchmarkAudit}), "seconds"} per audit.

@@ -4,7 +4,7 @@
     result.pacost.verdict.pvalue, result.likelihood["min_k_plus_plus"].mean, result.to_dict()
 
 `model` is any `jaxcontam.LanguageModel`-backed model (a loaded checkpoint, or a Flax model wrapped by
-`jaxcontam.flax`). Detectors: `pacost` (answers, confidences and the paired test), `likelihood` (mean log-prob,
+`jaxcontam.flax_models`). Detectors: `pacost` (answers, confidences and the paired test), `likelihood` (mean log-prob,
 zlib, Min-K%, Min-K%++ of each item's solved text) and `exchangeability` (Oren et al.'s test of the items in
 benchmark order). With per-item ConTAM metrics (`AuditTarget.ngram`) and PaCoST's correctness, the EPG verdict
 too; with known labels (`AuditTarget.contaminated`), each signal against the truth. Per-item work goes through

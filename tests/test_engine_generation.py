@@ -4,6 +4,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+import scipy.stats
 
 import engine_toy_model as toy
 from jaxcontam.engine.generation import generate
@@ -61,6 +62,18 @@ def test_top_p_keeps_the_nucleus_only():
     np.testing.assert_allclose(counts[:2], [0.625, 0.375], atol=0.03)
     greedy = sample_next(logits[:3], keys[:3], jnp.float32(0.0), jnp.float32(1.0))
     assert np.all(np.asarray(greedy) == 0)
+
+
+@pytest.mark.parametrize("temperature", [1.0, 0.5, 2.0])
+def test_plain_sampling_draws_the_tempered_distribution(temperature):
+    """top_p = 1 (no nucleus, no sort): draws follow softmax(logits / T), by a chi-square test (scipy)."""
+    p = np.asarray([0.4, 0.25, 0.2, 0.1, 0.05])
+    logits = jnp.log(jnp.asarray([p] * 20000, jnp.float32))
+    keys = jax.random.split(jax.random.key(3), 20000)
+    draws = np.asarray(sample_next(logits, keys, jnp.float32(temperature), jnp.float32(1.0)))
+    expected = p ** (1 / temperature) / np.sum(p ** (1 / temperature))
+    observed = np.bincount(draws, minlength=len(p))
+    assert scipy.stats.chisquare(observed, expected * len(draws)).pvalue > 1e-3
 
 
 def test_stop_strings_cut_the_decoded_text(model):

@@ -19,6 +19,7 @@ Writes to --out (default experiments/real_model/results):
                   the uncorrected paired t-test); the likelihood detectors and ConTAM do not depend on the preset.
 
 Usage: .venv/bin/python experiments/real_model/run.py [--preset jaxcontam|paper] [--gsm8k 100] [--copa 100] [--mmlu 30]
+       [--max-new-tokens 256] [--judge-max-new-tokens N]
        [--membership 200] [--exchangeability [--chunks 10] [--permutations 25]] [--skip-audit] [--skip-membership]
 """
 
@@ -70,7 +71,9 @@ def audit_config(args, out: Path):
     return AuditConfig(
         models=(ModelEntry(path=str(MODEL), name="SmolLM2-135M-Instruct-Q4_1"),), benchmarks=benchmarks,
         corpora=() if paper else tuple(str(SHARED / c) for c in CORPORA), out=str(out / audit_folder(args.preset)),
-        pacost=PacostSettings(preset=args.preset, max_new_tokens=args.max_new_tokens),
+        pacost=PacostSettings(preset=args.preset, max_new_tokens=args.max_new_tokens,
+                              **({"judge_max_new_tokens": args.judge_max_new_tokens}
+                                 if args.judge_max_new_tokens else {})),
         **({"stages": ("pacost",)} if paper else {}),
         **({"stages": STAGES + ("exchangeability",),
             "exchangeability": {"chunks": args.chunks, "permutations": args.permutations}}
@@ -138,6 +141,9 @@ def main() -> None:
     parser.add_argument("--mmlu", type=int, default=30, help="items per MMLU subject")
     parser.add_argument("--membership", type=int, default=200, help="GSM8K items per split")
     parser.add_argument("--max-new-tokens", type=int, default=256)
+    parser.add_argument("--judge-max-new-tokens", type=int, default=None,
+                        help="paper preset: the judge's reply cap (default: the authors' 1,024; on 2 CPU cores a "
+                             "135M model's rambling replies make that hours)")
     parser.add_argument("--exchangeability", action="store_true",
                         help="also run Oren et al.'s test (chunks x (1 + permutations) long sequences: slow on CPU)")
     parser.add_argument("--chunks", type=int, default=10, help="exchangeability test: chunks of consecutive items")

@@ -7,12 +7,14 @@ from pathlib import Path
 
 import click
 
+from jaxcontam.commands.cluster_options import runs_on_every_host
 from jaxcontam.commands.config_file import config_file_options
 from jaxcontam.commands.mesh_options import dtype_option, mesh_layout, mesh_options
 from jaxcontam.commands.text_files import output_file, parse_fields, read_texts
 from jaxcontam.errors import DataError
 
 
+@runs_on_every_host
 @config_file_options
 @click.command("generate")
 @click.option("--model", "model_path", required=True, help="Model folder (HF safetensors + config + tokenizer).")

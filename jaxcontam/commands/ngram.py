@@ -6,11 +6,13 @@ from pathlib import Path
 
 import click
 
+from jaxcontam.commands.cluster_options import runs_on_every_host
 from jaxcontam.commands.config_file import config_file_options
 from jaxcontam.ngram.audit import VIEW_OF_METRIC, NgramScoring, NgramSettings
 from jaxcontam.ngram.item_text import SCOPES
 
 
+@runs_on_every_host
 @config_file_options
 @click.command("ngram")
 @click.option("--benchmark", "benchmarks", multiple=True, required=True, help="Benchmark name (repeatable).")

@@ -5,9 +5,11 @@ from __future__ import annotations
 import click
 
 from jaxcontam.commands.audit_options import audit_config, audit_options
+from jaxcontam.commands.cluster_options import runs_on_every_host
 from jaxcontam.commands.verdicts import echo_verdicts
 
 
+@runs_on_every_host
 @click.command("pacost")
 @audit_options
 def pacost(**options):

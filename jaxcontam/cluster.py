@@ -9,17 +9,22 @@ is bounded by `timeout`: a coordinator that cannot be reached or a peer that nev
 names the problem and the fix, never a hang.
 
 Once joined, the engine splits batch rows by process (`engine.distributed`) and corpus counting splits shards
-(`ngram.stream`).
+(`ngram.stream`); process 0 alone writes outputs (`is_writer`), and what a rerun reads back from them reaches
+every process from process 0 (`from_writer`), so all take the same decisions whether or not hosts share a disk.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import socket
 import sys
 import threading
+from collections.abc import Callable
+from typing import Any
 
+from jaxcontam import errors
 from jaxcontam.errors import ClusterError, JaxcontamError
 
 DISTRIBUTED_MODES = ("auto", "off")
@@ -187,3 +192,43 @@ def _not_joined(settings: ClusterSettings, detected: tuple[str, int] | None) -> 
             f"host with the same --coordinator, and this host must reach that port (address, firewall); {every}"
         )
     return f"the coordinator {coordinator} answers, but not all {count} processes joined {waited}: {every}{slow}"
+
+
+def is_writer() -> bool:
+    """Whether this process writes outputs: process 0 of a multi-host run, or the only process."""
+    import jax
+
+    return jax.process_index() == 0
+
+
+def from_writer(read: Callable[[], Any]) -> Any:
+    """`read()` as process 0 returns it, on every process (a JSON value; only process 0 calls `read`).
+
+    For state read back from the outputs (resume chunks, saved counts): every process then takes the same
+    decisions, whether or not the hosts share a filesystem. An error in `read` is raised on every process.
+    """
+    import jax
+
+    if jax.process_count() == 1:
+        return read()
+    import numpy as np
+    from jax.experimental import multihost_utils
+
+    message, raised = None, None
+    if is_writer():
+        try:
+            message = {"value": read()}
+        except Exception as error:  # raised here, and as a JaxcontamError on the others: none waits for it
+            message, raised = {"error": str(error), "type": type(error).__name__}, error
+    payload = np.frombuffer(json.dumps(message).encode(), np.uint8) if is_writer() else np.zeros(0, np.uint8)
+    size = int(multihost_utils.broadcast_one_to_all(np.int32(payload.size)))
+    if not is_writer():
+        payload = np.zeros(size, np.uint8)
+    message = json.loads(np.asarray(multihost_utils.broadcast_one_to_all(payload)).tobytes())
+    if raised is not None:
+        raise raised
+    if "error" in message:
+        kind = getattr(errors, message["type"], None)
+        kind = kind if isinstance(kind, type) and issubclass(kind, JaxcontamError) else JaxcontamError
+        raise kind(f"process 0: {message['error']}")
+    return message["value"]

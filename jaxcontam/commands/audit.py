@@ -21,6 +21,9 @@ def audit(**options):
     resumes it.
     """
     from jaxcontam.audit.run import run_audit
+    from jaxcontam.cluster import is_writer
 
     config = audit_config(options)
-    echo_verdicts(run_audit(config), config.out)
+    summary = run_audit(config)
+    if is_writer():  # the others computed their share; process 0 wrote the outputs
+        echo_verdicts(summary, config.out)

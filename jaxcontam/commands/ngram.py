@@ -94,6 +94,7 @@ def ngram(
 
     Corpus counts are kept in OUT/counts and reused by reruns with other --mincount/--skip-budget.
     """
+    from jaxcontam.cluster import is_writer
     from jaxcontam.data import load_benchmark
     from jaxcontam.data.corpus import open_corpus
     from jaxcontam.errors import DataError
@@ -109,6 +110,8 @@ def ngram(
     opened = [(spec, open_corpus(spec, field=text_field, token_dtype=token_dtype)) for spec in corpora]
     out = Path(out)
     counted, scanned = ensure_counts(loaded, opened, units, settings, out / "counts", chunk_tokens=chunk_tokens)
+    if not is_writer():  # every process counted its share of the corpus; process 0 writes the items
+        return
     rows = item_rows(loaded, counted, units, settings, mincount=mincount, skip_budget=skip_budget)
     write_items_parquet(rows, out / "items.parquet")
     contaminated = sum(r["longest_match"] > 0 for r in rows)

@@ -101,7 +101,7 @@ def detected_cluster() -> tuple[str, int] | None:
         return None
     for env in environments:
         if not env.opt_in_only_method and env.is_env_present():
-            return env.__name__, int(env.get_process_count())
+            return env.__name__.removesuffix("Cluster"), int(env.get_process_count())
     return None
 
 
@@ -143,7 +143,7 @@ def _join(where: dict, settings: ClusterSettings, detected: tuple[str, int] | No
         except Exception as error:
             failure.append(error)
 
-    what = f"the {detected[0]} cluster JAX detected" if detected else f"the coordinator {settings.coordinator}"
+    what = f"the cluster JAX detected ({detected[0]})" if detected else f"the coordinator {settings.coordinator}"
     thread = threading.Thread(target=initialize, name="jax.distributed.initialize", daemon=True)
     thread.start()
     thread.join(settings.timeout)
@@ -172,7 +172,7 @@ def _not_joined(settings: ClusterSettings, detected: tuple[str, int] | None) -> 
     if detected is not None:
         name, count = detected
         return (
-            f"JAX detected a {name} cluster of {count} processes, but they did not all join {waited}: run the "
+            f"JAX detected a cluster of {count} processes ({name}), but they did not all join {waited}: run the "
             "command on every host of the job at once (srun, or gcloud ... ssh --worker=all), or give "
             f"--distributed off to run on this host alone{slow}"
         )

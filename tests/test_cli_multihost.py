@@ -203,8 +203,9 @@ def test_audit_on_two_processes_equals_one_process_and_resumes_from_process_0s_s
 
 
 def test_unreachable_coordinator_and_missing_peer_are_clear_errors_in_bounded_time(texts, tmp_path):
-    """Process 1 with no process 0 (the default timeout), and process 0 with no process 1 (a timeout from
-    JAXCONTAM_DISTRIBUTED_TIMEOUT): each stops with one error line naming the problem and the fix."""
+    """Process 1 with no process 0 (the default timeout), process 0 with no process 1 (a timeout from
+    JAXCONTAM_DISTRIBUTED_TIMEOUT), and task 1 of a 2-task SLURM step alone (--distributed auto): each stops with
+    one error line naming the problem and the fix."""
     score = ["score", "--model", EXAMPLE / "model", "--data", texts, "--out", "out.jsonl"]
     lonely_coordinator = f"127.0.0.1:{free_port()}"
     no_coordinator = f"127.0.0.1:{free_port()}"
@@ -217,6 +218,16 @@ def test_unreachable_coordinator_and_missing_peer_are_clear_errors_in_bounded_ti
     unreachable = start_cli(
         ["--coordinator", no_coordinator, "--num-processes", 2, "--process-id", 1, *score], tmp_path / "host1"
     )
+    slurm = dict(zip(CLUSTER_VARIABLES, ("77", "localhost", "2", "1", "0")))
+    alone_in_slurm = start_cli(
+        ["--distributed-timeout", 5, *score],
+        tmp_path / "slurm",
+        {**slurm, "JAX_COORDINATOR_PORT": str(free_port()), "JAXCONTAM_DISTRIBUTED": "auto"},
+    )
+    slurm_log = alone_in_slurm.communicate(timeout=60)[0]
+    assert alone_in_slurm.returncode == 2, slurm_log
+    assert "error: JAX detected a cluster of 2 processes (Slurm), but they did not all join within 5 s" in slurm_log
+    assert "--distributed off" in slurm_log
     no_peer_log = no_peer.communicate(timeout=60)[0]
     no_peer_seconds = time.monotonic() - began
     unreachable_log = unreachable.communicate(timeout=90)[0]
@@ -229,7 +240,7 @@ def test_unreachable_coordinator_and_missing_peer_are_clear_errors_in_bounded_ti
     assert no_peer_seconds < 30
     assert f"error: process 0 waited at {lonely_coordinator} for the other 1 process(es)" in no_peer_log
     assert "within 5 s" in no_peer_log and "--distributed-timeout" in no_peer_log
-    assert files_under(tmp_path / "host0") == files_under(tmp_path / "host1") == []
+    assert files_under(tmp_path / "host0") == files_under(tmp_path / "host1") == files_under(tmp_path / "slurm") == []
 
 
 @pytest.mark.parametrize(
@@ -282,11 +293,11 @@ def test_auto_joins_only_a_detected_cluster_of_several_processes(monkeypatch):
     slurm = dict(zip(CLUSTER_VARIABLES, ("123", "node[1-2]", "1", "0", "0")))
     for name, value in slurm.items():
         monkeypatch.setenv(name, value)
-    assert cluster.detected_cluster() == ("SlurmCluster", 1)
+    assert cluster.detected_cluster() == ("Slurm", 1)
     cluster.start(cluster.ClusterSettings())
     assert calls == []
     monkeypatch.setenv("SLURM_NTASKS", "2")
-    assert cluster.detected_cluster() == ("SlurmCluster", 2)
+    assert cluster.detected_cluster() == ("Slurm", 2)
     cluster.start(cluster.ClusterSettings(distributed="off"))
     assert calls == []
     cluster.start(cluster.ClusterSettings(timeout=7))

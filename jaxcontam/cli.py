@@ -19,7 +19,8 @@ from pathlib import Path
 import click
 
 from jaxcontam import __version__
-from jaxcontam.errors import JaxcontamError, JaxcontamWarning
+from jaxcontam.commands.cluster_options import check_cluster_options, cluster_options
+from jaxcontam.errors import ClusterError, JaxcontamError, JaxcontamWarning
 
 GOOGLE_PCI_VENDOR = "0x1ae0"  # TPU chips show on the PCI bus under Google's vendor id
 
@@ -55,8 +56,15 @@ class LazyGroup(click.Group):
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="jaxcontam")
-def cli():
-    """Audit language models for benchmark contamination (PaCoST, ConTAM, likelihood detectors)."""
+@cluster_options
+@click.pass_context
+def cli(ctx, distributed, coordinator, num_processes, process_id, distributed_timeout):
+    """Audit language models for benchmark contamination (PaCoST, ConTAM, likelihood detectors).
+
+    On several hosts, run the same command on each: on a TPU pod or under SLURM the processes find each other
+    (--distributed auto); elsewhere give each --coordinator, --num-processes and its own --process-id.
+    """
+    check_cluster_options(ctx, distributed, coordinator, num_processes, process_id, distributed_timeout)
 
 
 class _HideTorchNotice(logging.Filter):
@@ -107,6 +115,11 @@ def main(argv=None):
     except click.ClickException as exc:
         exc.show()
         sys.exit(exc.exit_code)
+    except ClusterError as exc:  # JAX's connect thread still waits: leave now, without the interpreter's teardown
+        click.echo(f"error: {exc}", err=True)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(2)
     except JaxcontamError as exc:
         click.echo(f"error: {exc}", err=True)
         sys.exit(2)

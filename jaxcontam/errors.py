@@ -21,5 +21,9 @@ class IndexMismatchError(JaxcontamError):
     """A saved index or count file that does not match the requested settings or is corrupted."""
 
 
+class ClusterError(JaxcontamError):
+    """The processes of a multi-host run could not join (JAX's connect thread may still be waiting: exit at once)."""
+
+
 class JaxcontamWarning(UserWarning):
     """Input jaxcontam adjusted or skipped on its own (a split chosen, a metadata file left out); says what to do."""

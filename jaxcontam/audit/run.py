@@ -17,6 +17,7 @@ from jaxcontam.audit.config import AuditConfig
 from jaxcontam.audit.inputs import AuditBenchmark, AuditInputs, check_inputs
 from jaxcontam.audit.store import StageStore, fingerprint, run_chunked, write_atomic
 from jaxcontam.audit.summary import sweep_corrections
+from jaxcontam.cluster import is_writer
 from jaxcontam.report import write_report
 from jaxcontam.report.summary_schema import SCHEMA_VERSION, AuditSummary
 from jaxcontam.stats import sweep_resamples
@@ -209,7 +210,8 @@ def json_ready(value):
 
 
 def write_outputs(config: AuditConfig, runs: list[ModelRun], items: list[ItemRow]) -> AuditSummary:
-    """items.parquet, summary.json (the sweep's corrections decided here, over every run) and the report."""
+    """items.parquet, summary.json (the sweep's corrections decided here, over every run) and the report, written
+    by process 0 alone under `jax.distributed` (every process returns the summary)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -224,6 +226,9 @@ def write_outputs(config: AuditConfig, runs: list[ModelRun], items: list[ItemRow
         "runs": entries,
     }
     summary["sweep"] = sweep_corrections(entries, config.alpha, config.correction)
+    typed = AuditSummary.from_dict(summary)
+    if not is_writer():
+        return typed
     rows = [item.to_row() for item in items]
     columns = list(dict.fromkeys(key for row in rows for key in row))
     table = pa.table({c: [row.get(c) for row in rows] for c in columns})
@@ -232,7 +237,6 @@ def write_outputs(config: AuditConfig, runs: list[ModelRun], items: list[ItemRow
         out / "summary.json",
         lambda path: path.write_text(json.dumps(json_ready(summary), indent=2) + "\n", encoding="utf-8"),
     )
-    typed = AuditSummary.from_dict(summary)
     write_report(typed, rows, out)
     return typed
 

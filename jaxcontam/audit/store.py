@@ -5,6 +5,9 @@ of everything that determines the results (model, benchmark, stage settings, chu
 finished chunks and computes only the missing ones; chunk boundaries never move, so every chunk is computed
 on the same batch shapes and the final outputs equal those of an uninterrupted run. A line cut short by a
 kill is ignored (its chunk is redone); any other unreadable line is an error naming the file.
+
+Under `jax.distributed` process 0 alone reads and writes the file; the other processes get its finished chunks
+from process 0 and keep the chunks they compute (the same records) in memory.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from jaxcontam.cluster import from_writer, is_writer
 from jaxcontam.errors import JaxcontamError
 
 
@@ -27,13 +31,16 @@ class StageStore:
 
     def __init__(self, root: Path, stage: str, key: dict):
         self.path = Path(root) / f"{stage}-{fingerprint({'stage': stage, **key})}.jsonl"
-        self.chunks = self._read()
+        self.chunks = self._parse(from_writer(self._text))
 
-    def _read(self) -> dict[int, list[dict]]:
-        if not self.path.exists():
+    def _text(self) -> str | None:
+        return self.path.read_text(encoding="utf-8") if self.path.exists() else None
+
+    def _parse(self, text: str | None) -> dict[int, list[dict]]:
+        if text is None:
             return {}
         chunks = {}
-        lines = self.path.read_text(encoding="utf-8").split("\n")
+        lines = text.split("\n")
         for number, line in enumerate(lines, start=1):
             if not line:
                 continue
@@ -50,11 +57,12 @@ class StageStore:
         return chunks
 
     def append(self, chunk: int, records: list[dict]) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        with open(self.path, "a", encoding="utf-8") as handle:
-            handle.write(json.dumps({"chunk": chunk, "records": records}) + "\n")
-            handle.flush()
-            os.fsync(handle.fileno())
+        if is_writer():
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            with open(self.path, "a", encoding="utf-8") as handle:
+                handle.write(json.dumps({"chunk": chunk, "records": records}) + "\n")
+                handle.flush()
+                os.fsync(handle.fileno())
         self.chunks[chunk] = records
 
 

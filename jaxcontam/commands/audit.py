@@ -5,9 +5,11 @@ from __future__ import annotations
 import click
 
 from jaxcontam.commands.audit_options import audit_config, audit_options
+from jaxcontam.commands.cluster_options import runs_on_every_host
 from jaxcontam.commands.verdicts import echo_verdicts
 
 
+@runs_on_every_host
 @click.command("audit")
 @audit_options
 def audit(**options):
@@ -19,6 +21,9 @@ def audit(**options):
     resumes it.
     """
     from jaxcontam.audit.run import run_audit
+    from jaxcontam.cluster import is_writer
 
     config = audit_config(options)
-    echo_verdicts(run_audit(config), config.out)
+    summary = run_audit(config)
+    if is_writer():  # the others computed their share; process 0 wrote the outputs
+        echo_verdicts(summary, config.out)

@@ -7,12 +7,14 @@ from pathlib import Path
 
 import click
 
+from jaxcontam.commands.cluster_options import runs_on_every_host
 from jaxcontam.commands.config_file import config_file_options
 from jaxcontam.commands.mesh_options import dtype_option, mesh_layout, mesh_options
 from jaxcontam.commands.text_files import output_file, parse_fields, read_texts
 from jaxcontam.errors import DataError
 
 
+@runs_on_every_host
 @config_file_options
 @click.command("generate")
 @click.option("--model", "model_path", required=True, help="Model folder (HF safetensors + config + tokenizer).")
@@ -57,11 +59,12 @@ def generate(
 ):
     """Write id, prompt, completion, completion_token_ids, finish_reason per prompt."""
     import jaxcontam
+    from jaxcontam.cluster import is_writer
     from jaxcontam.engine.generation import generate as run_generation
 
     layout, device_mesh = mesh_layout(mesh, fsdp)
     texts = read_texts(Path(data_path), parse_fields(field_pairs, ("text", "id")))[:limit]
-    out = output_file(out)
+    out = output_file(out) if is_writer() else Path(out)
     model = jaxcontam.load_model(model_path, dtype=dtype, mesh=device_mesh, fsdp=layout.fsdp)
     if model.tokenizer is None:
         raise DataError(f"{model_path} has no tokenizer: add tokenizer.json beside the weights")
@@ -77,6 +80,8 @@ def generate(
         rows_per_batch=batch_rows,
         progress=True,
     )
+    if not is_writer():  # every process generated its share of each batch; process 0 writes them all
+        return
     with open(out, "w", encoding="utf-8") as handle:
         for (ident, text), result in zip(texts, results):
             record = {

@@ -6,11 +6,13 @@ from pathlib import Path
 
 import click
 
+from jaxcontam.commands.cluster_options import runs_on_every_host
 from jaxcontam.commands.config_file import config_file_options
 from jaxcontam.ngram.audit import VIEW_OF_METRIC, NgramScoring, NgramSettings
 from jaxcontam.ngram.item_text import SCOPES
 
 
+@runs_on_every_host
 @config_file_options
 @click.command("ngram")
 @click.option("--benchmark", "benchmarks", multiple=True, required=True, help="Benchmark name (repeatable).")
@@ -92,6 +94,7 @@ def ngram(
 
     Corpus counts are kept in OUT/counts and reused by reruns with other --mincount/--skip-budget.
     """
+    from jaxcontam.cluster import is_writer
     from jaxcontam.data import load_benchmark
     from jaxcontam.data.corpus import open_corpus
     from jaxcontam.errors import DataError
@@ -107,6 +110,8 @@ def ngram(
     opened = [(spec, open_corpus(spec, field=text_field, token_dtype=token_dtype)) for spec in corpora]
     out = Path(out)
     counted, scanned = ensure_counts(loaded, opened, units, settings, out / "counts", chunk_tokens=chunk_tokens)
+    if not is_writer():  # every process counted its share of the corpus; process 0 writes the items
+        return
     rows = item_rows(loaded, counted, units, settings, mincount=mincount, skip_budget=skip_budget)
     write_items_parquet(rows, out / "items.parquet")
     contaminated = sum(r["longest_match"] > 0 for r in rows)

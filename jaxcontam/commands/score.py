@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from jaxcontam.commands.cluster_options import runs_on_every_host
 from jaxcontam.commands.config_file import config_file_options
 from jaxcontam.commands.mesh_options import dtype_option, mesh_layout, mesh_options
 from jaxcontam.commands.text_files import output_file, parse_fields, read_texts
@@ -25,6 +26,7 @@ def tokenize_texts(tokenizer, texts, path) -> list[list[int]]:
     return encoded
 
 
+@runs_on_every_host
 @config_file_options
 @click.command("score")
 @click.option("--model", "model_path", required=True, help="Model folder (HF safetensors + config + tokenizer).")
@@ -57,12 +59,13 @@ def tokenize_texts(tokenizer, texts, path) -> list[list[int]]:
 def score(model_path, data_path, field_pairs, out, k, reference_model, dtype, batch_rows, limit, mesh, fsdp):
     """Write id, num_tokens, token_logprobs, mean_logprob, zlib_ratio, min_k, min_k_plus_plus per text."""
     import jaxcontam
+    from jaxcontam.cluster import is_writer
     from jaxcontam.detect import likelihood
     from jaxcontam.engine.scoring import score_logprobs
 
     layout, device_mesh = mesh_layout(mesh, fsdp)
     texts = read_texts(Path(data_path), parse_fields(field_pairs, ("text", "id")))[:limit]
-    out = output_file(out)
+    out = output_file(out) if is_writer() else Path(out)
     model = jaxcontam.load_model(model_path, dtype=dtype, mesh=device_mesh, fsdp=layout.fsdp)
     token_ids = tokenize_texts(model.tokenizer, texts, data_path)
     scores = score_logprobs(model, token_ids, with_stats=True, rows_per_batch=batch_rows, progress=True)
@@ -72,6 +75,8 @@ def score(model_path, data_path, field_pairs, out, k, reference_model, dtype, ba
         reference = score_logprobs(
             ref, tokenize_texts(ref.tokenizer, texts, data_path), rows_per_batch=batch_rows, progress=True
         )
+    if not is_writer():  # every process scored its share of each batch; process 0 writes them all
+        return
     with open(out, "w", encoding="utf-8") as handle:
         for i, ((ident, text), ids, s) in enumerate(zip(texts, token_ids, scores)):
             record = {

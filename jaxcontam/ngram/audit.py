@@ -24,11 +24,12 @@ from pathlib import Path
 
 import numpy as np
 
+from jaxcontam.cluster import from_writer, is_writer
 from jaxcontam.errors import DataError
 from jaxcontam.ngram.item_text import SCOPES, item_text
 from jaxcontam.ngram.metrics import table_scores
 from jaxcontam.ngram.store import read_npz, write_npz
-from jaxcontam.ngram.stream import CountView, count_corpus, process_checkpoint
+from jaxcontam.ngram.stream import CountView, count_corpus, from_process_zero, process_checkpoint
 from jaxcontam.ngram.table import ItemUnits, NgramTable, build_table, encode_items
 from jaxcontam.ngram.units import normalize_for_matching
 
@@ -156,16 +157,23 @@ def ensure_counts(
 
     `corpora` is a list of (name, Corpus). Returns ({view: (table, counts)}, scanned).
     A counts file from other settings (tokenizer, n, scope, corpora, items) is refused.
-    Under `jax.distributed` every process counts its share and process 0 writes the files.
+    Under `jax.distributed` every process counts its share and process 0 writes the files; on a rerun process 0
+    reads them and sends the counts to the others (whose disks need not hold them).
     """
-    import jax
-
     counts_dir = Path(counts_dir)
     tables = build_tables(benchmarks, units, settings)
     names = [name for name, _ in corpora]
     headers = {view: _header(units, settings, names, table, view) for view, table in tables.items()}
     paths = {view: counts_dir / f"{view}.npz" for view in tables}
-    counted = {view: load_counts(paths[view], headers[view])[:2] for view in tables if paths[view].exists()}
+    saved: dict[str, np.ndarray] = {}
+
+    def read_saved() -> list[str]:  # on process 0 alone: the views whose counts are saved (checked)
+        saved.update({view: load_counts(paths[view], headers[view])[1] for view in tables if paths[view].exists()})
+        return list(saved)
+
+    counted = {
+        view: (tables[view], from_process_zero(saved.get(view), len(tables[view]))) for view in from_writer(read_saved)
+    }
     missing = [view for view in tables if view not in counted]
     if not missing:
         return counted, False
@@ -176,7 +184,7 @@ def ensure_counts(
         result = count_corpus(views, corpus, units, chunk_tokens=chunk_tokens, checkpoint=checkpoint)
         totals = [a + b for a, b in zip(totals, result.counts)]
     for view, counts in zip(missing, totals):
-        if jax.process_index() == 0:
+        if is_writer():
             save_counts(paths[view], tables[view], counts, headers[view])
         counted[view] = (tables[view], counts)
     for checkpoint in checkpoints:

@@ -304,6 +304,13 @@ def _sum_over_processes(values: np.ndarray) -> np.ndarray:
     return (high_all << 31) + low_all
 
 
+def from_process_zero(values: np.ndarray | None, size: int) -> np.ndarray:
+    """Process 0's int64 `values` on every process (the others pass None); `values` itself with one process."""
+    if jax.process_count() == 1:
+        return values
+    return _sum_over_processes(values if jax.process_index() == 0 else np.zeros(size, np.int64))
+
+
 def process_checkpoint(checkpoint: str | Path) -> Path:
     """This process's checkpoint file: `checkpoint` itself, or `<name>.process<i>of<n>` under jax.distributed."""
     path, processes = Path(checkpoint), jax.process_count()

@@ -11,9 +11,9 @@ resource's time by the fraction of that peak real TPU programs are published to 
   smallest dense model MaxText publishes for the chip; Llama-3.1-8B on v6e). MFU counts useful model flops, so
   it folds in everything that kept the chip below peak: HBM stalls, exposed collectives, non-matmul work.
 - e_hbm: JetStream's published Llama-3-8B decode throughput on v5e-8 (bf16, batch 128, 2,048-token cache),
-  read as bytes each decode step must move (every weight but the embedding table, and the whole KV cache, as
-  the dense decode attention of the time and jaxcontam's own read it) per second over the slice's HBM
-  bandwidth. No other chip has a published decode throughput here: they use v5e's figure.
+  read as the bytes each decode step moves (every weight but the embedding table, and the whole KV cache, which a
+  dense decode attention reads, jaxcontam's too; that JetStream's did so then is assumed, not checked) per
+  second over the slice's HBM bandwidth. No other chip has a published decode throughput here: they use v5e's.
 - e_ici: the measured AllGather in "How To Scale Your Model" (v5e, 680 us profiled against 560 us from the
   link bandwidth). ICI traffic charges an all-reduce twice its bytes (a reduce-scatter and an all-gather).
 
@@ -21,12 +21,14 @@ Why max, then a sum: XLA's TPU fusions stream their operands from HBM while the 
 and HBM traffic overlap and the slower bounds it (the roofline's assumption; the efficiencies, measured on
 whole programs, carry the imperfect overlap). A tensor-parallel forward's all-reduces sit between a layer's
 matmul and the next layer's normalization, on the critical path, so their time is added: the pessimistic choice,
-and small next to compute for the workloads planned here (5-10% of a scoring step's time).
+and 3-15% of a scoring step's estimated time in docs/tpu.md's table.
 
-Published MFU here is training MFU on 128-8,960-chip slices at batch sizes where matmuls are large; a 1B-9B
-model's inference on 4-8 chips has narrower matmuls, so even the estimate is optimistic for small models. An
-estimate above the best published MFU for its chip is flagged (`above_published`): nothing published supports
-it, and it usually means the compiled flops undercount the model's (a counting error to look into).
+Biases, both ways. The compute figures are training MFU on slices of 64-256 chips with large matmuls; a 1B-9B
+model's inference on 4-8 chips has narrower ones, so the estimate may be optimistic where compute bounds. The
+bytes the plan reads from XLA charge every operand outside a fusion as an HBM round trip, more than a program
+moves, so where HBM bounds the estimate leans pessimistic. An estimate above the best published MFU for its chip
+is flagged (`above_published`): nothing published supports it, and it usually means the compiled flops
+undercount the model's (a counting error to look into).
 """
 
 from __future__ import annotations

@@ -61,6 +61,20 @@ def tpu_capacity() -> str:
     return experiment_module("plan/readme_table.py").markdown(rows) + "\n"
 
 
+def tpu_efficiency() -> str:
+    """The published fractions of peak `jaxcontam plan`'s estimate uses, per chip, each with its source."""
+    from jaxcontam.planning.efficiency import EFFICIENCY
+
+    names = {"compute": "compute (matmul-bound)", "hbm": "HBM bandwidth (decode)", "ici": "ICI bandwidth",
+             "best_mfu": "best published MFU (flag above it)"}
+    lines = ["| chip | what | fraction | measured | source |", "|---|---|---|---|---|"]
+    for chip, entry in EFFICIENCY.items():
+        for field, label in names.items():
+            figure = getattr(entry, field)
+            lines.append(f"| {chip} | {label} | {figure.value:.2%} | {figure.measured} | {figure.source} |")
+    return "\n".join(lines) + "\n"
+
+
 def real_model_audit(audit: str, command: str) -> Callable[[], str]:
     def table() -> str:
         results = EXPERIMENTS / "real_model" / "results"
@@ -279,6 +293,7 @@ def package_imports() -> str:
 
 TABLES: dict[str, Callable[[], str]] = {
     "tpu-capacity": tpu_capacity,
+    "tpu-efficiency": tpu_efficiency,
     "real-model-audit": real_model_audit("audit", "python experiments/real_model/run.py"),
     "real-model-audit-paper": real_model_audit("audit-paper", "python experiments/real_model/run.py --preset paper "
                                                               "--skip-membership"),

@@ -144,11 +144,23 @@ def test_plan_v5e_every_step(tiny_plan, capsys):
     replicated = d + 2 * layers * d  # the norms
     for step in report["steps"]:
         assert step["flops_per_device"] >= 0 and step["bytes_accessed_per_device"] > 0
-        assert step["fits"] is True and step["tokens_per_second"] > 0
+        assert step["fits"] is True and step["tokens_per_second_upper_bound"] > 0
+        # the roofline is a lower bound on time; the estimate takes at least as long
+        assert step["seconds_estimate"] >= step["roofline_seconds_lower_bound"] > 0
+        assert 0 < step["tokens_per_second_estimate"] <= step["tokens_per_second_upper_bound"]
+        assert step["above_published"] is False and step["best_published_mfu"] == 0.6686
         if step["step"] != "ngram":
             assert step["weights_bytes_per_device"] == 2 * (sharded // 2 + replicated)  # bf16, model=2
             assert step["argument_bytes_per_device"] >= step["weights_bytes_per_device"]
-            assert 0 < step["mfu"] <= 1
+            assert 0 < step["mfu_estimate"] <= step["mfu_upper_bound"] <= 1
+        else:
+            assert step["mfu_estimate"] is None and step["mfu_upper_bound"] is None
+    assert "lower bound on time" in report["roofline"]
+    assert {k: report["efficiency"][k]["value"] for k in ("compute", "hbm", "ici")} == {
+        "compute": 0.611,
+        "hbm": 0.49,
+        "ici": 0.82,
+    }
     score = report["steps"][0]
     # the matmuls of 8 x 64 tokens per 8 devices (model flops written from the architecture, not the code)
     tokens_per_device = 8 * 64 / 4
@@ -206,7 +218,7 @@ def test_plan_compiles_moe_and_gemma3_for_tpu(config, tmp_path, capsys):
     experts = spec.num_experts or 1
     mlp_bytes = 2 * layers * experts * 3 * d * f  # bf16
     for step in report["steps"]:
-        assert step["fits"] is True and step["tokens_per_second"] > 0
+        assert step["fits"] is True and step["tokens_per_second_upper_bound"] > 0
         # every MLP (or expert) weight is split over the 2 "model" devices: the rest is far smaller than half of it
         assert mlp_bytes / 2 <= step["weights_bytes_per_device"] < mlp_bytes / 2 + 0.5 * mlp_bytes, step
 
@@ -273,6 +285,9 @@ def test_plan_prints_a_table(tiny_plan, capsys):
     out = capsys.readouterr().out
     assert "not measurements" in out and 'Cloud TPU docs, "TPU v5e"' in out
     assert out.count("\nscore ") == 1 and "collectives:" in out
+    assert "tokens/s upper bound  MFU upper bound  est. tokens/s  est. MFU" in out
+    assert "a lower bound on time, so its tokens/s and MFU are upper bounds" in out
+    assert "best published MFU on v5e: 66.9%" in out and "!" not in out.split("collectives:")[0]
 
 
 @needs_libtpu
@@ -345,3 +360,113 @@ def test_plan_resolves_the_model_as_load_model_does(tmp_path):
         read_spec(str(tmp_path / "bad.json"))
     with pytest.raises(JaxcontamError, match="no such directory, and not a hub id of the form 'owner/name'"):
         read_spec(str(tmp_path / "missing"))
+
+
+def test_every_chip_has_published_efficiencies_each_with_its_source():
+    """Each chip jaxcontam has figures for has an entry in the efficiency table; every figure is a fraction of
+    peak with what was measured and where it is published, and the compute efficiency is no higher than the best
+    MFU published for the chip."""
+    from jaxcontam.planning.efficiency import EFFICIENCY
+    from jaxcontam.planning.tpu_chips import CHIPS
+
+    assert {c.name for c in CHIPS.values()} == set(EFFICIENCY)
+    for chip, entry in EFFICIENCY.items():
+        for name in ("compute", "hbm", "ici", "best_mfu"):
+            figure = getattr(entry, name)
+            assert 0 < figure.value < 1, (chip, name)
+            assert figure.measured and ("github.com/" in figure.source or "jax-ml.github.io/" in figure.source)
+        assert entry.compute.value <= entry.best_mfu.value, chip
+
+
+def _step(**changes):
+    from jaxcontam.planning.hlo_costs import Collective
+
+    fields = dict(
+        step="score",
+        shape="8 x 2048",
+        tokens=8 * 2048,
+        weights_bytes=1 << 30,
+        argument_bytes=1 << 30,
+        temp_bytes=1 << 30,
+        output_bytes=0,
+        hbm_bytes=16 << 30,
+        flops=197e12,  # one second of a v5e chip at peak
+        bytes_accessed=0.2 * 819e9,  # 0.2 s at peak HBM bandwidth
+        collectives=(Collective("all-reduce", "bf16[8,2048,4096]", 4_000_000_000, 2.0),),  # 8 GB: 20 ms of ICI
+        model_flops=4 * 197e12,
+        roofline_seconds=1.0,
+        bound="compute",
+        unknown_trip_loops=0,
+    )
+    return planning.StepPlan(**{**fields, **changes})
+
+
+def test_the_estimate_divides_each_resource_time_by_its_published_efficiency():
+    """max(compute / 0.611, HBM / 0.49) + ICI / 0.82 with an all-reduce's traffic twice its bytes, on 4 v5e chips."""
+    from jaxcontam.planning.tpu_chips import CHIPS
+
+    v5e = CHIPS["TPU v5 lite"]
+    plan = _step()
+    found = planning.estimate(plan, v5e, 4)
+    seconds = max(1.0 / 0.611, 0.2 / 0.49) + 2 * 8e9 / (400e9 * 0.82)
+    assert found.seconds == pytest.approx(seconds)
+    assert found.tokens_per_second == pytest.approx(8 * 2048 / seconds)
+    assert found.mfu == pytest.approx(1 / seconds) and found.mfu < planning.mfu_upper_bound(plan, v5e, 4) == 1
+    assert found.above_published is False
+    # HBM-bound: 3 s at peak bandwidth, 3 / 0.49 s estimated
+    hbm = planning.estimate(_step(bytes_accessed=3 * 819e9, collectives=()), v5e, 4)
+    assert hbm.seconds == pytest.approx(3 / 0.49)
+    # no published figures (a CPU host): no estimate
+    assert planning.estimate(plan, None, 4) is None
+
+
+def test_an_estimate_above_the_best_published_mfu_is_flagged(capsys):
+    """A step whose compiled flops undercount its model flops (1.5x here) estimates 0.611 x 1.5 = 92% MFU, above
+    the 66.86% MaxText publishes for v5e: `above_published` in the JSON, a marker and a note in the console."""
+    from jaxcontam.commands.plan import efficiency_record, print_report, step_record
+    from jaxcontam.planning.tpu_chips import CHIPS
+
+    v5e = CHIPS["TPU v5 lite"]
+    plan = _step(model_flops=1.5 * 197e12, bytes_accessed=0.0, collectives=())
+    record = step_record(plan, v5e, 1)
+    assert record["mfu_estimate"] == pytest.approx(0.611 * 1.5)
+    assert record["above_published"] is True and record["best_published_mfu"] == 0.6686
+    assert record["mfu_upper_bound"] == pytest.approx(1.5)  # the roofline's MFU bounds the estimate's
+    report = {
+        "model": "m",
+        "model_type": "llama",
+        "dtype": "bfloat16",
+        "topology": "v5e:1x1",
+        "devices": 1,
+        "device_kind": "TPU v5 lite",
+        "mesh": {"data": 1, "model": 1, "fsdp": False},
+        "note": "compiler estimates",
+        "roofline": "a lower bound on time",
+        "chip": {
+            "name": "v5e",
+            "source": v5e.source,
+            "peak_flops_per_device": v5e.peak_flops,
+            "hbm_bytes_per_device": v5e.hbm_bytes,
+            "hbm_bandwidth_per_device": v5e.hbm_bandwidth,
+            "ici_bandwidth_per_device": v5e.ici_bandwidth,
+        },
+        "efficiency": efficiency_record(v5e),
+        "steps": [record, step_record(_step(), v5e, 4)],
+    }
+    print_report(report)
+    out = capsys.readouterr().out
+    score_lines = [line for line in out.splitlines() if line.startswith("score ")]
+    assert score_lines[0].rstrip().endswith("92%!") and score_lines[1].rstrip().endswith("%")
+    assert not score_lines[1].rstrip().endswith("!")
+    assert "! an estimated MFU above the best published for v5e (66.9%)" in out
+
+
+@needs_libtpu
+def test_plan_v6e_uses_its_published_figures(tiny_plan, capsys):
+    """libtpu knows v6e (device kind "TPU v6 lite"): Cloud TPU's v6e figures, MaxText's Llama-3.1-8B MFU."""
+    main(["plan", "--model", str(tiny_plan), "--topology", "v6e:2x2", "--steps", "score", "--seq", "32", "--json"])
+    report = json.loads(capsys.readouterr().out)
+    assert report["chip"]["name"] == "v6e" and report["chip"]["peak_flops_per_device"] == 918e12
+    assert report["efficiency"]["compute"]["value"] == 0.4546
+    step = report["steps"][0]
+    assert 0 < step["mfu_estimate"] <= step["mfu_upper_bound"] and step["above_published"] is False

@@ -36,8 +36,12 @@ def _collective_lines(plan) -> list[str]:
 
 
 def step_record(plan, chip, devices: int) -> dict:
-    from jaxcontam.planning.plan import mfu
+    """One step's JSON: memory and costs per device; the roofline's lower bound on time with the upper bounds on
+    tokens/s and MFU it gives; and the efficiency-adjusted estimate (`planning.efficiency`)."""
+    from jaxcontam.planning.efficiency import ici_traffic
+    from jaxcontam.planning.plan import estimate, mfu_upper_bound
 
+    found = estimate(plan, chip, devices)
     return {
         "step": plan.step,
         "shape": plan.shape,
@@ -52,16 +56,41 @@ def step_record(plan, chip, devices: int) -> dict:
         "flops_per_device": plan.flops,
         "bytes_accessed_per_device": plan.bytes_accessed,
         "collective_bytes_per_device": sum(c.bytes * c.count for c in plan.collectives),
+        "ici_traffic_bytes_per_device": ici_traffic(plan.collectives),
         "collectives": [
             {"kind": c.kind, "shape": c.shape, "bytes": c.bytes, "count": c.count} for c in plan.collectives
         ],
         "model_flops": plan.model_flops,
-        "roofline_seconds": plan.seconds,
+        "roofline_seconds_lower_bound": plan.roofline_seconds,
         "bound": plan.bound,
-        "tokens_per_second": plan.tokens_per_second,
-        "mfu": mfu(plan, chip, devices),
+        "tokens_per_second_upper_bound": plan.tokens_per_second_upper_bound,
+        "mfu_upper_bound": mfu_upper_bound(plan, chip, devices),
+        "seconds_estimate": None if found is None else found.seconds,
+        "tokens_per_second_estimate": None if found is None else found.tokens_per_second,
+        "mfu_estimate": None if found is None else found.mfu,
+        "best_published_mfu": None if found is None else found.best_published_mfu,
+        "above_published": None if found is None else found.above_published,
         "loops_with_unknown_trip_count": plan.unknown_trip_loops,
     }
+
+
+def efficiency_record(chip) -> dict | None:
+    """The published efficiencies the estimate uses for `chip`, each with what was measured and its source."""
+    from jaxcontam.planning.efficiency import MODEL, efficiency_for
+
+    found = efficiency_for(chip)
+    if found is None:
+        return None
+    figures = {
+        name: {"value": f.value, "measured": f.measured, "source": f.source}
+        for name, f in (
+            ("compute", found.compute),
+            ("hbm", found.hbm),
+            ("ici", found.ici),
+            ("best_mfu", found.best_mfu),
+        )
+    }
+    return {"model": MODEL, **figures}
 
 
 def run_plan(model, topology, mesh, dtype, steps, workload, fsdp: bool = False) -> dict:
@@ -87,6 +116,8 @@ def run_plan(model, topology, mesh, dtype, steps, workload, fsdp: bool = False) 
         plans.append(plan_steps.plan_ngram_step(devices, chip, workload))
     return {
         "note": "compiler estimates (XLA's compiled program and published chip figures), not measurements",
+        "roofline": "max(flops / peak, bytes / HBM bandwidth, collective bytes / ICI bandwidth): a lower bound on "
+        "time, so its tokens/s and MFU are upper bounds",
         "model": model,
         "model_type": spec.model_type,
         "topology": topology,
@@ -104,6 +135,7 @@ def run_plan(model, topology, mesh, dtype, steps, workload, fsdp: bool = False) 
             "hbm_bandwidth_per_device": chip.hbm_bandwidth,
             "ici_bandwidth_per_device": chip.ici_bandwidth,
         },
+        "efficiency": efficiency_record(published),
         "steps": [step_record(p, chip, len(devices)) for p in plans],
     }
 
@@ -124,7 +156,17 @@ def print_report(report: dict) -> None:
             f"{_gib(chip['hbm_bytes_per_device'])} GiB HBM at {chip['hbm_bandwidth_per_device'] / 1e9:.0f} GB/s, "
             f"ICI {ici} GB/s ({chip['source']})"
         )
-    click.echo(f"{report['note']}; roofline = max(flops / peak, bytes / HBM bandwidth, collective bytes / ICI)\n")
+    click.echo(f"{report['note']}\nroofline = {report['roofline']}")
+    efficiency = report.get("efficiency")
+    if efficiency is not None:
+        best = efficiency["best_mfu"]
+        click.echo(
+            f"estimate = max(flops / (peak x {efficiency['compute']['value']:.2f}), bytes / (HBM bandwidth x "
+            f"{efficiency['hbm']['value']:.2f})) + ICI traffic / (ICI bandwidth x {efficiency['ici']['value']:.2f}): "
+            "fractions of peak from published measurements (--json names each source); best published MFU on "
+            f"{chip['name']}: {best['value']:.1%} ({best['measured'].split(':')[0]}, {best['source'].split(',')[0]})"
+        )
+    click.echo()
     header = (
         "step",
         "call",
@@ -137,12 +179,15 @@ def print_report(report: dict) -> None:
         "GB moved",
         "coll. GB",
         "bound",
-        "tokens/s",
-        "MFU",
+        "tokens/s upper bound",
+        "MFU upper bound",
+        "est. tokens/s",
+        "est. MFU",
     )
     table = [header]
     for s in report["steps"]:
-        tps, mfu = s["tokens_per_second"], s["mfu"]
+        tps, mfu = s["tokens_per_second_upper_bound"], s["mfu_upper_bound"]
+        est_tps, est_mfu = s["tokens_per_second_estimate"], s["mfu_estimate"]
         table.append(
             (
                 s["step"],
@@ -158,12 +203,20 @@ def print_report(report: dict) -> None:
                 s["bound"] or "-",
                 "-" if tps is None else f"{tps:,.0f}",
                 "-" if mfu is None else f"{mfu:.0%}",
+                "-" if est_tps is None else f"{est_tps:,.0f}",
+                "-" if est_mfu is None else f"{est_mfu:.0%}" + ("!" if s["above_published"] else ""),
             )
         )
     widths = [max(len(str(row[i])) for row in table) for i in range(len(header))]
     for row in table:
         click.echo("  ".join(str(v).ljust(n) for v, n in zip(row, widths)).rstrip())
-    click.echo("(bytes per device in GiB; TFLOP, GB moved and collective GB per device per call)\n\ncollectives:")
+    click.echo("(bytes per device in GiB; TFLOP, GB moved and collective GB per device per call)")
+    if any(s["above_published"] for s in report["steps"]):
+        click.echo(
+            f"! an estimated MFU above the best published for {chip['name']} "
+            f"({report['efficiency']['best_mfu']['value']:.1%}): no published measurement supports it"
+        )
+    click.echo("\ncollectives:")
     from jaxcontam.planning.hlo_costs import Collective
 
     for s in report["steps"]:

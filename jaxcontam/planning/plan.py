@@ -5,8 +5,10 @@ checkpoint table and sharding rules), so a TPU slice can be planned on a CPU mac
 `jax.experimental.topologies` gives abstract TPU devices, `jit(...).lower(...).compile()` the TPU executable.
 Per step: bytes per device (`memory_analysis`), loop-aware flops, bytes accessed and collectives
 (`planning.hlo_costs`), and a roofline time max(flops / peak, bytes / HBM bandwidth, collective bytes / ICI
-bandwidth) from the chip's published figures (`planning.tpu_chips`). These are compiler estimates, not
-measurements.
+bandwidth) from the chip's published figures (`planning.tpu_chips`). The roofline assumes the chip runs at its
+peak wherever a resource bounds: a lower bound on time, so the tokens/s and MFU it gives are upper bounds.
+`planning.efficiency` turns the same costs into an estimate with the fractions of peak published measurements
+reach. These are compiler estimates, not measurements.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from jaxcontam.mesh import make_mesh, parse_mesh  # noqa: F401  (parse_mesh: `--
 from jaxcontam.models.checkpoint_map import checkpoint_entries
 from jaxcontam.models.sharding import LAYERS, weight_sharding
 from jaxcontam.models.spec import ModelSpec
+from jaxcontam.planning import efficiency
 from jaxcontam.planning.hlo_costs import Collective, hlo_costs
 from jaxcontam.planning.tpu_chips import EXAMPLE_TOPOLOGIES, Chip
 
@@ -133,7 +136,7 @@ def per_device_bytes(tree) -> int:
 
 @dataclasses.dataclass(frozen=True)
 class StepPlan:
-    """One compiled step: per-device memory and costs, and the roofline estimate for the whole slice."""
+    """One compiled step: per-device memory and costs, and the roofline time (a lower bound) for the slice."""
 
     step: str
     shape: str  # the workload of one call, e.g. "8 x 2048"
@@ -147,8 +150,8 @@ class StepPlan:
     bytes_accessed: float
     collectives: tuple[Collective, ...]
     model_flops: float | None  # useful model flops of one call over the slice (None: not a model step)
-    seconds: float | None  # roofline time of one call
-    bound: str | None  # "compute", "hbm" or "ici"
+    roofline_seconds: float | None  # roofline time of one call: a lower bound, the chip at peak
+    bound: str | None  # "compute", "hbm" or "ici": the resource whose roofline time is the longest
     unknown_trip_loops: int
 
     @property
@@ -160,15 +163,31 @@ class StepPlan:
         return None if self.hbm_bytes is None else self.total_bytes <= self.hbm_bytes
 
     @property
-    def tokens_per_second(self) -> float | None:
-        return None if not self.seconds else self.tokens / self.seconds
+    def tokens_per_second_upper_bound(self) -> float | None:
+        return None if not self.roofline_seconds else self.tokens / self.roofline_seconds
 
 
-def mfu(plan: StepPlan, chip: Chip | None, devices: int) -> float | None:
-    """Model flops of a call over the slice's peak flops for the call's roofline time."""
-    if chip is None or plan.model_flops is None or not plan.seconds:
+def mfu_upper_bound(plan: StepPlan, chip: Chip | None, devices: int) -> float | None:
+    """Model flops of a call over the slice's peak flops for the call's roofline time: an upper bound on MFU."""
+    if chip is None or plan.model_flops is None or not plan.roofline_seconds:
         return None
-    return plan.model_flops / (plan.seconds * chip.peak_flops * devices)
+    return plan.model_flops / (plan.roofline_seconds * chip.peak_flops * devices)
+
+
+def estimate(plan: StepPlan, chip: Chip | None, devices: int) -> efficiency.Estimate | None:
+    """The efficiency-adjusted estimate of a call over the slice (`planning.efficiency`); None for a chip without
+    published efficiencies."""
+    if chip is None:
+        return None
+    return efficiency.estimate(
+        chip,
+        devices,
+        plan.tokens,
+        plan.model_flops,
+        plan.flops,
+        plan.bytes_accessed,
+        efficiency.ici_traffic(plan.collectives),
+    )
 
 
 def program_text(compiled) -> str:
@@ -212,13 +231,13 @@ def compile_step(
             ) from exc
     memory = compiled.memory_analysis()
     costs = hlo_costs(program_text(compiled))
-    seconds = bound = None
+    roofline_seconds = bound = None
     if chip is not None:
         times = {"compute": costs.flops / chip.peak_flops, "hbm": costs.bytes_accessed / chip.hbm_bandwidth}
         if chip.ici_bandwidth is not None:
             times["ici"] = costs.collective_bytes / chip.ici_bandwidth
         bound = max(times, key=times.get)
-        seconds = times[bound]
+        roofline_seconds = times[bound]
     return StepPlan(
         step=step,
         shape=shape,
@@ -232,7 +251,7 @@ def compile_step(
         bytes_accessed=costs.bytes_accessed,
         collectives=costs.collectives,
         model_flops=model_flops,
-        seconds=seconds,
+        roofline_seconds=roofline_seconds,
         bound=bound,
         unknown_trip_loops=costs.unknown_trip_loops,
     )

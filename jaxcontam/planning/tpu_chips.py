@@ -7,6 +7,8 @@ Sources (Google Cloud TPU documentation, the "System architecture" table of each
   bidirectional per chip, two TensorCores per chip (one JAX device, megacore).
 - "TPU v4" (cloud.google.com/tpu/docs/v4): 275 TFLOP/s bf16, 32 GiB HBM2 at 1200 GB/s, two TensorCores per chip.
   The page gives no per-chip ICI bandwidth, so no collective time is estimated for v4.
+- "TPU v6e" (cloud.google.com/tpu/docs/v6e): 918 TFLOP/s bf16, 32 GB HBM at 1638 GB/s, ICI 800 GB/s
+  bidirectional per chip, one TensorCore per chip.
 When libtpu exposes each TensorCore of a chip as its own device (v4 topologies), each device gets its share.
 """
 
@@ -42,13 +44,14 @@ class Chip:
         )
 
 
-# JAX device_kind -> chip. v5e's page says "16 GB": the chip carries 16 GiB.
+# JAX device_kind -> chip. v5e's page says "16 GB": the chip carries 16 GiB; v6e's "32 GB" read the same way.
 CHIPS = {
     "TPU v5 lite": Chip("v5e", 197e12, 16 * GIB, 819e9, 400e9, 'Cloud TPU docs, "TPU v5e"'),
     "TPU v5": Chip("v5p", 459e12, 95 * GIB, 2765e9, 1200e9, 'Cloud TPU docs, "TPU v5p"'),
     "TPU v4": Chip("v4", 275e12, 32 * GIB, 1200e9, None, 'Cloud TPU docs, "TPU v4"'),
+    "TPU v6 lite": Chip("v6e", 918e12, 32 * GIB, 1638e9, 800e9, 'Cloud TPU docs, "TPU v6e"'),
 }
-EXAMPLE_TOPOLOGIES = ("v5e:2x2", "v5e:2x4", "v5e:4x4", "v5p:2x2x1", "v5p:2x2x2", "v4:2x2x1", "v4:2x2x2")
+EXAMPLE_TOPOLOGIES = ("v5e:2x2", "v5e:2x4", "v5e:4x4", "v5p:2x2x1", "v5p:2x2x2", "v4:2x2x1", "v4:2x2x2", "v6e:2x2")
 
 
 def chip_for(device_kind: str) -> Chip | None:

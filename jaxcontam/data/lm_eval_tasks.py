@@ -15,14 +15,15 @@ lm-eval's `TaskManager(include_path=folder)` (CLI: `--include_path`) then finds 
 so results keep their usual keys. A file given by the user must hold the stock task's Hugging Face fields.
 
 `LOCAL_TASKS` maps the copies under jaxcontam's data roots (`../shared/data`, `$JAXCONTAM_DATA`) to those fields,
-the one place this mapping lives:
+the one place this mapping lives (task: local file (split) -> what its rows become):
 
-| task | local file | rows become |
-|---|---|---|
-| arc_easy | llm_adapters_commonsense/ARC-Easy/parsed.jsonl (test) | question, choices {text, label A..}, answerKey (the gold letter), id (the row's) |
-| piqa | piqa/piqa_valid_with_labels.jsonl (validation) | goal, sol1, sol2, label (already the hub fields) |
-| hellaswag | hellaswag/hellaswag_val.jsonl (validation) | ctx_a = ctx, ctx_b = "", activity_label, endings, label (a string, as on the hub) |
-| copa | copa/copa_dev.jsonl ids 401-500 (SuperGLUE's validation ids) | premise, choice1, choice2, question, label, idx |
+- arc_easy: llm_adapters_commonsense/ARC-Easy/parsed.jsonl (test) -> question, choices {text, label A..},
+  answerKey (the gold letter), id (the row's)
+- piqa: piqa/piqa_valid_with_labels.jsonl (validation) -> goal, sol1, sol2, label (already the hub fields)
+- hellaswag: hellaswag/hellaswag_val.jsonl (validation) -> ctx_a = ctx, ctx_b = "", activity_label, endings,
+  label (a string, as on the hub)
+- copa: copa/copa_dev.jsonl ids 401-500 (SuperGLUE's validation ids) -> premise, choice1, choice2, question,
+  label, idx
 
 Known differences from the hub copies: the local HellaSwag was preprocessed by llama.cpp's extractor (markers
 such as "[title]" already removed, ctx_a and ctx_b joined into ctx), so the stock `process_docs` cannot
@@ -272,9 +273,10 @@ def load_lm_eval_benchmark(
 ) -> Benchmark:
     """An lm-eval task's evaluation documents as a Benchmark named `lm_eval:<task>` (module docstring).
 
-    split: None or the split the task evaluates (the task defines it). path: a local file with the task's hub fields; without it a task of `LOCAL_TASKS` reads jaxcontam's local
-    copy when a data root holds one, any other task lm-eval's own source (the hub). folder: where the override
-    YAML and converted rows go (default: a temporary folder).
+    split: None or the split the task evaluates (the task defines it). path: a local file with the task's hub
+    fields; without it a task of `LOCAL_TASKS` reads jaxcontam's local copy when a data root holds one, any other
+    task lm-eval's own source (the hub). folder: where the override YAML and converted rows go (default: a
+    temporary folder).
     """
     import tempfile
 

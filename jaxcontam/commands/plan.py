@@ -95,7 +95,7 @@ def run_plan(model, topology, mesh, dtype, steps, workload, fsdp: bool = False) 
         "mesh": {"data": data, "model": model_axis, "fsdp": fsdp},
         "dtype": dtype,
         "chip": None
-        if published is None
+        if published is None or chip is None  # chip is None exactly when published is
         else {
             "name": published.name,
             "source": published.source,
@@ -140,7 +140,7 @@ def print_report(report: dict) -> None:
         "tokens/s",
         "MFU",
     )
-    table = [header]
+    table: list[tuple] = [header]
     for s in report["steps"]:
         tps, mfu = s["tokens_per_second"], s["mfu"]
         table.append(

@@ -44,9 +44,10 @@ import dataclasses
 import json
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
+from typing import Any
 
 from jaxcontam.data.adapters import COPA_SPLITS, SUPERGLUE_SWAPPED_COPA_IDS
-from jaxcontam.data.item import Benchmark, Item
+from jaxcontam.data.item import Benchmark, Item, choice_of
 from jaxcontam.data.registry import data_roots
 from jaxcontam.errors import DataError
 
@@ -250,7 +251,7 @@ def _prompt(item: Item) -> str:
 
 
 def _continuation(delimiter: str) -> Callable[[Item, int], str]:
-    return lambda item, index: delimiter + item.choices[index]
+    return lambda item, index: delimiter + choice_of(item, index)
 
 
 def _gold_index(task_name: str, doc_id: int, gold, choices: list[str]) -> int:
@@ -293,7 +294,7 @@ def load_lm_eval_benchmark(
             task = manager.load([task_name])["tasks"][task_name]
         except KeyError:
             raise DataError(f"lm-eval has no task {task_name!r}; list them with `lm-eval ls tasks`") from None
-        docs = list(task.eval_docs)
+        docs: list[Any] = list(task.eval_docs)  # the rows lm-eval reads (dicts)
     evaluated = task.config.test_split or task.config.validation_split
     if split is not None and split != evaluated:
         raise DataError(
@@ -306,15 +307,25 @@ def load_lm_eval_benchmark(
             f"lm-eval task {task_name} is a {kind} task; an audit takes multiple_choice or "
             "generate_until tasks (questions with answers)"
         )
+    from lm_eval.api.task import ConfigurableTask
+
+    if kind == "multiple_choice" and not isinstance(task, ConfigurableTask):
+        raise DataError(f"lm-eval task {task_name} lists no choices (doc_to_choice): it is not a configurable task")
     delimiter = task.config.target_delimiter
     items = []
     for doc_id, doc in enumerate(docs[:limit]):
         question = task.doc_to_text(doc)
-        if kind == "multiple_choice":
-            choices = list(task.doc_to_choice(doc))
-            answer = _gold_index(task_name, doc_id, task.doc_to_target(doc), choices)
+        if not isinstance(question, str):
+            raise DataError(
+                f"lm-eval task {task_name}, document {doc_id}: its text is a {type(question).__name__}, "
+                "not a question string"
+            )
+        choices: tuple[str, ...] | None = None
+        if isinstance(task, ConfigurableTask) and kind == "multiple_choice":
+            choices = tuple(task.doc_to_choice(doc))
+            answer = _gold_index(task_name, doc_id, task.doc_to_target(doc), list(choices))
         else:
-            choices, answer = None, str(task.doc_to_target(doc))
+            answer = str(task.doc_to_target(doc))
         items.append(
             Item(
                 id=str(doc_id),
@@ -328,7 +339,7 @@ def load_lm_eval_benchmark(
     return LmEvalBenchmark(
         name=f"{PREFIX}{task_name}",
         split=evaluated,
-        items=items,
+        items=tuple(items),
         prompt_fn=_prompt,
         choice_fn=_continuation(delimiter),
         delimiter=delimiter,

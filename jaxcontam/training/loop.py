@@ -16,6 +16,7 @@ import dataclasses
 import functools
 import time
 from collections.abc import Callable, Iterable
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -28,6 +29,7 @@ try:
 except ImportError:
     raise JaxcontamError('the training loop needs optax and orbax: pip install "jaxcontam[train]"') from None
 
+from jaxcontam.language_model import ModelInterface
 from jaxcontam.models.attention import mesh_platform
 from jaxcontam.models.config import DecoderConfig
 from jaxcontam.models.spec import ModelSpec, from_hf_config
@@ -50,14 +52,14 @@ class FitResult:
     ran); `steps_run` is the number of steps this process trained (fewer than `steps` after a resume).
     """
 
-    weights: object
-    opt_state: object
+    weights: Any  # the pytree trained
+    opt_state: Any
     losses: list[float]
     tokens_per_second: float
     steps_run: int
 
 
-def next_token_loss(params: dict, spec: ModelSpec, batch: dict) -> jax.Array:
+def next_token_loss(params: dict, spec: ModelInterface, batch: dict) -> jax.Array:
     """Mean cross-entropy of each token given its prefix, within segments (padding and boundaries excluded)."""
     tokens, segments = batch["tokens"], batch["segment_ids"]
     hidden = spec.hidden_states(params, tokens, batch["positions"], segments)
@@ -101,7 +103,7 @@ def _on_weights_mesh(opt_state, weights):
     )
 
 
-def params_as_is(weights, spec: ModelSpec):
+def params_as_is(weights, spec: ModelInterface):
     """`fit`'s `to_params` for weights that already are the decoder's params (a loaded `Model`'s)."""
     return weights
 
@@ -132,7 +134,7 @@ def _train_step(weights, opt_state, batch, *, spec, to_params, schedule):
 
 
 def fit(
-    spec: ModelSpec,
+    spec: ModelInterface,
     weights,
     batches: Iterable[dict],
     *,
@@ -144,7 +146,7 @@ def fit(
     log_every: int = 50,
     log: Callable[[str], None] = print,
     on_log: Callable[[int, float], None] | None = None,
-    callback: Callable[[int, object], None] | None = None,
+    callback: Callable[[int, Any], None] | None = None,
     callback_every: int = 0,
     checkpoints: TrainCheckpoints | None = None,
     batch_sharding=None,
@@ -163,7 +165,7 @@ def fit(
     )
     opt_state = _on_weights_mesh(tx.init(weights), weights)
     resumed = checkpoints.latest_step() if checkpoints is not None else None
-    if resumed:
+    if resumed and checkpoints is not None:
         weights, opt_state = checkpoints.restore(resumed, weights, opt_state)
         log(f"resumed from the checkpoint of step {resumed}")
     losses, trained = [], resumed or 0

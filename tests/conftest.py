@@ -1,5 +1,6 @@
 """Shared fixtures: the real public data beside the checkout (../shared/data), and the command line with model
-loading replaced by a marker (for refusals that must come before any model work)."""
+loading replaced by a marker (for refusals that must come before any model work). Helpers the tests share are in
+helpers.py."""
 
 import os
 import pathlib
@@ -10,8 +11,7 @@ import pytest
 # the two test workers (and their subprocesses) may each load libtpu to compile for TPU topologies
 os.environ.setdefault("ALLOW_MULTIPLE_LIBTPU_LOAD", "1")
 
-REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
-SHARED_DATA = pathlib.Path(os.environ.get("JAXCONTAM_SHARED_DATA", REPO_ROOT.parent / "shared" / "data"))
+from helpers import MODEL_LOAD_REACHED, SHARED_DATA  # noqa: E402  (after the environment above)
 
 
 @pytest.fixture(scope="session")
@@ -24,7 +24,13 @@ def shared_data() -> pathlib.Path:
     return SHARED_DATA
 
 
-MODEL_LOAD_REACHED = "MODEL LOAD REACHED"
+@pytest.fixture(scope="session")
+def stories_dir(shared_data, tmp_path_factory) -> pathlib.Path:
+    """llama2.c's stories260K (shared data) converted to a Hugging Face folder, once per session."""
+    from jaxcontam.models.llama2c import convert_llama2c
+
+    folder = shared_data / "tiny_lm_stories260K"
+    return convert_llama2c(folder / "stories260K.bin", folder / "tok512.bin", tmp_path_factory.mktemp("stories"))
 
 
 @pytest.fixture

@@ -19,7 +19,10 @@ import pytest
 # the two test workers (and their subprocesses) may each load libtpu to compile for TPU topologies
 os.environ.setdefault("ALLOW_MULTIPLE_LIBTPU_LOAD", "1")
 
-from helpers import MODEL_LOAD_REACHED, SHARED_DATA  # noqa: E402  (after the environment above)
+from helpers import MODEL_LOAD_REACHED  # noqa: E402  (after the environment above)
+
+REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
+SHARED_DATA = pathlib.Path(os.environ.get("JAXCONTAM_SHARED_DATA", REPO_ROOT.parent / "shared" / "data"))
 
 
 @pytest.hookimpl(tryfirst=True)  # before -m deselects by marks

@@ -1,6 +1,6 @@
 """Helpers shared by the tests (fixtures live in conftest.py); no test module imports another.
 
-- where the real data is: `SHARED_DATA` (../shared/data beside the checkout, or $JAXCONTAM_SHARED_DATA);
+- the error the `jaxcontam_cli` fixture (conftest.py) raises in place of model loading, and SmolLM2's file names;
 - in-memory corpus doubles with the reader interface (`Doc`, `Shard`, `ListCorpus`) and n-gram references;
 - a toy one-layer decoder implementing the engine's model interface (`ToySpec`, `toy_model`, `naive_logprobs`);
 - collectives of optimized HLO text (`collective_shapes`, `largest_collective_elements`);
@@ -20,7 +20,6 @@ import dataclasses
 import functools
 import json
 import math
-import os
 import re
 import types
 from collections import Counter
@@ -34,8 +33,6 @@ import numpy as np
 from jaxcontam.ngram.table import ItemUnits, build_table
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-# the folder of real benchmarks, corpora and models; tests that read it are marked `shared_data`
-SHARED_DATA = Path(os.environ.get("JAXCONTAM_SHARED_DATA", REPO_ROOT.parent / "shared" / "data"))
 # the error `jaxcontam_cli` (conftest.py) raises in place of model loading
 MODEL_LOAD_REACHED = "MODEL LOAD REACHED"
 SMOLLM2_FOLDER = "smollm2_135m_instruct"  # under the data root
@@ -700,7 +697,8 @@ if __name__ == "__main__":
     import lm_eval
 
     assert lm_eval.__version__ == LM_EVAL_VERSION, f"freeze with lm-eval {LM_EVAL_VERSION}, not {lm_eval.__version__}"
-    text = json.dumps(freeze_lm_eval_requests(SHARED_DATA), indent=1, ensure_ascii=False)
+    shared = REPO_ROOT.parent / "shared" / "data"
+    text = json.dumps(freeze_lm_eval_requests(shared), indent=1, ensure_ascii=False)
     text = re.sub(r"\[[\d,\s]*\]", lambda ids: json.dumps(json.loads(ids.group(0))), text)  # id lists on one line
     LM_EVAL_FROZEN.write_text(text + "\n", encoding="utf-8")
     print(f"wrote {LM_EVAL_FROZEN}")

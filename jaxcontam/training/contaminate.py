@@ -292,7 +292,7 @@ def run_contamination(settings: ContaminationSettings, log: Callable[[str], None
         if not resumed:
             callback(0, model.params)
     result = fit(
-        model.config,
+        spec,
         model.params,
         packed_batches(
             ids, seq_len=settings.seq_len, batch_size=settings.batch_size, seed=settings.seed, pad_last=True

@@ -29,7 +29,6 @@ try:
 except ImportError:
     raise JaxcontamError('the training loop needs optax and orbax: pip install "jaxcontam[train]"') from None
 
-from jaxcontam.language_model import ModelInterface
 from jaxcontam.models.attention import mesh_platform
 from jaxcontam.models.config import DecoderConfig
 from jaxcontam.models.spec import ModelSpec, from_hf_config
@@ -59,7 +58,7 @@ class FitResult:
     steps_run: int
 
 
-def next_token_loss(params: dict, spec: ModelInterface, batch: dict) -> jax.Array:
+def next_token_loss(params: dict, spec: ModelSpec, batch: dict) -> jax.Array:
     """Mean cross-entropy of each token given its prefix, within segments (padding and boundaries excluded)."""
     tokens, segments = batch["tokens"], batch["segment_ids"]
     hidden = spec.hidden_states(params, tokens, batch["positions"], segments)
@@ -103,7 +102,7 @@ def _on_weights_mesh(opt_state, weights):
     )
 
 
-def params_as_is(weights, spec: ModelInterface):
+def params_as_is(weights, spec: ModelSpec):
     """`fit`'s `to_params` for weights that already are the decoder's params (a loaded `Model`'s)."""
     return weights
 
@@ -134,7 +133,7 @@ def _train_step(weights, opt_state, batch, *, spec, to_params, schedule):
 
 
 def fit(
-    spec: ModelInterface,
+    spec: ModelSpec,
     weights,
     batches: Iterable[dict],
     *,

@@ -19,8 +19,15 @@ __all__ = [
 ]
 
 import pathlib as _pathlib
+import typing as _typing
 
 from jaxcontam.errors import JaxcontamError, JaxcontamWarning
+
+if _typing.TYPE_CHECKING:  # the names `__getattr__` imports on first use, for type checkers
+    from jaxcontam.detect.audit_callback import AuditCallback
+    from jaxcontam.functional import from_fn
+    from jaxcontam.language_model import LanguageModel, ModelInterface
+    from jaxcontam.models.model import Model
 
 # `kernels/` sits at the repository top level and installs as `jaxcontam.kernels`; from a source checkout
 # (tests run from the repository root import this copy of the package) it is found beside the package.

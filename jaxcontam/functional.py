@@ -14,18 +14,23 @@ from collections.abc import Callable, Sequence
 
 import jax
 import jax.numpy as jnp
+from jax.sharding import Mesh
 
 from jaxcontam.errors import ModelError
-from jaxcontam.language_model import LanguageModel
+from jaxcontam.language_model import NO_LENGTH_LIMIT, LanguageModel
 from jaxcontam.mesh import make_mesh
 from jaxcontam.models.model import Model
 
 
-def mesh_of(params, mesh):
+def mesh_of(params, mesh: Mesh | None) -> Mesh:
     """`mesh`, else the mesh the params are placed on, else every device on "data"."""
     if mesh is None:
         shardings = [leaf.sharding for leaf in jax.tree.leaves(params) if isinstance(leaf, jax.Array)]
-        named = [s.mesh for s in shardings if isinstance(s, jax.sharding.NamedSharding)]
+        named = [
+            s.mesh
+            for s in shardings
+            if isinstance(s, jax.sharding.NamedSharding) and isinstance(s.mesh, Mesh)  # placed arrays: concrete
+        ]
         mesh = named[0] if named else None
     if mesh is not None and "data" not in mesh.axis_names:
         raise ModelError(
@@ -85,7 +90,7 @@ def wrap_functions(
     is_hidden = head is not None
     config = LanguageModel(
         vocab_size=found,
-        max_position=max_position,
+        max_position=NO_LENGTH_LIMIT if max_position is None else max_position,
         hidden=forward if is_hidden else None,
         head=head,
         logits=None if is_hidden else forward,

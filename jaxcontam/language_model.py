@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import jax
 import jax.numpy as jnp
@@ -32,34 +32,57 @@ class ModelInterface(Protocol):
     so any causal model is exact on the real tokens whether or not it reads positions and segment ids.
     """
 
-    vocab_size: int
-    max_position: int  # the longest sequence it takes (`NO_LENGTH_LIMIT` when it states none)
-    final_logit_softcap: float | None  # logits become c * tanh(logits / c)
-    eos_token_id: int | tuple[int, ...] | None  # the ids that end generation
-    packing: bool
+    # read-only attributes (properties here, so that frozen dataclasses implement them)
+    @property
+    def vocab_size(self) -> int: ...
+
+    @property
+    def max_position(self) -> int:
+        """The longest sequence it takes (`NO_LENGTH_LIMIT` when it states none)."""
+        ...
+
+    @property
+    def final_logit_softcap(self) -> float | None:
+        """Logits become c * tanh(logits / c)."""
+        ...
+
+    @property
+    def eos_token_id(self) -> int | tuple[int, ...] | None:
+        """The ids that end generation."""
+        ...
+
+    @property
+    def packing(self) -> bool: ...
 
     @property
     def hidden_size(self) -> int | None:
         """D of the output matrix, or None when it is [V, D]."""
+        ...
 
     def hidden_states(self, params, tokens, positions, segment_ids) -> jax.Array:
         """[B, T, D] final hidden states, or [B, T, V] logits for a model with no output projection."""
+        ...
 
-    def output_projection(self, params):
+    def output_projection(self, params) -> Any:
         """(weight [V, D] or [D, V], bias [V] or None), or None for a logits-only model."""
+        ...
 
     def logits_from_hidden(self, params, hidden) -> jax.Array:
         """float32 [..., V] logits from hidden [..., D] (softcap included)."""
+        ...
 
-    def split_layers(self, params):
+    def split_layers(self, params) -> Any:
         """The params laid out for `decode` (e.g. stacked layers split), done once per model."""
+        ...
 
-    def init_cache(self, batch: int, max_len: int, dtype):
+    def init_cache(self, batch: int, max_len: int, dtype) -> Any:
         """An empty cache of `max_len` slots per row; every leaf has the row axis first."""
+        ...
 
-    def decode(self, params, tokens, positions, cache, cache_index):
+    def decode(self, params, tokens, positions, cache, cache_index) -> tuple[jax.Array, Any]:
         """(hidden [B, t, D], cache): run t new tokens written at slots cache_index.. (an int or one per row) of
         the cache; position -1 marks a padding slot, which no query may attend to."""
+        ...
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -72,12 +95,12 @@ class LanguageModel:
     they mask attention by positions and segment ids (see `ModelInterface`); by default each row holds one
     sequence. Optional `decode_fn` and `init_cache_fn` (the signatures of `ModelInterface.decode` and
     `init_cache`) give KV-cached generation; without them each new token re-runs the whole sequence (correct,
-    quadratic in its length). `max_position`: the longest sequence it takes (None: no limit). `eos_token_id`:
-    the ids that end generation.
+    quadratic in its length). `max_position`: the longest sequence it takes (default `NO_LENGTH_LIMIT`, as is
+    None: no limit). `eos_token_id`: the ids that end generation.
     """
 
     vocab_size: int
-    max_position: int | None = None
+    max_position: int = NO_LENGTH_LIMIT
     hidden: Callable | None = None
     head: Callable | None = None
     logits: Callable | None = None
@@ -112,6 +135,7 @@ class LanguageModel:
 
     def hidden_states(self, params, tokens, positions, segment_ids) -> jax.Array:
         forward = self.hidden if self.hidden is not None else self.logits
+        assert forward is not None  # __post_init__: hidden= or logits=
         return forward(params, tokens, positions, segment_ids)
 
     def output_projection(self, params):

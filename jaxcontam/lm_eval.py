@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import json
 import re
+from typing import Any
 
 import numpy as np
 
@@ -198,6 +199,7 @@ class JaxcontamLM(TemplateLM):
         )
         results = []
         for (strings, _, _), score in zip(requests, scores):
+            assert score.max_logprobs is not None  # with_max=True
             greedy = bool(np.all(score.logprobs >= score.max_logprobs - GREEDY_TOLERANCE))
             answer = (float(np.sum(score.logprobs, dtype=np.float64)), greedy)
             if strings is not None:
@@ -231,18 +233,18 @@ class JaxcontamLM(TemplateLM):
         groups: dict[str, list[int]] = {}
         for index, request in enumerate(requests):
             groups.setdefault(json.dumps(request.args[1], sort_keys=True, default=str), []).append(index)
-        results: list[str | None] = [None] * len(requests)
+        results: dict[int, str] = {}  # by position in `requests`
         for members in groups.values():
             contexts = [requests[i].args[0] for i in members]
             for i, text in zip(members, self._generate(contexts, requests[members[0]].args[1])):
                 results[i] = text
                 self.cache_hook.add_partial("generate_until", requests[i].args, text)
-        return results
+        return [results[i] for i in range(len(requests))]
 
     def _generate(self, contexts: list[str], gen_kwargs: dict) -> list[str]:
         from jaxcontam.engine import generate
 
-        kwargs = normalize_gen_kwargs(dict(gen_kwargs), self.max_gen_toks)
+        kwargs: dict[str, Any] = dict(normalize_gen_kwargs(dict(gen_kwargs), self.max_gen_toks))
         until = handle_stop_sequences(kwargs.pop("until", None), eos=self.tok_decode(self.eot_token_id, False))
         max_gen_toks = kwargs.pop("max_gen_toks")
         sampled = bool(kwargs.pop("do_sample", False))
@@ -268,4 +270,8 @@ class JaxcontamLM(TemplateLM):
             top_p=top_p,
             rows_per_batch=self.rows,
         )
-        return [postprocess_generated_text(g.text, until, None) for g in generations]
+        texts = []
+        for generation in generations:
+            assert generation.text is not None  # the model has a tokenizer (checked in __init__)
+            texts.append(postprocess_generated_text(generation.text, until, None))
+        return texts

@@ -125,8 +125,8 @@ def blockwise_sums(hidden, weight, bias, *, layout, softcap, vocab_block, with_m
         valid = (start + jnp.arange(block) >= nominal)[None, :]
         return fold_block(carry, z, valid, with_moments), None
 
-    sums, _ = jax.lax.scan(step, init, jnp.arange(-(-vocab // block)))
-    return tuple(x[:, 0] for x in sums)
+    (m, s, a, b), _ = jax.lax.scan(step, init, jnp.arange(-(-vocab // block)))
+    return m[:, 0], s[:, 0], a[:, 0], b[:, 0]
 
 
 def merge_over_axis(sums: Partials, axis_name: str) -> Partials:

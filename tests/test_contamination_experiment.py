@@ -15,7 +15,8 @@ SHARED = REPO.parent / "shared" / "data"
 GRID = REPO / "tests" / "data" / "contamination_smoke.toml"
 CELLS = ("rate0-copies0-none-seed0", "rate0.5-copies2-prompt_answer-seed0", "rate0.5-copies2-file-decon-seed0")
 
-pytestmark = pytest.mark.skipif(not SHARED.is_dir(), reason="needs ../shared/data")
+# the experiment reads the benchmarks and corpora through jaxcontam's data roots (../shared/data)
+pytestmark = [pytest.mark.shared_data, pytest.mark.skipif(not SHARED.is_dir(), reason="needs ../shared/data")]
 
 
 def _run(*args: str) -> subprocess.CompletedProcess:

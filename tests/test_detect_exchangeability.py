@@ -8,7 +8,7 @@ import numpy as np
 import optax
 import pytest
 
-import engine_toy_model as toy
+from helpers import ToySpec, toy_hidden_states, toy_model
 from jaxcontam.detect.exchangeability import (
     chunk_bounds,
     chunk_sequences,
@@ -17,7 +17,7 @@ from jaxcontam.detect.exchangeability import (
 from jaxcontam.errors import JaxcontamError
 from jaxcontam.kernels.vocab_blocks import token_logprob_stats
 
-SPEC = toy.ToySpec(vocab_size=97, hidden_size=64, max_position=512)
+SPEC = ToySpec(vocab_size=97, hidden_size=64, max_position=512)
 CHUNKS = 8
 
 
@@ -46,7 +46,7 @@ def train_on_canonical_order(model, examples, steps=250):
     mask = (segments * jnp.roll(segments, -1, axis=1)).at[:, -1].set(0)
 
     def loss(params):
-        hidden = toy.hidden_states(params, SPEC, tokens, positions, segments)
+        hidden = toy_hidden_states(params, SPEC, tokens, positions, segments)
         lp = token_logprob_stats(hidden, params["out"], targets, layout="dv").logprob
         return -(lp * mask).sum() / mask.sum()
 
@@ -66,7 +66,7 @@ def train_on_canonical_order(model, examples, steps=250):
 
 
 def test_contaminated_file_is_detected_and_unseen_files_are_not(truthfulqa_questions):
-    model = toy.toy_model(SPEC, seed=1)
+    model = toy_model(SPEC, seed=1)
     seen = truthfulqa_questions[:32]
     final_loss = train_on_canonical_order(model, seen)
     assert final_loss < 1.5  # well below the ~3 nats/byte of English it would need without memorising
@@ -97,7 +97,7 @@ def test_permutations_keep_each_chunks_tokens():
 
 def test_too_few_examples_is_reported():
     with pytest.raises(JaxcontamError, match="cannot fill 10 chunks"):
-        exchangeability_test(toy.toy_model(), [[1, 2]] * 5)
+        exchangeability_test(toy_model(), [[1, 2]] * 5)
 
 
 def test_pvalue_is_the_one_sided_t_over_chunk_differences(truthfulqa_questions):
@@ -105,7 +105,7 @@ def test_pvalue_is_the_one_sided_t_over_chunk_differences(truthfulqa_questions):
     from scipy import stats
 
     result = exchangeability_test(
-        toy.toy_model(SPEC, seed=2), truthfulqa_questions[:24], num_chunks=6, permutations=3, prefix=[0]
+        toy_model(SPEC, seed=2), truthfulqa_questions[:24], num_chunks=6, permutations=3, prefix=[0]
     )
     want = stats.ttest_1samp(result.chunk_differences, 0.0, alternative="greater")
     assert result.pvalue == pytest.approx(want.pvalue, rel=1e-9)

@@ -27,7 +27,11 @@ REPO = pathlib.Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared" / "data"
 TINY = REPO / "jaxcontam" / "examples" / "tiny_contaminated" / "model"
 
-needs_data = pytest.mark.skipif(not SHARED.is_dir(), reason="needs ../shared/data")
+
+def needs_data(test):
+    """A test loading benchmarks by name, so through jaxcontam's data roots (../shared/data): in the shared_data
+    tier, and skipped without the folder."""
+    return pytest.mark.shared_data(pytest.mark.skipif(not SHARED.is_dir(), reason="needs ../shared/data")(test))
 
 
 def chose(index):

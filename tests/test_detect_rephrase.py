@@ -18,7 +18,6 @@ from jaxcontam.detect.rephrase import (
     rephrase_items,
 )
 from jaxcontam.errors import JaxcontamError
-from test_engine_scoring import stories_dir  # noqa: F401  (fixture: the converted stories260K)
 
 # Lets any non-empty, non-identical candidate through: isolates the bookkeeping from the gates.
 LENIENT = RephraseGates(

@@ -5,8 +5,8 @@ import json
 import numpy as np
 import pytest
 
-import engine_toy_model as toy
 import jaxcontam
+from helpers import naive_logprobs, toy_model
 from jaxcontam.cli import main
 from jaxcontam.detect import likelihood
 
@@ -32,8 +32,8 @@ def texts_file(shared_data, tmp_path):
 @pytest.fixture
 def toy_cli(monkeypatch):
     models = {
-        "target": toy.toy_model(seed=0, tokenizer=ByteTokenizer()),
-        "ref": toy.toy_model(seed=1, tokenizer=ByteTokenizer()),
+        "target": toy_model(seed=0, tokenizer=ByteTokenizer()),
+        "ref": toy_model(seed=1, tokenizer=ByteTokenizer()),
     }
     monkeypatch.setattr(jaxcontam, "load_model", lambda path, dtype="float32", mesh=None, fsdp=False: models[path])
     return models
@@ -65,12 +65,12 @@ def test_score_writes_one_record_per_text_in_order(toy_cli, texts_file, tmp_path
     assert [r["id"] for r in records] == [str(i) for i in range(6)]
     for r, text in zip(records, premises):
         ids = ByteTokenizer().encode(text)
-        want = toy.naive_logprobs(toy_cli["target"], ids)
+        want = naive_logprobs(toy_cli["target"], ids)
         assert r["num_tokens"] == len(ids)
         np.testing.assert_allclose(r["token_logprobs"], want, rtol=1e-5, atol=1e-5)
         assert r["min_k"] == pytest.approx(likelihood.min_k_prob(want, 0.3), rel=1e-4)
         assert r["zlib_ratio"] == pytest.approx(likelihood.zlib_ratio(want, text), rel=1e-4)
-        ref = toy.naive_logprobs(toy_cli["ref"], ids)
+        ref = naive_logprobs(toy_cli["ref"], ids)
         assert r["reference_ratio"] == pytest.approx(want.mean() / ref.mean(), rel=1e-4)
         assert np.isfinite(r["min_k_plus_plus"])
 

@@ -6,21 +6,21 @@ import numpy as np
 import pytest
 import scipy.stats
 
-import engine_toy_model as toy
+from helpers import ToySpec, naive_log_softmax, toy_model
 from jaxcontam.engine.generation import generate
 from jaxcontam.engine.sampling import sample_next
 
 
 @pytest.fixture
 def model():
-    return toy.toy_model(toy.ToySpec(eos_token_id=7))
+    return toy_model(ToySpec(eos_token_id=7))
 
 
 def greedy_reference(model, prompt, max_new, stop):
     seq = list(prompt)
     out = []
     for _ in range(max_new):
-        nxt = int(np.argmax(toy.naive_log_softmax(model, seq)[-1]))
+        nxt = int(np.argmax(naive_log_softmax(model, seq)[-1]))
         if nxt in stop:
             break
         out.append(nxt)

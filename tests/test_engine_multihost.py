@@ -10,7 +10,7 @@ import textwrap
 
 import numpy as np
 
-import engine_toy_model as toy
+from helpers import naive_logprobs, toy_model
 
 WORKER = textwrap.dedent(
     """
@@ -19,11 +19,11 @@ WORKER = textwrap.dedent(
     jax.config.update("jax_cpu_collectives_implementation", "gloo")
     port, pid, inp, out = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
     jax.distributed.initialize(coordinator_address=f"127.0.0.1:{port}", num_processes=2, process_id=pid)
-    import engine_toy_model as toy
+    from helpers import toy_model
     from jaxcontam.engine.generation import generate
     from jaxcontam.engine.scoring import score_logprobs
     seqs = json.load(open(inp))
-    model = toy.toy_model()
+    model = toy_model()
     assert model.mesh.shape["data"] == 2 and jax.process_count() == 2
     scores = score_logprobs(model, seqs, rows_per_batch=2, buckets=(16, 64))
     sampled = generate(model, [s[:5] for s in seqs], max_new_tokens=6, temperature=1.0, seed=4, rows_per_batch=2)
@@ -73,7 +73,7 @@ def test_two_processes_agree_with_single_process_reference(tmp_path):
     assert all(p.returncode == 0 for p in procs), logs
     results = [json.loads((tmp_path / f"out{i}.json").read_text()) for i in range(2)]
     assert results[0]["local_devices"] == 1
-    reference = toy.toy_model(mesh=None)
+    reference = toy_model(mesh=None)
     from jaxcontam.engine.generation import generate
 
     sampled = generate(reference, [s[:5] for s in seqs], max_new_tokens=6, temperature=1.0, seed=4, rows_per_batch=2)
@@ -81,4 +81,4 @@ def test_two_processes_agree_with_single_process_reference(tmp_path):
         assert len(r["logprobs"]) == len(seqs)
         assert r["sampled"] == [g.token_ids for g in sampled]
         for seq, lp in zip(seqs, r["logprobs"]):
-            np.testing.assert_allclose(lp, toy.naive_logprobs(reference, seq), rtol=1e-5, atol=1e-5)
+            np.testing.assert_allclose(lp, naive_logprobs(reference, seq), rtol=1e-5, atol=1e-5)

@@ -7,13 +7,13 @@ import pathlib
 import numpy as np
 import pytest
 
+from helpers import SMOLLM2_FOLDER, SMOLLM2_GGUF
 from jaxcontam.engine.chat import encode_chat
 from jaxcontam.engine.pacost_judge import JUDGE_REQUEST, JUDGE_SYSTEM, judge_text, pacost_judge, yes_token_ids
 from jaxcontam.errors import JaxcontamError
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 TINY = REPO / "jaxcontam" / "examples" / "tiny_contaminated" / "model"
-SMOLLM2 = REPO.parent / "shared" / "data" / "smollm2_135m_instruct" / "SmolLM2-135M-Instruct.Q4_1.gguf"
 
 # The authors' strings as their source writes them (Python line continuations inside the literals).
 B_INST, E_INST = "[INST]", "[/INST]"
@@ -45,11 +45,12 @@ def test_the_judge_asks_what_the_authors_ask():
 
 
 @pytest.fixture(scope="module")
-def smollm2_tokenizer():
+def smollm2_tokenizer(shared_data):
     from jaxcontam.models.gguf_file import read_gguf
     from jaxcontam.models.gguf_tokenizer import gguf_tokenizer
 
-    return gguf_tokenizer(read_gguf(SMOLLM2).metadata, SMOLLM2)  # equal to transformers': test_models_gguf_tokenizer
+    path = shared_data / SMOLLM2_FOLDER / SMOLLM2_GGUF
+    return gguf_tokenizer(read_gguf(path).metadata, path)  # equal to transformers': test_models_gguf_tokenizer
 
 
 def test_the_judge_speaks_in_the_chat_template_of_the_model_under_test(smollm2_tokenizer):

@@ -7,13 +7,12 @@ import string
 import numpy as np
 import pytest
 
-import engine_toy_model as toy
+from helpers import SMOLLM2_FOLDER, SMOLLM2_GGUF, ToySpec, naive_log_softmax, toy_model
 from jaxcontam.engine.ptrue import KADAVATH, JudgeTemplate, option_token_ids, p_true
 from jaxcontam.errors import JaxcontamError
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 TINY = REPO / "jaxcontam" / "examples" / "tiny_contaminated" / "model"
-SMOLLM2 = REPO.parent / "shared" / "data" / "smollm2_135m_instruct"
 
 WORD_TABLE = {"Yes": 60, " Yes": 59, "yes": 58, " No": 55, "no": 54}
 
@@ -34,7 +33,7 @@ class WordTableTokenizer:
 
 @pytest.fixture
 def model():
-    return toy.toy_model(toy.ToySpec(final_logit_softcap=4.0), tokenizer=WordTableTokenizer())
+    return toy_model(ToySpec(final_logit_softcap=4.0), tokenizer=WordTableTokenizer())
 
 
 def continuation_probability(model, prompt: str, option: str) -> float:
@@ -42,7 +41,7 @@ def continuation_probability(model, prompt: str, option: str) -> float:
     tok = model.tokenizer
     prompt_ids, full = tok.encode(prompt), tok.encode(prompt + option)
     assert full[: len(prompt_ids)] == prompt_ids
-    logp = toy.naive_log_softmax(model, full)
+    logp = naive_log_softmax(model, full)
     return float(np.exp(sum(logp[t - 1, full[t]] for t in range(len(prompt_ids), len(full)))))
 
 
@@ -51,7 +50,7 @@ def test_single_token_options_are_summed_from_the_full_softmax(model):
     questions, answers = ["What is 2+2?", "Capital of France?", "Is water wet?"], ["4", "Lyon", "yes"]
     got = p_true(model, questions, answers, template=judge, rows_per_batch=2)
     for i, (q, a) in enumerate(zip(questions, answers)):
-        last = np.exp(toy.naive_log_softmax(model, model.tokenizer.encode(judge.render(q, a)))[-1])
+        last = np.exp(naive_log_softmax(model, model.tokenizer.encode(judge.render(q, a)))[-1])
         pt, pf = last[[60, 59, 58]].sum(), last[[55, 54]].sum()
         assert got.p_true[i] == pytest.approx(pt, rel=1e-4)
         assert got.p_false[i] == pytest.approx(pf, rel=1e-4)
@@ -92,13 +91,11 @@ def tiny_model():
 
 
 @pytest.fixture(scope="module")
-def smollm2_tokenizer():
-    if not SMOLLM2.is_dir():
-        pytest.skip("needs ../shared/data/smollm2_135m_instruct")
+def smollm2_tokenizer(shared_data):
     from jaxcontam.models.gguf_file import read_gguf
     from jaxcontam.models.gguf_tokenizer import gguf_tokenizer
 
-    path = SMOLLM2 / "SmolLM2-135M-Instruct.Q4_1.gguf"
+    path = shared_data / SMOLLM2_FOLDER / SMOLLM2_GGUF
     return gguf_tokenizer(read_gguf(path).metadata, path)  # equal to transformers' own: test_models_gguf_tokenizer
 
 

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-import engine_toy_model as toy
+from helpers import naive_logprobs, toy_model
 from jaxcontam.engine.compile_guard import count_compilations
 from jaxcontam.engine.scoring import score_logprobs
 from jaxcontam.errors import JaxcontamError
@@ -11,7 +11,7 @@ from jaxcontam.errors import JaxcontamError
 
 @pytest.fixture
 def model():
-    return toy.toy_model()
+    return toy_model()
 
 
 def random_sequences(n, rng, low=2, high=90, vocab=61):
@@ -22,7 +22,7 @@ def test_packed_scores_equal_unpacked_reference(model):
     seqs = random_sequences(23, np.random.default_rng(0))
     scores = score_logprobs(model, seqs, rows_per_batch=4, buckets=(32, 128), with_stats=True)
     for seq, s in zip(seqs, scores):
-        np.testing.assert_allclose(s.logprobs, toy.naive_logprobs(model, seq), rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(s.logprobs, naive_logprobs(model, seq), rtol=1e-5, atol=1e-5)
         assert s.mean_logprobs.shape == s.std_logprobs.shape == (len(seq) - 1,)
         assert np.all(s.mean_logprobs < 0) and np.all(s.std_logprobs > 0)
 
@@ -33,9 +33,7 @@ def test_spans_select_scored_tokens(model):
     scores = score_logprobs(model, seqs, spans)
     for seq, span, s in zip(seqs, spans, scores):
         start, end = span or (1, len(seq))
-        np.testing.assert_allclose(
-            s.logprobs, toy.naive_logprobs(model, seq)[start - 1 : end - 1], rtol=1e-5, atol=1e-5
-        )
+        np.testing.assert_allclose(s.logprobs, naive_logprobs(model, seq)[start - 1 : end - 1], rtol=1e-5, atol=1e-5)
         assert s.start == start
 
 
@@ -55,14 +53,6 @@ def test_bad_input_is_reported(model):
         score_logprobs(model, [[1, 2, 3]], [(0, 2)])
     with pytest.raises(JaxcontamError, match="max_position"):
         score_logprobs(model, [[1] * 600])
-
-
-@pytest.fixture(scope="module")
-def stories_dir(shared_data, tmp_path_factory):
-    from jaxcontam.models.llama2c import convert_llama2c
-
-    folder = shared_data / "tiny_lm_stories260K"
-    return convert_llama2c(folder / "stories260K.bin", folder / "tok512.bin", tmp_path_factory.mktemp("stories"))
 
 
 def test_real_model_packed_scores_equal_the_reference_path_in_f32_and_close_in_bf16(stories_dir, shared_data):

@@ -12,26 +12,8 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 
-from hlo_collectives import collective_shapes, largest_collective_elements
+from helpers import collective_shapes, largest_collective_elements, naive_stats
 from jaxcontam.kernels.vocab_blocks import blockwise_sums, finish, fold_block, merge_over_axis, token_logprob_stats
-
-
-def naive_stats(hidden, weight, targets, bias=None, layout="vd", softcap=None):
-    """float64 full logits, log-softmax, and the Min-K%++ moments straight from their definitions."""
-    h = np.asarray(hidden, np.float64).reshape(-1, hidden.shape[-1])
-    w = np.asarray(weight, np.float64)
-    z = h @ (w.T if layout == "vd" else w)
-    if bias is not None:
-        z = z + np.asarray(bias, np.float64)
-    if softcap is not None:
-        z = softcap * np.tanh(z / softcap)
-    logp = z - np.log(np.exp(z - z.max(-1, keepdims=True)).sum(-1, keepdims=True)) - z.max(-1, keepdims=True)
-    p = np.exp(logp)
-    mu = (p * logp).sum(-1)
-    sigma = np.sqrt((p * (logp - mu[..., None]) ** 2).sum(-1))  # E[(x - mu)^2]: never negative by cancellation
-    lp = np.take_along_axis(logp, np.asarray(targets).reshape(-1, 1), axis=1)[:, 0]
-    shape = targets.shape
-    return lp.reshape(shape), mu.reshape(shape), sigma.reshape(shape)
 
 
 @pytest.mark.parametrize(

@@ -4,10 +4,10 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from helpers import naive_stats
 from jaxcontam.errors import JaxcontamError
 from jaxcontam.kernels.vocab_blocks import token_logprob_stats
 from jaxcontam.kernels.vocab_logprobs import fused_token_logprob_stats
-from test_kernels_vocab_blocks import naive_stats
 
 
 @pytest.mark.parametrize(

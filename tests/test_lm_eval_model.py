@@ -1,7 +1,7 @@
 """lm-eval's model `jaxcontam` against lm-eval's own `hf` model (PyTorch transformers), item by item.
 
 SmolLM2-135M-Instruct (the shared Q4_1 GGUF): jaxcontam loads the file; the torch reference is the
-LlamaForCausalLM `test_models_gguf.torch_smollm2` builds from the file independently of jaxcontam's loader,
+LlamaForCausalLM `helpers.torch_smollm2` builds from the file independently of jaxcontam's loader,
 saved as a float32 Hugging Face folder with transformers' GGUF tokenizer conversion, and run by lm-eval as
 `model="hf", pretrained=<folder>`. The four tasks read local files through `data.lm_eval_tasks`.
 """
@@ -24,11 +24,11 @@ from lm_eval.models.huggingface import HFLM  # noqa: E402
 
 import jaxcontam  # noqa: E402
 import jaxcontam.lm_eval  # noqa: E402,F401  (registers the model "jaxcontam")
+from helpers import SMOLLM2_GGUF, torch_smollm2  # noqa: E402
 from jaxcontam.data import load_benchmark  # noqa: E402
 from jaxcontam.data.lm_eval_tasks import task_manager, write_task_overrides  # noqa: E402
 from jaxcontam.detect.answering import answer_items  # noqa: E402
 from jaxcontam.errors import DataError, JaxcontamError  # noqa: E402
-from test_models_gguf import SMOLLM2, torch_smollm2  # noqa: E402
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 TASKS = ["arc_easy", "piqa", "hellaswag", "copa"]
@@ -41,7 +41,7 @@ def models(shared_data, tmp_path_factory):
     folder = shared_data / "smollm2_135m_instruct"
     ours = jaxcontam.load_model(folder)
     reference = tmp_path_factory.mktemp("smollm2_hf")
-    torch_smollm2(folder / SMOLLM2).save_pretrained(reference)
+    torch_smollm2(folder / SMOLLM2_GGUF).save_pretrained(reference)
     ours.tokenizer.save_pretrained(reference)
     threads = torch.get_num_threads()
     torch.set_num_threads(1)

@@ -1,7 +1,7 @@
 """jaxcontam's benchmarks against lm-eval's own task code (the optional `[lm-eval]` extra; skipped without it).
 
 lm-eval's tasks are built from its installed YAML and utils and served the shared data's rows in the field names
-of the Hugging Face dataset each task loads (tests/lm_eval_docs.py; no download). For the first 50 docs of each
+of the Hugging Face dataset each task loads (tests/helpers.py; no download). For the first 50 docs of each
 paired task (and 5 of each MMLU subject), jaxcontam's prompt, continuations (target delimiter included), gold
 index and item order must be lm-eval's zero-shot request strings exactly; the token ids must be what lm-eval's
 `hf` model's `_encode_pair` makes of them with SmolLM2's GGUF tokenizer.
@@ -15,19 +15,19 @@ from pathlib import Path
 
 import pytest
 
-from lm_eval_docs import (
-    FROZEN,
-    FROZEN_DOCS,
+from helpers import (
+    LM_EVAL_FROZEN,
+    LM_EVAL_FROZEN_DOCS,
+    LM_EVAL_PAIRS,
     LM_EVAL_VERSION,
-    PAIRS,
-    freeze,
+    freeze_lm_eval_requests,
     hf_rows,
     jaxcontam_ids,
     jaxcontam_requests,
     lm_eval_hf_encoder,
     lm_eval_requests,
+    lm_eval_task_manager,
     smollm2_tokenizer,
-    task_manager,
     with_ids,
 )
 
@@ -42,11 +42,12 @@ DOCS = 50
 @pytest.fixture(scope="module")
 def requests(shared_data):
     return {
-        task: lm_eval_requests(task, hf_rows(shared_data, task, DOCS), task_split) for _, _, task, task_split in PAIRS
+        task: lm_eval_requests(task, hf_rows(shared_data, task, DOCS), task_split)
+        for _, _, task, task_split in LM_EVAL_PAIRS
     }
 
 
-@pytest.mark.parametrize("name, split, task, task_split", PAIRS, ids=[pair[2] for pair in PAIRS])
+@pytest.mark.parametrize("name, split, task, task_split", LM_EVAL_PAIRS, ids=[pair[2] for pair in LM_EVAL_PAIRS])
 def test_requests_are_lm_eval_s(requests, name, split, task, task_split):
     expected = requests[task]
     assert len(expected) == (5 if task == "hellaswag" else DOCS)
@@ -74,16 +75,16 @@ def test_copa_continuations_start_with_two_spaces(requests):
 
 def test_registered_lm_eval_tasks_exist_in_lm_eval():
     named = {spec.lm_eval_task for spec in SPECS if spec.lm_eval_task}
-    assert named - {"mmlu", "minerva_math"} <= set(task_manager().all_subtasks)
-    assert {"mmlu", "minerva_math"} <= set(task_manager().all_groups)
+    assert named - {"mmlu", "minerva_math"} <= set(lm_eval_task_manager().all_subtasks)
+    assert {"mmlu", "minerva_math"} <= set(lm_eval_task_manager().all_groups)
 
 
 def test_frozen_strings_are_lm_eval_s(shared_data):
     """The CI file (tests/data/lm_eval_requests.json) is what lm-eval's task code makes now."""
-    frozen = json.loads(FROZEN.read_text(encoding="utf-8"))
+    frozen = json.loads(LM_EVAL_FROZEN.read_text(encoding="utf-8"))
     assert frozen["lm_eval_version"] == LM_EVAL_VERSION  # a later lm-eval that words a task anew fails here
-    for _, _, task, task_split in PAIRS:
-        made = lm_eval_requests(task, hf_rows(shared_data, task, FROZEN_DOCS.get(task, 5)), task_split)
+    for _, _, task, task_split in LM_EVAL_PAIRS:
+        made = lm_eval_requests(task, hf_rows(shared_data, task, LM_EVAL_FROZEN_DOCS.get(task, 5)), task_split)
         strings = [{k: v for k, v in r.items() if not k.endswith("_ids")} for r in frozen["tasks"][task]["requests"]]
         assert strings == made, task
 
@@ -94,7 +95,9 @@ def test_token_ids_are_lm_eval_hf_s_on_50_items_and_the_frozen_ids_are_current(s
     for task, task_requests in requests.items():
         for request in task_requests:
             assert jaxcontam_ids(tokenizer, request) == with_ids(encoder, request), task
-    assert freeze(shared_data)["tasks"] == json.loads(FROZEN.read_text(encoding="utf-8"))["tasks"]
+    assert (
+        freeze_lm_eval_requests(shared_data)["tasks"] == json.loads(LM_EVAL_FROZEN.read_text(encoding="utf-8"))["tasks"]
+    )
 
 
 @pytest.mark.slow  # ~4-7 min: lm-eval's hf model (torch, the GGUF dequantised) and jaxcontam score 200 choices each

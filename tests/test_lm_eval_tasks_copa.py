@@ -83,6 +83,7 @@ def test_legacy_dev_split_and_superglue_files(shared_data, tmp_path):
         load_benchmark("copa", split="validation", path=shared_data / "copa" / "copa_test.jsonl")
 
 
+@pytest.mark.shared_data  # copa through jaxcontam's data roots (../shared/data), without the fixture
 def test_lm_eval_copa_continuation_and_acc_norm_length():
     """lm-eval's copa: `doc_to_choice` = " " + choice (first letter lower-cased), after the " " target delimiter;
     acc_norm divides by len(doc_to_choice text), the choice's own space included."""

@@ -1,20 +1,20 @@
 """jaxcontam's benchmarks against strings and token ids frozen from lm-eval 0.4.13 (CI: lm-eval not needed).
 
-tests/data/lm_eval_requests.json holds, for the first docs of each task in `lm_eval_docs.PAIRS`, the zero-shot
+tests/data/lm_eval_requests.json holds, for the first docs of each task in `helpers.LM_EVAL_PAIRS`, the zero-shot
 requests lm-eval's own task code made (context, continuations with the target delimiter, gold index, in lm-eval's
 doc order) and the ids its `hf` model's `_encode_pair` made of them with SmolLM2's GGUF tokenizer. It was written
-by `python tests/lm_eval_docs.py` with lm-eval 0.4.13 installed; tests/test_lm_eval_tasks.py checks it is current.
+by `python tests/helpers.py` with lm-eval 0.4.13 installed; tests/test_lm_eval_tasks.py checks it is current.
 """
 
 import json
 
 import pytest
 
+from helpers import LM_EVAL_FROZEN, LM_EVAL_PAIRS, jaxcontam_ids, jaxcontam_requests, smollm2_tokenizer
 from jaxcontam.data import load_benchmark
 from jaxcontam.data.registry import SPECS
-from lm_eval_docs import FROZEN, PAIRS, jaxcontam_ids, jaxcontam_requests, smollm2_tokenizer
 
-FROZEN_TASKS = json.loads(FROZEN.read_text(encoding="utf-8"))["tasks"]
+FROZEN_TASKS = json.loads(LM_EVAL_FROZEN.read_text(encoding="utf-8"))["tasks"]
 
 
 @pytest.fixture(scope="module")
@@ -47,13 +47,13 @@ def test_token_ids_are_lm_eval_hf_s(shared_data):
 
 
 def test_each_benchmark_follows_an_lm_eval_task_checked_here_or_says_how_it_differs():
-    checked = {name for name, *_ in PAIRS}
-    assert {(name, split, task) for name, split, task, _ in PAIRS} == {
+    checked = {name for name, *_ in LM_EVAL_PAIRS}
+    assert {(name, split, task) for name, split, task, _ in LM_EVAL_PAIRS} == {
         (entry["benchmark"], entry["split"], task) for task, entry in FROZEN_TASKS.items()
     }
     for spec in SPECS:
         assert spec.lm_eval_task, spec.name
         assert spec.name in checked or spec.lm_eval_differences, spec.name
-        pair = next((p for p in PAIRS if p[0] == spec.name), None)
+        pair = next((p for p in LM_EVAL_PAIRS if p[0] == spec.name), None)
         if pair is not None and pair[2] != spec.lm_eval_task:
             assert spec.lm_eval_task == "mmlu" and pair[2].startswith("mmlu_"), spec.name

@@ -19,52 +19,13 @@ import torch
 import transformers as tf
 
 import jaxcontam
+from helpers import SMOLLM2_FOLDER, SMOLLM2_GGUF, gguf_name, llama_cpp_permute, torch_smollm2
 from jaxcontam.engine import generate
 from jaxcontam.errors import ModelError
 from jaxcontam.models.gguf import QUANT_TYPES
 from jaxcontam.models.stop_ids import end_of_turn_id
 
 SEQS = [[5, 9, 3, 60, 2, 17, 33], [1, 2], [7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17]]
-SMOLLM2 = "SmolLM2-135M-Instruct.Q4_1.gguf"
-
-# HF module name inside model.layers.N -> llama.cpp tensor name (gguf-py's tensor_mapping / llama.cpp's names)
-LAYER_NAMES = {
-    "input_layernorm": "attn_norm",
-    "self_attn.q_proj": "attn_q",
-    "self_attn.k_proj": "attn_k",
-    "self_attn.v_proj": "attn_v",
-    "self_attn.o_proj": "attn_output",
-    "self_attn.q_norm": "attn_q_norm",
-    "self_attn.k_norm": "attn_k_norm",
-    "mlp.gate_proj": "ffn_gate",
-    "mlp.up_proj": "ffn_up",
-    "mlp.down_proj": "ffn_down",
-    "post_attention_layernorm": "ffn_norm",
-    "mlp.gate": "ffn_gate_inp",
-}
-GEMMA2_LAYER_NAMES = {
-    **LAYER_NAMES,
-    "post_attention_layernorm": "post_attention_norm",
-    "pre_feedforward_layernorm": "ffn_norm",
-    "post_feedforward_layernorm": "post_ffw_norm",
-}
-OLMO2_LAYER_NAMES = {
-    **LAYER_NAMES,
-    "post_attention_layernorm": "post_attention_norm",
-    "post_feedforward_layernorm": "post_ffw_norm",
-}
-PHI3_LAYER_NAMES = {**LAYER_NAMES, "self_attn.qkv_proj": "attn_qkv", "mlp.gate_up_proj": "ffn_up"}
-ARCH_LAYER_NAMES = {
-    "gemma2": GEMMA2_LAYER_NAMES,
-    "gemma3": GEMMA2_LAYER_NAMES,
-    "olmo2": OLMO2_LAYER_NAMES,
-    "phi3": PHI3_LAYER_NAMES,
-}
-TOP_NAMES = {
-    "model.embed_tokens.weight": "token_embd.weight",
-    "model.norm.weight": "output_norm.weight",
-    "lm_head.weight": "output.weight",
-}
 
 SMALL = {
     "vocab_size": 96,
@@ -131,24 +92,6 @@ FAMILIES = {
         },
     ),
 }
-
-
-def llama_cpp_permute(weights: np.ndarray, n_head: int, n_head_kv: int) -> np.ndarray:
-    """convert_hf_to_gguf.py's LlamaModel.permute: each head's rows viewed as [2, D/2] and transposed."""
-    if n_head != n_head_kv:
-        n_head = n_head_kv
-    return (
-        weights.reshape(n_head, 2, weights.shape[0] // n_head // 2, *weights.shape[1:])
-        .swapaxes(1, 2)
-        .reshape(weights.shape)
-    )
-
-
-def gguf_name(hf_name: str, arch: str) -> str:
-    if hf_name in TOP_NAMES:
-        return TOP_NAMES[hf_name]
-    layer, module, kind = re.fullmatch(r"model\.layers\.(\d+)\.(.+)\.(weight|bias)", hf_name).groups()
-    return f"blk.{layer}.{ARCH_LAYER_NAMES.get(arch, LAYER_NAMES)[module]}.{kind}"
 
 
 def random_k_blocks(qtype: gguf.GGMLQuantizationType, rows: int, cols: int, rng) -> np.ndarray:
@@ -403,65 +346,6 @@ def test_generation_stops_on_any_of_several_eos_ids(tmp_path):
 
 # --- the real SmolLM2-135M-Instruct Q4_1 file against a torch transformers model of the same file ---
 
-# the architecture as the data folder's SOURCE.txt documents it
-SMOLLM2_CONFIG = {
-    "vocab_size": 49152,
-    "hidden_size": 576,
-    "intermediate_size": 1536,
-    "num_hidden_layers": 30,
-    "num_attention_heads": 9,
-    "num_key_value_heads": 3,
-    "head_dim": 64,
-    "rope_theta": 100000.0,
-    "rms_norm_eps": 1e-5,
-    "max_position_embeddings": 8192,
-    "tie_word_embeddings": True,
-    "bos_token_id": 1,
-    "eos_token_id": 2,
-}
-
-
-def unpermute_llama_cpp(stored: np.ndarray, n_head: int, n_head_kv: int) -> np.ndarray:
-    """Invert `llama_cpp_permute` by where it sends each row index: stored[i] = original[order[i]]."""
-    order = llama_cpp_permute(np.arange(stored.shape[0]), n_head, n_head_kv)
-    original = np.empty_like(stored)
-    original[order] = stored
-    return original
-
-
-def torch_smollm2(path):
-    """SmolLM2 as a torch LlamaForCausalLM built from the file by hand, independently of jaxcontam's loader.
-
-    Tensors come through transformers' own GGUF reader and gguf's reference `dequantize`, names through this
-    file's llama.cpp name table, q/k rows through the inverse of the converter's permutation. (transformers'
-    `from_pretrained(gguf_file=...)` builds the same model, but parses the metadata twice with gguf.GGUFReader:
-    about a minute of CI time on two cores.)
-    """
-    from transformers.integrations.gguf.reader import GgufHeader, load_gguf_state_dict
-
-    stored = load_gguf_state_dict(GgufHeader.from_file(str(path)))
-    config = tf.LlamaConfig(**SMOLLM2_CONFIG)
-    with torch.device("meta"):
-        model = tf.LlamaForCausalLM(config)
-    heads, kv_heads = config.num_attention_heads, config.num_key_value_heads
-    state = {}
-    for name, param in model.state_dict().items():
-        if name == "lm_head.weight":  # tied to the embedding
-            continue
-        tensor = stored[gguf_name(name, "llama")]
-        kind = gguf.GGMLQuantizationType(tensor.ggml_type)
-        raw = np.asarray(tensor.data).reshape(gguf.quants.quant_shape_to_byte_shape(tuple(param.shape), kind))
-        weight = gguf.quants.dequantize(raw, kind).astype(np.float32)
-        if ".q_proj." in name:
-            weight = unpermute_llama_cpp(weight, heads, heads)
-        elif ".k_proj." in name:
-            weight = unpermute_llama_cpp(weight, heads, kv_heads)
-        state[name] = torch.from_numpy(weight)
-    assert model.load_state_dict(state, strict=False, assign=True).missing_keys == ["lm_head.weight"]
-    model.tie_weights()
-    model.model.rotary_emb = type(model.model.rotary_emb)(config=config)  # its buffers were left on "meta"
-    return model.eval()
-
 
 @pytest.fixture(scope="module")
 def smollm2(shared_data):
@@ -469,7 +353,7 @@ def smollm2(shared_data):
     ours = jaxcontam.load_model(shared_data / "smollm2_135m_instruct")
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
-    yield ours, torch_smollm2(shared_data / "smollm2_135m_instruct" / SMOLLM2)
+    yield ours, torch_smollm2(shared_data / SMOLLM2_FOLDER / SMOLLM2_GGUF)
     torch.set_num_threads(threads)
 
 

@@ -5,7 +5,7 @@ import json
 import numpy as np
 import pytest
 
-from corpus_doubles import Doc, ListCorpus, Shard
+from helpers import Doc, ListCorpus, Shard
 from jaxcontam.data.item import Benchmark, Item
 from jaxcontam.errors import DataError, IndexMismatchError
 from jaxcontam.ngram.audit import NgramSettings, ensure_counts, item_rows, load_counts, write_items_parquet

@@ -4,40 +4,23 @@ import os
 import resource
 import subprocess
 import sys
-from collections import Counter
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from corpus_doubles import Doc, ListCorpus, Shard
+from helpers import FIXED_TABLE, Doc, ListCorpus, Shard, brute_counts, items_from_token_lists
 from jaxcontam.errors import DataError, IndexMismatchError
 from jaxcontam.ngram.hashing import to_uint64, window_fingerprints
 from jaxcontam.ngram.stream import CountView, count_corpus
-from jaxcontam.ngram.table import ItemUnits, NgramTable, build_table, encode_items
+from jaxcontam.ngram.table import NgramTable, build_table, encode_items
 from jaxcontam.ngram.units import load_units
-
-
-def items_from_token_lists(token_lists):
-    offsets = np.concatenate([[0], np.cumsum([len(t) for t in token_lists])]).astype(np.int64)
-    tokens = np.concatenate([np.asarray(t, np.int32) for t in token_lists]) if token_lists else np.zeros(0, np.int32)
-    return ItemUnits(tuple(map(str, range(len(token_lists)))), tokens, offsets, np.arange(len(token_lists) + 1))
-
-
-def brute_counts(table, documents):
-    counter = Counter(tuple(d[i : i + table.n]) for d in documents for i in range(len(d) - table.n + 1))
-    return np.array([counter[tuple(r)] for r in table.ngrams.tolist()], np.int64)
 
 
 @pytest.fixture(scope="module")
 def gpt2(shared_data):
     return load_units(shared_data / "gpt2_tokenizer_whisper" / "gpt2.tiktoken")
-
-
-FIXED_TABLE = build_table(
-    items_from_token_lists([[0, 1, 2, 0, 1, 2, 0], [2, 2, 2, 2], [1, 0], [3, 1, 3, 1, 3, 3, 0, 2]]), 3
-)
 
 
 @settings(max_examples=25, deadline=None)
@@ -193,7 +176,7 @@ import sys, numpy as np, jax
 jax.config.update("jax_cpu_collectives_implementation", "gloo")
 jax.distributed.initialize(coordinator_address="127.0.0.1:" + sys.argv[1], num_processes=2, process_id=int(sys.argv[2]))
 sys.path.insert(0, sys.argv[3])
-from test_ngram_counts import FIXED_TABLE, ListCorpus, Shard, Doc
+from helpers import FIXED_TABLE, ListCorpus, Shard, Doc
 from jaxcontam.ngram.stream import CountView, count_corpus
 rng = np.random.default_rng(7)
 docs = [rng.integers(0, 4, 40).astype(np.int32) for _ in range(10)]
@@ -260,7 +243,7 @@ import sys, numpy as np
 sys.path.insert(0, sys.argv[1])
 import jax
 from jaxcontam.ngram.stream import CountView, count_corpus
-from test_ngram_counts import FIXED_TABLE, ListCorpus, Shard, Doc, brute_counts
+from helpers import FIXED_TABLE, ListCorpus, Shard, Doc, brute_counts
 assert len(jax.local_devices()) == 3
 rng = np.random.default_rng(3)
 docs = [rng.integers(0, 4, int(rng.integers(0, 90))).astype(np.int32) for _ in range(30)]

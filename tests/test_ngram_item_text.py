@@ -10,7 +10,7 @@ from collections import Counter
 
 import pytest
 
-from corpus_doubles import Doc, ListCorpus, Shard
+from helpers import Doc, ListCorpus, Shard
 from jaxcontam.data import load_benchmark
 from jaxcontam.data.item import Benchmark, Item
 from jaxcontam.ngram.audit import METRICS, NgramSettings, ensure_counts, item_rows

@@ -14,7 +14,7 @@ import tokenizers
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from corpus_doubles import Doc, ListCorpus, Shard
+from helpers import Doc, ListCorpus, Shard
 from jaxcontam.ngram.stream import CountView, count_corpus
 from jaxcontam.ngram.table import build_table, encode_items
 from jaxcontam.ngram.text_encoder import TextEncoder

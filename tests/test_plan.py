@@ -85,7 +85,8 @@ ENTRY %main (q: bf16[2,2,128,1024], k: bf16[2,1,128,1024], v: bf16[2,1,1024,128]
   %k = bf16[2,1,128,1024]{3,2,1,0} parameter(1)
   %v = bf16[2,1,1024,128]{3,2,1,0} parameter(2)
   %blocks = s8[1,2,2]{2,1,0} constant({ { { 1, 0 }, { 2, 1 } } })
-  ROOT %splash_mha_fwd_segmented.1 = bf16[2,2,1024,128]{3,2,1,0} custom-call(%blocks, %q, %k, %v), custom_call_target="tpu_custom_call"
+  ROOT %splash_mha_fwd_segmented.1 = bf16[2,2,1024,128]{3,2,1,0} custom-call(%blocks, %q, %k, %v), \
+custom_call_target="tpu_custom_call"
 }
 """
 

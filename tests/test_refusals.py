@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 import jaxcontam
-from conftest import MODEL_LOAD_REACHED
+from helpers import MODEL_LOAD_REACHED
 from jaxcontam import cli
 from jaxcontam.audit.run import json_ready
 from jaxcontam.commands.verdicts import echo_verdicts

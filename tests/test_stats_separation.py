@@ -13,8 +13,8 @@ def test_auc_is_the_share_of_contaminated_clean_pairs_ranked_right(pairs):
     scores = [float(s) for s, _ in pairs]
     labels = [seen for _, seen in pairs]
     result = separation(scores, labels)
-    seen = [s for s, l in pairs if l]
-    clean = [s for s, l in pairs if not l]
+    seen = [s for s, label in pairs if label]
+    clean = [s for s, label in pairs if not label]
     if not seen or not clean:
         assert np.isnan(result["auc"])
         return

@@ -15,7 +15,7 @@ import pytest
 from jax.experimental import topologies
 from jax.sharding import NamedSharding
 
-from hlo_collectives import collective_shapes, largest_collective_elements
+from helpers import collective_shapes, largest_collective_elements
 from jaxcontam.kernels.vocab_blocks import token_logprob_stats
 from jaxcontam.kernels.vocab_logprobs import fused_token_logprob_stats
 

@@ -5,24 +5,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from helpers import TINY_LLAMA_CONFIG
 from jaxcontam.training import init_hf_tensors, packed_batches, save_hf_model, train
-
-TINY = dict(
-    model_type="llama",
-    vocab_size=64,
-    hidden_size=32,
-    intermediate_size=64,
-    num_hidden_layers=2,
-    num_attention_heads=4,
-    num_key_value_heads=2,
-    max_position_embeddings=64,
-    rms_norm_eps=1e-5,
-    hidden_act="silu",
-    tie_word_embeddings=False,
-    rope_theta=10000.0,
-    bos_token_id=1,
-    eos_token_id=2,
-)
 
 
 @settings(max_examples=50, deadline=None)
@@ -51,9 +35,9 @@ def test_training_lowers_the_loss_and_the_saved_model_matches_torch(tmp_path):
 
     rng = np.random.default_rng(0)
     docs = [rng.integers(3, 64, 40).tolist()] * 64  # one sequence, memorisable
-    tensors = init_hf_tensors(TINY, seed=0)
+    tensors = init_hf_tensors(TINY_LLAMA_CONFIG, seed=0)
     result = train(
-        TINY,
+        TINY_LLAMA_CONFIG,
         tensors,
         packed_batches(docs, seq_len=48, batch_size=8, epochs=10),
         steps=60,
@@ -63,7 +47,7 @@ def test_training_lowers_the_loss_and_the_saved_model_matches_torch(tmp_path):
         log=lambda _: None,
     )
     assert result.losses[-1] < 0.5 * result.losses[0]
-    save_hf_model(tmp_path, TINY, result.tensors)
+    save_hf_model(tmp_path, TINY_LLAMA_CONFIG, result.tensors)
     ids = docs[0][:30]
     ours = jaxcontam.load_model(str(tmp_path)).logprobs([ids])[0]
     reference = transformers.AutoModelForCausalLM.from_pretrained(str(tmp_path)).eval()
@@ -77,15 +61,15 @@ def test_callback_sees_the_current_weights_during_training():
     calls = []
     docs = [list(range(3, 40))] * 16
     train(
-        TINY,
-        init_hf_tensors(TINY),
+        TINY_LLAMA_CONFIG,
+        init_hf_tensors(TINY_LLAMA_CONFIG),
         packed_batches(docs, seq_len=32, batch_size=4, epochs=4),
         steps=6,
         log=lambda _: None,
         callback=lambda step, weights: calls.append((step, len(weights))),
         callback_every=3,
     )
-    assert calls == [(3, len(init_hf_tensors(TINY))), (6, len(init_hf_tensors(TINY)))]
+    assert calls == [(3, len(init_hf_tensors(TINY_LLAMA_CONFIG))), (6, len(init_hf_tensors(TINY_LLAMA_CONFIG)))]
 
 
 def test_a_corpus_without_trainable_documents_is_an_error():

@@ -5,9 +5,9 @@ import itertools
 import numpy as np
 import pytest
 
+from helpers import TINY_LLAMA_CONFIG
 from jaxcontam.training import init_hf_tensors, packed_batches, train
 from jaxcontam.training.checkpoints import TrainCheckpoints
-from test_training import TINY
 
 
 def _batches():
@@ -18,14 +18,21 @@ def _batches():
 
 def test_an_interrupted_run_resumes_to_the_uninterrupted_weights(tmp_path):
     quiet = dict(log=lambda _: None, learning_rate=1e-2, warmup=2)
-    whole = train(TINY, init_hf_tensors(TINY), _batches(), steps=6, **quiet)
+    whole = train(TINY_LLAMA_CONFIG, init_hf_tensors(TINY_LLAMA_CONFIG), _batches(), steps=6, **quiet)
     checkpoints = TrainCheckpoints(tmp_path / "ckpt", every=2)
-    train(TINY, init_hf_tensors(TINY), itertools.islice(_batches(), 3), steps=6, checkpoints=checkpoints, **quiet)
+    train(
+        TINY_LLAMA_CONFIG,
+        init_hf_tensors(TINY_LLAMA_CONFIG),
+        itertools.islice(_batches(), 3),
+        steps=6,
+        checkpoints=checkpoints,
+        **quiet,
+    )
     assert checkpoints.latest_step() == 3  # the interrupted run saved where it stopped
     messages = []
     resumed = train(
-        TINY,
-        init_hf_tensors(TINY, seed=1),
+        TINY_LLAMA_CONFIG,
+        init_hf_tensors(TINY_LLAMA_CONFIG, seed=1),
         _batches(),
         steps=6,
         checkpoints=checkpoints,

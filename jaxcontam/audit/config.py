@@ -101,7 +101,8 @@ class AuditConfig:
     def __post_init__(self):
         if self.correction not in CORRECTIONS:
             raise JaxcontamError(f"correction = {self.correction!r} is unknown: use one of {', '.join(CORRECTIONS)}")
-        self.contam_settings(), self.ngram_settings()  # their own checks, before any work starts
+        self.contam_settings()  # their own checks, before any work starts
+        self.ngram_settings()
 
     def ngram_settings(self) -> tuple[NgramSettings, NgramScoring, str | None]:
         """The [ngram] table as (counting settings, scoring settings, tokenizer or None: the first model's)."""
@@ -116,7 +117,8 @@ class AuditConfig:
 
     def contam_settings(self) -> ContamSettings:
         """ConTAM's settings: the [contam] table over the audit's alpha."""
-        return ContamSettings(**({"alpha": self.alpha} | self.contam))
+        options: dict[str, Any] = {"alpha": self.alpha, **self.contam}
+        return ContamSettings(**options)
 
     def settings(self) -> dict:
         """Everything that changes results (for the summary and for resuming only matching work)."""
@@ -167,12 +169,15 @@ class _ExchangeabilityKeys:
     permutations: int
 
 
-def _resolve(base: Path, value: str | None) -> str | None:
+def _path(base: Path, value: str) -> str:
     """A path relative to the config file's folder; names that are not local paths (hub ids) pass through."""
-    if value is None:
-        return None
     candidate = base / value
     return str(candidate) if candidate.exists() or value.startswith((".", "/")) else value
+
+
+def _resolve(base: Path, value: str | None) -> str | None:
+    """`_path` of an optional value."""
+    return None if value is None else _path(base, value)
 
 
 def _table(raw: dict, key: str, classes, where: str, extra=()) -> dict:
@@ -244,7 +249,7 @@ def config_from_toml(raw: dict, base: Path, where: str) -> AuditConfig:
     table_values({k: v for k, v in raw.items() if k not in TABLES}, [_TopLevelKeys], where)
     models = tuple(
         ModelEntry(
-            path=_resolve(base, m["path"]),
+            path=_path(base, m["path"]),
             name=m.get("name", _model_name(m["path"])),
             dtype=_dtype(m.get("dtype", ModelEntry.dtype), f"{where} [[model]] {m['path']}"),
         )
@@ -277,7 +282,7 @@ def config_from_toml(raw: dict, base: Path, where: str) -> AuditConfig:
     return AuditConfig(
         models=models,
         benchmarks=tuple(benchmarks),
-        corpora=tuple(_resolve(base, c) for c in corpus.get("paths", ())),
+        corpora=tuple(_path(base, c) for c in corpus.get("paths", ())),
         corpus_text_field=corpus.get("text_field", AuditConfig.corpus_text_field),
         counts=_resolve(base, corpus.get("counts")),
         out=raw.get("out", AuditConfig.out),

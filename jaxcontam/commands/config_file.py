@@ -37,7 +37,8 @@ def _read(path: str) -> dict:
 def _update_defaults(ctx: click.Context) -> None:
     """ctx.default_map from the file and the overrides so far: click then uses them for options not given."""
     values = apply_overrides(ctx.meta.get(_RAW, {}), ctx.meta.get(_SETS, ()))
-    names = {_key(p): p.name for p in ctx.command.params if _key(p) not in (None, "config", "set", "help")}
+    pairs = [(_key(p), p.name) for p in ctx.command.params]
+    names = {key: name for key, name in pairs if key is not None and key not in ("config", "set", "help")}
     unknown = sorted(set(values) - set(names))
     if unknown:
         raise JaxcontamError(

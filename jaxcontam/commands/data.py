@@ -95,7 +95,7 @@ def show(name_or_path, split, path, fields, limit, as_json):
         click.echo(f"\n--- {item.id} ({item.kind})")
         click.echo(benchmark.prompt(item))
         if item.choices is not None:
-            for index, (choice, continuation) in enumerate(zip(item.choices, continuations(item))):
+            for index, (choice, continuation) in enumerate(zip(item.choices, continuations(item) or [])):
                 click.echo(
                     f"  [{index}]{' *' if index == item.answer else '  '} {choice}    "
                     f"continuation: {json.dumps(continuation, ensure_ascii=False)}"

@@ -71,11 +71,11 @@ def lm_eval(
     fsdp,
 ):
     """Run lm-eval's simple_evaluate on the tasks with jaxcontam's engine and print its table."""
+    from lm_eval.evaluator import simple_evaluate  # lm_eval's own lazy export of it
     from lm_eval.utils import handle_non_serializable, make_table, simple_parse_args_string
 
     import jaxcontam.lm_eval  # noqa: F401  (registers the model "jaxcontam"; raises if lm-eval is missing)
     from jaxcontam.data.lm_eval_tasks import find_local_copy, parse_data_files, task_manager, write_task_overrides
-    from lm_eval import simple_evaluate
 
     names = [name.strip() for name in tasks.split(",") if name.strip()]
     files = parse_data_files(data_files)
@@ -104,8 +104,9 @@ def lm_eval(
             batch_size=batch_size,
             apply_chat_template=apply_chat_template,
             log_samples=log_samples,
-            **({} if seed is None else dict.fromkeys(SEED_ARGUMENTS, seed)),
+            **({} if seed is None else {name: seed for name in SEED_ARGUMENTS}),
         )
+    assert results is not None  # lm-eval returns None on processes of rank > 0; its LM here is rank 0
     click.echo(make_table(results))
     if out is not None:
         samples = results.pop("samples", None)

@@ -126,7 +126,7 @@ def run_plan(model, topology, mesh, dtype, steps, workload, fsdp: bool = False) 
         "mesh": {"data": data, "model": model_axis, "fsdp": fsdp},
         "dtype": dtype,
         "chip": None
-        if published is None
+        if published is None or chip is None  # chip is None exactly when published is
         else {
             "name": published.name,
             "source": published.source,
@@ -184,7 +184,7 @@ def print_report(report: dict) -> None:
         "est. tokens/s",
         "est. MFU",
     )
-    table = [header]
+    table: list[tuple] = [header]
     for s in report["steps"]:
         tps, mfu = s["tokens_per_second_upper_bound"], s["mfu_upper_bound"]
         est_tps, est_mfu = s["tokens_per_second_estimate"], s["mfu_estimate"]

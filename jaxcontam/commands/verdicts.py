@@ -14,7 +14,8 @@ def echo_verdicts(summary: AuditSummary, out) -> None:
     from jaxcontam.report.formatting import gain_verdict, number, pacost_verdict
 
     for run in summary.runs:
-        parts = [f"{run.model} | {run.benchmark}:{run.split} ({run.n_items} items)", f"acc {run.accuracy['acc']:.3f}"]
+        accuracy = "acc -" if run.accuracy is None else f"acc {run.accuracy['acc']:.3f}"  # None: a run without one
+        parts = [f"{run.model} | {run.benchmark}:{run.split} ({run.n_items} items)", accuracy]
         pacost = run.pacost
         if pacost is not None:
             outcome = TestOutcome.from_summary(pacost)

@@ -80,8 +80,7 @@ def _mmlu_rows(path: Path) -> Iterator[tuple[int, dict]]:
     first = next(read_csv(path, fieldnames=MMLU_COLUMNS), None)
     has_header = first is not None and first[1]["question"].strip() == "question"
     rows = read_csv(path) if has_header else read_csv(path, fieldnames=MMLU_COLUMNS)
-    for line, row in rows:
-        yield line, row
+    yield from rows
 
 
 def mmlu_answer(value: Any, where: str) -> int:

@@ -358,7 +358,7 @@ def _local_corpus(root: Path, field: str, token_dtype: str | None, chunk_tokens:
                 f"text in field {field!r}){found}. Point at the corpus folder, or pass field=<name> "
                 f"(--text-field) for the text column"
             )
-    kinds = {_kind(p) for p, _ in files}
+    kinds: set[Literal["text", "tokens"] | None] = {_kind(p) for p, _ in files}
     if len(kinds) > 1:
         tokens = next(label for p, label in files if _kind(p) == "tokens")
         text = next(label for p, label in files if _kind(p) == "text")
@@ -380,9 +380,9 @@ def _local_corpus(root: Path, field: str, token_dtype: str | None, chunk_tokens:
             JaxcontamWarning,
             stacklevel=3,
         )
-    return Corpus(
-        name=root.name, kind=kinds.pop(), shards=tuple(shards), files=_kinds_text(files), skipped=tuple(skipped)
-    )
+    kind = kinds.pop()
+    assert kind is not None  # `files` holds corpus files only
+    return Corpus(name=root.name, kind=kind, shards=tuple(shards), files=_kinds_text(files), skipped=tuple(skipped))
 
 
 # Hugging Face datasets ---------------------------------------------------------------------
@@ -412,19 +412,24 @@ def _hub_corpus(spec: str, field: str, split: str, streaming: bool) -> Corpus:
         count = max(int(getattr(dataset, "n_shards", 1)), 1)
         parts = [(f"{spec}:{split}/shard{i:05d}-of-{count:05d}", i) for i in range(count)]
 
-        def reader(name: str, index: int):
+        def shard_reader(name: str, index: int):
             return lambda: _hub_documents(dataset.shard(num_shards=count, index=index), name, field)
+
+        reader = shard_reader
     else:
-        total = len(dataset)
+        rows = dataset
+        assert isinstance(rows, datasets.Dataset)  # not streamed, one split
+        total = len(rows)
         parts = [
             (f"{spec}:{split}/rows{a}-{min(a + HUB_ROWS_PER_SHARD, total)}", a)
             for a in range(0, total, HUB_ROWS_PER_SHARD)
         ]
 
-        def reader(name: str, start: int):
+        def rows_reader(name: str, start: int):
             stop = min(start + HUB_ROWS_PER_SHARD, total)
-            return lambda: _hub_documents(dataset.select(range(start, stop)), name, field)
+            return lambda: _hub_documents(rows.select(range(start, stop)), name, field)
 
+        reader = rows_reader
     return Corpus(name=spec, kind="text", shards=tuple(CorpusShard(name, reader(name, i)) for name, i in parts))
 
 

@@ -62,7 +62,10 @@ class Item:
     @property
     def answer_text(self) -> str:
         """The gold answer as text (the chosen option for multiple choice)."""
-        return self.choices[self.answer] if self.choices is not None else str(self.answer)
+        if self.choices is not None:
+            assert isinstance(self.answer, int)  # __post_init__: a multiple-choice answer is an index
+            return self.choices[self.answer]
+        return str(self.answer)
 
     def with_paraphrases(self, paraphrases: Sequence[str]) -> Item:
         return dataclasses.replace(self, paraphrases=tuple(self.paraphrases) + tuple(paraphrases))
@@ -91,9 +94,16 @@ def default_prompt(item: Item) -> str:
     return "\n".join(parts)
 
 
+def choice_of(item: Item, index: int) -> str:
+    """Choice `index` of a multiple-choice item (a generative item has none)."""
+    if item.choices is None:
+        raise DataError(f"item {item.id!r} of {item.benchmark!r} is generative: it has no choice {index}")
+    return item.choices[index]
+
+
 def default_continuation(item: Item, index: int) -> str:
     """The text scored after the prompt for choice `index`: a space, then the choice (lm-eval-harness)."""
-    return " " + item.choices[index]
+    return " " + choice_of(item, index)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -131,7 +141,7 @@ class Benchmark:
     @property
     def kind(self) -> TaskKind | None:
         """The task kind shared by all items (None for an empty or mixed benchmark)."""
-        kinds = {item.kind for item in self.items}
+        kinds: set[TaskKind] = {item.kind for item in self.items}
         return kinds.pop() if len(kinds) == 1 else None
 
     def __iter__(self) -> Iterator[Item]:
@@ -165,6 +175,7 @@ class Benchmark:
         (lm-eval's target delimiter and the choice's own), an artefact of the request, not of the item's text,
         which n-gram search, the likelihood detectors and contamination injection work on."""
         if item.choices is not None:
+            assert isinstance(item.answer, int)  # Item.__post_init__: a multiple-choice answer is an index
             answer = self.continuation(item, item.answer)
             return self.prompt(item) + (" " + answer.lstrip(" ") if answer.startswith(" ") else answer)
         return self.prompt(item) + " " + str(item.meta.get("solution", item.answer_text))

@@ -15,14 +15,15 @@ lm-eval's `TaskManager(include_path=folder)` (CLI: `--include_path`) then finds 
 so results keep their usual keys. A file given by the user must hold the stock task's Hugging Face fields.
 
 `LOCAL_TASKS` maps the copies under jaxcontam's data roots (`../shared/data`, `$JAXCONTAM_DATA`) to those fields,
-the one place this mapping lives:
+the one place this mapping lives (task: local file (split) -> what its rows become):
 
-| task | local file | rows become |
-|---|---|---|
-| arc_easy | llm_adapters_commonsense/ARC-Easy/parsed.jsonl (test) | question, choices {text, label A..}, answerKey (the gold letter), id (the row's) |
-| piqa | piqa/piqa_valid_with_labels.jsonl (validation) | goal, sol1, sol2, label (already the hub fields) |
-| hellaswag | hellaswag/hellaswag_val.jsonl (validation) | ctx_a = ctx, ctx_b = "", activity_label, endings, label (a string, as on the hub) |
-| copa | copa/copa_dev.jsonl ids 401-500 (SuperGLUE's validation ids) | premise, choice1, choice2, question, label, idx |
+- arc_easy: llm_adapters_commonsense/ARC-Easy/parsed.jsonl (test) -> question, choices {text, label A..},
+  answerKey (the gold letter), id (the row's)
+- piqa: piqa/piqa_valid_with_labels.jsonl (validation) -> goal, sol1, sol2, label (already the hub fields)
+- hellaswag: hellaswag/hellaswag_val.jsonl (validation) -> ctx_a = ctx, ctx_b = "", activity_label, endings,
+  label (a string, as on the hub)
+- copa: copa/copa_dev.jsonl ids 401-500 (SuperGLUE's validation ids) -> premise, choice1, choice2, question,
+  label, idx
 
 Known differences from the hub copies: the local HellaSwag was preprocessed by llama.cpp's extractor (markers
 such as "[title]" already removed, ctx_a and ctx_b joined into ctx), so the stock `process_docs` cannot
@@ -43,9 +44,10 @@ import dataclasses
 import json
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
+from typing import Any
 
 from jaxcontam.data.adapters import COPA_SPLITS, SUPERGLUE_SWAPPED_COPA_IDS
-from jaxcontam.data.item import Benchmark, Item
+from jaxcontam.data.item import Benchmark, Item, choice_of
 from jaxcontam.data.registry import data_roots
 from jaxcontam.errors import DataError
 
@@ -249,7 +251,7 @@ def _prompt(item: Item) -> str:
 
 
 def _continuation(delimiter: str) -> Callable[[Item, int], str]:
-    return lambda item, index: delimiter + item.choices[index]
+    return lambda item, index: delimiter + choice_of(item, index)
 
 
 def _gold_index(task_name: str, doc_id: int, gold, choices: list[str]) -> int:
@@ -272,9 +274,10 @@ def load_lm_eval_benchmark(
 ) -> Benchmark:
     """An lm-eval task's evaluation documents as a Benchmark named `lm_eval:<task>` (module docstring).
 
-    split: None or the split the task evaluates (the task defines it). path: a local file with the task's hub fields; without it a task of `LOCAL_TASKS` reads jaxcontam's local
-    copy when a data root holds one, any other task lm-eval's own source (the hub). folder: where the override
-    YAML and converted rows go (default: a temporary folder).
+    split: None or the split the task evaluates (the task defines it). path: a local file with the task's hub
+    fields; without it a task of `LOCAL_TASKS` reads jaxcontam's local copy when a data root holds one, any other
+    task lm-eval's own source (the hub). folder: where the override YAML and converted rows go (default: a
+    temporary folder).
     """
     import tempfile
 
@@ -291,7 +294,7 @@ def load_lm_eval_benchmark(
             task = manager.load([task_name])["tasks"][task_name]
         except KeyError:
             raise DataError(f"lm-eval has no task {task_name!r}; list them with `lm-eval ls tasks`") from None
-        docs = list(task.eval_docs)
+        docs: list[Any] = list(task.eval_docs)  # the rows lm-eval reads (dicts)
     evaluated = task.config.test_split or task.config.validation_split
     if split is not None and split != evaluated:
         raise DataError(
@@ -304,15 +307,25 @@ def load_lm_eval_benchmark(
             f"lm-eval task {task_name} is a {kind} task; an audit takes multiple_choice or "
             "generate_until tasks (questions with answers)"
         )
+    from lm_eval.api.task import ConfigurableTask
+
+    if kind == "multiple_choice" and not isinstance(task, ConfigurableTask):
+        raise DataError(f"lm-eval task {task_name} lists no choices (doc_to_choice): it is not a configurable task")
     delimiter = task.config.target_delimiter
     items = []
     for doc_id, doc in enumerate(docs[:limit]):
         question = task.doc_to_text(doc)
-        if kind == "multiple_choice":
-            choices = list(task.doc_to_choice(doc))
-            answer = _gold_index(task_name, doc_id, task.doc_to_target(doc), choices)
+        if not isinstance(question, str):
+            raise DataError(
+                f"lm-eval task {task_name}, document {doc_id}: its text is a {type(question).__name__}, "
+                "not a question string"
+            )
+        choices: tuple[str, ...] | None = None
+        if isinstance(task, ConfigurableTask) and kind == "multiple_choice":
+            choices = tuple(task.doc_to_choice(doc))
+            answer = _gold_index(task_name, doc_id, task.doc_to_target(doc), list(choices))
         else:
-            choices, answer = None, str(task.doc_to_target(doc))
+            answer = str(task.doc_to_target(doc))
         items.append(
             Item(
                 id=str(doc_id),
@@ -326,7 +339,7 @@ def load_lm_eval_benchmark(
     return LmEvalBenchmark(
         name=f"{PREFIX}{task_name}",
         split=evaluated,
-        items=items,
+        items=tuple(items),
         prompt_fn=_prompt,
         choice_fn=_continuation(delimiter),
         delimiter=delimiter,

@@ -46,8 +46,8 @@ def _squeeze(text: str) -> str:
     return " ".join(text.split())
 
 
-def covered_splits(source: str, benchmark_name: str) -> tuple[str, ...]:
-    """The splits of `benchmark_name` that built-in `source` has rephrasings for (none for a user file)."""
+def covered_splits(source: str | None, benchmark_name: str) -> tuple[str, ...]:
+    """The splits of `benchmark_name` that built-in `source` has rephrasings for (none for a user file or None)."""
     return tuple(split for name, split in SOURCE_SPLITS.get(str(source), ()) if name == benchmark_name)
 
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 
 from jaxcontam.data.adapters import hellaswag_clean
-from jaxcontam.data.item import Item
+from jaxcontam.data.item import Item, choice_of
 
 
 def _lettered(item: Item) -> list[str]:
@@ -93,7 +93,7 @@ def letter_choice(item: Item, index: int) -> str:
 def copa_choice(item: Item, index: int) -> str:
     """COPA continues the premise with the choice, its first letter lower-cased, after two spaces: lm-eval's
     `doc_to_choice` gives `" " + choice` and its target delimiter adds another (super_glue/copa/utils.py)."""
-    choice = item.choices[index]
+    choice = choice_of(item, index)
     return "  " + choice[:1].lower() + choice[1:]
 
 

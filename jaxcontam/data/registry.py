@@ -380,11 +380,12 @@ def locate(spec: BenchmarkSpec, split: str, path: str | Path | None) -> Path | N
     return None
 
 
-def _hub_rows(spec: BenchmarkSpec, split: str):
+def _hub_rows(spec: BenchmarkSpec, split: str) -> Iterable[dict]:
     import datasets
 
     try:
-        return datasets.load_dataset(spec.hub[0], spec.hub_config, split=split)
+        # a Dataset's rows are dicts; its stubs type them as a union of containers
+        return datasets.load_dataset(spec.hub[0], spec.hub_config, split=split)  # pyright: ignore[reportReturnType]
     except Exception as error:  # network, auth and missing-split errors come as many types
         raise DataError(
             f"{spec.name}: no local copy of split {split!r} was found (looked in {', '.join(map(str, data_roots()))}) "
@@ -412,11 +413,11 @@ def _collect(located: Iterable[tuple[str, Item]], name: str, limit: int | None) 
 
 def _benchmark(spec: BenchmarkSpec | None, name: str, split: str, items: list[Item]) -> Benchmark:
     if spec is None:
-        return Benchmark(name=name, split=split, items=items)
+        return Benchmark(name=name, split=split, items=tuple(items))
     return Benchmark(
         name=spec.name,
         split=split,
-        items=items,
+        items=tuple(items),
         prompt_fn=spec.prompt_fn,
         choice_fn=spec.choice_fn,
         normalize_answer=spec.normalize_answer,

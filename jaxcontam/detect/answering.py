@@ -254,7 +254,7 @@ def answer_items(
     prompts = [chat_prompt(tokenizer, benchmark.prompt(item, question=q), chat) for item, q in zip(items, questions)]
     if stop_strings is None:
         stop_strings = () if uses_chat(tokenizer, chat) else STOP_STRINGS
-    answers: list[Answer | None] = [None] * len(items)
+    answers: dict[int, Answer] = {}  # by position in `items`
     choice_group = [i for i, item in enumerate(items) if item.choices is not None]
     generative_group = [i for i, item in enumerate(items) if item.choices is None]
     if choice_group:
@@ -277,4 +277,4 @@ def answer_items(
         )
         for i, answer in zip(generative_group, found):
             answers[i] = answer
-    return answers
+    return [answers[i] for i in range(len(items))]

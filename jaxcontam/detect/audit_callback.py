@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import jax
 
@@ -41,7 +42,7 @@ class AuditCallback:
 
     def __init__(
         self,
-        model_fn: Callable[[object], object],
+        model_fn: Callable[[Any], Any],
         targets: Sequence[AuditTarget],
         settings: AuditSettings = AuditSettings(),
         log: Callable[[str], None] = print,

@@ -17,6 +17,7 @@ import dataclasses
 import math
 import time
 from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from jaxcontam.detect.contam import ContamResult, ContamSettings, contam_result
 from jaxcontam.detect.exchangeability import (
@@ -40,6 +41,9 @@ from jaxcontam.engine import score_logprobs
 from jaxcontam.errors import JaxcontamError
 from jaxcontam.stats.paired import DEFAULT_RESAMPLES
 
+if TYPE_CHECKING:
+    from jaxcontam.data.item import Benchmark
+
 DETECTORS = ("pacost", "likelihood", "exchangeability")
 
 
@@ -50,7 +54,7 @@ class AuditTarget:
     `ngram`: item id -> ConTAM metrics (`ngram.audit.item_rows`); `contaminated`: True / False / None per item.
     """
 
-    benchmark: object
+    benchmark: Benchmark
     rephrasings: Sequence[str | None]
     contaminated: Sequence[bool | None] | None = None
     ngram: Mapping[str, dict] | None = None
@@ -88,7 +92,10 @@ class ExchangeabilityResult:
 
     @property
     def status(self) -> TestOutcome:
-        return TestOutcome.tested() if self.test is not None else TestOutcome.no_test(self.reason)
+        if self.test is not None:
+            return TestOutcome.tested()
+        assert self.reason is not None  # set exactly when no test ran
+        return TestOutcome.no_test(self.reason)
 
     def to_dict(self) -> dict:
         if self.test is None:
@@ -218,8 +225,10 @@ def audit_benchmark(
                 model, benchmark, chunk, [rephrase_of[it.id] for it in chunk], pacost_settings
             ),
         )
+        confidence = pacost_settings.confidence
+        assert confidence is not None  # PacostSettings.__post_init__ fills it from the preset
         for row in rows:
-            row.update(_pacost_columns(row, pacost_settings.confidence))
+            row.update(_pacost_columns(row, confidence))
     if "likelihood" in settings.detectors:
         stage("likelihood", lambda chunk: likelihood_records(model, benchmark, chunk, settings.k))
     exchangeability = None

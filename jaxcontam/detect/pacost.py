@@ -198,12 +198,14 @@ def _side(model, benchmark, items, questions: list[str], settings: PacostSetting
     )
     normalised, raw = [math.nan] * len(items), [math.nan] * len(items)
     if judged:
+        assert settings.template is not None  # PacostSettings.__post_init__ fills it from the preset
         result = p_true(model, *shown, template=settings.template, chat=settings.chat_template)
         for i, value, value_raw in zip(judged, result.normalised, result.p_true):
             normalised[i], raw[i] = float(value), float(value_raw)
     published = {}
     if "p_yes" in settings.measured():
-        p_yes, replies = [math.nan] * len(items), [None] * len(items)
+        p_yes: list[float] = [math.nan] * len(items)
+        replies: list[str | None] = [None] * len(items)
         for i, reply in zip(
             judged,
             pacost_judge(model, *shown, chat=settings.chat_template, max_new_tokens=settings.judge_max_new_tokens)
@@ -389,11 +391,8 @@ def paired_verdict(
     extra = {"no accepted rephrasing": no_rephrase, NO_VERDICT: len(silent)}
     extra = {reason: count for reason, count in extra.items() if count}
     try:
-        answered = (
-            {f"answered_{side}": _answered([records[i] for i in kept], side) for side in ("original", "rephrased")}
-            if needs_answer(confidence)
-            else {}
-        )
+        with_answers = needs_answer(confidence)
+        rows = [records[i] for i in kept]
         result = paired_test(
             [original[i] for i in kept],
             [rephrased[i] for i in kept],
@@ -401,7 +400,8 @@ def paired_verdict(
             alternative=settings.alternative,
             seed=seed,
             resamples=resamples,
-            **answered,
+            answered_original=_answered(rows, "original") if with_answers else None,
+            answered_rephrased=_answered(rows, "rephrased") if with_answers else None,
         )
     except JaxcontamError as error:  # too few usable pairs: reported, not fatal for the sweep
         return _no_test(base | {"dropped_reasons": extra}, str(error), str(error))
@@ -432,6 +432,8 @@ def paired_verdict(
 
 def pacost_result(records, settings: PacostSettings, seed: int = 0, resamples: int = DEFAULT_RESAMPLES) -> PacostResult:
     """The verdict on the chosen confidence, with every other measured confidence as a variant."""
+    # PacostSettings.__post_init__ fills the fields a preset decides
+    assert settings.template is not None and settings.confidence is not None
     return PacostResult(
         preset=settings.preset,
         template=settings.template,

@@ -15,11 +15,10 @@ NO_TEST_PREFIX = "no test: "
 
 
 class TestStatus(enum.Enum):
+    __test__ = False  # a library class, not a pytest test class (a dunder name is no enum member)
+
     TESTED = "tested"
     NO_TEST = "no test"
-
-
-TestStatus.__test__ = False  # a library class, not a pytest test class
 
 
 @dataclasses.dataclass(frozen=True)
@@ -50,7 +49,10 @@ class TestOutcome:
     @property
     def label(self) -> str:
         """summary.json's text: "tested" or "no test: <reason>"."""
-        return self.status.value if self.ran else NO_TEST_PREFIX + self.reason
+        if self.ran:
+            return self.status.value
+        assert self.reason is not None  # __post_init__: a reason exactly when no test ran
+        return NO_TEST_PREFIX + self.reason
 
     @classmethod
     def from_label(cls, label: str) -> TestOutcome:

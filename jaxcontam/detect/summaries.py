@@ -102,6 +102,12 @@ class GroundTruthResult:
         return {"groups": {k: g.to_dict() for k, g in self.groups.items()}, "auc": dict(self.auc)}
 
 
+def _pacost_pvalue(rows: Sequence[dict], settings: PacostSettings) -> float:
+    """PaCoST's p-value on the chosen confidence over `rows`."""
+    assert settings.confidence is not None  # PacostSettings.__post_init__ fills it from the preset
+    return paired_verdict(rows, settings.confidence, settings).pvalue
+
+
 def ground_truth_result(
     rows: Sequence[dict], pacost: PacostSettings | None, has_contam: bool, likelihood: bool
 ) -> GroundTruthResult | None:
@@ -121,7 +127,7 @@ def ground_truth_result(
         groups[name] = GroupSummary(
             len(group),
             accuracy=float(np.mean([r["correct"] for r in group])) if pacost else None,
-            pacost_pvalue=paired_verdict(group, pacost.confidence, pacost).pvalue if pacost else None,
+            pacost_pvalue=_pacost_pvalue(group, pacost) if pacost else None,
             means=means,
         )
     return GroundTruthResult(groups, {s: signal_separation(labelled, s)["auc"] for s in signals})

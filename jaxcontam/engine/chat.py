@@ -60,7 +60,7 @@ def chat_text(tokenizer, prompt: str, mode: str, assistant_prefix: str = "", sys
 
 
 def chat_prompt(tokenizer, prompt: str, mode: str) -> str:
-    """A multi-line prompt whose last line opens the answer ("Answer:", "The proposed answer is: (") as the model sees it.
+    """A prompt as the model sees it; its last line opens the answer ("Answer:", "The proposed answer is: (").
 
     As a chat the lines before the last are the user's turn and the last line starts the assistant's reply;
     a one-line prompt is the user's turn whole. Without chat the prompt is unchanged.

@@ -196,7 +196,7 @@ def generate(
     mesh = model_mesh(model)
     params = _decode_params(model)
     if rows_per_batch is None:
-        rows_per_batch = cache_rows(spec, params, longest) * mesh.shape["data"]
+        rows_per_batch = cache_rows(spec, params, longest) * int(mesh.shape["data"])
     rows = rows_for(mesh, rows_per_batch)
     group = rows_for(mesh, max(1, rows // 4))  # prompts put into freed rows at a time (one prefill)
     groups = plan_batches([list(p) for p in prompts], rows_per_batch=group, buckets=buckets, pack=False)
@@ -204,7 +204,7 @@ def generate(
     state = decode_loop.empty_rows(params, spec, rows=rows, capacity=capacity, max_new_tokens=max_new_tokens)
     watch = np.asarray(list(watch_ids) or [0], np.int32)  # without watch ids the recorded values are dropped
     sampling = (np.uint32(seed), np.float32(temperature), np.float32(top_p), stop, watch)
-    results: list[Generation | None] = [None] * len(prompts)
+    results: dict[int, Generation] = {}  # by position in `prompts`
     report = _progress_bar(len(prompts)) if progress is True else (progress or None)
     start, finished, generated = time.perf_counter(), 0, 0
     free, holder = list(range(rows)), {}  # rows without a prompt; row -> index of the prompt it holds
@@ -225,7 +225,7 @@ def generate(
         done, out, logp, watched = (fetch(state[key]) for key in ("done", "out", "logp", "watched"))
         for row in [r for r in holder if done[r]]:
             index = holder.pop(row)
-            results[index] = _truncate(
+            results[index] = generation = _truncate(
                 out[row].tolist(),
                 logp[row].tolist(),
                 watched[row].tolist() if watch_ids else [],
@@ -233,9 +233,9 @@ def generate(
                 model.tokenizer,
                 stop_strings,
             )
-            generated += len(results[index].token_ids)
+            generated += len(generation.token_ids)
             finished += 1
             free.append(row)
         if report is not None:
             report(Progress(finished, len(prompts), generated, time.perf_counter() - start))
-    return results
+    return [results[i] for i in range(len(prompts))]

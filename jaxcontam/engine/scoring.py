@@ -15,6 +15,7 @@ import collections
 import dataclasses
 import functools
 from collections.abc import Sequence
+from typing import Any
 
 import jax
 import numpy as np
@@ -152,7 +153,7 @@ def score_logprobs(
 
     fields = ("logprob", "mean_logprob", "std_logprob") if with_stats else ("logprob",)
     fields += ("max_logprob",) if with_max else ()
-    per_field = {f: [None] * len(token_ids) for f in fields}
+    per_field: dict[str, list[Any]] = {f: [None] * len(token_ids) for f in fields}  # filled by unpack_rows
 
     def collect(batch: PackedBatch, out: TokenStats) -> None:
         for f in fields:

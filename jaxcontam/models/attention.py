@@ -155,7 +155,7 @@ def _windows(spec: DecoderConfig, window) -> tuple[tuple[int, ...], jax.Array | 
         return windows, jnp.argmax(jnp.asarray(windows, jnp.int32) == window).astype(jnp.int32)
 
 
-def _select(windows: tuple[int, ...], index, run):
+def _select(windows: tuple[int, ...], index, run) -> jax.Array:
     """run(window) for the layer's window: directly when static, else `lax.switch` over the candidates."""
     if index is None:
         return run(windows[0])
@@ -279,10 +279,12 @@ def jnp_attention(spec: DecoderConfig, q, k, v, positions, segment_ids, window, 
     if length <= block:
         return layers.attend(spec, q, k, v, allowed_keys(positions, segment_ids, positions, segment_ids, window))
     key_blocks = tuple(_blocks(x, block) for x in (k, v, positions, segment_ids))
-    out = jax.lax.map(
-        lambda queries: _query_block(spec, *queries, key_blocks, window),
-        tuple(_blocks(x, block) for x in (q, positions, segment_ids)),
-    )
+
+    def query_block(queries):
+        q_block, q_pos, q_seg = queries
+        return _query_block(spec, q_block, q_pos, q_seg, key_blocks, window)
+
+    out = jax.lax.map(query_block, tuple(_blocks(x, block) for x in (q, positions, segment_ids)))
     return jnp.moveaxis(out, 0, 1).reshape(batch, -1, *q.shape[2:])[:, :length]
 
 

@@ -14,13 +14,14 @@ from __future__ import annotations
 
 import dataclasses
 import pathlib
+from typing import Any
 
 import numpy as np
 
 from jaxcontam.errors import ModelError
 from jaxcontam.models.checkpoint_map import DEFAULT_PREFIX, checkpoint_entries
 from jaxcontam.models.families import FAMILIES
-from jaxcontam.models.families.base import Family
+from jaxcontam.models.families.base import Family, GGUFFormat
 from jaxcontam.models.families.llama import unpermute_rotary_rows
 from jaxcontam.models.gguf_file import GGUFFile, GGUFTensor, read_gguf
 from jaxcontam.models.gguf_tokenizer import gguf_tokenizer
@@ -69,10 +70,10 @@ class _Metadata:
         self.fields = reader.metadata
         self.path = path
 
-    def get(self, key: str, default=None):
+    def get(self, key: str, default: Any = None) -> Any:
         return self.fields.get(key, default)
 
-    def require(self, key: str):
+    def require(self, key: str) -> Any:
         value = self.get(key)
         if value is None:
             raise ModelError(
@@ -117,11 +118,21 @@ def _family(meta: _Metadata, arch: str, path: pathlib.Path) -> Family:
     return found[0]
 
 
+def _gguf_format(model_type: str) -> GGUFFormat:
+    """How llama.cpp stores the family of `model_type` (a spec read from a GGUF file always has one)."""
+    gguf_format = FAMILIES[model_type].gguf
+    if gguf_format is None:
+        raise ModelError(f"the {model_type} family has no GGUF format: its models load from safetensors only")
+    return gguf_format
+
+
 def hf_config(reader, path: pathlib.Path) -> dict:
     """The GGUF metadata as the config.json dict of the same Hugging Face model."""
     meta = _Metadata(reader, path)
     arch = meta.require("general.architecture")
     family = _family(meta, arch, path)
+    gguf_format = family.gguf
+    assert gguf_format is not None  # _family picks among the families with a GGUF format
     names = {tensor.name: tensor for tensor in reader.tensors}
     if "rope_freqs.weight" in names:
         raise ModelError(
@@ -149,7 +160,7 @@ def hf_config(reader, path: pathlib.Path) -> dict:
         "rms_norm_eps": float(meta.require(f"{arch}.attention.layer_norm_rms_epsilon")),
         "rope_theta": float(meta.get(f"{arch}.rope.freq_base", 10000.0)),
         "partial_rotary_factor": int(meta.get(f"{arch}.rope.dimension_count", head_dim)) / head_dim,
-        "hidden_act": family.gguf.activation,
+        "hidden_act": gguf_format.activation,
         "tie_word_embeddings": "output.weight" not in names,
         "attention_bias": arch == "llama" and "blk.0.attn_q.bias" in names,
         "bos_token_id": meta.get("tokenizer.ggml.bos_token_id"),
@@ -159,7 +170,7 @@ def hf_config(reader, path: pathlib.Path) -> dict:
     scaling = meta.get(f"{arch}.rope.scaling.type", "none")
     if scaling != "none":  # from_hf_config refuses every type but the ones the decoder implements
         config["rope_scaling"] = {"rope_type": scaling, "factor": float(meta.get(f"{arch}.rope.scaling.factor", 1.0))}
-    config.update(family.gguf.config(meta, arch, config, names))
+    config.update(gguf_format.config(meta, arch, config, names))
     return config
 
 
@@ -174,7 +185,7 @@ def tensor_index(reader, spec: ModelSpec, path: pathlib.Path) -> dict[str, tuple
     """
     import gguf
 
-    arch = {name: arch for arch, name in gguf.MODEL_ARCH_NAMES.items()}[FAMILIES[spec.model_type].gguf.arch]
+    arch = {name: arch for arch, name in gguf.MODEL_ARCH_NAMES.items()}[_gguf_format(spec.model_type).arch]
     name_map = gguf.get_tensor_name_map(arch, spec.num_layers)
     stored = {tensor.name: tensor for tensor in reader.tensors}
     index = {}
@@ -225,7 +236,7 @@ class GGUFTensorReader:
                 self._experts = (name, self._dequantised(info.tensor, info.tensor.shape))
             return self._experts[1][info.expert]
         weight = self._dequantised(info.tensor, info.shape)
-        return FAMILIES[self.spec.model_type].gguf.tensor(name, weight, self.spec)  # undo llama.cpp's changes
+        return _gguf_format(self.spec.model_type).tensor(name, weight, self.spec)  # undo llama.cpp's changes
 
     @staticmethod
     def _dequantised(tensor: GGUFTensor, shape) -> np.ndarray:

@@ -13,10 +13,14 @@ import dataclasses
 import mmap
 import pathlib
 import struct
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from jaxcontam.errors import ModelError
+
+if TYPE_CHECKING:
+    from gguf import GGMLQuantizationType
 
 _SCALARS = {0: "B", 1: "b", 2: "H", 3: "h", 4: "I", 5: "i", 6: "f", 7: "?", 10: "Q", 11: "q", 12: "d"}
 _STRING, _ARRAY = 8, 9
@@ -28,7 +32,7 @@ class GGUFTensor:
     """One stored tensor: `shape` in numpy (row-major) order, `data` its bytes as [*rows, bytes per row]."""
 
     name: str
-    tensor_type: object  # gguf.GGMLQuantizationType
+    tensor_type: GGMLQuantizationType
     shape: tuple[int, ...]
     data: np.ndarray = dataclasses.field(repr=False, compare=False)
 

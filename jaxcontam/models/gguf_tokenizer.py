@@ -62,7 +62,7 @@ def gguf_tokenizer(metadata: dict, path: pathlib.Path):
         ) from exc
     try:
         fields, settings = tokenizer_fields(metadata, GGUF_TOKENIZER_MAPPING)
-        backend, extra = convert_gguf_tokenizer(metadata.get("general.architecture"), fields)
+        backend, extra = convert_gguf_tokenizer(metadata.get("general.architecture", ""), fields)
     except (ValueError, KeyError, IndexError) as exc:
         raise ModelError(
             f"{path}: the GGUF tokenizer metadata cannot be converted ({exc}); re-convert the file "

@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Mapping
+from typing import Any, NoReturn
 
 from jaxcontam.errors import ModelError
-from jaxcontam.models.config import DecoderConfig, eos_field
+from jaxcontam.models.config import Activation, DecoderConfig, RopeType, eos_field
 
 # Fields that never change the forward pass: bookkeeping, training-only settings (dropout, router losses,
 # initialisation), generation defaults and output switches that transformers' config.json files carry.
@@ -107,7 +109,7 @@ SHARED_ALLOWED = frozenset(
 )
 
 # HF activation names -> the activation the forward applies.
-ACTIVATIONS = {
+ACTIVATIONS: dict[str, Activation] = {
     "silu": "silu",
     "swish": "silu",
     "gelu_pytorch_tanh": "gelu_tanh",
@@ -128,7 +130,7 @@ class ConfigReader:
         self.source = source
         self.read: set[str] = set()
 
-    def require(self, *names: str):
+    def require(self, *names: str) -> Any:
         self.read.update(names)
         for name in names:
             if self.config.get(name) is not None:
@@ -138,15 +140,15 @@ class ConfigReader:
             "the config.json is incomplete: re-export it with save_pretrained"
         )
 
-    def get(self, name: str, default=None):
+    def get(self, name: str, default: Any = None) -> Any:
         self.read.add(name)
         value = self.config.get(name)
         return default if value is None else value
 
-    def refuse(self, field: str, value, why: str):
+    def refuse(self, field: str, value, why: str) -> NoReturn:
         raise ModelError(f"{self.source}: field {field!r} = {value!r} is not supported: {why}")
 
-    def refuse_unhandled(self, model_type: str, ignored: dict[str, str]):
+    def refuse_unhandled(self, model_type: str, ignored: Mapping[str, str]):
         """Refuse every set field that was not read, is not in `SHARED_ALLOWED` and not in the family's `ignored`
         (field -> why it does not change the forward). Null fields count as unset."""
         unhandled = sorted(
@@ -175,7 +177,7 @@ def optional_float(value) -> float | None:
     return None if value is None else float(value)
 
 
-def activation(reader: ConfigReader, field: str, name: str) -> str:
+def activation(reader: ConfigReader, field: str, name: str) -> Activation:
     """The forward's activation for the HF activation `name` (read from `field`), refusing unknown ones."""
     if name not in ACTIVATIONS:
         reader.refuse(field, name, f"implemented activations: {', '.join(ACTIVATIONS)}")
@@ -185,7 +187,7 @@ def activation(reader: ConfigReader, field: str, name: str) -> str:
 @dataclasses.dataclass(frozen=True)
 class Rope:
     theta: float
-    rope_type: str
+    rope_type: RopeType
     scaling: tuple[tuple[str, float], ...]
     partial: float
     short_factor: tuple[float, ...] = ()
@@ -273,10 +275,10 @@ def layer_windows(reader: ConfigReader, num_layers: int, default_types: list[str
         )
     windows = []
     for i, kind in enumerate(types):
-        if kind == FULL or (kind == SLIDING and window is None):
+        if kind == FULL:
             windows.append(0)
         elif kind == SLIDING:
-            windows.append(int(window))
+            windows.append(0 if window is None else int(window))
         else:
             reader.refuse(f"layer_types[{i}]", kind, f"only {FULL!r} and {SLIDING!r} are implemented")
     return tuple(windows)
@@ -294,7 +296,7 @@ def experts(reader: ConfigReader) -> tuple[int, int]:
 def llama_style(
     reader: ConfigReader,
     model_type: str,
-    act: str,
+    act: Activation,
     windows,
     rope_settings: Rope | None = None,
     attention_bias: bool | None = None,
@@ -359,6 +361,6 @@ def llama_style(
     return DecoderConfig(**{**fields, **overrides})
 
 
-def hidden_act(reader: ConfigReader) -> str:
+def hidden_act(reader: ConfigReader) -> Activation:
     """The activation named by the required `hidden_act` field."""
     return activation(reader, "hidden_act", reader.require("hidden_act"))

@@ -85,6 +85,8 @@ def rope_tables(
     if local:
         inv = jnp.asarray(rope_inverse_frequencies(spec, spec.local_rope_theta))
     elif spec.rope_type == "longrope":
+        if lengths is None:
+            raise ValueError("LongRoPE tables need `lengths`, the length of each token's sequence")
         inv = _longrope_frequencies(spec, lengths)
         scale = dict(spec.rope_scaling)["attention_factor"]
     else:

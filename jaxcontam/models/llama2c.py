@@ -24,7 +24,7 @@ from jaxcontam.errors import ModelError
 
 SPACE = "\u2581"  # sentencepiece's visible space
 SPECIALS = {0: "<unk>", 1: "<s>", 2: "</s>"}
-_HEADER_FIELDS = ("dim", "hidden_dim", "n_layers", "n_heads", "n_kv_heads", "vocab_size", "seq_len")
+_HEADER_FIELDS: tuple[str, ...] = ("dim", "hidden_dim", "n_layers", "n_heads", "n_kv_heads", "vocab_size", "seq_len")
 
 
 def _read_header(data: bytes, path: pathlib.Path) -> dict[str, int]:

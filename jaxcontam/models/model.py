@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import pathlib
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -35,7 +36,7 @@ class Model:
 
     config: ModelInterface
     params: dict
-    tokenizer: object
+    tokenizer: Any  # a Hugging Face tokenizer (encode, decode, ...), or None
     mesh: Mesh
     path: pathlib.Path | None = None
 
@@ -46,7 +47,7 @@ class Model:
         (`jaxcontam.engine`) has the fast packed and vocab-blocked path.
         """
         seqs = [self._checked(i, seq) for i, seq in enumerate(token_ids)]
-        results: list[np.ndarray | None] = [None] * len(seqs)
+        results: dict[int, np.ndarray] = {}
         data = self.mesh.shape["data"]
         order = sorted(range(len(seqs)), key=lambda i: len(seqs[i]))
         start = 0
@@ -69,7 +70,7 @@ class Model:
             )
             for row, i in enumerate(chunk):
                 results[i] = out[row, : len(seqs[i]) - 1]
-        return results
+        return [results[i] for i in range(len(seqs))]
 
     def _checked(self, i: int, seq) -> np.ndarray:
         arr = np.asarray(seq)

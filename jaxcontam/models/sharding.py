@@ -32,7 +32,7 @@ def weight_sharding(
     size = mesh.shape["model"]
     spec = []
     for dim, name in zip(shape, axes, strict=True):
-        target = SHARDING_RULES.get(name) if size > 1 else None
+        target = SHARDING_RULES.get(name) if size > 1 and name is not None else None
         spec.append(target if target is not None and target not in spec and dim % size == 0 else None)
     data = mesh.shape["data"]
     if fsdp and data > 1:

@@ -8,7 +8,6 @@ decoder. It is a static argument of the jitted functions, hence frozen and hasha
 from __future__ import annotations
 
 import dataclasses
-from typing import ClassVar
 
 from jaxcontam.errors import ModelError
 from jaxcontam.models import attention, decoder
@@ -24,7 +23,10 @@ __all__ = ["SUPPORTED_MODEL_TYPES", "ModelSpec", "eos_field", "eos_ids_tuple", "
 class ModelSpec(DecoderConfig):
     """A `DecoderConfig` that runs itself through `jaxcontam.models.decoder` for the engine."""
 
-    packing: ClassVar[bool] = True  # the decoder masks by positions and segment ids: the engine packs rows
+    @property
+    def packing(self) -> bool:
+        """True: the decoder masks by positions and segment ids, so the engine packs rows."""
+        return True
 
     def hidden_states(self, params, tokens, positions, segment_ids):
         return decoder.hidden_states(params, self, tokens, positions, segment_ids)

@@ -41,7 +41,8 @@ def write_npz(path: str | Path, arrays: dict[str, np.ndarray], header: dict[str,
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as f:
-            np.savez(f, **arrays, **{_HEADER: np.array(json.dumps(full, sort_keys=True))})
+            # numpy's stubs match the unpacked names against savez's own keywords (allow_pickle)
+            np.savez(f, **arrays, **{_HEADER: np.array(json.dumps(full, sort_keys=True))})  # pyright: ignore[reportArgumentType]
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

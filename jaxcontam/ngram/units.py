@@ -23,11 +23,15 @@ import hashlib
 import re
 import zlib
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from jaxcontam.errors import DataError, ModelError
 from jaxcontam.ngram.text_encoder import TextEncoder, bpe_split, byte_to_unicode
+
+if TYPE_CHECKING:
+    import tokenizers
 
 _PUNCTUATION = re.compile(r"[^\w\s]")
 
@@ -73,7 +77,7 @@ class TokenizerUnits:
 
     name: str
     sha256: str
-    tokenizer: object = dataclasses.field(repr=False, compare=False)
+    tokenizer: tokenizers.Tokenizer = dataclasses.field(repr=False, compare=False)
 
     @functools.cached_property
     def encoder(self) -> TextEncoder:
@@ -84,7 +88,7 @@ class TokenizerUnits:
 
     def char_spans(self, text: str) -> list[tuple[int, int]]:
         """(start, end) character offsets of each token of `text`."""
-        return [tuple(o) for o in self.tokenizer.encode(text, add_special_tokens=False).offsets]
+        return [(start, end) for start, end in self.tokenizer.encode(text, add_special_tokens=False).offsets]
 
     def shown_text(self, text: str) -> str:
         return text

@@ -88,7 +88,7 @@ class HloCosts:
     unknown_trip_loops: int  # while loops whose trip count could not be read (counted once)
 
     @property
-    def collective_bytes(self) -> int:
+    def collective_bytes(self) -> float:
         return sum(c.bytes * c.count for c in self.collectives)
 
 
@@ -244,7 +244,9 @@ def _producer(
     if instruction.op in ("copy", "copy-start", "copy-done", "bitcast") and operands:
         return _producer(operands[0], index, instructions, parents, loops, depth + 1)
     if instruction.op == "get-tuple-element" and operands:
-        element = int(re.search(r"index=(\d+)", instruction.rest).group(1))
+        found_index = re.search(r"index=(\d+)", instruction.rest)
+        assert found_index is not None  # XLA writes every get-tuple-element's index
+        element = int(found_index.group(1))
         found = _producer(operands[0], element, instructions, parents, loops, depth + 1)
         return (
             found

@@ -194,7 +194,7 @@ def program_text(compiled) -> str:
     """The optimized HLO with every constant written out (`as_text()` elides large ones as {...}, and the splash
     kernel's block masks are constants `hlo_costs` reads); `as_text()` where jaxlib has no print options."""
     try:
-        from jaxlib import _hlo
+        from jaxlib import _hlo  # pyright: ignore[reportAttributeAccessIssue]  (not in jaxlib's stubs)
 
         options = _hlo.HloPrintOptions()
         options.print_large_constants = True
@@ -236,7 +236,7 @@ def compile_step(
         times = {"compute": costs.flops / chip.peak_flops, "hbm": costs.bytes_accessed / chip.hbm_bandwidth}
         if chip.ici_bandwidth is not None:
             times["ici"] = costs.collective_bytes / chip.ici_bandwidth
-        bound = max(times, key=times.get)
+        bound = max(times, key=lambda kind: times[kind])
         roofline_seconds = times[bound]
     return StepPlan(
         step=step,

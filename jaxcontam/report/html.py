@@ -291,7 +291,7 @@ def _epg_with_ci(result: dict) -> str:
 
 
 def _sweep_section(sweep: dict | None, alpha, png: Path | None) -> str:
-    if png is None:
+    if png is None or sweep is None:  # the plot is drawn exactly when there is a sweep
         return ""
     head = _head(["model | benchmark", "p", "Holm-adjusted p", "Holm rejects", "BH-adjusted p", "BH rejects"])
     columns = zip(

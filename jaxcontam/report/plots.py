@@ -68,6 +68,7 @@ def contam_curve_png(run: RunEntry, path) -> Path:
     as a vertical line, and the max-z test's p-value in the title.
     """
     contam = run.contam
+    assert contam is not None  # drawn for runs where ConTAM ran
     metrics = contam.get("metrics") or {}
     names = [m for m in METRIC_ORDER if m in metrics] + sorted(set(metrics) - set(METRIC_ORDER))
     n_rows = max(1, math.ceil(len(names) / 2))
@@ -153,6 +154,7 @@ def confidence_png(run: RunEntry, items_of_run: list[dict], path) -> Path:
     their original wording, the signature of contamination.
     """
     pacost = run.pacost
+    assert pacost is not None  # drawn for runs where PaCoST ran
     kept = [
         item
         for item in items_of_run

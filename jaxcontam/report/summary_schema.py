@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import json
 from pathlib import Path
+from typing import Any
 
 from jaxcontam.errors import JaxcontamError
 from jaxcontam.stats.multiple import DEFAULT_ALPHA
@@ -39,7 +40,8 @@ class RunEntry:
     def from_dict(cls, entry: dict, where: str = "summary.json") -> RunEntry:
         if not isinstance(entry, dict) or "model" not in entry or "benchmark" not in entry:
             raise JaxcontamError(f"{where}: a run entry needs 'model' and 'benchmark', got {entry!r:.200}")
-        return cls(**{f.name: entry.get(f.name) for f in dataclasses.fields(cls)})
+        fields: dict[str, Any] = {f.name: entry.get(f.name) for f in dataclasses.fields(cls)}
+        return cls(**fields)
 
     @property
     def label(self) -> str:

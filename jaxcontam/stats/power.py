@@ -149,5 +149,6 @@ def _standard_effect(n: int, alpha: float, power_target: float, method: str, alt
             f"{n} pairs cannot reach power {power_target} with the {method!r} test at alpha={alpha} for any effect; "
             "use more pairs or another test"
         )
-    effect = direction * optimize.brentq(shortfall, 0.0, largest, xtol=1e-10)
+    root = optimize.brentq(shortfall, 0.0, largest, xtol=1e-10)  # a float (scipy's stubs: or with its RootResults)
+    effect = direction * root  # pyright: ignore[reportOperatorIssue]
     return effect

@@ -16,9 +16,9 @@ def separation(scores: Sequence[float], labels: Sequence[bool], higher_means_see
     from scipy.stats import mannwhitneyu
 
     values = np.asarray(scores, np.float64) * (1.0 if higher_means_seen else -1.0)
-    labels = np.asarray(labels, bool)
+    contaminated = np.asarray(labels, bool)
     finite = np.isfinite(values)
-    seen, clean = values[finite & labels], values[finite & ~labels]
+    seen, clean = values[finite & contaminated], values[finite & ~contaminated]
     if seen.size == 0 or clean.size == 0:
         return {"auc": math.nan, "pvalue": math.nan, "n_contaminated": int(seen.size), "n_clean": int(clean.size)}
     test = mannwhitneyu(seen, clean, alternative="greater")

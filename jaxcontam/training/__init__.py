@@ -12,9 +12,14 @@ The loop needs the `train` extra (optax, orbax): `pip install "jaxcontam[train]"
 so the weights, batches and tokenizer helpers (and `jaxcontam.AuditCallback`) work without it.
 """
 
+import typing as _typing
+
 from jaxcontam.training.batches import packed_batches
 from jaxcontam.training.tokenizer import train_bpe_tokenizer
 from jaxcontam.training.weights import init_hf_tensors, params_from_hf, save_hf_model
+
+if _typing.TYPE_CHECKING:  # the names `__getattr__` imports on first use, for type checkers
+    from jaxcontam.training.loop import TrainResult, train
 
 __all__ = [
     "TrainResult",

@@ -201,6 +201,7 @@ def _audit_callback(model, benchmarks, truth: list[dict], path: Path, resumed: i
 
     def audit(step: int, params) -> None:
         results = callback(step, params)
+        assert results is not None  # every=1: every step given is audited
         with open(path, "a", encoding="utf-8") as handle:
             for name, result in results.items():
                 for detector, summary in (result.likelihood or {}).items():
@@ -225,6 +226,7 @@ def run_contamination(settings: ContaminationSettings, log: Callable[[str], None
     import jaxcontam
     from jaxcontam.commands.mesh_options import mesh_layout
     from jaxcontam.mesh import batch_sharding
+    from jaxcontam.models.spec import ModelSpec
     from jaxcontam.training.batches import count_steps, packed_batches
     from jaxcontam.training.checkpoints import TrainCheckpoints
     from jaxcontam.training.hf_export import save_hf_folder, source_config
@@ -244,6 +246,8 @@ def run_contamination(settings: ContaminationSettings, log: Callable[[str], None
         )
     started = time.perf_counter()
     model = jaxcontam.load_model(settings.model, mesh=mesh, fsdp=layout.fsdp)
+    spec = model.config
+    assert isinstance(spec, ModelSpec)  # load_model builds jaxcontam's own decoders
     if model.tokenizer is None:
         raise JaxcontamError(
             f"{settings.model}: the model has no tokenizer, so no text can be trained on; add "
@@ -288,7 +292,7 @@ def run_contamination(settings: ContaminationSettings, log: Callable[[str], None
         if not resumed:
             callback(0, model.params)
     result = fit(
-        model.config,
+        spec,
         model.params,
         packed_batches(
             ids, seq_len=settings.seq_len, batch_size=settings.batch_size, seed=settings.seed, pad_last=True
@@ -305,7 +309,7 @@ def run_contamination(settings: ContaminationSettings, log: Callable[[str], None
         checkpoints=checkpoints,
         batch_sharding=batch_sharding(mesh),
     )
-    save_hf_folder(model_dir, source_config(settings.model), result.weights, model.config, model.tokenizer)
+    save_hf_folder(model_dir, source_config(settings.model), result.weights, spec, model.tokenizer)
     run = {
         "steps": steps,
         "steps_this_process": result.steps_run,

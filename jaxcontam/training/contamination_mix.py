@@ -23,7 +23,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import zlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator
 
 import numpy as np
 
@@ -202,7 +202,7 @@ def general_documents(corpus, tokenizer, tokens: int) -> tuple[list[TrainingDocu
     )
 
 
-def ground_truth_rows(benchmark, contaminated: Sequence[bool], copies: int, form: str) -> list[dict]:
+def ground_truth_rows(benchmark, contaminated: Iterable[bool], copies: int, form: str) -> list[dict]:
     """One row per item: the audit's `ground_truth` format plus the dose; `drawn` marks the items a run with
     copies > 0 would contaminate (the same items in every arm with the same seed), so a control arm's rates can
     be read on the same halves."""

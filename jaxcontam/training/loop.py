@@ -16,6 +16,7 @@ import dataclasses
 import functools
 import time
 from collections.abc import Callable, Iterable
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -50,8 +51,8 @@ class FitResult:
     ran); `steps_run` is the number of steps this process trained (fewer than `steps` after a resume).
     """
 
-    weights: object
-    opt_state: object
+    weights: Any  # the pytree trained
+    opt_state: Any
     losses: list[float]
     tokens_per_second: float
     steps_run: int
@@ -144,7 +145,7 @@ def fit(
     log_every: int = 50,
     log: Callable[[str], None] = print,
     on_log: Callable[[int, float], None] | None = None,
-    callback: Callable[[int, object], None] | None = None,
+    callback: Callable[[int, Any], None] | None = None,
     callback_every: int = 0,
     checkpoints: TrainCheckpoints | None = None,
     batch_sharding=None,
@@ -163,7 +164,7 @@ def fit(
     )
     opt_state = _on_weights_mesh(tx.init(weights), weights)
     resumed = checkpoints.latest_step() if checkpoints is not None else None
-    if resumed:
+    if resumed and checkpoints is not None:
         weights, opt_state = checkpoints.restore(resumed, weights, opt_state)
         log(f"resumed from the checkpoint of step {resumed}")
     losses, trained = [], resumed or 0

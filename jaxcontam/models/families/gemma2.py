@@ -3,7 +3,7 @@ scale from query_pre_attn_scalar, and sliding windows on every other layer."""
 
 from __future__ import annotations
 
-from jaxcontam.models.config import DecoderConfig
+from jaxcontam.models.config import Activation, DecoderConfig
 from jaxcontam.models.families.base import Family, GGUFFormat
 from jaxcontam.models.families.gemma import GELU_TANH, gemma_fields, gguf_norms
 from jaxcontam.models.hf_config import (
@@ -32,7 +32,7 @@ def gemma2_fields(reader: ConfigReader) -> dict:
     }
 
 
-def gemma2_activation(reader: ConfigReader) -> str:
+def gemma2_activation(reader: ConfigReader) -> Activation:
     return activation(reader, "hidden_activation", reader.get("hidden_activation", GELU_TANH))
 
 

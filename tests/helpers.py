@@ -1,0 +1,704 @@
+"""Helpers shared by the tests (fixtures live in conftest.py); no test module imports another.
+
+- the error the `jaxcontam_cli` fixture (conftest.py) raises in place of model loading, and SmolLM2's file names;
+- in-memory corpus doubles with the reader interface (`Doc`, `Shard`, `ListCorpus`) and n-gram references;
+- a toy one-layer decoder implementing the engine's model interface (`ToySpec`, `toy_model`, `naive_logprobs`);
+- collectives of optimized HLO text (`collective_shapes`, `largest_collective_elements`);
+- float64 references of the vocabulary-blocked statistics (`naive_stats`);
+- llama.cpp's GGUF names and q/k permutation, and SmolLM2 as a torch model built from its GGUF file;
+- the shared benchmark files as lm-eval's Hugging Face datasets hold them, and lm-eval's own requests for them:
+  `python tests/helpers.py` rewrites tests/data/lm_eval_requests.json (the frozen strings and ids CI compares
+  against, without lm-eval installed).
+
+Heavy optional imports (torch, transformers, lm-eval, datasets) happen inside the functions that need them.
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import functools
+import json
+import math
+import re
+import types
+from collections import Counter
+from pathlib import Path
+from typing import ClassVar
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxcontam.ngram.table import ItemUnits, build_table
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+# the error `jaxcontam_cli` (conftest.py) raises in place of model loading
+MODEL_LOAD_REACHED = "MODEL LOAD REACHED"
+SMOLLM2_FOLDER = "smollm2_135m_instruct"  # under the data root
+SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
+SMOLLM2 = (SMOLLM2_FOLDER, SMOLLM2_GGUF)
+LM_EVAL_FROZEN = Path(__file__).parent / "data" / "lm_eval_requests.json"
+
+
+# --- in-memory corpus doubles with the reader interface (`shards`, `split`, `documents()`) ----------------------
+
+
+@dataclasses.dataclass
+class Doc:
+    id: str
+    text: str | None = None
+    tokens: np.ndarray | None = None
+
+
+@dataclasses.dataclass
+class Shard:
+    """A shard that counts its passes and can simulate an interruption after `fail_after` documents."""
+
+    name: str
+    docs: list
+    reads: int = 0
+    fail_after: int | None = None
+
+    def documents(self):
+        self.reads += 1
+        for i, doc in enumerate(self.docs):
+            if self.fail_after is not None and i >= self.fail_after:
+                raise KeyboardInterrupt("simulated interruption")
+            yield doc
+
+
+@dataclasses.dataclass
+class ListCorpus:
+    shards: tuple
+
+    def split(self, index, count):
+        return ListCorpus(self.shards[index::count])
+
+
+# --- n-gram references ------------------------------------------------------------------------------------------
+
+
+def items_from_token_lists(token_lists):
+    offsets = np.concatenate([[0], np.cumsum([len(t) for t in token_lists])]).astype(np.int64)
+    tokens = np.concatenate([np.asarray(t, np.int32) for t in token_lists]) if token_lists else np.zeros(0, np.int32)
+    return ItemUnits(tuple(map(str, range(len(token_lists)))), tokens, offsets, np.arange(len(token_lists) + 1))
+
+
+def brute_counts(table, documents):
+    counter = Counter(tuple(d[i : i + table.n]) for d in documents for i in range(len(d) - table.n + 1))
+    return np.array([counter[tuple(r)] for r in table.ngrams.tolist()], np.int64)
+
+
+FIXED_TABLE = build_table(
+    items_from_token_lists([[0, 1, 2, 0, 1, 2, 0], [2, 2, 2, 2], [1, 0], [3, 1, 3, 1, 3, 3, 0, 2]]), 3
+)
+
+
+# --- a one-layer attention decoder implementing the engine's model interface ------------------------------------
+
+
+# Engine tests use it to check packing, ordering, spans, compile counts and the decode loop independently of the
+# real decoders (which are checked against torch transformers in their own tests and in test_engine_torch_parity).
+
+
+@dataclasses.dataclass(frozen=True)
+class ToySpec:
+    vocab_size: int = 61
+    hidden_size: int = 16
+    max_position: int = 512
+    final_logit_softcap: float | None = None
+    eos_token_id: int | None = None
+    packing: ClassVar[bool] = True  # masks by positions and segment ids
+
+    def hidden_states(self, params, tokens, positions, segment_ids):
+        return toy_hidden_states(params, self, tokens, positions, segment_ids)
+
+    def output_projection(self, params):
+        return params["out"], None
+
+    def logits_from_hidden(self, params, hidden):
+        return _toy_logits_from_hidden(params, self, hidden)
+
+    def split_layers(self, params):
+        return params  # one layer: nothing stacked
+
+    def init_cache(self, batch, max_len, dtype):
+        return {"x": jnp.zeros((batch, max_len, self.hidden_size), dtype), "pos": jnp.full((batch, max_len), -1)}
+
+    def decode(self, params, tokens, positions, cache, cache_index):
+        return _toy_decode(params, self, tokens, positions, cache, cache_index)
+
+
+def toy_init_params(spec: ToySpec, seed: int = 0):
+    rng = np.random.default_rng(seed)
+    d, v = spec.hidden_size, spec.vocab_size
+    shapes = {"embed": (v, d), "pos": (spec.max_position, d), "wq": (d, d), "wk": (d, d), "wv": (d, d), "out": (d, v)}
+    return {k: jnp.asarray(rng.normal(scale=0.8, size=s), jnp.float32) for k, s in shapes.items()}
+
+
+def _toy_attend(params, x, q_pos, keys_x, k_pos, allowed):
+    q = x @ params["wq"]
+    k = keys_x @ params["wk"]
+    v = keys_x @ params["wv"]
+    scores = jnp.einsum("btd,bsd->bts", q, k) / np.sqrt(x.shape[-1])
+    scores = jnp.where(allowed, scores, -1e30)
+    attn = jnp.where(allowed, jax.nn.softmax(scores, axis=-1), 0.0)
+    return jnp.tanh(x + jnp.einsum("bts,bsd->btd", attn, v))
+
+
+def _toy_embed(params, tokens, positions):
+    return params["embed"][tokens] + params["pos"][jnp.maximum(positions, 0)]
+
+
+def toy_hidden_states(params, spec, tokens, positions, segment_ids):
+    x = _toy_embed(params, tokens, positions)
+    same = segment_ids[:, :, None] == segment_ids[:, None, :]
+    causal = positions[:, None, :] <= positions[:, :, None]
+    allowed = same & causal & (segment_ids[:, :, None] > 0)
+    return _toy_attend(params, x, positions, x, positions, allowed)
+
+
+def _toy_logits_from_hidden(params, spec, hidden):
+    z = (hidden @ params["out"]).astype(jnp.float32)
+    if spec.final_logit_softcap is not None:
+        z = spec.final_logit_softcap * jnp.tanh(z / spec.final_logit_softcap)
+    return z
+
+
+def _toy_write(cache, new, cache_index):
+    """new [B, t, ...] into cache [B, S, ...] from slot cache_index (a scalar, or one per row)."""
+    index = jnp.broadcast_to(jnp.asarray(cache_index, jnp.int32), cache.shape[:1])
+    return jax.vmap(lambda c, n, i: jax.lax.dynamic_update_slice_in_dim(c, n, i, axis=0))(cache, new, index)
+
+
+def _toy_decode(params, spec, tokens, positions, cache, cache_index):
+    x = _toy_embed(params, tokens, positions)
+    xs = _toy_write(cache["x"], x, cache_index)
+    ps = _toy_write(cache["pos"], positions, cache_index)
+    allowed = (ps[:, None, :] >= 0) & (ps[:, None, :] <= positions[:, :, None]) & (positions[:, :, None] >= 0)
+    return _toy_attend(params, x, positions, xs, ps, allowed), {"x": xs, "pos": ps}
+
+
+def toy_model(spec: ToySpec = ToySpec(), seed: int = 0, tokenizer=None, mesh=None):
+    """A stand-in for `jaxcontam.models.Model` with the attributes the engine reads (weights replicated)."""
+    mesh = mesh or jax.make_mesh((jax.device_count(), 1), ("data", "model"), (jax.sharding.AxisType.Auto,) * 2)
+    replicated = jax.sharding.NamedSharding(mesh, jax.P())
+    params = jax.tree.map(
+        lambda x: jax.make_array_from_callback(x.shape, replicated, lambda i: np.asarray(x)[i]),
+        toy_init_params(spec, seed),
+    )
+    return types.SimpleNamespace(config=spec, params=params, tokenizer=tokenizer, mesh=mesh)
+
+
+def naive_log_softmax(model, seq):
+    """Reference in float64 numpy: [n, V] next-token log-probs of the sequence alone."""
+    p = {k: np.asarray(v, np.float64) for k, v in model.params.items()}
+    n = len(seq)
+    x = p["embed"][np.asarray(seq)] + p["pos"][:n]
+    scores = (x @ p["wq"]) @ (x @ p["wk"]).T / np.sqrt(x.shape[-1])
+    scores = np.where(np.tril(np.ones((n, n), bool)), scores, -np.inf)
+    attn = np.exp(scores - scores.max(-1, keepdims=True))
+    h = np.tanh(x + (attn / attn.sum(-1, keepdims=True)) @ (x @ p["wv"]))
+    z = h @ p["out"]
+    if model.config.final_logit_softcap is not None:
+        z = model.config.final_logit_softcap * np.tanh(z / model.config.final_logit_softcap)
+    logp = z - z.max(-1, keepdims=True)
+    return logp - np.log(np.exp(logp).sum(-1, keepdims=True))
+
+
+def naive_logprobs(model, seq):
+    """Token t scored from tokens < t, for t = 1..n-1."""
+    return naive_log_softmax(model, seq)[np.arange(len(seq) - 1), np.asarray(seq[1:])]
+
+
+# --- collectives of optimized HLO text: which op, and the shapes of the arrays it produces ----------------------
+
+
+_OPS = ("all-gather", "all-reduce", "collective-permute", "reduce-scatter", "all-to-all")
+_INSTRUCTION = re.compile(r"^\s*(?:ROOT\s+)?%\S+\s*=\s*(.*?)\s+([a-z-]+)\(")
+_ARRAY = re.compile(r"\b[a-z]+\d*\[([\d,]*)\]")
+
+
+def collective_shapes(hlo_text: str) -> list[tuple[str, list[tuple[int, ...]]]]:
+    """(op, result array shapes) of every all-gather / all-reduce / ... in the text, sync or async (-start)."""
+    found = []
+    for line in hlo_text.splitlines():
+        match = _INSTRUCTION.match(line)
+        if match is None:
+            continue
+        op = match.group(2).removesuffix("-start")
+        if op in _OPS:
+            shapes = [tuple(int(d) for d in dims.split(",") if d) for dims in _ARRAY.findall(match.group(1))]
+            found.append((op, shapes))
+    return found
+
+
+def largest_collective_elements(hlo_text: str) -> int:
+    """Elements of the largest array any collective produces (0 without collectives)."""
+    return max((math.prod(s) for _, shapes in collective_shapes(hlo_text) for s in shapes), default=0)
+
+
+# --- vocabulary-blocked statistics ------------------------------------------------------------------------------
+
+
+def naive_stats(hidden, weight, targets, bias=None, layout="vd", softcap=None):
+    """float64 full logits, log-softmax, and the Min-K%++ moments straight from their definitions."""
+    h = np.asarray(hidden, np.float64).reshape(-1, hidden.shape[-1])
+    w = np.asarray(weight, np.float64)
+    z = h @ (w.T if layout == "vd" else w)
+    if bias is not None:
+        z = z + np.asarray(bias, np.float64)
+    if softcap is not None:
+        z = softcap * np.tanh(z / softcap)
+    logp = z - np.log(np.exp(z - z.max(-1, keepdims=True)).sum(-1, keepdims=True)) - z.max(-1, keepdims=True)
+    p = np.exp(logp)
+    mu = (p * logp).sum(-1)
+    sigma = np.sqrt((p * (logp - mu[..., None]) ** 2).sum(-1))  # E[(x - mu)^2]: never negative by cancellation
+    lp = np.take_along_axis(logp, np.asarray(targets).reshape(-1, 1), axis=1)[:, 0]
+    shape = targets.shape
+    return lp.reshape(shape), mu.reshape(shape), sigma.reshape(shape)
+
+
+# --- a tiny llama config for training tests ---------------------------------------------------------------------
+
+
+TINY_LLAMA_CONFIG = dict(
+    model_type="llama",
+    vocab_size=64,
+    hidden_size=32,
+    intermediate_size=64,
+    num_hidden_layers=2,
+    num_attention_heads=4,
+    num_key_value_heads=2,
+    max_position_embeddings=64,
+    rms_norm_eps=1e-5,
+    hidden_act="silu",
+    tie_word_embeddings=False,
+    rope_theta=10000.0,
+    bos_token_id=1,
+    eos_token_id=2,
+)
+
+
+# --- GGUF: llama.cpp's names and q/k permutation; SmolLM2 as torch builds it from the file ----------------------
+
+
+# HF module name inside model.layers.N -> llama.cpp tensor name (gguf-py's tensor_mapping / llama.cpp's names)
+LAYER_NAMES = {
+    "input_layernorm": "attn_norm",
+    "self_attn.q_proj": "attn_q",
+    "self_attn.k_proj": "attn_k",
+    "self_attn.v_proj": "attn_v",
+    "self_attn.o_proj": "attn_output",
+    "self_attn.q_norm": "attn_q_norm",
+    "self_attn.k_norm": "attn_k_norm",
+    "mlp.gate_proj": "ffn_gate",
+    "mlp.up_proj": "ffn_up",
+    "mlp.down_proj": "ffn_down",
+    "post_attention_layernorm": "ffn_norm",
+    "mlp.gate": "ffn_gate_inp",
+}
+GEMMA2_LAYER_NAMES = {
+    **LAYER_NAMES,
+    "post_attention_layernorm": "post_attention_norm",
+    "pre_feedforward_layernorm": "ffn_norm",
+    "post_feedforward_layernorm": "post_ffw_norm",
+}
+OLMO2_LAYER_NAMES = {
+    **LAYER_NAMES,
+    "post_attention_layernorm": "post_attention_norm",
+    "post_feedforward_layernorm": "post_ffw_norm",
+}
+PHI3_LAYER_NAMES = {**LAYER_NAMES, "self_attn.qkv_proj": "attn_qkv", "mlp.gate_up_proj": "ffn_up"}
+ARCH_LAYER_NAMES = {
+    "gemma2": GEMMA2_LAYER_NAMES,
+    "gemma3": GEMMA2_LAYER_NAMES,
+    "olmo2": OLMO2_LAYER_NAMES,
+    "phi3": PHI3_LAYER_NAMES,
+}
+TOP_NAMES = {
+    "model.embed_tokens.weight": "token_embd.weight",
+    "model.norm.weight": "output_norm.weight",
+    "lm_head.weight": "output.weight",
+}
+
+
+def llama_cpp_permute(weights: np.ndarray, n_head: int, n_head_kv: int) -> np.ndarray:
+    """convert_hf_to_gguf.py's LlamaModel.permute: each head's rows viewed as [2, D/2] and transposed."""
+    if n_head != n_head_kv:
+        n_head = n_head_kv
+    return (
+        weights.reshape(n_head, 2, weights.shape[0] // n_head // 2, *weights.shape[1:])
+        .swapaxes(1, 2)
+        .reshape(weights.shape)
+    )
+
+
+def gguf_name(hf_name: str, arch: str) -> str:
+    if hf_name in TOP_NAMES:
+        return TOP_NAMES[hf_name]
+    layer, module, kind = re.fullmatch(r"model\.layers\.(\d+)\.(.+)\.(weight|bias)", hf_name).groups()
+    return f"blk.{layer}.{ARCH_LAYER_NAMES.get(arch, LAYER_NAMES)[module]}.{kind}"
+
+
+# the architecture as the data folder's SOURCE.txt documents it
+SMOLLM2_CONFIG = {
+    "vocab_size": 49152,
+    "hidden_size": 576,
+    "intermediate_size": 1536,
+    "num_hidden_layers": 30,
+    "num_attention_heads": 9,
+    "num_key_value_heads": 3,
+    "head_dim": 64,
+    "rope_theta": 100000.0,
+    "rms_norm_eps": 1e-5,
+    "max_position_embeddings": 8192,
+    "tie_word_embeddings": True,
+    "bos_token_id": 1,
+    "eos_token_id": 2,
+}
+
+
+def unpermute_llama_cpp(stored: np.ndarray, n_head: int, n_head_kv: int) -> np.ndarray:
+    """Invert `llama_cpp_permute` by where it sends each row index: stored[i] = original[order[i]]."""
+    order = llama_cpp_permute(np.arange(stored.shape[0]), n_head, n_head_kv)
+    original = np.empty_like(stored)
+    original[order] = stored
+    return original
+
+
+def torch_smollm2(path):
+    """SmolLM2 as a torch LlamaForCausalLM built from the file by hand, independently of jaxcontam's loader.
+
+    Tensors come through transformers' own GGUF reader and gguf's reference `dequantize`, names through this
+    module's llama.cpp name table, q/k rows through the inverse of the converter's permutation. (transformers'
+    `from_pretrained(gguf_file=...)` builds the same model, but parses the metadata twice with gguf.GGUFReader:
+    about a minute of CI time on two cores.)
+    """
+    import gguf
+    import torch
+    import transformers as tf
+    from transformers.integrations.gguf.reader import GgufHeader, load_gguf_state_dict
+
+    stored = load_gguf_state_dict(GgufHeader.from_file(str(path)))
+    config = tf.LlamaConfig(**SMOLLM2_CONFIG)
+    with torch.device("meta"):
+        model = tf.LlamaForCausalLM(config)
+    heads, kv_heads = config.num_attention_heads, config.num_key_value_heads
+    state = {}
+    for name, param in model.state_dict().items():
+        if name == "lm_head.weight":  # tied to the embedding
+            continue
+        tensor = stored[gguf_name(name, "llama")]
+        kind = gguf.GGMLQuantizationType(tensor.ggml_type)
+        raw = np.asarray(tensor.data).reshape(gguf.quants.quant_shape_to_byte_shape(tuple(param.shape), kind))
+        weight = gguf.quants.dequantize(raw, kind).astype(np.float32)
+        if ".q_proj." in name:
+            weight = unpermute_llama_cpp(weight, heads, heads)
+        elif ".k_proj." in name:
+            weight = unpermute_llama_cpp(weight, heads, kv_heads)
+        state[name] = torch.from_numpy(weight)
+    assert model.load_state_dict(state, strict=False, assign=True).missing_keys == ["lm_head.weight"]
+    model.tie_weights()
+    model.model.rotary_emb = type(model.model.rotary_emb)(config=config)  # its buffers were left on "meta"
+    return model.eval()
+
+
+# --- lm-eval: the shared benchmark files as its Hugging Face datasets hold them, and its own requests -----------
+
+
+LM_EVAL_VERSION = "0.4.13"
+LM_EVAL_FROZEN_DOCS = {"copa": 20}  # docs frozen per task (5 where not named)
+
+# (jaxcontam benchmark, its split, lm-eval task, the task's split holding those docs)
+LM_EVAL_PAIRS = (
+    ("copa", "validation", "copa", "validation"),
+    ("arc_easy", "test", "arc_easy", "test"),
+    ("arc_challenge", "test", "arc_challenge", "test"),
+    ("piqa", "validation", "piqa", "validation"),
+    ("hellaswag", "validation", "hellaswag", "validation"),
+    ("openbookqa", "test", "openbookqa", "test"),
+    ("mmlu", "test", "mmlu_abstract_algebra", "test"),
+    ("commonsenseqa", "validation", "commonsense_qa", "validation"),
+    ("siqa", "validation", "social_iqa", "validation"),
+    ("gsm8k", "test", "gsm8k", "test"),
+    ("nq_open", "validation", "nq_open", "validation"),
+    ("truthfulqa_mc", "validation", "truthfulqa_mc1", "validation"),
+)
+
+# HellaSwag validation rows 0-4 as rowanz/hellaswag holds them: the shared copy keeps only ctx = ctx_a + " " +
+# ctx_b, lm-eval needs the two parts (the same rows as tests/test_detect_answering.py).
+HELLASWAG_CTX = [
+    ("A man is sitting on a roof.", "he"),
+    ("A lady walks to a barbell. She bends down and grabs the pole.", "the lady"),
+    (
+        "Two women in a child are shown in a canoe while a man pulls the canoe while standing in the water, with "
+        "other individuals visible in the background.",
+        "the child and a different man",
+    ),
+    ("A boy is running down a track.", "the boy"),
+    ("The boy lifts his body above the height of a pole. The boy lands on his back on to a red mat.", "the boy"),
+]
+
+
+def _jsonl(path: Path, limit: int) -> list[dict]:
+    rows = []
+    with path.open(encoding="utf-8") as handle:
+        for line in handle:
+            if line.strip() and len(rows) < limit:
+                rows.append(json.loads(line))
+    return rows
+
+
+def _lettered(texts: list[str]) -> dict:
+    return {"text": list(texts), "label": [chr(ord("A") + i) for i in range(len(texts))]}
+
+
+def superglue_copa_validation(data: Path, limit: int) -> list[dict]:
+    """SuperGLUE's COPA validation: COPA ids 401-500 with the choice order and label of XCOPA's `val` (SuperGLUE's
+    validation translated in its order; all 11 languages' labels agree), which swaps about half the items."""
+    copa = [json.loads(line) for line in (data / "copa" / "copa_dev.jsonl").read_text().splitlines()[400:500]]
+    xcopa = _jsonl(data / "xcopa" / "data" / "et" / "val.et.jsonl", 100)
+    rows = []
+    for index, (row, translated) in enumerate(zip(copa, xcopa)):
+        assert translated["idx"] == index and row["id"] == 401 + index
+        choices = (row["choice1"], row["choice2"])
+        if translated["label"] != row["label"]:
+            choices = choices[::-1]
+        rows.append(
+            {
+                "premise": row["premise"],
+                "choice1": choices[0],
+                "choice2": choices[1],
+                "question": row["question"],
+                "label": translated["label"],
+                "idx": index,
+            }
+        )
+    return rows[:limit]
+
+
+def hf_rows(data: Path, task: str, limit: int = 50) -> list[dict]:
+    """The first `limit` rows of the dataset lm-eval's `task` reads, from the shared files."""
+    adapters = data / "llm_adapters_commonsense"
+    if task == "copa":
+        return superglue_copa_validation(data, limit)
+    if task in ("arc_easy", "arc_challenge"):
+        folder = {"arc_easy": "ARC-Easy", "arc_challenge": "ARC-Challenge"}[task]
+        return [
+            {
+                "id": str(r["id"]),
+                "question": r["question"],
+                "choices": _lettered(r["choices"]),
+                "answerKey": chr(ord("A") + r["label"]),
+            }
+            for r in _jsonl(adapters / folder / "parsed.jsonl", limit)
+        ]
+    if task == "piqa":
+        return _jsonl(data / "piqa" / "piqa_valid_with_labels.jsonl", limit)
+    if task == "hellaswag":
+        rows = _jsonl(data / "hellaswag" / "hellaswag_val.jsonl", min(limit, len(HELLASWAG_CTX)))
+        return [
+            {
+                "ind": r["ind"],
+                "activity_label": r["activity_label"],
+                "ctx_a": a,
+                "ctx_b": b,
+                "ctx": f"{a} {b}",
+                "endings": r["endings"],
+                "label": str(r["label"]),
+            }
+            for r, (a, b) in zip(rows, HELLASWAG_CTX)
+            if r["ctx"] == f"{a} {b}"
+        ]
+    if task == "openbookqa":
+        return [
+            {
+                "id": r["id"],
+                "question_stem": r["question"]["stem"],
+                "choices": {
+                    "text": [c["text"] for c in r["question"]["choices"]],
+                    "label": [c["label"] for c in r["question"]["choices"]],
+                },
+                "answerKey": r["answerKey"],
+            }
+            for r in _jsonl(data / "openbookqa" / "openbookqa.jsonl", limit)
+        ]
+    if task.startswith("mmlu_"):
+        subject = task.removeprefix("mmlu_")
+        with (data / "mmlu" / "test" / f"{subject}_test.csv").open(encoding="utf-8", newline="") as handle:
+            rows = list(csv.DictReader(handle))[:limit]
+        return [
+            {
+                "question": r["question"],
+                "subject": subject,
+                "choices": [r[f"choice{k}"] for k in range(4)],
+                "answer": int(r["answer"]),
+            }
+            for r in rows
+        ]
+    if task == "commonsense_qa":
+        return _jsonl(data / "commonsenseqa" / "dev_rand_split.jsonl", limit)
+    if task == "social_iqa":
+        # the shared copy joins context and question with one space, which is all lm-eval's template puts between
+        # them: any split at a space gives lm-eval the same text
+        rows = []
+        for r in _jsonl(adapters / "social_i_qa" / "parsed.jsonl", limit):
+            context, _, question = r["question"].rpartition(" ")
+            rows.append(
+                {
+                    "context": context,
+                    "question": question,
+                    "answerA": r["choices"][0],
+                    "answerB": r["choices"][1],
+                    "answerC": r["choices"][2],
+                    "label": str(r["label"] + 1),
+                }
+            )
+        return rows
+    if task == "gsm8k":
+        return _jsonl(data / "gsm8k" / "test.jsonl", limit)
+    if task == "nq_open":
+        return _jsonl(data / "nq_open" / "NQ-open.dev.jsonl", limit)
+    if task == "truthfulqa_mc1":
+        # the shared CSV has no MC1 targets: the best answer then the incorrect answers stand in for them (the
+        # choices' text is data; what is compared is how lm-eval's task words the question and the choices)
+        with (data / "truthfulqa" / "TruthfulQA.csv").open(encoding="utf-8", newline="") as handle:
+            rows = list(csv.DictReader(handle))[:limit]
+        targets = [
+            [r["Best Answer"], *(a.strip() for a in r["Incorrect Answers"].split(";") if a.strip())] for r in rows
+        ]
+        return [
+            {"question": r["Question"], "mc1_targets": {"choices": t, "labels": [1] + [0] * (len(t) - 1)}}
+            for r, t in zip(rows, targets)
+        ]
+    raise KeyError(task)
+
+
+@functools.lru_cache(maxsize=1)
+def lm_eval_task_manager():
+    from lm_eval.tasks import TaskManager
+
+    return TaskManager()
+
+
+def lm_eval_requests(task_name: str, rows: list[dict], split: str) -> list[dict]:
+    """lm-eval's zero-shot requests for `rows`: [{context, continuations, gold}] per doc, in lm-eval's doc order.
+
+    The task is built from its installed config with `custom_dataset` serving `rows` under every split the config
+    names (the other splits only feed few-shot examples, which a zero-shot context never reads).
+    """
+    import datasets
+
+    manager = lm_eval_task_manager()
+    entry = manager.task_index[task_name]
+    config = manager._factory._load_full_config(entry)
+    names = {config.get(key) for key in ("training_split", "validation_split", "test_split", "fewshot_split")}
+    served = datasets.Dataset.from_list(rows)
+
+    def custom_dataset(**_):
+        return datasets.DatasetDict({name: served for name in names if name} | {split: served})
+
+    task = manager._factory.build(entry, overrides={"custom_dataset": custom_dataset}, registry=manager.task_index)
+    docs = {"train": task.training_docs, "validation": task.validation_docs, "test": task.test_docs}[split]()
+    requests = []
+    for doc in docs:
+        context = task.fewshot_context(doc, 0)
+        made = task.construct_requests(doc, context, metadata=(task_name, 0, 1))
+        if task.OUTPUT_TYPE != "multiple_choice":
+            requests.append({"context": made.arguments[0]})
+            continue
+        choices = task.doc_to_choice(doc)
+        gold = task.doc_to_target(doc)
+        gold = choices.index(gold) if isinstance(gold, str) else int(gold)  # as process_results reads it
+        assert all(r.arguments[0] == context for r in made)
+        requests.append({"context": context, "continuations": [r.arguments[1] for r in made], "gold": gold})
+    return requests
+
+
+def lm_eval_hf_encoder(data: Path):
+    """lm-eval's `hf` model's encoding without its weights: an `HFLM` holding only the tokenizer that lm-eval
+    loads for SmolLM2's GGUF (`AutoTokenizer.from_pretrained(folder, gguf_file=...)`), with `HFLM`'s defaults
+    (causal backend, no `add_bos_token`, no custom prefix token). Its `_encode_pair` and `tok_encode` are lm-eval's."""
+    import transformers
+    from lm_eval.models.huggingface import HFLM
+
+    folder, file = SMOLLM2
+    encoder = HFLM.__new__(HFLM)
+    encoder.tokenizer = transformers.AutoTokenizer.from_pretrained(data / folder, gguf_file=file)
+    encoder.backend, encoder.add_bos_token, encoder.custom_prefix_token_id = "causal", None, None
+    return encoder
+
+
+def with_ids(encoder, request: dict) -> dict:
+    """`request` plus lm-eval's token ids for it: [context ids, continuation ids] per continuation
+    (`_encode_pair`), or the context's ids for a generative request (`tok_encode`)."""
+    if "continuations" not in request:
+        return {**request, "context_ids": encoder.tok_encode(request["context"])}
+    pairs = [encoder._encode_pair(request["context"], continuation) for continuation in request["continuations"]]
+    return {**request, "pair_ids": [[list(context), list(continuation)] for context, continuation in pairs]}
+
+
+def jaxcontam_requests(benchmark) -> list[dict]:
+    """jaxcontam's prompts, continuations and golds in the shape of `lm_eval_requests`' output."""
+    made = []
+    for item in benchmark:
+        request = {"context": benchmark.prompt(item)}
+        if item.choices is not None:
+            request |= {
+                "continuations": [benchmark.continuation(item, i) for i in range(len(item.choices))],
+                "gold": item.answer,
+            }
+        made.append(request)
+    return made
+
+
+def smollm2_tokenizer(data: Path):
+    """SmolLM2's tokenizer as jaxcontam builds it from the GGUF metadata (torch-free)."""
+    from jaxcontam.models.gguf import load_gguf_tokenizer, open_reader
+
+    path = data / SMOLLM2[0] / SMOLLM2[1]
+    return load_gguf_tokenizer(open_reader(path), path)
+
+
+def jaxcontam_ids(tokenizer, request: dict) -> dict:
+    """`request` plus jaxcontam's ids for it (`answering.encode_pair` / `encode_prompt`), shaped as `with_ids`."""
+    from jaxcontam.detect.answering import encode_pair, encode_prompt
+
+    if "continuations" not in request:
+        return {**request, "context_ids": encode_prompt(tokenizer, request["context"])}
+    pairs = [encode_pair(tokenizer, request["context"], continuation) for continuation in request["continuations"]]
+    return {**request, "pair_ids": [[list(context), list(continuation)] for context, continuation in pairs]}
+
+
+def freeze_lm_eval_requests(data: Path) -> dict:
+    """The frozen file's content: lm-eval's requests, with SmolLM2's ids, for the first docs of each paired task."""
+    encoder = lm_eval_hf_encoder(data)
+    tasks = {}
+    for name, split, task, task_split in LM_EVAL_PAIRS:
+        requests = lm_eval_requests(task, hf_rows(data, task, LM_EVAL_FROZEN_DOCS.get(task, 5)), task_split)
+        tasks[task] = {
+            "benchmark": name,
+            "split": split,
+            "task_split": task_split,
+            "requests": [with_ids(encoder, request) for request in requests],
+        }
+    return {
+        "lm_eval_version": LM_EVAL_VERSION,
+        "produced_by": "lm-eval's task code and its hf model's _encode_pair with SmolLM2's GGUF tokenizer "
+        "(tests/helpers.py); regenerate with `python tests/helpers.py` from the "
+        "repository root with lm-eval installed",
+        "tasks": tasks,
+    }
+
+
+if __name__ == "__main__":
+    import lm_eval
+
+    assert lm_eval.__version__ == LM_EVAL_VERSION, f"freeze with lm-eval {LM_EVAL_VERSION}, not {lm_eval.__version__}"
+    shared = REPO_ROOT.parent / "shared" / "data"
+    text = json.dumps(freeze_lm_eval_requests(shared), indent=1, ensure_ascii=False)
+    text = re.sub(r"\[[\d,\s]*\]", lambda ids: json.dumps(json.loads(ids.group(0))), text)  # id lists on one line
+    LM_EVAL_FROZEN.write_text(text + "\n", encoding="utf-8")
+    print(f"wrote {LM_EVAL_FROZEN}")

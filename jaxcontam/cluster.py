@@ -72,6 +72,7 @@ class ClusterSettings:
             raise JaxcontamError(
                 f"--coordinator {self.coordinator!r}: expected HOST:PORT of process 0, e.g. 10.0.0.1:8476"
             )
+        assert self.num_processes is not None and self.process_id is not None  # all three given (checked above)
         if self.num_processes < 1 or not 0 <= self.process_id < self.num_processes:
             raise JaxcontamError(
                 f"--process-id {self.process_id} with --num-processes {self.num_processes}: "
@@ -158,7 +159,10 @@ def _join(where: dict, settings: ClusterSettings, detected: tuple[str, int] | No
 
 
 def _reachable(address: str) -> bool:
-    host, port = _split_address(address)
+    split = _split_address(address)
+    if split is None:
+        return False
+    host, port = split
     try:
         with socket.create_connection((host, port), timeout=2):
             return True
@@ -177,6 +181,7 @@ def _not_joined(settings: ClusterSettings, detected: tuple[str, int] | None) -> 
             f"--distributed off to run on this host alone{slow}"
         )
     coordinator, count = settings.coordinator, settings.num_processes
+    assert coordinator is not None and count is not None  # an explicit group: validated when the options were read
     every = (
         f"start the same command on all {count} hosts with --coordinator {coordinator} --num-processes {count} "
         f"and each its own --process-id 0..{count - 1}"

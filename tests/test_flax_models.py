@@ -17,10 +17,10 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 import pytest
+from flax import nnx
 
 import jaxcontam
 import jaxcontam.flax_models as jflax
-from flax import nnx
 from jaxcontam.data import load_benchmark
 from jaxcontam.detect.audit_callback import AuditCallback, AuditSettings, AuditTarget
 from jaxcontam.engine.chat import encode_chat

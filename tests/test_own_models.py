@@ -15,10 +15,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from flax import nnx
 
 import jaxcontam
 import jaxcontam.flax_models
-from flax import nnx
 from jaxcontam.engine.generation import generate
 from jaxcontam.engine.packing import packs_rows, plan_batches
 from jaxcontam.engine.scoring import score_logprobs
@@ -83,7 +83,9 @@ def own(request):
     if request.param == "linen":
         module = LinenTiny()
         params = module.init(jax.random.key(0), jnp.zeros((1, 4), jnp.int32))["params"]
-        return jaxcontam.flax_models.from_linen(module.apply, params), jax.jit(lambda t: module.apply({"params": params}, t))
+        return jaxcontam.flax_models.from_linen(module.apply, params), jax.jit(
+            lambda t: module.apply({"params": params}, t)
+        )
     params = fn_params()
     return jaxcontam.from_fn(fn_logits, params), jax.jit(lambda tokens: fn_logits(params, tokens))
 

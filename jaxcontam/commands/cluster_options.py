@@ -69,7 +69,9 @@ def check_cluster_options(ctx: click.Context, distributed, coordinator, num_proc
     """Check the options now (an incomplete triple is refused before any work) and keep them for the command."""
     settings = ClusterSettings(distributed, coordinator, num_processes, process_id, timeout)
     name = ctx.invoked_subcommand
-    command = ctx.command.get_command(ctx, name) if name else None
+    group = ctx.command
+    assert isinstance(group, click.Group)  # the options sit on the `jaxcontam` group
+    command = group.get_command(ctx, name) if name else None
     if settings.explicit and command is not None and not getattr(command, _MARK, False):
         raise JaxcontamError(
             f"jaxcontam {name} runs as one process: drop --coordinator, --num-processes and --process-id "
@@ -82,6 +84,7 @@ def check_cluster_options(ctx: click.Context, distributed, coordinator, num_proc
 def runs_on_every_host(command: click.Command) -> click.Command:
     """Mark `command` as one that runs as one process per host: it joins the others before its body runs."""
     body = command.callback
+    assert body is not None, f"{command.name} has no callback to run on every host"
 
     @functools.wraps(body)
     def joined_first(*args, **kwargs):

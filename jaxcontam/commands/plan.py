@@ -158,7 +158,7 @@ def print_report(report: dict) -> None:
         )
     click.echo(f"{report['note']}\nroofline = {report['roofline']}")
     efficiency = report.get("efficiency")
-    if efficiency is not None:
+    if efficiency is not None and chip is not None:
         best = efficiency["best_mfu"]
         click.echo(
             f"estimate = max(flops / (peak x {efficiency['compute']['value']:.2f}), bytes / (HBM bandwidth x "
@@ -211,7 +211,7 @@ def print_report(report: dict) -> None:
     for row in table:
         click.echo("  ".join(str(v).ljust(n) for v, n in zip(row, widths)).rstrip())
     click.echo("(bytes per device in GiB; TFLOP, GB moved and collective GB per device per call)")
-    if any(s["above_published"] for s in report["steps"]):
+    if chip is not None and any(s["above_published"] for s in report["steps"]):
         click.echo(
             f"! an estimated MFU above the best published for {chip['name']} "
             f"({report['efficiency']['best_mfu']['value']:.1%}): no published measurement supports it"

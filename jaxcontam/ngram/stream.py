@@ -307,8 +307,10 @@ def _sum_over_processes(values: np.ndarray) -> np.ndarray:
 def from_process_zero(values: np.ndarray | None, size: int) -> np.ndarray:
     """Process 0's int64 `values` on every process (the others pass None); `values` itself with one process."""
     if jax.process_count() == 1:
+        assert values is not None, "a lone process is process 0: it passes its values"
         return values
-    return _sum_over_processes(values if jax.process_index() == 0 else np.zeros(size, np.int64))
+    mine = values if jax.process_index() == 0 and values is not None else np.zeros(size, np.int64)
+    return _sum_over_processes(mine)
 
 
 def process_checkpoint(checkpoint: str | Path) -> Path:

@@ -171,8 +171,9 @@ def estimate(
     """The estimate of one call over `devices` devices of `chip` from its per-device costs (`ici_bytes`: the
     call's `ici_traffic`); None for a chip without published efficiencies."""
     seconds = estimated_seconds(chip, flops, bytes_accessed, ici_bytes)
-    if not seconds:
+    found = efficiency_for(chip)
+    if not seconds or found is None:
         return None
-    best = efficiency_for(chip).best_mfu.value
+    best = found.best_mfu.value
     mfu = None if model_flops is None else model_flops / (seconds * chip.peak_flops * devices)
     return Estimate(seconds, tokens / seconds, mfu, best, mfu is not None and mfu > best)

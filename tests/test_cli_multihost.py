@@ -17,7 +17,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import jaxcontam
-from conftest import MODEL_LOAD_REACHED
+from helpers import MODEL_LOAD_REACHED
 from jaxcontam import cluster
 from jaxcontam.cli import main
 

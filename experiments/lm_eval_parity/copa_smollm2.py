@@ -1,6 +1,6 @@
 """Per-choice log-likelihoods on COPA validation: jaxcontam against lm-eval 0.4.13's `hf` model, SmolLM2-135M-Instruct.
 
-lm-eval side: its `copa` task (installed YAML and utils) served SuperGLUE's validation rows (tests/lm_eval_docs.py:
+lm-eval side: its `copa` task (installed YAML and utils) served SuperGLUE's validation rows (tests/helpers.py:
 COPA ids 401-500 in the choice order of XCOPA's labels), its requests run through `HFLM(pretrained=<folder>,
 gguf_file=...)` (torch transformers dequantising the shared Q4_1 GGUF to float32) and `loglikelihood`.
 jaxcontam side: `load_benchmark("copa", split="validation")`, `jaxcontam.load_model(<gguf>)`, the choices scored as
@@ -22,9 +22,9 @@ import time
 import numpy as np
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "tests"))  # lm_eval_docs: lm-eval's requests for the shared rows
+sys.path.insert(0, str(ROOT / "tests"))  # helpers: lm-eval's requests for the shared rows
 
-from lm_eval_docs import (SMOLLM2, hf_rows, jaxcontam_ids, jaxcontam_requests, lm_eval_hf_encoder,  # noqa: E402
+from helpers import (SMOLLM2, hf_rows, jaxcontam_ids, jaxcontam_requests, lm_eval_hf_encoder,  # noqa: E402
                           lm_eval_requests, with_ids)
 
 DATA = ROOT.parent / "shared" / "data"

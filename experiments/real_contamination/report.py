@@ -32,7 +32,7 @@ import numpy as np
 ARM_ORDER = ("control", "verbatim_x1", "verbatim_x4", "fields_x4", "rephrased_x4")
 LIKELIHOOD = {"mean_logprob": True, "zlib_ratio": False, "min_k": True, "min_k_plus_plus": True}  # higher = seen?
 METRICS = ("token_match", "ngram_match", "token_extend", "longest_match")
-CONFIDENCES = ("p_true", "p_true_raw", "answer_logprob", "question_min_k_plus_plus")
+CONFIDENCES = ("p_true", "p_true_raw", "answer_logprob", "question_min_k_plus_plus", "p_yes")  # p_yes: paper only
 PRESETS = ("jaxcontam", "paper")
 
 
@@ -113,7 +113,7 @@ def pacost_halves(items, preset: str) -> dict:
 
     settings = PacostSettings(preset=preset)
     results = {}
-    for confidence in CONFIDENCES:
+    for confidence in (c for c in CONFIDENCES if f"{c}_original" in items):
         per_benchmark = {}
         for benchmark, group in items.groupby("benchmark"):
             records = group.to_dict("records")

@@ -176,8 +176,10 @@ def write_audit_config(path: pathlib.Path, model: pathlib.Path, arm_folder: path
         lines += ["[[benchmark]]", f'name = "{name}"', 'split = "test"',
                   f'path = "{mmlu if name == "mmlu" else SHARED}"', f"limit = {items}",
                   f'paraphrases = "{PARAPHRASES[name]}"', f'ground_truth = "{arm_folder / "ground_truth.jsonl"}"']
-    lines += ["[corpus]", f'paths = ["{arm_folder / "corpus"}"]', "[pacost]", f'preset = "{preset}"',
-              "[contam]", "min_clean = 5", "min_contaminated = 5"]  # EPG thresholds that N/2 items per half can meet
+    lines += ["[corpus]", f'paths = ["{arm_folder / "corpus"}"]', "[pacost]", f'preset = "{preset}"']
+    if preset == "paper":  # the real-model paper audit's lengths (docs/results.md): the authors' 1,024-token judge
+        lines += ["max_new_tokens = 192", "judge_max_new_tokens = 64"]  # replies cost hours on 2 cores
+    lines += ["[contam]", "min_clean = 5", "min_contaminated = 5"]  # EPG thresholds that N/2 items per half can meet
     path.write_text("\n".join(lines) + "\n")
 
 

@@ -28,7 +28,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from jaxcontam.errors import DataError, ModelError
-from jaxcontam.ngram.text_encoder import TextEncoder, bpe_split, byte_to_unicode
+from jaxcontam.ngram.text_encoder import TextEncoder
+from jaxcontam.ngram.tiktoken_twin import bpe_split, byte_to_unicode
 
 if TYPE_CHECKING:
     import tokenizers

@@ -213,9 +213,10 @@ def report(tmp_path_factory):
 def test_every_plot_is_a_png(report):
     _, out_dir, _ = report
     files = sorted((out_dir / "plots").iterdir())
-    # two runs with PaCoST and ConTAM (two plots each), none for the run without them, one sweep plot
-    assert len(files) == 5
-    assert (out_dir / "plots" / "sweep-pvalues.png") in files
+    # two runs with PaCoST and ConTAM (two plots each), none for the run without them, the sweep's p-values and
+    # its model x benchmark heatmaps (three models)
+    assert len(files) == 6
+    assert {out_dir / "plots" / "sweep-pvalues.png", out_dir / "plots" / "sweep-heatmap.png"} <= set(files)
     for path in files:
         data = path.read_bytes()
         assert data.startswith(PNG_MAGIC) and len(data) > 10_000, path
@@ -233,7 +234,7 @@ def test_page_is_self_contained(report):
     assert "http://" not in page and "https://" not in page and "<link" not in page
     assert "<script" not in page.lower()
     sources = [chunk.split('"', 1)[0] for chunk in page.split(' src="')[1:]]
-    assert len(sources) == 5
+    assert len(sources) == 6
     for source in sources:
         assert source.startswith("data:image/png;base64,")
         assert base64.b64decode(source.split(",", 1)[1]).startswith(PNG_MAGIC)

@@ -61,7 +61,9 @@ def trained_tokenizer(name: str):
     specials = ["<|begin_of_text|>", "<|end_of_text|>", "<|endoftext|>"]
     if name == "llama2-style":
         tokenizer = tokenizers.Tokenizer(models.BPE(byte_fallback=True, fuse_unk=True, unk_token="<unk>"))
-        tokenizer.normalizer = normalizers.Sequence([normalizers.Prepend("▁"), normalizers.Replace(" ", "▁")])
+        # trained on words (Metaspace splitting), then run as Llama 2's tokenizer.json runs: the whole text one
+        # piece after "▁" replaces spaces
+        tokenizer.pre_tokenizer = pre_tokenizers.Metaspace(replacement="▁", prepend_scheme="first", split=True)
         tokenizer.decoder = decoders.Sequence([decoders.Replace("▁", " "), decoders.ByteFallback(), decoders.Fuse()])
         alphabet = [f"<0x{b:02X}>" for b in range(256)]
         trainer = trainers.BpeTrainer(vocab_size=BUDGETS[name], special_tokens=["<unk>", "<s>", "</s>", *alphabet],
@@ -78,6 +80,8 @@ def trained_tokenizer(name: str):
         trainer = trainers.BpeTrainer(vocab_size=BUDGETS[name], initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
                                       special_tokens=specials, show_progress=False)
     tokenizer.train_from_iterator(book_texts(), trainer)
+    if name == "llama2-style":
+        tokenizer.pre_tokenizer = pre_tokenizers.Metaspace(replacement="▁", prepend_scheme="first", split=False)
     path.parent.mkdir(parents=True, exist_ok=True)
     tokenizer.save(str(path))
     return tokenizer

@@ -72,7 +72,8 @@ def write_report(summary: AuditSummary, items: list[dict], out_dir) -> Path:
         if sweep and sweep.get("labels")
         else None
     )
-    body = [_header(summary), _verdict_section(runs, stems), _sweep_section(sweep, alpha, sweep_png)]
+    body = [_header(summary), _verdict_section(runs, stems), _models_section(runs, alpha, plots_dir)]
+    body.append(_sweep_section(sweep, alpha, sweep_png))
     body += [_run_section(run, stem, figs) for run, stem, figs in zip(runs, stems, figures)]
     path = out_dir / "report.html"
     path.write_text(_page("\n".join(body)), encoding="utf-8")
@@ -288,6 +289,28 @@ def _epg_with_ci(result: dict) -> str:
     if result.get("epg") is None:
         return _text(None)
     return f"{_text(result['epg'])} {escape(interval(result.get('epg_ci')))}"
+
+
+def _models_section(runs, alpha, plots_dir: Path) -> str:
+    """With several models (a family at several sizes, say): the model x benchmark table and heatmaps."""
+    models, benchmarks, grids = plots.sweep_grid(runs)
+    if len(models) < 2:
+        return ""
+    png = plots.sweep_heatmap_png(runs, alpha, plots_dir / "sweep-heatmap.png")
+    header = "".join(f"<th>{escape(b)}</th>" for b in benchmarks)
+    rows = []
+    for r, model in enumerate(models):
+        cells = []
+        for c in range(len(benchmarks)):
+            p, epg, acc = (grids[key][r][c] for key in ("pacost_p", "epg", "accuracy"))
+            cells.append(f"<td>p {value(p)}<br>EPG {value(epg)}<br>acc {value(acc)}</td>")
+        rows.append(f'<tr><td class="model">{escape(model)}</td>{"".join(cells)}</tr>')
+    return (
+        f"<h2>Models x benchmarks</h2>\n<p>PaCoST's p-value adjusted across the sweep, ConTAM's EPG on the headline "
+        f"metric, and accuracy, for each of the {len(models)} models on each benchmark.</p>\n"
+        f"<table><thead><tr><th>model</th>{header}</tr></thead><tbody>{''.join(rows)}</tbody></table>\n"
+        f"{_figure(png, 'PaCoST p, EPG and accuracy per model and benchmark')}"
+    )
 
 
 def _sweep_section(sweep: dict | None, alpha, png: Path | None) -> str:

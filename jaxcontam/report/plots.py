@@ -1,4 +1,5 @@
-"""PNG figures of one audit: ConTAM EPG curves, PaCoST confidence pairs, and the sweep's p-values.
+"""PNG figures of one audit: ConTAM EPG curves, PaCoST confidence pairs, the sweep's p-values, and the model x
+benchmark heatmaps of a sweep over several models.
 
 matplotlib is imported inside the functions (Agg canvas, no pyplot state), so
 importing the report package stays cheap for the command line. Every value may
@@ -282,3 +283,70 @@ def _draw_adjusted(
             label=f"{name}-adjusted, {state}",
             **style,
         )
+
+
+SWEEP_PANELS = (
+    ("pacost_p", "PaCoST p (adjusted)", "Reds_r"),
+    ("epg", "ConTAM EPG", "RdBu_r"),
+    ("accuracy", "accuracy", "Greens"),
+)
+
+
+def sweep_grid(runs) -> tuple[list[str], list[str], dict[str, list[list[float]]]]:
+    """Models (rows) and benchmarks (columns) in audit order, and per panel of `SWEEP_PANELS` the grid of values
+    (NaN where a run is missing or its detector did not run): PaCoST's p adjusted across the sweep (raw where
+    there is no correction), the headline ConTAM metric's EPG, and accuracy."""
+    models = list(dict.fromkeys(str(run.model) for run in runs))
+    benchmarks = list(dict.fromkeys(str(run.benchmark) for run in runs))
+    grids = {key: [[math.nan] * len(benchmarks) for _ in models] for key, _, _ in SWEEP_PANELS}
+    for run in runs:
+        row, column = models.index(str(run.model)), benchmarks.index(str(run.benchmark))
+        pacost, contam, accuracy = run.pacost or {}, run.contam or {}, run.accuracy or {}
+        adjusted = pacost.get("pvalue_adjusted")
+        values = {
+            "pacost_p": _float(adjusted if adjusted is not None else pacost.get("pvalue")),
+            "epg": _float(contam.get("epg")),
+            "accuracy": _float(accuracy.get("acc")),
+        }
+        for key, found in values.items():
+            grids[key][row][column] = found
+    return models, benchmarks, grids
+
+
+def sweep_heatmap_png(runs, alpha: float, path) -> Path:
+    """Three heatmaps over model x benchmark: PaCoST's adjusted p (log colour scale, cells at or below alpha
+    outlined), ConTAM's EPG (diverging around 0) and accuracy, each cell printed with its value."""
+    from matplotlib.colors import LogNorm, Normalize, TwoSlopeNorm
+
+    models, benchmarks, grids = sweep_grid(runs)
+    width = 2.2 + 3 * (1.2 + 0.9 * len(benchmarks))
+    figure = _figure(width, 1.4 + 0.45 * len(models))
+    axes = figure.subplots(1, len(SWEEP_PANELS), sharey=True)
+    for ax, (key, title, cmap) in zip(axes, SWEEP_PANELS):
+        grid = grids[key]
+        finite = [v for row in grid for v in row if math.isfinite(v)]
+        if key == "pacost_p":
+            norm = LogNorm(vmin=min([v for v in finite if v > 0] + [alpha / 10]), vmax=1.0)
+            shown = [[max(v, norm.vmin) if math.isfinite(v) else v for v in row] for row in grid]
+        elif key == "epg":
+            bound = max([abs(v) for v in finite] + [0.05])
+            norm, shown = TwoSlopeNorm(0.0, -bound, bound), grid
+        else:
+            norm, shown = Normalize(0.0, 1.0), grid
+        ax.imshow(shown, cmap=cmap, norm=norm, aspect="auto")
+        for r, row in enumerate(grid):
+            for c, v in enumerate(row):
+                ax.text(c, r, "n/a" if not math.isfinite(v) else number(v), ha="center", va="center", fontsize=8)
+                if key == "pacost_p" and math.isfinite(v) and v <= alpha:
+                    ax.add_patch(_cell_outline(c, r))
+        ax.set_xticks(range(len(benchmarks)), [_plain(_shorten(b, 24)) for b in benchmarks], fontsize=8, rotation=30)
+        ax.set_title(title, fontsize=10)
+    axes[0].set_yticks(range(len(models)), [_plain(_shorten(m, 40)) for m in models], fontsize=8)
+    figure.suptitle(f"Models x benchmarks (outlined: PaCoST p <= {number(alpha)})", fontsize=10)
+    return _save(figure, path)
+
+
+def _cell_outline(column: int, row: int):
+    from matplotlib.patches import Rectangle
+
+    return Rectangle((column - 0.5, row - 0.5), 1, 1, fill=False, edgecolor="black", linewidth=2.0)

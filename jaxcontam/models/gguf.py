@@ -239,6 +239,11 @@ class GGUFTensorReader:
         return _gguf_format(self.spec.model_type).tensor(name, weight, self.spec)  # undo llama.cpp's changes
 
     @staticmethod
+    def materialize(part: np.ndarray) -> np.ndarray:
+        """A part of a dequantised tensor (already in memory: GGUF blocks are dequantised whole)."""
+        return np.array(part)
+
+    @staticmethod
     def _dequantised(tensor: GGUFTensor, shape) -> np.ndarray:
         import gguf
 

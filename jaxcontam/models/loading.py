@@ -153,18 +153,22 @@ def _check_entries(
 def _place_tensor(
     entry: Entry, layer: int | None, index: dict, reader: TensorReader, dtype, mesh, fsdp: bool = False
 ) -> jax.Array:
-    """One HF tensor, re-laid and converted, placed slice by slice on its devices.
+    """One HF tensor, re-laid and converted, placed slice by slice on this process's devices.
 
-    The callback runs once per device; the converted tensor is kept between those calls only.
+    The callback runs once per local device and reads only that device's part (`Entry.part`); a part shared
+    by several devices (a replicated weight) is read once.
     """
     stored = [index[source] for source in entry.sources(layer)]
-    converted: list[np.ndarray] = []
+    tensors: list[np.ndarray] = []  # views into the files (safetensors) or dequantised arrays (GGUF), read once
+    parts: dict[tuple, np.ndarray] = {}
 
     def callback(slices):
-        if not converted:
-            tensors = [reader.read(name, info) for name, info in stored]
-            converted.append(np.asarray(entry.assemble(tensors), dtype=dtype))
-        return converted[0][slices]
+        if not tensors:
+            tensors.extend(reader.read(name, info) for name, info in stored)
+        key = tuple((s.start, s.stop, s.step) for s in slices)
+        if key not in parts:
+            parts[key] = np.asarray(entry.part(tensors, slices, reader.materialize), dtype=dtype)
+        return parts[key]
 
     return jax.make_array_from_callback(entry.shape, weight_sharding(mesh, entry.shape, entry.axes, fsdp), callback)
 

@@ -39,6 +39,14 @@ class Entry:
         name = self.source.replace("{i}", str(layer)) if layer is not None else self.source
         return [name.replace("{e}", str(e)) for e in range(self.experts)] if self.experts else [name]
 
+    def part(self, tensors: list, slices: tuple, materialize) -> np.ndarray:
+        """The part `slices` of this parameter from the HF tensors `sources` names, with `materialize` reading
+        only that part of each (re-laying is numpy views, so the part maps back to the stored bytes)."""
+        if not self.experts:
+            return materialize(self.extract(tensors[0])[slices])
+        chosen = range(self.experts)[slices[0]]
+        return np.stack([materialize(self.extract(tensors[e])[slices[1:]]) for e in chosen])
+
     def assemble(self, tensors: list, stack=np.stack):
         """The parameter from the HF tensors `sources` names (stacked over experts by `stack`)."""
         return stack([self.extract(t) for t in tensors]) if self.experts else self.extract(tensors[0])

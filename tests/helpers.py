@@ -21,6 +21,7 @@ import functools
 import json
 import math
 import re
+import socket
 import types
 from collections import Counter
 from pathlib import Path
@@ -702,3 +703,10 @@ if __name__ == "__main__":
     text = re.sub(r"\[[\d,\s]*\]", lambda ids: json.dumps(json.loads(ids.group(0))), text)  # id lists on one line
     LM_EVAL_FROZEN.write_text(text + "\n", encoding="utf-8")
     print(f"wrote {LM_EVAL_FROZEN}")
+
+
+def free_port() -> int:
+    """A TCP port free on 127.0.0.1 now (for a local coordinator of several processes)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]

@@ -6,7 +6,6 @@ never joins, is a clear error in bounded time; incomplete settings are refused b
 import gzip
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -17,19 +16,13 @@ import pyarrow.parquet as pq
 import pytest
 
 import jaxcontam
-from helpers import MODEL_LOAD_REACHED
+from helpers import MODEL_LOAD_REACHED, free_port
 from jaxcontam import cluster
 from jaxcontam.cli import main
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLE = Path(jaxcontam.__file__).parent / "examples" / "tiny_contaminated"
 CLUSTER_VARIABLES = ("SLURM_JOB_ID", "SLURM_STEP_NODELIST", "SLURM_NTASKS", "SLURM_PROCID", "SLURM_LOCALID")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def start_cli(args, cwd: Path, env: dict | None = None) -> subprocess.Popen:

@@ -3,14 +3,13 @@
 import json
 import os
 import pathlib
-import socket
 import subprocess
 import sys
 import textwrap
 
 import numpy as np
 
-from helpers import naive_logprobs, toy_model
+from helpers import free_port, naive_logprobs, toy_model
 
 WORKER = textwrap.dedent(
     """
@@ -31,12 +30,6 @@ WORKER = textwrap.dedent(
                "local_devices": len(jax.local_devices())}, open(out, "w"))
     """
 )
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def test_two_processes_agree_with_single_process_reference(tmp_path):

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from helpers import FIXED_TABLE, Doc, ListCorpus, Shard, brute_counts, items_from_token_lists
+from helpers import FIXED_TABLE, Doc, ListCorpus, Shard, brute_counts, free_port, items_from_token_lists
 from jaxcontam.errors import DataError, IndexMismatchError
 from jaxcontam.ngram.hashing import to_uint64, window_fingerprints
 from jaxcontam.ngram.stream import CountView, count_corpus
@@ -184,14 +184,6 @@ corpus = ListCorpus(tuple(Shard(f"s{k}", [Doc(str(i), tokens=d) for i, d in enum
 result = count_corpus([CountView(FIXED_TABLE)], corpus, chunk_tokens=16, checkpoint=sys.argv[4])
 np.save(sys.argv[5], np.concatenate([result.counts[0], [len(result.shards), result.units_scanned[0]]]))
 """
-
-
-def free_port():
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def test_two_processes_split_shards_and_sum_counts(tmp_path):

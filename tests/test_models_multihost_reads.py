@@ -1,0 +1,97 @@
+"""On a mesh spanning two processes (two local CPU processes, gloo collectives), each process reads about half
+of the weight bytes: the bytes of its own shards, counted by the kernel (/proc/self/io's rchar, on a second load
+so that lazy imports and compiles of the first are not counted), and the model they build scores exactly as
+the single-process load does."""
+
+import json
+import os
+import pathlib
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+from helpers import TINY_LLAMA_CONFIG, free_port
+from jaxcontam.training import init_hf_tensors, save_hf_model
+
+pytestmark = pytest.mark.skipif(not pathlib.Path("/proc/self/io").exists(), reason="needs Linux's /proc/self/io")
+
+CONFIG = {
+    **TINY_LLAMA_CONFIG,
+    "vocab_size": 2048,
+    "hidden_size": 256,
+    "intermediate_size": 1024,
+    "num_hidden_layers": 4,
+    "num_attention_heads": 8,
+    "num_key_value_heads": 4,
+    "max_position_embeddings": 128,
+}
+
+WORKER = textwrap.dedent(
+    """
+    import json, sys
+    import jax
+    jax.config.update("jax_cpu_collectives_implementation", "gloo")
+    port, pid, folder, out = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
+    jax.distributed.initialize(coordinator_address=f"127.0.0.1:{port}", num_processes=2, process_id=pid)
+    import pathlib
+    from jaxcontam.mesh import make_mesh
+    from jaxcontam.models import loading
+    from jaxcontam.engine.scoring import score_logprobs
+    from jaxcontam.models.model import Model
+
+    def read_bytes():
+        return int(dict(line.split(": ") for line in open("/proc/self/io").read().splitlines())["rchar"])
+
+    folder = pathlib.Path(folder)
+    mesh = make_mesh(data=1, model=2)
+    spec = loading.read_config(folder)
+    files = loading.weight_files(folder)
+    loading.load_params(folder, files, spec, loading.DTYPES["float32"], mesh)  # imports and compiles happen here
+    before = read_bytes()
+    params = loading.load_params(folder, files, spec, loading.DTYPES["float32"], mesh)
+    read = read_bytes() - before
+    model = Model(config=spec, params=params, tokenizer=None, mesh=mesh)
+    seqs = [[1, 5, 9, 300, 2000, 7], [1, 42, 42, 42]]
+    scores = score_logprobs(model, seqs)
+    json.dump({"read": read, "logprobs": [s.logprobs.tolist() for s in scores]}, open(out, "w"))
+    """
+)
+
+
+def test_each_process_reads_half_the_weight_bytes_and_scores_as_one_process(tmp_path):
+    folder = save_hf_model(tmp_path / "model", CONFIG, init_hf_tensors(CONFIG, seed=0))
+    weight_bytes = (folder / "model.safetensors").stat().st_size
+    port = free_port()
+    env = dict(
+        os.environ,
+        JAX_PLATFORMS="cpu",
+        XLA_FLAGS="--xla_force_host_platform_device_count=1",
+        PYTHONPATH=os.pathsep.join([str(pathlib.Path(__file__).parent), os.environ.get("PYTHONPATH", "")]),
+    )
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", WORKER, str(port), str(i), str(folder), str(tmp_path / f"{i}.json")],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            env=env,
+            text=True,
+        )
+        for i in range(2)
+    ]
+    logs = [p.communicate(timeout=240)[0] for p in procs]
+    assert all(p.returncode == 0 for p in procs), logs
+    results = [json.loads((tmp_path / f"{i}.json").read_text()) for i in range(2)]
+    replicated = 4 * CONFIG["hidden_size"] * (2 * CONFIG["num_hidden_layers"] + 1)  # the norm scales, on both
+    for result in results:
+        assert result["read"] <= (weight_bytes + replicated) / 2 + 64 * 1024, (result["read"], weight_bytes)
+        assert result["read"] >= 0.45 * weight_bytes  # it did read its own half
+    import jaxcontam
+    from jaxcontam.engine.scoring import score_logprobs
+
+    reference = score_logprobs(jaxcontam.load_model(str(folder)), [[1, 5, 9, 300, 2000, 7], [1, 42, 42, 42]])
+    for result in results:
+        for got, want in zip(result["logprobs"], reference):
+            np.testing.assert_allclose(got, want.logprobs, rtol=1e-5, atol=1e-5)

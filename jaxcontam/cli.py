@@ -19,6 +19,7 @@ from pathlib import Path
 import click
 
 from jaxcontam import __version__
+from jaxcontam.cluster import peer_lost
 from jaxcontam.commands.cluster_options import check_cluster_options, cluster_options
 from jaxcontam.errors import ClusterError, JaxcontamError, JaxcontamWarning
 
@@ -125,6 +126,14 @@ def main(argv=None):
         sys.exit(2)
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
+    except Exception as exc:
+        lost = peer_lost(exc)
+        if lost is None:
+            raise
+        click.echo(f"error: {lost}", err=True)  # leave without JAX's shutdown barrier, which waits for the dead peer
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(3)
 
 
 if __name__ == "__main__":

@@ -140,7 +140,11 @@ def _join(where: dict, settings: ClusterSettings, detected: tuple[str, int] | No
 
     def initialize():
         try:
-            jax.distributed.initialize(**where, initialization_timeout=int(settings.timeout) + _JAX_GRACE)
+            jax.distributed.initialize(
+                **where,
+                initialization_timeout=int(settings.timeout) + _JAX_GRACE,
+                heartbeat_timeout_seconds=int(settings.timeout),  # a dead peer is noticed in bounded time
+            )
         except Exception as error:
             failure.append(error)
 
@@ -197,6 +201,26 @@ def _not_joined(settings: ClusterSettings, detected: tuple[str, int] | None) -> 
             f"host with the same --coordinator, and this host must reach that port (address, firewall); {every}"
         )
     return f"the coordinator {coordinator} answers, but not all {count} processes joined {waited}: {every}{slow}"
+
+
+PEER_LOST_SIGNS = ("Connection closed by peer", "Connection reset by peer", "heartbeat", "Gloo", "UNAVAILABLE")
+
+
+def peer_lost(error: BaseException) -> str | None:
+    """The clear error for a JAX runtime error that says another process of the group stopped (a collective's
+    connection closed, a missed heartbeat), or None when `error` is not that or this process runs alone."""
+    import jax
+
+    if not jax.distributed.is_initialized() or jax.process_count() < 2:
+        return None
+    if not isinstance(error, jax.errors.JaxRuntimeError) or not any(s in str(error) for s in PEER_LOST_SIGNS):
+        return None
+    cause = str(error).strip().splitlines()[0][:300]
+    return (
+        f"process {jax.process_index()} of {jax.process_count()}: another process of the group stopped ({cause}). "
+        "Nothing finished is lost: rerun every process with the same command, and finished chunks are read back "
+        "from process 0's output folder"
+    )
 
 
 def is_writer() -> bool:

@@ -161,23 +161,38 @@ def assert_close(joined, single, where="summary"):
         assert joined == single, where
 
 
-def test_audit_on_two_processes_equals_one_process_and_resumes_from_process_0s_state(tmp_path):
+def test_audit_on_two_processes_survives_a_killed_process_and_equals_one_process(tmp_path):
     """The bundled example cut to 8 items per benchmark and 24 generated tokens (the whole example takes over
-    10 minutes on one process of the 2-core test machine); a rerun reuses every finished chunk on both processes
-    from process 0's state alone."""
+    10 minutes on one process of the 2-core test machine). Process 1 is SIGKILLed once process 0 has stored a
+    chunk: process 0 stops with a clear error in bounded time; the group rerun finishes from the stored chunks
+    and equals one process; a third run reuses every chunk on both processes from process 0's state alone."""
     audit = ["audit", "--limit", "8", "--set", "pacost.max_new_tokens=24", "--set", "chunk_size=4"]
 
-    def on_two_processes() -> list[str]:
+    def on_two_processes() -> list[subprocess.Popen]:
         port = free_port()
-        cluster_args = ["--coordinator", f"127.0.0.1:{port}", "--num-processes", 2]
+        cluster_args = ["--coordinator", f"127.0.0.1:{port}", "--num-processes", 2, "--distributed-timeout", 20]
         return [
             start_cli([*cluster_args, "--process-id", i, *audit, "--out", "audit"], tmp_path / f"host{i}")
             for i in range(2)
         ]
 
     processes = on_two_processes()
+    state = tmp_path / "host0" / "audit" / "state"
+    deadline = time.monotonic() + 240
+    while not any(path.read_text().count("\n") for path in state.glob("*.jsonl")):
+        assert time.monotonic() < deadline and processes[0].poll() is None, processes[0].communicate()[0]
+        time.sleep(0.2)
+    processes[1].kill()
+    killed = time.monotonic()
+    survivor_log = processes[0].communicate(timeout=90)[0]
+    processes[1].communicate()
+    assert time.monotonic() - killed < 60, survivor_log
+    assert processes[0].returncode == 3, survivor_log
+    assert "another process of the group stopped" in survivor_log and "rerun every process" in survivor_log
+
     main([*audit, "--out", str(tmp_path / "single")])
-    logs = finish(processes, timeout=240)
+    logs = finish(on_two_processes(), timeout=240)
+    assert all("(reused from an earlier run)" in log for log in logs)  # the chunks stored before the kill
     assert "report: audit/report.html" in logs[0] and "report:" not in logs[1]
     assert files_under(tmp_path / "host1") == []
     assert files_under(tmp_path / "host0" / "audit") == files_under(tmp_path / "single")

@@ -471,3 +471,57 @@ def test_plan_v6e_uses_its_published_figures(tiny_plan, capsys):
     assert report["efficiency"]["compute"]["value"] == 0.4546
     step = report["steps"][0]
     assert 0 < step["mfu_estimate"] <= step["mfu_upper_bound"] and step["above_published"] is False
+
+
+def test_device_groups_read_every_hlo_form():
+    from jaxcontam.planning.hlo_costs import device_groups
+
+    assert device_groups("replica_groups={{0,1},{2,3}}, dimensions={0}") == ((0, 1), (2, 3))
+    assert device_groups("channel_id=1, replica_groups=[2,4]<=[8], use_global_device_ids=true") == (
+        (0, 1, 2, 3),
+        (4, 5, 6, 7),
+    )
+    # ids laid out 2 x 4, transposed to 4 x 2, cut into groups of 2: the columns of the 2 x 4 layout
+    assert device_groups("replica_groups=[4,2]<=[2,4]T(1,0)") == ((0, 4), (1, 5), (2, 6), (3, 7))
+    assert device_groups("source_target_pairs={{0,1},{1,2}}") == ((0, 1), (1, 2))
+    assert device_groups("replica_groups={}, to_apply=%add") is None
+
+
+def test_a_collective_crosses_hosts_when_a_group_holds_devices_of_two_hosts():
+    from jaxcontam.planning.hlo_costs import Collective
+
+    hosts = [0, 0, 1, 1]
+    within = Collective("all-reduce", "f32[4]", 16, 1, ((0, 1), (2, 3)))
+    across = Collective("all-gather", "f32[4]", 16, 1, ((0, 2), (1, 3)))
+    everyone = Collective("all-reduce", "f32[]", 4, 1, None)
+    assert [planning.crosses_hosts(c, hosts) for c in (within, across, everyone)] == [False, True, True]
+    assert planning.crosses_hosts(within, None) is None
+
+
+@needs_libtpu
+def test_plan_on_a_multi_host_slice_names_its_hosts_and_which_collectives_cross_them(tiny_plan, capsys):
+    """v5e:4x4 is 16 chips on 4 hosts (libtpu's topology): the data axis gathers results across hosts over ICI,
+    while some model-axis exchanges stay within a host."""
+    main(
+        [
+            "plan",
+            "--model",
+            str(tiny_plan),
+            "--topology",
+            "v5e:4x4",
+            "--steps",
+            "generate",
+            "--batch",
+            "16",
+            "--prompt-len",
+            "16",
+            "--new-tokens",
+            "4",
+            "--json",
+        ]
+    )
+    report = json.loads(capsys.readouterr().out)
+    assert (report["hosts"], report["devices_per_host"], report["devices"]) == (4, 4, 16)
+    assert "data-center network" in report["network"]
+    flags = [c["crosses_hosts"] for c in report["steps"][0]["collectives"]]
+    assert set(flags) == {True, False}

@@ -24,22 +24,27 @@ def _gib(n) -> str:
     return "-" if n is None else f"{n / GIB:.2f}"
 
 
-def _collective_lines(plan) -> list[str]:
-    grouped: dict[tuple[str, str], list] = {}
-    for c in plan.collectives:
-        entry = grouped.setdefault((c.kind, c.shape), [c.bytes, 0])
-        entry[1] += c.count
+WHERE = {True: "crosses hosts, on ICI", False: "within a host", None: ""}
+
+
+def _collective_lines(step: str, collectives: list[dict]) -> list[str]:
+    grouped: dict[tuple[str, str, bool | None], list] = {}
+    for c in collectives:
+        entry = grouped.setdefault((c["kind"], c["shape"], c.get("crosses_hosts")), [c["bytes"], 0])
+        entry[1] += c["count"]
     return [
-        f"  {plan.step:9s} {kind} {shape} ({size / (1 << 20):.1f} MiB) x {count}"
-        for (kind, shape), (size, count) in sorted(grouped.items(), key=lambda kv: -kv[1][0] * kv[1][1])
+        f"  {step:9s} {kind} {shape} ({size / (1 << 20):.1f} MiB) x {count}"
+        + (f"  [{WHERE[cross]}]" if WHERE[cross] else "")
+        for (kind, shape, cross), (size, count) in sorted(grouped.items(), key=lambda kv: -kv[1][0] * kv[1][1])
     ]
 
 
-def step_record(plan, chip, devices: int) -> dict:
+def step_record(plan, chip, devices: int, hosts: list[int] | None = None) -> dict:
     """One step's JSON: memory and costs per device; the roofline's lower bound on time with the upper bounds on
-    tokens/s and MFU it gives; and the efficiency-adjusted estimate (`planning.efficiency`)."""
+    tokens/s and MFU it gives; the efficiency-adjusted estimate (`planning.efficiency`); and whether each
+    collective crosses hosts (`hosts`: the host of each device of the mesh, in the compiled program's order)."""
     from jaxcontam.planning.efficiency import ici_traffic
-    from jaxcontam.planning.plan import estimate, mfu_upper_bound
+    from jaxcontam.planning.plan import crosses_hosts, estimate, mfu_upper_bound
 
     found = estimate(plan, chip, devices)
     return {
@@ -58,7 +63,14 @@ def step_record(plan, chip, devices: int) -> dict:
         "collective_bytes_per_device": sum(c.bytes * c.count for c in plan.collectives),
         "ici_traffic_bytes_per_device": ici_traffic(plan.collectives),
         "collectives": [
-            {"kind": c.kind, "shape": c.shape, "bytes": c.bytes, "count": c.count} for c in plan.collectives
+            {
+                "kind": c.kind,
+                "shape": c.shape,
+                "bytes": c.bytes,
+                "count": c.count,
+                "crosses_hosts": crosses_hosts(c, hosts),
+            }
+            for c in plan.collectives
         ],
         "model_flops": plan.model_flops,
         "roofline_seconds_lower_bound": plan.roofline_seconds,
@@ -111,6 +123,7 @@ def run_plan(model, topology, mesh, dtype, steps, workload, fsdp: bool = False) 
     else:
         data, model_axis = planning.parse_mesh(mesh)
     device_mesh = planning.plan_mesh(spec, devices, data, model_axis)
+    hosts = [int(getattr(d, "process_index", 0)) for d in device_mesh.devices.flat]
     plans = plan_steps.plan_model_steps(spec, device_mesh, jnp.dtype(dtype), chip, steps, workload, fsdp)
     if "ngram" in steps:
         plans.append(plan_steps.plan_ngram_step(devices, chip, workload))
@@ -136,7 +149,11 @@ def run_plan(model, topology, mesh, dtype, steps, workload, fsdp: bool = False) 
             "ici_bandwidth_per_device": chip.ici_bandwidth,
         },
         "efficiency": efficiency_record(published),
-        "steps": [step_record(p, chip, len(devices)) for p in plans],
+        "hosts": len(set(hosts)),
+        "devices_per_host": len(devices) // len(set(hosts)),
+        "network": "one slice: every collective runs on ICI, the chips' own links, between hosts too; none uses "
+        "the data-center network (DCN), which only links slices",
+        "steps": [step_record(p, chip, len(devices), hosts) for p in plans],
     }
 
 
@@ -156,6 +173,11 @@ def print_report(report: dict) -> None:
             f"{_gib(chip['hbm_bytes_per_device'])} GiB HBM at {chip['hbm_bandwidth_per_device'] / 1e9:.0f} GB/s, "
             f"ICI {ici} GB/s ({chip['source']})"
         )
+    click.echo(
+        f"{report['hosts']} host(s) x {report['devices_per_host']} devices: {report['network']}"
+        if report.get("hosts", 1) > 1
+        else "one host"
+    )
     click.echo(f"{report['note']}\nroofline = {report['roofline']}")
     efficiency = report.get("efficiency")
     if efficiency is not None and chip is not None:
@@ -217,11 +239,8 @@ def print_report(report: dict) -> None:
             f"({report['efficiency']['best_mfu']['value']:.1%}): no published measurement supports it"
         )
     click.echo("\ncollectives:")
-    from jaxcontam.planning.hlo_costs import Collective
-
     for s in report["steps"]:
-        plan = type("P", (), {"step": s["step"], "collectives": [Collective(**c) for c in s["collectives"]]})
-        for line in _collective_lines(plan) or [f"  {s['step']:9s} none"]:
+        for line in _collective_lines(s["step"], s["collectives"]) or [f"  {s['step']:9s} none"]:
             click.echo(line)
 
 

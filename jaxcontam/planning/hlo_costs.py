@@ -25,6 +25,8 @@ import dataclasses
 import math
 import re
 
+import numpy as np
+
 COLLECTIVES = ("all-gather", "all-reduce", "reduce-scatter", "all-to-all", "collective-permute")
 _DTYPE_BYTES = {
     "pred": 1,
@@ -78,6 +80,8 @@ class Collective:
     shape: str
     bytes: int
     count: float  # fractional inside a conditional branch (branches share its runs)
+    groups: tuple[tuple[int, ...], ...] | None = None  # devices exchanging data (positions in the device
+    # assignment); None: every device in one group (or not read)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -301,6 +305,23 @@ def _splash_costs(
     return flops, max(0.0, block_reads - k_blocks) * kv_bytes
 
 
+def device_groups(attributes: str) -> tuple[tuple[int, ...], ...] | None:
+    """The device groups of a collective from its HLO attributes: `replica_groups={{0,1},{2,3}}`, the iota form
+    `replica_groups=[2,2]<=[4]` or `[2,2]<=[2,2]T(1,0)` (ids laid out, transposed, then cut into groups), or a
+    collective-permute's `source_target_pairs` (each pair a group); None for `{}` (all devices) or none given."""
+    iota = re.search(r"replica_groups=\[([\d,]+)\]<=\[([\d,]+)\](?:T\(([\d,]+)\))?", attributes)
+    if iota:
+        shape, laid = [int(x) for x in iota.group(1).split(",")], [int(x) for x in iota.group(2).split(",")]
+        ids = np.arange(math.prod(laid)).reshape(laid)
+        if iota.group(3):
+            ids = ids.transpose([int(x) for x in iota.group(3).split(",")])
+        return tuple(tuple(int(i) for i in row) for row in ids.reshape(-1, shape[-1]))
+    listed = re.search(r"(?:replica_groups|source_target_pairs)=\{((?:\{[\d,]*\},?)*)\}", attributes)
+    if listed is None or not listed.group(1):
+        return None
+    return tuple(tuple(int(x) for x in g.split(",") if x) for g in re.findall(r"\{([\d,]*)\}", listed.group(1)))
+
+
 def hlo_costs(text: str) -> HloCosts:
     """Flops, bytes accessed and collectives of an optimized HLO module (`compiled.as_text()`), loops counted."""
     computations, entry, fused = _parse(text)
@@ -334,5 +355,6 @@ def hlo_costs(text: str) -> HloCosts:
                 arrays = _arrays(instruction.shape)
                 largest = max(arrays, key=lambda a: _DTYPE_BYTES[a[0]] * math.prod(a[1]))
                 text_shape = f"{largest[0]}[{','.join(map(str, largest[1]))}]"
-                collectives.append(Collective(kind, text_shape, shape_bytes(text_shape), times))
+                groups = device_groups(instruction.rest)
+                collectives.append(Collective(kind, text_shape, shape_bytes(text_shape), times, groups))
     return HloCosts(flops, traffic, tuple(collectives), unknown)

@@ -268,3 +268,13 @@ def replicated(mesh, shape, dtype):
 
 def on_device(device, shape, dtype):
     return jax.ShapeDtypeStruct(shape, dtype, sharding=SingleDeviceSharding(device))
+
+
+def crosses_hosts(collective, hosts: list[int] | None) -> bool | None:
+    """Whether `collective` exchanges data between devices of different hosts (`hosts[i]`: the host of the
+    device at position i of the compiled program's device assignment); None when not known."""
+    if hosts is None:
+        return None
+    if collective.groups is None:  # every device in one group
+        return len(set(hosts)) > 1
+    return any(len({hosts[i] for i in group if i < len(hosts)}) > 1 for group in collective.groups)

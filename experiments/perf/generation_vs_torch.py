@@ -1,14 +1,16 @@
 """Greedy generation on a real model: jaxcontam `generate` vs torch transformers `generate`, same prompts.
 
-SmolLM2-135M-Instruct (the shared Q4_1 GGUF, dequantised to float32) answers the first --items GSM8K test
-questions (the benchmark's own prompt), --batch prompts at a time, exactly --new-tokens greedy tokens (no stop
-token on either side, so both do the same work and their texts can be compared). Both run end to end as a user runs them: raw text in
-(tokenisation, left padding), decoded text out. Torch uses its default attention (sdpa), jaxcontam its jitted
-KV-cache decode loop, compiled by one warm-up call. Runs interleave torch / jaxcontam --repeats times in this
-process; the script prints tokens/s of each (median run), their ratio, token agreement, settings and machine.
+SmolLM2-135M-Instruct (the shared Q4_1 GGUF, dequantised to float32) answers the first --items GSM8K test (or
+TruthfulQA) questions (the benchmark's own prompt), --batch prompts at a time, exactly --new-tokens greedy tokens
+(no stop token on either side, so both do the same work and their texts can be compared). Both run end to end as
+a user runs them: raw text in (tokenisation, left padding), decoded text out. Torch uses its default attention
+(sdpa), jaxcontam its jitted KV-cache decode loop, compiled by one warm-up call. Runs interleave torch / jaxcontam
+--repeats times in this process; the script prints tokens/s of each (median run), their ratio, token agreement,
+settings and machine.
 
   python experiments/perf/generation_vs_torch.py                      # 16 items, batch 16, 64 new tokens
   python experiments/perf/generation_vs_torch.py --new-tokens 256 --items 32
+  python experiments/perf/generation_vs_torch.py --benchmark truthfulqa --items 64 --batch 64 --new-tokens 96
 """
 
 from __future__ import annotations
@@ -40,10 +42,14 @@ def float_checkpoint() -> pathlib.Path:
     return CACHE
 
 
-def gsm8k_prompts(count: int) -> list[str]:
+SPLITS = {"gsm8k": "test", "truthfulqa": "validation"}
+
+
+def benchmark_prompts(name: str, count: int) -> list[str]:
+    """The first `count` prompts of GSM8K test or TruthfulQA (the audit's own prompts of each)."""
     from jaxcontam.data import load_benchmark
 
-    bench = load_benchmark("gsm8k", "test", path=GGUF_FOLDER.parent, limit=count)
+    bench = load_benchmark(name, SPLITS[name], path=GGUF_FOLDER.parent, limit=count)
     return [bench.prompt(item) for item in bench.items]
 
 
@@ -78,6 +84,7 @@ def main():
     parser.add_argument("--batch", type=int, default=16)
     parser.add_argument("--new-tokens", type=int, default=64)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--benchmark", choices=sorted(SPLITS), default="gsm8k", help="whose prompts")
     args = parser.parse_args()
 
     import jax
@@ -93,7 +100,7 @@ def main():
     torch_model = tf.AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32).eval()
     torch_model.generation_config.eos_token_id = None  # like stop_token_ids=[]: exactly --new-tokens argmax tokens
     model = jaxcontam.load_model(str(folder))
-    texts = gsm8k_prompts(args.items)
+    texts = benchmark_prompts(args.benchmark, args.items)
 
     run_jax(model, texts, args.batch, args.new_tokens)  # compile every bucket once
     run_torch(torch_model, tokenizer, texts[: args.batch], args.batch, 4)  # warm torch's kernels
@@ -106,7 +113,8 @@ def main():
     same = sum(a == b for a, b in zip(torch_texts, jax_texts))
     tokens = args.items * args.new_tokens
     torch_rate, jax_rate = tokens / statistics.median(t_torch), tokens / statistics.median(t_jax)
-    print(f"SmolLM2-135M-Instruct f32, {args.items} GSM8K prompts, batch {args.batch}, {args.new_tokens} new tokens, "
+    print(f"SmolLM2-135M-Instruct f32, {args.items} {args.benchmark} prompts, batch {args.batch}, "
+          f"{args.new_tokens} new tokens, "
           f"greedy; torch {torch.__version__} attn={torch_model.config._attn_implementation}, jax {jax.__version__} "
           f"on {jax.devices()[0].platform}; {os.cpu_count()} cores ({platform.processor() or platform.machine()}), "
           f"torch threads {torch.get_num_threads()}")

@@ -62,17 +62,19 @@ def texts(tmp_path) -> Path:
     return path
 
 
-def test_score_on_two_processes_equals_one_process_and_process_0_alone_writes(texts, tmp_path):
+@pytest.mark.parametrize("count", [2, 4])
+def test_score_on_several_processes_equals_one_process_and_process_0_alone_writes(texts, tmp_path, count):
     score = ["score", "--model", EXAMPLE / "model", "--data", texts, "--field", "text=premise", "--batch-rows", "2"]
-    cluster_args = ["--coordinator", f"127.0.0.1:{free_port()}", "--num-processes", 2]
+    cluster_args = ["--coordinator", f"127.0.0.1:{free_port()}", "--num-processes", count]
     processes = [
         start_cli([*cluster_args, "--process-id", i, *score, "--out", "out.jsonl"], tmp_path / f"host{i}")
-        for i in range(2)
+        for i in range(count)
     ]
     main([*map(str, score), "--out", str(tmp_path / "single.jsonl")])
-    logs = finish(processes)
-    assert "process 1 of 2" in logs[1]
-    assert files_under(tmp_path / "host1") == []  # the other host computed its share and wrote nothing
+    logs = finish(processes, timeout=240)
+    assert f"process {count - 1} of {count}" in logs[-1]
+    for other in range(1, count):
+        assert files_under(tmp_path / f"host{other}") == []  # the other hosts computed their share, wrote nothing
     assert files_under(tmp_path / "host0") == ["out.jsonl"]
     single = [json.loads(line) for line in (tmp_path / "single.jsonl").read_text().splitlines()]
     joined = [json.loads(line) for line in (tmp_path / "host0" / "out.jsonl").read_text().splitlines()]
@@ -143,6 +145,30 @@ def test_ngram_on_two_processes_from_environment_variables_counts_once_and_reuse
     assert [p.returncode for p in processes] == [2, 2], logs
     assert "counts/raw.npz: not a readable jaxcontam n-gram file" in logs[0]
     assert "error: process 0: ngram/counts/raw.npz: not a readable jaxcontam n-gram file" in logs[1]
+
+
+def test_ngram_on_four_processes_counts_as_one_process(tmp_path, monkeypatch):
+    """Four processes split three corpus files (one process has none) and count as one process does."""
+    lines = gzip.open(EXAMPLE / "corpus.jsonl.gz", "rt").read().splitlines(keepends=True)
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    for part in range(3):
+        (corpus / f"part{part}.jsonl").write_text("".join(lines[part::3]))
+    ngram = ["ngram", "--benchmark", "copa", "--path", EXAMPLE / "copa_test_sample.jsonl", "--split", "test"]
+    ngram += ["--corpus", corpus, "--tokenizer", EXAMPLE / "model", "--chunk-tokens", 4096, "--out", "ngram"]
+    cluster_args = ["--coordinator", f"127.0.0.1:{free_port()}", "--num-processes", 4]
+    processes = [start_cli([*cluster_args, "--process-id", i, *ngram], tmp_path / f"host{i}") for i in range(4)]
+    (tmp_path / "single").mkdir()
+    monkeypatch.chdir(tmp_path / "single")
+    main([*map(str, ngram)])
+    finish(processes, timeout=240)
+    assert all(files_under(tmp_path / f"host{i}") == [] for i in (1, 2, 3))
+    assert files_under(tmp_path / "host0") == files_under(tmp_path / "single")
+    for view in ("raw", "normalized"):
+        joined, single = (np.load(tmp_path / f / "ngram" / "counts" / f"{view}.npz") for f in ("host0", "single"))
+        np.testing.assert_array_equal(joined["counts"], single["counts"])
+    table = (pq.read_table(tmp_path / f / "ngram" / "items.parquet").to_pylist() for f in ("host0", "single"))
+    assert next(table) == next(table)
 
 
 def assert_close(joined, single, where="summary"):
@@ -309,4 +335,4 @@ def test_auto_joins_only_a_detected_cluster_of_several_processes(monkeypatch):
     cluster.start(cluster.ClusterSettings(distributed="off"))
     assert calls == []
     cluster.start(cluster.ClusterSettings(timeout=7))
-    assert calls == [{"initialization_timeout": 7 + 30}]
+    assert calls == [{"initialization_timeout": 7 + 30, "heartbeat_timeout_seconds": 7}]

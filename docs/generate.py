@@ -92,6 +92,14 @@ def real_model_membership() -> str:
     return "\n".join(experiment_module("real_model/report.py").membership_rows(results)) + "\n"
 
 
+def real_contamination() -> str:
+    source = EXPERIMENTS / "real_contamination" / "results" / "report.json"
+    if not source.exists():
+        return missing(source, "python experiments/real_contamination/report.py")
+    report = json.loads(source.read_text(encoding="utf-8"))
+    return experiment_module("real_contamination/report.py").docs_table(report)
+
+
 EPG_SIZES = (100, 500, 2000, 14042)
 
 
@@ -298,6 +306,7 @@ TABLES: dict[str, Callable[[], str]] = {
     "real-model-audit-paper": real_model_audit("audit-paper", "python experiments/real_model/run.py --preset paper "
                                                               "--skip-membership"),
     "real-model-membership": real_model_membership,
+    "real-contamination": real_contamination,
     "epg-null-flags": epg_null_flags,
     "lm-eval-parity": lm_eval_parity,
     "config-reference": config_reference,

@@ -271,6 +271,48 @@ def markdown(report: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+DOC_DETECTORS = {
+    "mean_logprob": "mean log-prob",
+    "zlib_ratio": "zlib ratio",
+    "min_k": "Min-K% (k = 0.2)",
+    "min_k_plus_plus": "Min-K%++ (k = 0.2)",
+    "contam_longest_match": "ConTAM LONGEST-MATCH >= 0.5 (the arm's corpus/)",
+    "pacost_jaxcontam_p_true": "PaCoST, jaxcontam preset, P(True) (benchmark halves)",
+    "pacost_jaxcontam_answer_logprob": "PaCoST, jaxcontam preset, answer log-prob (benchmark halves)",
+    "pacost_paper_p_yes": "PaCoST, paper preset, P(yes) (benchmark halves)",
+}
+
+
+def docs_table(report: dict) -> str:
+    """The compact table docs/results.md shows: per arm, whether the dose took, then each main detector's power
+    on the contaminated half / false-positive rate on the clean half (* where the halves differ, one-sided
+    Fisher p < 0.05; PaCoST: flagged benchmark halves of 3); report.md has every detector, AUC and EPG."""
+    arms = [arm for arm in ARM_ORDER if arm in report["arms"]]
+    lines = ["| | " + " | ".join(arms) + " |", "|---|" + "---|" * len(arms)]
+    cells = []
+    for arm in arms:
+        dose = report["arms"][arm].get("dose")
+        if dose is None:
+            cells.append("-")
+            continue
+        did = dose["did"]["audited_text/all"]
+        took = "" if arm == "control" else (", took" if dose["took"] else ", DID NOT TAKE")
+        cells.append(f"{did['did']:+.2f} ({did['ci95'][0]:+.2f}, {did['ci95'][1]:+.2f}){took}")
+    lines.append("| log-prob gain, contaminated minus clean items (95% CI) | " + " | ".join(cells) + " |")
+    for key, label in DOC_DETECTORS.items():
+        row = []
+        for arm in arms:
+            result = report["arms"][arm].get("detectors", {}).get(key)
+            if result is None:
+                row.append("-")
+                continue
+            differs = result["flags"] if "flags" in result else (result["fisher_p"] or 1) < 0.05
+            row.append(f"{percent(result['power'])} / {percent(result['fpr'])}" + (" *" if differs else ""))
+        if any(cell != "-" for cell in row):
+            lines.append(f"| {label} | " + " | ".join(row) + " |")
+    return "\n".join(lines) + "\n"
+
+
 def main() -> None:
     results = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else pathlib.Path(__file__).parent / "results")
     report = build(results)

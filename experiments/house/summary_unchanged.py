@@ -1,0 +1,140 @@
+"""Issue 28's check: the restructuring left the bundled audit's summary.json unchanged.
+
+For each (before, after) pair of commits, the bundled example's COPA audit (its model, sample, rephrasings, ground
+truth and corpus; the benchmark whose numbers moved during the restructuring) runs in a worktree of each commit,
+and the two summary.json files are compared: every key, floats to 1e-6 relative, ignoring the corpus path and
+the version string. The default pairs bracket each stretch of restructuring commits:
+
+  727b57e -> 43ac8b4   families as modules (the first restructuring commit and its parent)
+  d334360 -> 4c1a61b   typed pipeline, settings dataclasses, config from dataclasses, one --dtype
+  aba397b -> c1c20c5   the small breaks (kernels/engine direction, errors, commands' helpers, plan, tokenizer_files)
+  95e95f6^ -> e3f1fa7  hygiene (ruff, pyright, tests in tiers)
+  5d51d38 -> e6bc840   ruff formatting, packaging, flax -> flax_models
+
+`--bisect OLD NEW` instead finds the first commit between two whose COPA accuracy differs from OLD's
+(git bisect run). Writes results.json beside this script.
+
+    python experiments/house/summary_unchanged.py
+    python experiments/house/summary_unchanged.py --bisect 727b57e 6515e92
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import pathlib
+import subprocess
+import sys
+import tempfile
+
+HERE = pathlib.Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+PAIRS = [
+    ("727b57e", "43ac8b4"),
+    ("d334360", "4c1a61b"),
+    ("aba397b", "c1c20c5"),
+    ("95e95f6^", "e3f1fa7"),
+    ("5d51d38", "e6bc840"),
+]
+IGNORED = {"corpora", "jaxcontam_version"}
+
+
+def copa_audit(worktree: pathlib.Path, out: pathlib.Path) -> dict:
+    """The bundled example's COPA audit at `worktree`'s code; its summary.json."""
+    example = worktree / "jaxcontam" / "examples" / "tiny_contaminated"
+    config = out.with_suffix(".toml")
+    config.write_text(
+        "\n".join(
+            [
+                f'out = "{out}"',
+                "[[model]]",
+                f'path = "{example / "model"}"',
+                'name = "tiny-contaminated"',
+                "[[benchmark]]",
+                'name = "copa"',
+                'split = "test"',
+                f'path = "{example / "copa_test_sample.jsonl"}"',
+                f'paraphrases = "{example / "copa_rephrasings.jsonl"}"',
+                f'ground_truth = "{example / "ground_truth.jsonl"}"',
+                "[corpus]",
+                f'paths = ["{example / "corpus.jsonl.gz"}"]',
+                "[pacost]",
+                'confidence = "answer_logprob"',
+                "max_new_tokens = 200",
+            ]
+        )
+        + "\n"
+    )
+    env = {**os.environ, "JAX_PLATFORMS": "cpu", "PYTHONPATH": str(worktree)}
+    subprocess.run(
+        [sys.executable, "-m", "jaxcontam.cli", "audit", "--config", str(config)],
+        cwd=worktree,
+        env=env,
+        check=True,
+        capture_output=True,
+    )
+    return json.loads((out / "summary.json").read_text())
+
+
+def differences(a, b, path: str = "") -> list[str]:
+    if isinstance(a, dict) and isinstance(b, dict):
+        found = []
+        for key in sorted(set(a) | set(b) - IGNORED):
+            if key in IGNORED:
+                continue
+            if key not in a or key not in b:
+                found.append(f"{path}.{key}: only in the {'after' if key in b else 'before'} summary")
+            else:
+                found += differences(a[key], b[key], f"{path}.{key}")
+        return found
+    if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+        return [d for i, (x, y) in enumerate(zip(a, b)) for d in differences(x, y, f"{path}[{i}]")]
+    if isinstance(a, float) and isinstance(b, float):
+        return [] if abs(a - b) <= 1e-6 * max(1.0, abs(a)) else [f"{path}: {a} -> {b}"]
+    return [] if a == b else [f"{path}: {str(a)[:80]} -> {str(b)[:80]}"]
+
+
+def at_commit(commit: str, scratch: pathlib.Path) -> dict:
+    worktree = scratch / f"wt-{commit.replace('^', '_')}"
+    subprocess.run(
+        ["git", "worktree", "add", "-f", "--detach", str(worktree), commit], cwd=ROOT, check=True, capture_output=True
+    )
+    try:
+        return copa_audit(worktree, scratch / f"audit-{commit.replace('^', '_')}")
+    finally:
+        subprocess.run(["git", "worktree", "remove", "--force", str(worktree)], cwd=ROOT, capture_output=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--bisect", nargs=2, metavar=("OLD", "NEW"))
+    parser.add_argument("--accuracy-is", type=float, help=argparse.SUPPRESS)  # one bisect step (git bisect run)
+    parser.add_argument("--worktree", type=pathlib.Path, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.accuracy_is is not None:
+        with tempfile.TemporaryDirectory() as out:
+            summary = copa_audit(args.worktree, pathlib.Path(out) / "audit")
+        sys.exit(0 if summary["runs"][0]["accuracy"]["acc"] == args.accuracy_is else 1)
+    with tempfile.TemporaryDirectory() as scratch:
+        scratch = pathlib.Path(scratch)
+        if args.bisect:
+            old, new = args.bisect
+            accuracy = at_commit(old, scratch)["runs"][0]["accuracy"]["acc"]
+            worktree = scratch / "bisect"
+            subprocess.run(["git", "worktree", "add", "-f", "--detach", str(worktree), new], cwd=ROOT, check=True)
+            step = [sys.executable, __file__, "--accuracy-is", str(accuracy), "--worktree", str(worktree)]
+            subprocess.run(["git", "bisect", "start", new, old], cwd=worktree, check=True)
+            subprocess.run(["git", "bisect", "run", *step], cwd=worktree)
+            subprocess.run(["git", "bisect", "reset"], cwd=worktree)
+            return
+        results = []
+        for before, after in PAIRS:
+            found = differences(at_commit(before, scratch), at_commit(after, scratch))
+            results.append({"before": before, "after": after, "differences": found})
+            print(f"{before} -> {after}: {len(found)} difference(s)" + "".join(f"\n  {d}" for d in found))
+        (HERE / "results.json").write_text(json.dumps(results, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()

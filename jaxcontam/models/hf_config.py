@@ -24,6 +24,8 @@ SHARED_ALLOWED = frozenset(
         "architectures",
         "_name_or_path",
         "name_or_path",
+        "_model_name_or_path",  # transformers writes it into a config loaded from a GGUF file
+        "unk_token_id",
         "transformers_version",
         "torch_dtype",
         "dtype",

@@ -71,6 +71,8 @@ def test_fields_that_do_not_change_the_forward_are_accepted():
         "attention_dropout": 0.1,
         "pretraining_tp": 1,
         "unknown_but_null": None,
+        "_model_name_or_path": "Smollm2 135M 8k Lc100K Mix1 Ep2",  # transformers writes these two for a GGUF
+        "unk_token_id": 0,
     }
     spec = from_hf_config({**LLAMA, **extra})
     assert spec == dataclasses.replace(from_hf_config(LLAMA), bos_token_id=1, eos_token_id=(2, 3))

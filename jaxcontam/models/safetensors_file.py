@@ -85,7 +85,7 @@ class TensorReader:
         buffer = np.empty(len(starts) * run_bytes, np.uint8)
         with open(path, "rb", buffering=0) as handle:
             for at, start, length in coalesced(starts, run_bytes):
-                got = os.preadv(handle.fileno(), [memoryview(buffer)[at : at + length]], int(start))
+                got = os.preadv(handle.fileno(), [buffer.data[at : at + length]], int(start))
                 if got != length:
                     raise ModelError(f"{path}: file ended {length - got} bytes early; the checkpoint is truncated")
         self.bytes_read += buffer.size

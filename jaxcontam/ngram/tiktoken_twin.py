@@ -135,9 +135,10 @@ def tiktoken_twin(description: dict) -> TiktokenTwin | None:
     for token in model["vocab"]:
         if all(c in to_byte for c in token):
             as_bytes[token] = bytes(to_byte[c] for c in token)
-    unspellable = _unspellable_characters([b for b, c in byte_to_unicode().items() if c not in model["vocab"]])
-    if unspellable is False:
+    missing = [b for b, c in byte_to_unicode().items() if c not in model["vocab"]]
+    if any(0x80 <= b < 0xC0 for b in missing):  # a continuation byte: too many characters to hand over
         return None
+    unspellable = _unspellable_characters(missing)
     ranks = {bytes([b]): b for b in range(256)}
     rank_ids = [model["vocab"].get(byte_to_unicode()[b], -1) for b in range(256)]  # -1: never emitted
     for index, merge in enumerate(model.get("merges") or []):
@@ -164,16 +165,14 @@ def tiktoken_twin(description: dict) -> TiktokenTwin | None:
     return TiktokenTwin(encoding, np.asarray(rank_ids, np.int32), normalizer is not None, unspellable)
 
 
-def _unspellable_characters(missing: list[int]) -> re.Pattern | None | bool:
+def _unspellable_characters(missing: list[int]) -> re.Pattern | None:
     """A pattern matching the characters whose UTF-8 bytes include one of the `missing` bytes (the tokenizer
-    drops such bytes; tiktoken cannot encode them): None when nothing is missing, False when a continuation
-    byte is (too many characters to list). Bytes that never occur in UTF-8 are ignored."""
+    drops such bytes; tiktoken cannot encode them), or None when none can occur. Lead and ASCII bytes only (the
+    caller refuses a missing continuation byte); bytes that never occur in UTF-8 are ignored."""
     ranges = []
     for byte in missing:
         if byte < 0x80:
             ranges.append((byte, byte))
-        elif byte < 0xC0:
-            return False
         elif 0xC2 <= byte <= 0xDF:
             ranges.append(((byte & 0x1F) << 6, ((byte & 0x1F) << 6) | 0x3F))
         elif 0xE0 <= byte <= 0xEF:

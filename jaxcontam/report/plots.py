@@ -326,8 +326,9 @@ def sweep_heatmap_png(runs, alpha: float, path) -> Path:
         grid = grids[key]
         finite = [v for row in grid for v in row if math.isfinite(v)]
         if key == "pacost_p":
-            norm = LogNorm(vmin=min([v for v in finite if v > 0] + [alpha / 10]), vmax=1.0)
-            shown = [[max(v, norm.vmin) if math.isfinite(v) else v for v in row] for row in grid]
+            floor = min([v for v in finite if v > 0] + [alpha / 10])
+            norm = LogNorm(vmin=floor, vmax=1.0)
+            shown = [[max(v, floor) if math.isfinite(v) else v for v in row] for row in grid]
         elif key == "epg":
             bound = max([abs(v) for v in finite] + [0.05])
             norm, shown = TwoSlopeNorm(0.0, -bound, bound), grid

@@ -162,22 +162,23 @@ def summary_entries(folder: pathlib.Path, preset: str) -> dict:
     return found
 
 
+def _hit(result: dict | None) -> bool:
+    if result is None:
+        return False
+    return bool(result.get("flags")) if "flags" in result else (result["fisher_p"] is not None
+                                                                 and result["fisher_p"] < 0.05)
+
+
 def smallest_doses(report: dict) -> dict:
-    """Per detector: the verbatim arms it flags, in dose order, and the other forms at x4."""
+    """Per detector: the arms it flags, in dose order, and the smallest verbatim dose it flags, which counts
+    only when it does not flag the control arm too (there the 'contaminated' half was never trained on)."""
     detectors = sorted({d for arm in report["arms"].values() for d in arm.get("detectors", {})})
     doses = {}
     for detector in detectors:
-        flagged = []
-        for arm in ARM_ORDER[1:]:
-            result = report["arms"].get(arm, {}).get("detectors", {}).get(detector)
-            if result is None:
-                continue
-            hit = result.get("flags") if "flags" in result else (result["fisher_p"] is not None
-                                                                  and result["fisher_p"] < 0.05)
-            if hit:
-                flagged.append(arm)
-        doses[detector] = {"flags": flagged, "smallest_verbatim": next(
-            (arm for arm in ("verbatim_x1", "verbatim_x4") if arm in flagged), None)}
+        results = {arm: report["arms"].get(arm, {}).get("detectors", {}).get(detector) for arm in ARM_ORDER}
+        flagged = [arm for arm in ARM_ORDER if _hit(results[arm])]
+        smallest = next((arm for arm in ("verbatim_x1", "verbatim_x4") if arm in flagged), None)
+        doses[detector] = {"flags": flagged, "smallest_verbatim": None if "control" in flagged else smallest}
     return doses
 
 
@@ -243,7 +244,9 @@ def markdown(report: dict) -> str:
     lines += ["", "## Smallest dose flagged", "", "| detector | arms flagged | smallest verbatim dose |",
               "|---|---|---|"]
     for detector, dose in report["smallest_dose"].items():
-        lines.append(f"| {detector} | {', '.join(dose['flags']) or 'none'} | {dose['smallest_verbatim'] or 'none'} |")
+        control_too = "control" in dose["flags"]
+        smallest = dose["smallest_verbatim"] or ("none (flags the control too)" if control_too else "none")
+        lines.append(f"| {detector} | {', '.join(dose['flags']) or 'none'} | {smallest} |")
     lines += ["", "## Accuracy, contaminated vs clean items", "", "| arm | benchmark | contaminated | clean |",
               "|---|---|---|---|"]
     for arm, entry in report["arms"].items():

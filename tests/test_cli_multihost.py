@@ -187,12 +187,23 @@ def assert_close(joined, single, where="summary"):
         assert joined == single, where
 
 
-def test_audit_on_two_processes_survives_a_killed_process_and_equals_one_process(tmp_path):
-    """The bundled example cut to 8 items per benchmark and 24 generated tokens (the whole example takes over
-    10 minutes on one process of the 2-core test machine). Process 1 is SIGKILLed once process 0 has stored a
-    chunk: process 0 stops with a clear error in bounded time; the group rerun finishes from the stored chunks
-    and equals one process; a third run reuses every chunk on both processes from process 0's state alone."""
-    audit = ["audit", "--limit", "8", "--set", "pacost.max_new_tokens=24", "--set", "chunk_size=4"]
+# the bundled example cut to 8 items per benchmark and 24 generated tokens (the whole example takes over 10
+# minutes on one process of the 2-core test machine)
+AUDIT = ["audit", "--limit", "8", "--set", "pacost.max_new_tokens=24", "--set", "chunk_size=4"]
+
+
+@pytest.fixture(scope="module")
+def one_process_audit(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("single") / "audit"
+    main([*AUDIT, "--out", str(out)])
+    return out
+
+
+def test_audit_on_two_processes_survives_a_killed_process_and_equals_one_process(tmp_path, one_process_audit):
+    """Process 1 is SIGKILLed once process 0 has stored a chunk: process 0 stops with a clear error in bounded
+    time; the group rerun finishes from the stored chunks and equals one process; a third run reuses every chunk
+    on both processes from process 0's state alone."""
+    audit = AUDIT
 
     def on_two_processes() -> list[subprocess.Popen]:
         port = free_port()
@@ -216,24 +227,40 @@ def test_audit_on_two_processes_survives_a_killed_process_and_equals_one_process
     assert processes[0].returncode == 3, survivor_log
     assert "another process of the group stopped" in survivor_log and "rerun every process" in survivor_log
 
-    main([*audit, "--out", str(tmp_path / "single")])
     logs = finish(on_two_processes(), timeout=240)
     assert all("(reused from an earlier run)" in log for log in logs)  # the chunks stored before the kill
     assert "report: audit/report.html" in logs[0] and "report:" not in logs[1]
     assert files_under(tmp_path / "host1") == []
-    assert files_under(tmp_path / "host0" / "audit") == files_under(tmp_path / "single")
-    summary = json.loads((tmp_path / "host0" / "audit" / "summary.json").read_text())
-    assert_close(summary, json.loads((tmp_path / "single" / "summary.json").read_text()))
-    first_items = pq.read_table(tmp_path / "host0" / "audit" / "items.parquet").to_pylist()
-    assert [(r["benchmark"], r["id"]) for r in first_items] == [
-        (r["benchmark"], r["id"]) for r in pq.read_table(tmp_path / "single" / "items.parquet").to_pylist()
-    ]
+    summary = assert_same_audit(tmp_path / "host0" / "audit", one_process_audit)
 
     logs = finish(on_two_processes(), timeout=240)
     for log in logs:
         assert log.count("(reused from an earlier run)") == 8  # 2 stages x 2 benchmarks x 2 chunks
     assert files_under(tmp_path / "host1") == []
     assert json.loads((tmp_path / "host0" / "audit" / "summary.json").read_text()) == summary
+
+
+def assert_same_audit(joined: Path, single: Path) -> dict:
+    """The same files, summary (to float32 rounding) and item order as the one-process audit; the summary."""
+    assert files_under(joined) == files_under(single)
+    summary = json.loads((joined / "summary.json").read_text())
+    assert_close(summary, json.loads((single / "summary.json").read_text()))
+    order = [
+        [(r["benchmark"], r["id"]) for r in pq.read_table(f / "items.parquet").to_pylist()] for f in (joined, single)
+    ]
+    assert order[0] == order[1]
+    return summary
+
+
+def test_audit_on_four_processes_equals_one_process(tmp_path, one_process_audit):
+    cluster_args = ["--coordinator", f"127.0.0.1:{free_port()}", "--num-processes", 4]
+    processes = [
+        start_cli([*cluster_args, "--process-id", i, *AUDIT, "--out", "audit"], tmp_path / f"host{i}") for i in range(4)
+    ]
+    logs = finish(processes, timeout=360)
+    assert "report: audit/report.html" in logs[0] and not any("report:" in log for log in logs[1:])
+    assert all(files_under(tmp_path / f"host{i}") == [] for i in (1, 2, 3))
+    assert_same_audit(tmp_path / "host0" / "audit", one_process_audit)
 
 
 def test_unreachable_coordinator_and_missing_peer_are_clear_errors_in_bounded_time(texts, tmp_path):

@@ -192,3 +192,17 @@ def test_default_rows_are_what_the_cache_budget_holds(model, monkeypatch):
     chosen = generate(model, ps, max_new_tokens=12, rows_per_batch=4)
     by_budget = generate(model, ps, max_new_tokens=12)  # 3 rows: the longest prompt + 12 tokens fit 32 slots
     assert [g.token_ids for g in by_budget] == [g.token_ids for g in chosen]
+
+
+def test_few_prompts_decode_in_few_rows(model, monkeypatch):
+    """4 prompts decode in 4 rows, not the budget's 64 (16x the work); the texts are those of 64 rows."""
+    from jaxcontam.engine import decode_loop, generation
+
+    assert [generation.needed_rows(n) for n in (1, 2, 3, 4, 5, 33, 64)] == [1, 2, 4, 4, 8, 64, 64]
+    seen = []
+    empty_rows = decode_loop.empty_rows
+    monkeypatch.setattr(decode_loop, "empty_rows", lambda *a, **k: seen.append(k["rows"]) or empty_rows(*a, **k))
+    ps = prompts(4, 5)
+    few = generate(model, ps, max_new_tokens=8)
+    assert seen == [4]
+    assert [g.token_ids for g in few] == [g.token_ids for g in generate(model, ps, max_new_tokens=8, rows_per_batch=64)]

@@ -15,7 +15,7 @@ GSM8K test, MMLU test and HellaSwag validation items in each tokenizer's ids (as
 
 jaxcontam: `count_corpus` on the text folder (what `jaxcontam ngram --tokenizer DIR` runs). Peer: what a user's
 script does with a `tokenizer.json` - `Tokenizer.encode_batch_fast` over all documents in one call (Rust, a
-thread per core), then counting those ids with jaxcontam's own counter (the fastest counter we have, so the peer
+thread per core) and the ids as numpy arrays, then counting those ids with jaxcontam's own counter (the fastest counter we have, so the peer
 is favoured). The counts are asserted equal, and the peer's ids equal jaxcontam's on every document.
 
 Usage: .venv/bin/python experiments/perf/ngram_tokenizers.py [--copies 4] [--tokenizers smollm2,llama3-style,...]
@@ -128,8 +128,8 @@ def measure(name: str, folder: Path) -> dict:
     texts = [p.read_text(encoding="utf-8") for p in sorted(folder.glob("*.txt"))]
     start = time.perf_counter()
     encodings = units.tokenizer.encode_batch_fast(texts, add_special_tokens=False)
+    documents = [np.asarray(e.ids, np.int32) for e in encodings]  # the ids as arrays, as counting needs them
     peer_tokenize = time.perf_counter() - start
-    documents = [np.asarray(e.ids, np.int32) for e in encodings]
     offsets = np.concatenate([[0], np.cumsum([len(d) for d in documents])]).astype(np.int64)
     start = time.perf_counter()
     theirs = count_corpus(views, ArrayCorpus.from_arrays(np.concatenate(documents), offsets))

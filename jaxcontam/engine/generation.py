@@ -143,6 +143,12 @@ def cache_rows(spec, params, capacity: int) -> int:
     return int(min(MAX_ROWS, max(1, CACHE_BYTES // max(per_row, 1))))
 
 
+def needed_rows(prompts: int) -> int:
+    """The power of two at or above `prompts`: a few prompts do not decode in rows sized for many (64 rows for 4
+    prompts did 16x the work), while the row counts compiled stay few."""
+    return 1 << max(0, prompts - 1).bit_length()
+
+
 def generate(
     model,
     prompts: Sequence[Sequence[int]],
@@ -164,7 +170,8 @@ def generate(
 
     Stops a row at any of `stop_token_ids` (default: the model's eos id) or
     after `max_new_tokens`; `stop_strings` cut the decoded text afterwards.
-    Deterministic for a given seed. `rows_per_batch`: rows decoding together (None: `cache_rows` per data shard).
+    Deterministic for a given seed. `rows_per_batch`: rows decoding together (None: `cache_rows` per data shard,
+    or fewer for fewer prompts: `needed_rows`).
     `progress`: True for a progress bar (prompts done, tokens/s, ETA), or a
     callable given a `Progress` whenever prompts finish. `sample_keys`: one integer in [0, 2**31) per prompt
     that, with `seed`, keys its sampling (default: its index in `prompts`). `watch_ids`: token ids whose summed
@@ -196,7 +203,8 @@ def generate(
     mesh = model_mesh(model)
     params = _decode_params(model)
     if rows_per_batch is None:
-        rows_per_batch = cache_rows(spec, params, longest) * int(mesh.shape["data"])
+        data = int(mesh.shape["data"])
+        rows_per_batch = min(cache_rows(spec, params, longest), needed_rows(-(-len(prompts) // data))) * data
     rows = rows_for(mesh, rows_per_batch)
     group = rows_for(mesh, max(1, rows // 4))  # prompts put into freed rows at a time (one prefill)
     groups = plan_batches([list(p) for p in prompts], rows_per_batch=group, buckets=buckets, pack=False)

@@ -20,10 +20,13 @@ and the counts are summed across processes at the end.
 
 from __future__ import annotations
 
+import collections
 import dataclasses
+import os
 import queue
 import threading
 from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import jax
@@ -199,11 +202,13 @@ _SHARD_END = object()
 
 
 def _encoded_batches(shards, views, units, batch_documents: int, ahead: int = 2) -> Iterator:
-    """(shard, [encoded documents per view]) per batch and (shard, _SHARD_END) after each shard.
+    """(shard, [encoded documents per view]) per batch and (shard, _SHARD_END) after each shard, in order.
 
-    A background thread reads and encodes up to `ahead` batches ahead of the consumer; an error
-    there (a bad document, an interrupted read) is raised here, in the consumer's thread.
+    A background thread reads batches and encodes up to one per core at once, up to `ahead` finished batches
+    ahead of the consumer; an error there (a bad document, an interrupted read) is raised here, in the
+    consumer's thread.
     """
+    parallel = max(1, len(os.sched_getaffinity(0)))
     handoff: queue.Queue = queue.Queue(maxsize=ahead)
     stop = threading.Event()
 
@@ -216,17 +221,34 @@ def _encoded_batches(shards, views, units, batch_documents: int, ahead: int = 2)
                 continue
         return False
 
+    def encode(shard, documents):
+        return [_encode(documents, units, view.normalize, shard.name) for view in views]
+
     def produce():
+        # batches are encoded `parallel` at a time, in order: a tokenizer that cannot cut a document into
+        # pieces encodes one document per call, so whole-book shards would otherwise keep one core busy
+        pending: collections.deque = collections.deque()
         try:
-            for shard in shards:
-                for documents in _document_batches(shard, batch_documents):
-                    encoded = [_encode(documents, units, view.normalize, shard.name) for view in views]
-                    if not put((shard, encoded)):
+            with ThreadPoolExecutor(parallel, thread_name_prefix="jaxcontam-encode-batch") as pool:
+                for shard in shards:
+                    for documents in _document_batches(shard, batch_documents):
+                        pending.append((shard, pool.submit(encode, shard, documents)))
+                        while len(pending) >= parallel:
+                            if not put(_finished(pending.popleft())):
+                                return
+                    pending.append((shard, _SHARD_END))
+                while pending:
+                    if not put(_finished(pending.popleft())):
                         return
-                if not put((shard, _SHARD_END)):
-                    return
             put(None)
-        except BaseException as error:  # handed to the consumer, which raises it
+        except BaseException as error:  # handed to the consumer, which raises it after the batches read before it
+            for entry in pending:
+                try:
+                    finished = _finished(entry)
+                except BaseException:
+                    break
+                if not put(finished):
+                    return
             put(error)
 
     worker = threading.Thread(target=produce, name="jaxcontam-corpus-reader", daemon=True)
@@ -239,6 +261,12 @@ def _encoded_batches(shards, views, units, batch_documents: int, ahead: int = 2)
     finally:
         stop.set()
         worker.join()
+
+
+def _finished(entry: tuple) -> tuple:
+    """(shard, encoded batch) once its encoding is done, or (shard, _SHARD_END) as it is."""
+    shard, work = entry
+    return (shard, work if work is _SHARD_END else work.result())
 
 
 def _encode(documents: list, units, normalize: bool, shard_name: str) -> list[np.ndarray]:

@@ -130,17 +130,18 @@ def tiktoken_twin(description: dict) -> TiktokenTwin | None:
     if pattern is None or (description["pre_tokenizer"].get("add_prefix_space")) or not _plain_bpe(description):
         return None
     model = description["model"]
-    to_byte = {c: b for b, c in byte_to_unicode().items()}
+    alphabet = byte_to_unicode()
+    to_byte = {c: b for b, c in alphabet.items()}
     as_bytes = {}
     for token in model["vocab"]:
         if all(c in to_byte for c in token):
             as_bytes[token] = bytes(to_byte[c] for c in token)
-    missing = [b for b, c in byte_to_unicode().items() if c not in model["vocab"]]
+    missing = [b for b, c in alphabet.items() if c not in model["vocab"]]
     if any(0x80 <= b < 0xC0 for b in missing):  # a continuation byte: too many characters to hand over
         return None
     unspellable = _unspellable_characters(missing)
     ranks = {bytes([b]): b for b in range(256)}
-    rank_ids = [model["vocab"].get(byte_to_unicode()[b], -1) for b in range(256)]  # -1: never emitted
+    rank_ids = [model["vocab"].get(alphabet[b], -1) for b in range(256)]  # -1: never emitted
     for index, merge in enumerate(model.get("merges") or []):
         left, right = merge.split(" ") if isinstance(merge, str) else merge
         merged = left + right

@@ -86,18 +86,23 @@ def test_score_on_several_processes_equals_one_process_and_process_0_alone_write
             assert a[key] == pytest.approx(b[key], rel=1e-5, abs=1e-6)
 
 
-def test_ngram_on_two_processes_from_environment_variables_counts_once_and_reuses_process_0s_counts(
-    tmp_path, monkeypatch
-):
-    """Each process counts its own corpus files; process 0 writes counts and items; a rerun reads process 0's
-    counts although the other host's folder has none."""
+def ngram_args(tmp_path: Path) -> list:
+    """`jaxcontam ngram` over the bundled corpus split into three files (one per process, or none for some)."""
     lines = gzip.open(EXAMPLE / "corpus.jsonl.gz", "rt").read().splitlines(keepends=True)
     corpus = tmp_path / "corpus"
     corpus.mkdir()
     for part in range(3):
         (corpus / f"part{part}.jsonl").write_text("".join(lines[part::3]))
     ngram = ["ngram", "--benchmark", "copa", "--path", EXAMPLE / "copa_test_sample.jsonl", "--split", "test"]
-    ngram += ["--corpus", corpus, "--tokenizer", EXAMPLE / "model", "--chunk-tokens", 4096, "--out", "ngram"]
+    return ngram + ["--corpus", corpus, "--tokenizer", EXAMPLE / "model", "--chunk-tokens", 4096, "--out", "ngram"]
+
+
+def test_ngram_on_two_processes_from_environment_variables_counts_once_and_reuses_process_0s_counts(
+    tmp_path, monkeypatch
+):
+    """Each process counts its own corpus files; process 0 writes counts and items; a rerun reads process 0's
+    counts although the other host's folder has none."""
+    ngram = ngram_args(tmp_path)
 
     def started(*extra) -> list[subprocess.Popen]:
         port = free_port()
@@ -149,13 +154,7 @@ def test_ngram_on_two_processes_from_environment_variables_counts_once_and_reuse
 
 def test_ngram_on_four_processes_counts_as_one_process(tmp_path, monkeypatch):
     """Four processes split three corpus files (one process has none) and count as one process does."""
-    lines = gzip.open(EXAMPLE / "corpus.jsonl.gz", "rt").read().splitlines(keepends=True)
-    corpus = tmp_path / "corpus"
-    corpus.mkdir()
-    for part in range(3):
-        (corpus / f"part{part}.jsonl").write_text("".join(lines[part::3]))
-    ngram = ["ngram", "--benchmark", "copa", "--path", EXAMPLE / "copa_test_sample.jsonl", "--split", "test"]
-    ngram += ["--corpus", corpus, "--tokenizer", EXAMPLE / "model", "--chunk-tokens", 4096, "--out", "ngram"]
+    ngram = ngram_args(tmp_path)
     cluster_args = ["--coordinator", f"127.0.0.1:{free_port()}", "--num-processes", 4]
     processes = [start_cli([*cluster_args, "--process-id", i, *ngram], tmp_path / f"host{i}") for i in range(4)]
     (tmp_path / "single").mkdir()

@@ -710,3 +710,32 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def run_processes(arguments_of, count: int = 2, timeout: float = 120) -> list[str]:
+    """Run `python *arguments_of(i)` for each process i < count at once, each on one CPU device with tests/
+    importable (two local processes stand in for two hosts); every one must exit 0. Their logs, in order."""
+    import os
+    import subprocess
+    import sys
+
+    tests_dir = str(Path(__file__).parent)
+    env = dict(
+        os.environ,
+        JAX_PLATFORMS="cpu",
+        XLA_FLAGS="--xla_force_host_platform_device_count=1",
+        PYTHONPATH=os.pathsep.join([tests_dir, os.environ.get("PYTHONPATH", "")]),
+    )
+    processes = [
+        subprocess.Popen(
+            [sys.executable, *map(str, arguments_of(i))],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            env=env,
+            text=True,
+        )
+        for i in range(count)
+    ]
+    logs = [p.communicate(timeout=timeout)[0] for p in processes]
+    assert all(p.returncode == 0 for p in processes), "\n----\n".join(log[-2000:] for log in logs)
+    return logs

@@ -1,15 +1,11 @@
 """Two local CPU processes (gloo collectives) score one list together and both get all results in order."""
 
 import json
-import os
-import pathlib
-import subprocess
-import sys
 import textwrap
 
 import numpy as np
 
-from helpers import free_port, naive_logprobs, toy_model
+from helpers import free_port, naive_logprobs, run_processes, toy_model
 
 WORKER = textwrap.dedent(
     """
@@ -37,33 +33,7 @@ def test_two_processes_agree_with_single_process_reference(tmp_path):
     seqs = [rng.integers(0, 61, size=rng.integers(2, 60)).tolist() for _ in range(11)]
     port = free_port()
     (tmp_path / "seqs.json").write_text(json.dumps(seqs))
-    tests_dir = pathlib.Path(__file__).parent
-    env = dict(
-        os.environ,
-        PYTHONPATH=f"{tests_dir}{os.pathsep}{os.environ.get('PYTHONPATH', '')}",
-        XLA_FLAGS="--xla_force_host_platform_device_count=1",
-        JAX_PLATFORMS="cpu",
-    )
-    procs = [
-        subprocess.Popen(
-            [
-                sys.executable,
-                "-c",
-                WORKER,
-                str(port),
-                str(i),
-                str(tmp_path / "seqs.json"),
-                str(tmp_path / f"out{i}.json"),
-            ],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            env=env,
-            text=True,
-        )
-        for i in range(2)
-    ]
-    logs = [p.communicate(timeout=120)[0] for p in procs]
-    assert all(p.returncode == 0 for p in procs), logs
+    run_processes(lambda i: ["-c", WORKER, port, i, tmp_path / "seqs.json", tmp_path / f"out{i}.json"])
     results = [json.loads((tmp_path / f"out{i}.json").read_text()) for i in range(2)]
     assert results[0]["local_devices"] == 1
     reference = toy_model(mesh=None)

@@ -4,16 +4,13 @@ so that lazy imports and compiles of the first are not counted), and the model t
 the single-process load does."""
 
 import json
-import os
 import pathlib
-import subprocess
-import sys
 import textwrap
 
 import numpy as np
 import pytest
 
-from helpers import TINY_LLAMA_CONFIG, free_port
+from helpers import TINY_LLAMA_CONFIG, free_port, run_processes
 from jaxcontam.training import init_hf_tensors, save_hf_model
 
 pytestmark = pytest.mark.skipif(not pathlib.Path("/proc/self/io").exists(), reason="needs Linux's /proc/self/io")
@@ -65,24 +62,7 @@ def test_each_process_reads_half_the_weight_bytes_and_scores_as_one_process(tmp_
     folder = save_hf_model(tmp_path / "model", CONFIG, init_hf_tensors(CONFIG, seed=0))
     weight_bytes = (folder / "model.safetensors").stat().st_size
     port = free_port()
-    env = dict(
-        os.environ,
-        JAX_PLATFORMS="cpu",
-        XLA_FLAGS="--xla_force_host_platform_device_count=1",
-        PYTHONPATH=os.pathsep.join([str(pathlib.Path(__file__).parent), os.environ.get("PYTHONPATH", "")]),
-    )
-    procs = [
-        subprocess.Popen(
-            [sys.executable, "-c", WORKER, str(port), str(i), str(folder), str(tmp_path / f"{i}.json")],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            env=env,
-            text=True,
-        )
-        for i in range(2)
-    ]
-    logs = [p.communicate(timeout=240)[0] for p in procs]
-    assert all(p.returncode == 0 for p in procs), logs
+    run_processes(lambda i: ["-c", WORKER, port, i, folder, tmp_path / f"{i}.json"], timeout=240)
     results = [json.loads((tmp_path / f"{i}.json").read_text()) for i in range(2)]
     replicated = 4 * CONFIG["hidden_size"] * (2 * CONFIG["num_hidden_layers"] + 1)  # the norm scales, on both
     for result in results:

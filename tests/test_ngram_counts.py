@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from helpers import FIXED_TABLE, Doc, ListCorpus, Shard, brute_counts, free_port, items_from_token_lists
+from helpers import FIXED_TABLE, Doc, ListCorpus, Shard, brute_counts, free_port, items_from_token_lists, run_processes
 from jaxcontam.errors import DataError, IndexMismatchError
 from jaxcontam.ngram.hashing import to_uint64, window_fingerprints
 from jaxcontam.ngram.stream import CountView, count_corpus
@@ -189,29 +189,9 @@ np.save(sys.argv[5], np.concatenate([result.counts[0], [len(result.shards), resu
 def test_two_processes_split_shards_and_sum_counts(tmp_path):
     script = tmp_path / "worker.py"
     script.write_text(WORKER)
-    port = str(free_port())
-    env = dict(os.environ, JAX_PLATFORMS="cpu")
+    port = free_port()
     tests_dir = os.path.dirname(__file__)
-    procs = [
-        subprocess.Popen(
-            [
-                sys.executable,
-                str(script),
-                port,
-                str(i),
-                tests_dir,
-                str(tmp_path / "ckpt.npz"),
-                str(tmp_path / f"out{i}.npy"),
-            ],
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-        )
-        for i in range(2)
-    ]
-    for p in procs:
-        out, _ = p.communicate(timeout=120)
-        assert p.returncode == 0, out.decode()[-2000:]
+    run_processes(lambda i: [script, port, i, tests_dir, tmp_path / "ckpt.npz", tmp_path / f"out{i}.npy"])
     rng = np.random.default_rng(7)
     docs = [rng.integers(0, 4, 40).astype(np.int32) for _ in range(10)]
     expected = brute_counts(FIXED_TABLE, docs)

@@ -429,7 +429,7 @@ LM_EVAL_PAIRS = (
 )
 
 # HellaSwag validation rows 0-4 as rowanz/hellaswag holds them: the shared copy keeps only ctx = ctx_a + " " +
-# ctx_b, lm-eval needs the two parts (the same rows as tests/test_detect_answering.py).
+# ctx_b, lm-eval needs the two parts (tests/test_detect_answering.py reads them too).
 HELLASWAG_CTX = [
     ("A man is sitting on a roof.", "he"),
     ("A lady walks to a barbell. She bends down and grabs the pole.", "the lady"),

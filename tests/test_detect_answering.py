@@ -19,26 +19,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import jaxcontam
+from helpers import HELLASWAG_CTX
 from jaxcontam.cli import main
 from jaxcontam.data import Benchmark, Item, load_benchmark, prompts
 from jaxcontam.data.adapters import hellaswag_hub
 from jaxcontam.detect.answering import answer_items, answer_token_count
 
 TIE = 1e-3  # reference margins below this (log-prob units) are near-ties the two float paths may order apart
-
-# HellaSwag validation rows 0-4 as in rowanz/hellaswag (its `ind` 24, 92, 106, 114, 116): the shared copy keeps
-# only ctx = ctx_a + " " + ctx_b, lm-eval needs the two parts.
-HELLASWAG_CTX = [
-    ("A man is sitting on a roof.", "he"),
-    ("A lady walks to a barbell. She bends down and grabs the pole.", "the lady"),
-    (
-        "Two women in a child are shown in a canoe while a man pulls the canoe while standing in the water, with "
-        "other individuals visible in the background.",
-        "the child and a different man",
-    ),
-    ("A boy is running down a track.", "the boy"),
-    ("The boy lifts his body above the height of a pole. The boy lands on his back on to a red mat.", "the boy"),
-]
 
 
 @pytest.fixture(scope="module")

@@ -4,26 +4,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from helpers import TINY_LLAMA_CONFIG
 from jaxcontam.models.spec import from_hf_config
 from jaxcontam.training import init_hf_tensors, packed_batches
 from jaxcontam.training.loop import fit, hf_params, training_spec
 
-CONFIG = dict(
-    model_type="llama",
-    vocab_size=64,
-    hidden_size=32,
-    intermediate_size=64,
-    num_hidden_layers=3,
-    num_attention_heads=4,
-    num_key_value_heads=2,
-    max_position_embeddings=64,
-    rms_norm_eps=1e-5,
-    hidden_act="silu",
-    tie_word_embeddings=False,
-    rope_theta=10000.0,
-    bos_token_id=1,
-    eos_token_id=2,
-)
+CONFIG = {**TINY_LLAMA_CONFIG, "num_hidden_layers": 3}
 
 
 def _trained(unroll: bool) -> dict:

@@ -1,5 +1,5 @@
 """On a mesh spanning two processes (two local CPU processes, gloo collectives), each process reads about half
-of the weight bytes: the bytes of its own shards, counted by the kernel (/proc/self/io's rchar, on a second load
+of the weight bytes of a safetensors or a quantised GGUF checkpoint: the bytes of its own shards, counted by the kernel (/proc/self/io's rchar, on a second load
 so that lazy imports and compiles of the first are not counted), and the model they build scores exactly as
 the single-process load does."""
 
@@ -45,10 +45,23 @@ WORKER = textwrap.dedent(
     folder = pathlib.Path(folder)
     mesh = make_mesh(data=1, model=2)
     spec = loading.read_config(folder)
-    files = loading.weight_files(folder)
-    loading.load_params(folder, files, spec, loading.DTYPES["float32"], mesh)  # imports and compiles happen here
+    if folder.suffix == ".gguf":
+        from jaxcontam.models.gguf import GGUFTensorReader, open_reader, tensor_index
+
+        index = tensor_index(open_reader(folder), spec, folder)
+
+        def load():
+            reader = GGUFTensorReader(spec)
+            return loading.place_params(spec, index, reader, loading.DTYPES["float32"], mesh, folder, "metadata")
+    else:
+        files = loading.weight_files(folder)
+
+        def load():
+            return loading.load_params(folder, files, spec, loading.DTYPES["float32"], mesh)
+
+    load()  # imports and compiles happen here
     before = read_bytes()
-    params = loading.load_params(folder, files, spec, loading.DTYPES["float32"], mesh)
+    params = load()
     read = read_bytes() - before
     model = Model(config=spec, params=params, tokenizer=None, mesh=mesh)
     seqs = [[1, 5, 9, 300, 2000, 7], [1, 42, 42, 42]]
@@ -58,9 +71,32 @@ WORKER = textwrap.dedent(
 )
 
 
-def test_each_process_reads_half_the_weight_bytes_and_scores_as_one_process(tmp_path):
+def safetensors_checkpoint(tmp_path) -> tuple[pathlib.Path, int]:
+    """The checkpoint and its weight bytes."""
     folder = save_hf_model(tmp_path / "model", CONFIG, init_hf_tensors(CONFIG, seed=0))
-    weight_bytes = (folder / "model.safetensors").stat().st_size
+    return folder, (folder / "model.safetensors").stat().st_size
+
+
+def gguf_checkpoint(tmp_path) -> tuple[pathlib.Path, int]:
+    """The same architecture as a Q8_0 GGUF file (llama.cpp's layout) and its tensor bytes."""
+    import gguf
+    import torch
+    import transformers
+
+    from gguf_writer import write_gguf
+    from jaxcontam.models.gguf_file import read_gguf
+
+    torch.manual_seed(0)
+    config = {k: v for k, v in CONFIG.items() if k != "model_type"}
+    model = transformers.LlamaForCausalLM(transformers.LlamaConfig(**config)).eval()
+    path = tmp_path / "model.Q8_0.gguf"
+    write_gguf(path, model, "llama", gguf.GGMLQuantizationType.Q8_0)
+    return path, sum(tensor.data.nbytes for tensor in read_gguf(path).tensors)
+
+
+@pytest.mark.parametrize("checkpoint", [safetensors_checkpoint, gguf_checkpoint], ids=["safetensors", "gguf"])
+def test_each_process_reads_half_the_weight_bytes_and_scores_as_one_process(tmp_path, checkpoint):
+    folder, weight_bytes = checkpoint(tmp_path)
     port = free_port()
     run_processes(lambda i: ["-c", WORKER, port, i, folder, tmp_path / f"{i}.json"], timeout=240)
     results = [json.loads((tmp_path / f"{i}.json").read_text()) for i in range(2)]

@@ -5,7 +5,8 @@ memory-mapped); tensors are dequantised by the `gguf` package (llama.cpp's refer
 the tokenizer is built from the metadata by `jaxcontam.models.gguf_tokenizer`. The metadata becomes the
 config.json dict `from_hf_config` already understands, and every tensor the HF name table needs is found under its
 GGUF name (gguf's own name map), so the existing layout and sharding code places the weights.
-Each tensor is dequantised to float32 on demand, and llama.cpp's storage changes are undone by the family
+Each device's part of a tensor is dequantised to float32 from just the rows and blocks it covers
+(`jaxcontam.models.gguf_parts`), and llama.cpp's storage changes are undone by the family
 (`families.base.GGUFFormat`): the row permutation of llama q/k projections (its rotary layout) and the +1 it adds
 to gemma norm weights. The family also names its llama.cpp architecture and the metadata only it reads.
 """
@@ -16,14 +17,13 @@ import dataclasses
 import pathlib
 from typing import Any
 
-import numpy as np
-
 from jaxcontam.errors import ModelError
 from jaxcontam.models.checkpoint_map import DEFAULT_PREFIX, checkpoint_entries
 from jaxcontam.models.families import FAMILIES
 from jaxcontam.models.families.base import Family, GGUFFormat
 from jaxcontam.models.families.llama import unpermute_rotary_rows
 from jaxcontam.models.gguf_file import GGUFFile, GGUFTensor, read_gguf
+from jaxcontam.models.gguf_parts import GGUFTensorReader
 from jaxcontam.models.gguf_tokenizer import gguf_tokenizer
 from jaxcontam.models.spec import ModelSpec, from_hf_config
 
@@ -220,34 +220,6 @@ def _stored_tensor(stored: dict, name: str | None, hf_name: str, spec: ModelSpec
             "Use a file quantised to one of them"
         )
     return tensor
-
-
-class GGUFTensorReader:
-    """Dequantises one GGUF tensor at a time to float32 in the Hugging Face layout; a stacked expert tensor is
-    dequantised once and kept while its experts are read one after another."""
-
-    def __init__(self, spec: ModelSpec):
-        self.spec = spec
-        self._experts: tuple[str, np.ndarray] | None = None
-
-    def read(self, name: str, info: GGUFTensorInfo) -> np.ndarray:
-        if info.expert is not None:
-            if self._experts is None or self._experts[0] != name:
-                self._experts = (name, self._dequantised(info.tensor, info.tensor.shape))
-            return self._experts[1][info.expert]
-        weight = self._dequantised(info.tensor, info.shape)
-        return _gguf_format(self.spec.model_type).tensor(name, weight, self.spec)  # undo llama.cpp's changes
-
-    @staticmethod
-    def materialize(part: np.ndarray) -> np.ndarray:
-        """A part of a dequantised tensor (already in memory: GGUF blocks are dequantised whole)."""
-        return np.array(part)
-
-    @staticmethod
-    def _dequantised(tensor: GGUFTensor, shape) -> np.ndarray:
-        import gguf
-
-        return np.asarray(gguf.quants.dequantize(tensor.data, tensor.tensor_type), np.float32).reshape(shape)
 
 
 def load_gguf_tokenizer(reader: GGUFFile, path: pathlib.Path):

@@ -29,12 +29,14 @@ _DEFAULT_ALIGNMENT = 32
 
 @dataclasses.dataclass(frozen=True)
 class GGUFTensor:
-    """One stored tensor: `shape` in numpy (row-major) order, `data` its bytes as [*rows, bytes per row]."""
+    """One stored tensor: `shape` in numpy (row-major) order, `data` its bytes as [*rows, bytes per row] (a view
+    of the memory-mapped file), `offset` the absolute position of its first byte in the file."""
 
     name: str
     tensor_type: GGMLQuantizationType
     shape: tuple[int, ...]
     data: np.ndarray = dataclasses.field(repr=False, compare=False)
+    offset: int = 0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -119,6 +121,7 @@ def _parse(path: pathlib.Path, buffer: mmap.mmap) -> GGUFFile:
     for name, shape, type_id, offset in table:
         tensor_type = gguf.GGMLQuantizationType(type_id)
         byte_shape = gguf.quants.quant_shape_to_byte_shape(shape, tensor_type)
-        data = np.frombuffer(buffer, np.uint8, int(np.prod(byte_shape)), data_start + offset).reshape(byte_shape)
-        tensors.append(GGUFTensor(name, tensor_type, shape, data))
+        start = data_start + offset
+        data = np.frombuffer(buffer, np.uint8, int(np.prod(byte_shape)), start).reshape(byte_shape)
+        tensors.append(GGUFTensor(name, tensor_type, shape, data, start))
     return GGUFFile(path, metadata, tuple(tensors))

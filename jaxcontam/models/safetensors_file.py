@@ -11,7 +11,6 @@ the `safetensors` package cannot return.
 from __future__ import annotations
 
 import json
-import os
 import pathlib
 import struct
 from dataclasses import dataclass
@@ -20,6 +19,7 @@ import ml_dtypes
 import numpy as np
 
 from jaxcontam.errors import ModelError
+from jaxcontam.models.positioned_reads import read_runs, strided_runs
 
 _DTYPES = {"F64": np.float64, "F32": np.float32, "F16": np.float16, "BF16": ml_dtypes.bfloat16}
 
@@ -82,12 +82,7 @@ class TensorReader:
         if plan is None:  # a layout positioned reads cannot follow (negative or overlapping strides)
             return np.array(view)
         starts, run_bytes, block_shape, order = plan
-        buffer = np.empty(len(starts) * run_bytes, np.uint8)
-        with open(path, "rb", buffering=0) as handle:
-            for at, start, length in coalesced(starts, run_bytes):
-                got = os.preadv(handle.fileno(), [buffer.data[at : at + length]], int(start))
-                if got != length:
-                    raise ModelError(f"{path}: file ended {length - got} bytes early; the checkpoint is truncated")
+        buffer = read_runs(path, starts, run_bytes)
         self.bytes_read += buffer.size
         block = buffer.view(view.dtype).reshape(block_shape)
         return block.transpose(np.argsort(order)).reshape(view.shape)
@@ -102,33 +97,3 @@ class TensorReader:
             if base <= address < base + mapped.size:
                 return path, address - base
         return None
-
-
-def strided_runs(offset: int, shape, strides, itemsize: int):
-    """How to read a strided block of a file: (starts of its contiguous byte runs in file order, bytes per run,
-    the block's shape in file order, the view's axes in that order), or None when the strides are not those of
-    a sub-block of a C-ordered tensor (numpy's reshape, transpose and positive-step slicing keep them so)."""
-    axes = [a for a in range(len(shape)) if shape[a] > 1]
-    if any(strides[a] <= 0 for a in axes):
-        return None
-    order = sorted(axes, key=lambda a: -strides[a])
-    sizes, steps = [shape[a] for a in order], [strides[a] for a in order]
-    if any(steps[i] < sizes[i + 1] * steps[i + 1] for i in range(len(order) - 1)):
-        return None  # overlapping axes
-    inner, run = len(order), itemsize
-    while inner > 0 and steps[inner - 1] == run:  # merge the contiguous innermost axes into one run
-        inner -= 1
-        run *= sizes[inner]
-    starts = np.array([offset], np.int64)
-    for size, step in zip(sizes[:inner], steps[:inner]):
-        starts = (starts[:, None] + np.arange(size, dtype=np.int64) * step).reshape(-1)
-    rest = [a for a in range(len(shape)) if a not in order]  # axes of size 1 (or 0) keep their place last
-    return starts, run, [*sizes, *[shape[a] for a in rest]], [*order, *rest]
-
-
-def coalesced(starts: np.ndarray, run_bytes: int):
-    """(offset in the buffer, offset in the file, length) of each maximal group of back-to-back runs."""
-    breaks = np.flatnonzero(np.diff(starts) != run_bytes) + 1
-    edges = np.concatenate([[0], breaks, [len(starts)]])
-    for first, last in zip(edges[:-1], edges[1:]):
-        yield int(first) * run_bytes, int(starts[first]), int(last - first) * run_bytes

@@ -23,18 +23,25 @@ def _unchanged(name: str, weight: np.ndarray, spec: DecoderConfig) -> np.ndarray
     return weight
 
 
+def _stored_order(name: str, count: int, spec: DecoderConfig) -> np.ndarray | None:
+    return None
+
+
 @dataclasses.dataclass(frozen=True)
 class GGUFFormat:
     """How llama.cpp stores the family: its architecture name, whether its files have expert tensors (files of
     `arch` with experts load as the family that says so), the HF activation name, the config fields only this
-    family reads from the metadata (`config(meta, arch, config, tensors_by_name) -> dict`) and the undoing of
-    llama.cpp's storage changes to one dequantised tensor (`tensor(gguf_name, weight, spec) -> weight`)."""
+    family reads from the metadata (`config(meta, arch, config, tensors_by_name) -> dict`), and the undoing of
+    llama.cpp's storage changes, in two parts so that a process can dequantise only the rows it holds: the stored
+    row of each Hugging Face row of a tensor (`rows(gguf_name, row_count, spec)`, None when unchanged) and an
+    element-wise change of its values (`values(gguf_name, weight, spec) -> weight`)."""
 
     arch: str
     experts: bool = False
     activation: str = "silu"
     config: Callable[..., dict] = _no_fields
-    tensor: Callable[[str, np.ndarray, DecoderConfig], np.ndarray] = _unchanged
+    rows: Callable[[str, int, DecoderConfig], np.ndarray | None] = _stored_order
+    values: Callable[[str, np.ndarray, DecoderConfig], np.ndarray] = _unchanged
 
 
 @dataclasses.dataclass(frozen=True)

@@ -44,5 +44,5 @@ FAMILY = Family(
     from_hf_config,
     llama_style_entries,
     ignored={"hidden_activation": "transformers' Gemma reads hidden_act"},
-    gguf=GGUFFormat("gemma", activation=GELU_TANH, tensor=gguf_norms),
+    gguf=GGUFFormat("gemma", activation=GELU_TANH, values=gguf_norms),
 )

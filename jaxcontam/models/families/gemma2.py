@@ -67,5 +67,5 @@ FAMILY = Family(
     from_hf_config,
     llama_style_entries,
     ignored=HIDDEN_ACT,
-    gguf=GGUFFormat("gemma2", activation=GELU_TANH, config=gguf_gemma2_fields, tensor=gguf_norms),
+    gguf=GGUFFormat("gemma2", activation=GELU_TANH, config=gguf_gemma2_fields, values=gguf_norms),
 )

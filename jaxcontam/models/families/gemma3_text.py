@@ -60,5 +60,5 @@ FAMILY = Family(
     from_hf_config,
     llama_style_entries,
     ignored=HIDDEN_ACT,
-    gguf=GGUFFormat("gemma3", activation=GELU_TANH, config=gguf_fields, tensor=gguf_norms),
+    gguf=GGUFFormat("gemma3", activation=GELU_TANH, config=gguf_fields, values=gguf_norms),
 )

@@ -27,13 +27,13 @@ def unpermute_rotary_rows(weight: np.ndarray, heads: int) -> np.ndarray:
     return weight.reshape(heads, half, 2, *weight.shape[1:]).swapaxes(1, 2).reshape(weight.shape)
 
 
-def gguf_rotary_rows(name: str, weight: np.ndarray, spec: DecoderConfig) -> np.ndarray:
-    """q and k projections of a llama-architecture GGUF file back in the Hugging Face row order."""
+def gguf_rotary_rows(name: str, count: int, spec: DecoderConfig) -> np.ndarray | None:
+    """The stored row of each Hugging Face row of the q and k projections of a llama-architecture GGUF file."""
     if ".attn_q." in name:
-        return unpermute_rotary_rows(weight, spec.num_heads)
+        return unpermute_rotary_rows(np.arange(count), spec.num_heads)
     if ".attn_k." in name:
-        return unpermute_rotary_rows(weight, spec.num_kv_heads)
-    return weight
+        return unpermute_rotary_rows(np.arange(count), spec.num_kv_heads)
+    return None
 
 
 FAMILY = Family(
@@ -44,5 +44,5 @@ FAMILY = Family(
         "pretraining_tp": "a slicing of the projections during pretraining; the forward is the same",
         "is_llama_config": "nanotron's marker of a llama export",
     },
-    gguf=GGUFFormat("llama", tensor=gguf_rotary_rows),
+    gguf=GGUFFormat("llama", rows=gguf_rotary_rows),
 )

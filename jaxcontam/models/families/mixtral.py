@@ -38,5 +38,5 @@ FAMILY = Family(
     "mixtral",
     from_hf_config,
     checkpoint_entries,
-    gguf=GGUFFormat("llama", experts=True, config=gguf_fields, tensor=gguf_rotary_rows),
+    gguf=GGUFFormat("llama", experts=True, config=gguf_fields, rows=gguf_rotary_rows),
 )

@@ -1,7 +1,7 @@
-"""On a mesh spanning two processes (two local CPU processes, gloo collectives), each process reads about half
-of the weight bytes of a safetensors or a quantised GGUF checkpoint: the bytes of its own shards, counted by the kernel (/proc/self/io's rchar, on a second load
-so that lazy imports and compiles of the first are not counted), and the model they build scores exactly as
-the single-process load does."""
+"""On a mesh spanning two processes (two local CPU processes, gloo collectives), each process reads about half of
+the weight bytes of a safetensors or a quantised GGUF checkpoint: the bytes of its own shards, counted by the
+kernel (/proc/self/io's rchar, on a second load so that lazy imports and compiles of the first are not counted),
+and the model they build scores exactly as the single-process load does."""
 
 import json
 import pathlib

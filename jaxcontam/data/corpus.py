@@ -1,19 +1,21 @@
 """Lazy corpus readers: documents (text or token arrays) shard by shard, never the whole corpus.
 
-A `Corpus` is an ordered tuple of `CorpusShard`s with stable names, the unit of checkpoint/resume
-and of multi-host splitting (`corpus.split(process_index, process_count)` takes every
-`count`-th shard). A shard is one file (text, JSONL, JSON, Parquet), one fixed chunk of a
-memory-mapped token array (`.npy`, raw `.bin`), or one shard of a hub dataset. Reading a shard
-opens its file only when iterated. A folder's files are listed by kind when it is opened; files that are
-not corpus text (READMEs, licences, metadata JSON, checksums, empty files, records without the text
-field) are skipped and reported, and a corpus left with nothing to read is refused.
+A `Corpus` is an ordered tuple of `CorpusShard`s with stable names, the unit of checkpoint/resume and of
+multi-host splitting (`corpus.split(process_index, process_count)` takes every `count`-th shard). A shard is
+one file (text, JSONL, JSON, Parquet), one fixed chunk of a memory-mapped token array (`.npy`, raw `.bin`), or
+one shard of a hub dataset. Reading a shard opens its file only when iterated. Text and record files may be
+`.gz` or `.zst` compressed, and a corpus may be a URL (`gs://bucket/dolma/`, `s3://...`) or a glob of them
+(`gs://bucket/dolma/*.json.zst`): a remote shard's object is fetched ahead of its turn (`CorpusShard.fetch`,
+`read_ahead`) so counting need not wait on the network. A folder's files are listed by kind when it is opened;
+files that are not corpus text (READMEs, licences, metadata JSON, checksums, empty files, records without the
+text field) are skipped and reported, and a corpus left with nothing to read is refused.
 """
 
 from __future__ import annotations
 
 import collections
 import dataclasses
-import gzip
+import functools
 import json
 import warnings
 from collections.abc import Callable, Iterator
@@ -22,8 +24,10 @@ from typing import Literal
 
 import numpy as np
 
-from jaxcontam.data.records import base_suffix, open_text, position_name, read_json_records, read_jsonl, read_parquet
+from jaxcontam.data.records import open_text, position_name, read_json_records, read_jsonl, read_parquet
 from jaxcontam.errors import DataError, JaxcontamWarning
+from jaxcontam.storage import COMPRESSED, as_path, base_suffix, fetch, glob_files, has_glob, is_url, open_binary
+from jaxcontam.storage import read_ahead as _read_ahead
 
 TEXT_SUFFIXES = (".txt", ".md")
 RECORD_SUFFIXES = (".jsonl", ".json", ".parquet")
@@ -44,13 +48,24 @@ class Document:
 
 @dataclasses.dataclass(frozen=True)
 class CorpusShard:
-    """A stable unit of a corpus: `name` survives reruns; `documents()` reads it lazily."""
+    """A stable unit of a corpus: `name` survives reruns; `documents()` reads it lazily. A remote shard also has
+    `fetch`, which downloads its object and returns the same shard read from memory (see `read_ahead`)."""
 
     name: str
     read: Callable[[], Iterator[Document]] = dataclasses.field(repr=False, compare=False)
+    fetch: Callable[[], CorpusShard] | None = dataclasses.field(default=None, repr=False, compare=False)
 
     def documents(self) -> Iterator[Document]:
         return self.read()
+
+
+READ_AHEAD = 4  # remote shard objects fetched at once, ahead of the shard being read
+
+
+def read_ahead(shards, in_flight: int = READ_AHEAD) -> Iterator[CorpusShard]:
+    """`shards` in order, each remote one fetched up to `in_flight` shards before its turn, on threads."""
+    for shard, fetched in _read_ahead(shards, lambda shard: getattr(shard, "fetch", None), in_flight):
+        yield fetched if fetched is not None else shard
 
 
 @dataclasses.dataclass(frozen=True)
@@ -81,13 +96,13 @@ class Corpus:
 def _check_utf8(path: Path, block: int = 1 << 24) -> None:
     """Refuse a text or JSON corpus file that is not valid UTF-8, naming its line and the fix, before any work.
 
-    A streamed decode (gzip included): about a second per GB, small beside counting the same text.
+    A streamed decode (decompressing .gz and .zst): about a second per GB, small beside counting the same text.
     """
     import codecs
 
     decoder = codecs.getincrementaldecoder("utf-8")()
     lines, offset = 1, 0
-    with gzip.open(path, "rb") if path.suffix == ".gz" else path.open("rb") as handle:
+    with open_binary(path) as handle:
         while True:
             data = handle.read(block)
             try:
@@ -106,11 +121,8 @@ def _check_utf8(path: Path, block: int = 1 << 24) -> None:
 
 
 def _text_file(path: Path, doc_id: str) -> Iterator[Document]:
-    if path.suffix == ".gz":
-        with gzip.open(path, "rb") as handle:
-            data = handle.read()
-    else:
-        data = path.read_bytes()
+    with open_binary(path) as handle:
+        data = handle.read()
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as error:
@@ -225,7 +237,7 @@ JSON_HEAD_CHARS = 1 << 20
 def _file_kind(path: Path) -> str | None:
     """How a file is read: "text", "JSONL", "JSON", "Parquet" or "tokens"; None for any other file."""
     suffix = base_suffix(path)
-    if suffix in TOKEN_SUFFIXES and not path.name.endswith(".gz"):
+    if suffix in TOKEN_SUFFIXES and path.suffix.lower() not in COMPRESSED:
         return "tokens"
     return {".txt": "text", ".md": "text", ".jsonl": "JSONL", ".json": "JSON", ".parquet": "Parquet"}.get(suffix)
 
@@ -266,7 +278,7 @@ def _record_fields(path: Path) -> tuple[str, ...] | str | None:
         import pyarrow.parquet as pq
 
         try:
-            return tuple(pq.ParquetFile(path).schema_arrow.names)
+            return tuple(pq.ParquetFile(path if isinstance(path, Path) else path.open("rb")).schema_arrow.names)
         except Exception as error:  # pyarrow raises several types for a non-Parquet file
             raise DataError(f"{path}: not a readable Parquet file ({error})") from None
     if kind == "JSONL":
@@ -302,10 +314,24 @@ def _skip_reason(path: Path, field: str) -> str | None:
 def _file_shards(path: Path, label: str, field: str, token_dtype: str | None, chunk_tokens: int) -> list[CorpusShard]:
     kind = _file_kind(path)
     if kind == "tokens":
+        if not isinstance(path, Path):
+            raise DataError(
+                f"{path}: token arrays are memory-mapped and must be local; copy it to local disk, or point at "
+                "text or record files (.jsonl.zst, .parquet, ...) on the bucket"
+            )
         return _token_shards(path, label, token_dtype, chunk_tokens)
-    if kind == "text":
-        return [CorpusShard(label, lambda: _text_file(path, label))]
-    return [CorpusShard(label, lambda: _record_file(path, label, field))]
+    read = (
+        functools.partial(_text_file, doc_id=label)
+        if kind == "text"
+        else functools.partial(_record_file, doc_id=label, field=field)
+    )
+    if isinstance(path, Path):
+        return [CorpusShard(label, functools.partial(read, path))]
+    return [
+        CorpusShard(
+            label, functools.partial(read, path), lambda: CorpusShard(label, functools.partial(read, fetch(path)))
+        )
+    ]
 
 
 def _skipped_text(skipped: list[tuple[str, str]]) -> str:
@@ -334,13 +360,24 @@ def _folder_files(root: Path, field: str) -> tuple[list[tuple[Path, str]], list[
     return files, skipped
 
 
-def _local_corpus(root: Path, field: str, token_dtype: str | None, chunk_tokens: int) -> Corpus:
+def _file_corpus(
+    root: Path, field: str, token_dtype: str | None, chunk_tokens: int, matched: list | None = None
+) -> Corpus:
+    """The corpus of one file, of a folder's files, or of the files a glob `matched` under `root`."""
     skipped: list[tuple[str, str]] = []
-    if root.is_file():
+    if matched is not None:
+        files = []
+        for path in matched:
+            label = path.relative_to(root).as_posix()
+            reason = _skip_reason(path, field)
+            files.append((path, label)) if reason is None else skipped.append((label, reason))
+        if not files:
+            raise DataError(f"{root}: the pattern matches no corpus files; skipped {_skipped_text(skipped) or 'none'}")
+    elif root.is_file():
         if _file_kind(root) is None:
             raise DataError(
                 f"{root}: unsupported corpus file type; expected .txt/.md/.jsonl/.json/.parquet "
-                f"(optionally .gz) or a .npy/.bin token array"
+                f"(optionally .gz or .zst) or a .npy/.bin token array"
             )
         reason = _not_corpus_text(root, field)
         if reason is not None:
@@ -367,7 +404,7 @@ def _local_corpus(root: Path, field: str, token_dtype: str | None, chunk_tokens:
             f"a corpus is either text or tokens, point at one kind"
         )
     for path, _ in files:
-        if _file_kind(path) in ("text", "JSONL", "JSON"):
+        if _file_kind(path) in ("text", "JSONL", "JSON") and isinstance(path, Path):  # remote: checked as read
             _check_utf8(path)
     shards = [s for path, label in files for s in _file_shards(path, label, field, token_dtype, chunk_tokens)]
     if not shards:
@@ -445,17 +482,23 @@ def open_corpus(
     """Open a corpus lazily.
 
     `spec`: a text file, a folder (recursively: .txt/.md/.jsonl/.json/.parquet/.npy/.bin, text
-    files also .gz), a .jsonl/.json/.parquet file (text in `field`), a .npy or raw .bin token array
-    (.bin needs `token_dtype` uint16|uint32; memory-mapped, one document per `chunk_tokens` shard),
+    files also .gz or .zst), a .jsonl/.json/.parquet file (text in `field`), a .npy or raw .bin token array
+    (.bin needs `token_dtype` uint16|uint32; memory-mapped, one document per `chunk_tokens` shard), any of
+    these as a URL (gs://, s3://, hf://; not token arrays) or a glob of files (`gs://bucket/dolma/*.json.zst`),
     or, when no such path exists, a Hugging Face dataset id (`split`, streamed unless `streaming=False`).
     """
     if chunk_tokens < 1:
         raise DataError(f"chunk_tokens must be positive, got {chunk_tokens}")
     if token_dtype is not None and token_dtype not in TOKEN_DTYPES:
         raise DataError(f"token_dtype must be one of {', '.join(TOKEN_DTYPES)}, got {token_dtype!r}")
-    path = Path(spec)
-    if path.exists():
-        return _local_corpus(path, field, token_dtype, chunk_tokens)
+    if has_glob(str(spec)):
+        root, matched = glob_files(str(spec))
+        return _file_corpus(root, field, token_dtype, chunk_tokens, matched)
+    path = as_path(spec)
+    if is_url(str(spec)) or path.exists():
+        if not path.exists():
+            raise DataError(f"corpus {spec} does not exist; check the URL (bucket, prefix) and the credentials")
+        return _file_corpus(path, field, token_dtype, chunk_tokens)
     looks_like_a_path = path.suffix.lower() in TEXT_SUFFIXES + RECORD_SUFFIXES + TOKEN_SUFFIXES
     if looks_like_a_path or str(spec).startswith((".", "/")):
         raise DataError(f"corpus file {spec} does not exist; check the path")

@@ -3,13 +3,12 @@
 Every reader yields `(position, row)` pairs, `position` being the 1-based line (JSONL), row
 (CSV, counting the header as line 1) or 0-based record index (JSON list, Parquet), so that
 adapters can name the exact place of a bad value in their errors. Text is decoded strictly as
-UTF-8; `.gz` files are read through gzip.
+UTF-8; `.gz` and `.zst` files are decompressed as they stream, and a path may be a URL (`jaxcontam.storage`).
 """
 
 from __future__ import annotations
 
 import csv
-import gzip
 import io
 import json
 from collections.abc import Iterator
@@ -17,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from jaxcontam.errors import DataError
+from jaxcontam.storage import base_suffix, open_binary
 
 Row = dict[str, Any]
 
@@ -30,17 +30,8 @@ def require_file(path: Path, what: str) -> Path:
 
 
 def open_text(path: Path):
-    """A strict UTF-8 text stream (gzip-decompressed for `.gz`), universal newlines."""
-    raw = gzip.open(path, "rb") if path.suffix == ".gz" else open(path, "rb")
-    return io.TextIOWrapper(raw, encoding="utf-8", errors="strict", newline=None)
-
-
-def base_suffix(path: Path) -> str:
-    """The format suffix, looking through a trailing `.gz` (`a.jsonl.gz` -> `.jsonl`)."""
-    suffixes = [s.lower() for s in path.suffixes]
-    if suffixes and suffixes[-1] == ".gz":
-        suffixes = suffixes[:-1]
-    return suffixes[-1] if suffixes else ""
+    """A strict UTF-8 text stream (decompressed for `.gz` and `.zst`), universal newlines."""
+    return io.TextIOWrapper(open_binary(path), encoding="utf-8", errors="strict", newline=None)
 
 
 def _not_utf8(path: Path, line: int, error: UnicodeDecodeError) -> DataError:
@@ -52,7 +43,7 @@ def _not_utf8(path: Path, line: int, error: UnicodeDecodeError) -> DataError:
 
 def _lines(path: Path) -> Iterator[tuple[int, str]]:
     """Numbered lines, naming the line of any invalid UTF-8."""
-    with gzip.open(path, "rb") if path.suffix == ".gz" else open(path, "rb") as handle:
+    with open_binary(path) as handle:
         for number, raw in enumerate(handle, start=1):
             try:
                 yield number, raw.decode("utf-8")
@@ -121,7 +112,7 @@ def read_parquet(path: Path, columns: list[str] | None = None, batch_size: int =
     import pyarrow.parquet as pq
 
     try:
-        parquet = pq.ParquetFile(path)
+        parquet = pq.ParquetFile(path if isinstance(path, Path) else path.open("rb"))
     except Exception as error:  # pyarrow raises several types for a non-Parquet file
         raise DataError(f"{path}: not a readable Parquet file ({error})") from None
     missing = [c for c in columns or () if c not in parquet.schema_arrow.names]
@@ -137,7 +128,7 @@ def read_parquet(path: Path, columns: list[str] | None = None, batch_size: int =
 
 
 def read_rows(path: Path) -> Iterator[tuple[int, Row]]:
-    """Rows of a table file chosen by suffix: .jsonl, .json, .csv or .parquet (optionally gzipped text)."""
+    """Rows of a table file chosen by suffix: .jsonl, .json, .csv or .parquet (text optionally .gz or .zst)."""
     suffix = base_suffix(path)
     readers = {".jsonl": read_jsonl, ".json": read_json_records, ".csv": read_csv, ".parquet": read_parquet}
     if suffix not in readers:

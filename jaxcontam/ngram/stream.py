@@ -12,6 +12,8 @@ at a chunk boundary. Memory: the table plus a chunk, whatever the corpus size.
 Several `CountView`s are counted in the same pass, e.g. one table over raw text and one over
 normalised text (lowercase, punctuation stripped) as ConTAM uses for TOKEN/NGRAM_MATCH.
 
+Remote shards (a corpus on a bucket) are fetched `corpus.READ_AHEAD` shards ahead of the one being counted.
+
 Resumable: after each corpus shard the counts so far and the finished shard names are written
 atomically to `checkpoint`; a rerun skips finished shards. Multi-process: under
 `jax.distributed`, process i counts `corpus.split(i, process_count)` (its own checkpoint file)
@@ -32,6 +34,7 @@ from pathlib import Path
 import jax
 import numpy as np
 
+from jaxcontam.data.corpus import read_ahead
 from jaxcontam.errors import DataError, IndexMismatchError
 from jaxcontam.ngram.lookup import count_chunk, device_table
 from jaxcontam.ngram.store import read_npz, write_npz
@@ -375,7 +378,7 @@ def count_corpus(
     done = _load_checkpoint(path, views, counters) if path else set()
     finished = [s for s in (sh.name for sh in corpus.shards) if s in done]
     todo = [shard for shard in corpus.shards if shard.name not in done]
-    for shard, encoded in _encoded_batches(todo, views, units, batch_documents):
+    for shard, encoded in _encoded_batches(read_ahead(todo), views, units, batch_documents):
         if encoded is not _SHARD_END:
             for counter, documents in zip(counters, encoded):
                 for document in documents:

@@ -1,0 +1,182 @@
+"""Where jaxcontam reads bytes from: local paths, and URLs that an fsspec filesystem serves (`gs://`, `s3://`,
+`hf://`, `file://`, ...), with `.gz` and `.zst` files decompressed as they stream.
+
+A URL becomes a `upath.UPath`, which has the pathlib methods the readers use (`open`, `is_file`, `rglob`,
+`stat`, `suffix`), so one code path reads local and remote files. Credentials and endpoints come from each
+cloud's standard chain (application default credentials, `STORAGE_EMULATOR_HOST`; the AWS environment, profile
+or role, `AWS_ENDPOINT_URL`); jaxcontam's own settings never hold a secret. Transient errors (HTTP 5xx, reset
+connections) are retried with backoff by gcsfs and botocore themselves; a permanent one is reported here with
+its fix.
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import gzip
+import io
+import re
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from jaxcontam.errors import DataError
+
+COMPRESSED = (".gz", ".zst")
+GLOB_CHARACTERS = "*?["
+# URL scheme -> (the fsspec package that serves it, the jaxcontam extra that installs it)
+EXTRAS = {"gs": ("gcsfs", "gcs"), "gcs": ("gcsfs", "gcs"), "s3": ("s3fs", "s3"), "s3a": ("s3fs", "s3")}
+_URL = re.compile(r"^([a-zA-Z][a-zA-Z0-9+.-]*)://")
+
+
+def is_url(spec: Any) -> bool:
+    """Whether `spec` is a URL (scheme://...) rather than a local path."""
+    return isinstance(spec, str) and _URL.match(spec) is not None
+
+
+def as_path(spec: str | Path) -> Any:
+    """A local `Path`, or a `UPath` for a URL; a URL whose filesystem package is missing is refused with the
+    extra that installs it."""
+    if not is_url(spec):
+        return Path(spec).expanduser()
+    scheme = _URL.match(str(spec)).group(1).lower()  # type: ignore[union-attr]  # is_url matched
+    package, extra = EXTRAS.get(scheme, (None, None))
+    try:
+        from upath import UPath
+
+        path = UPath(str(spec))
+        _ = path.fs  # the filesystem package is imported here, not lazily at the first read
+        return path
+    except ImportError as error:
+        fix = f"pip install 'jaxcontam[{extra}]'" if extra else f"install the fsspec filesystem for {scheme}://"
+        raise DataError(
+            f"{spec}: reading {scheme}:// needs {package or 'its fsspec package'} ({error}); {fix}"
+        ) from None
+    except ValueError as error:  # fsspec knows no such protocol
+        raise DataError(f"{spec}: {error}; use a local path or a URL fsspec serves (gs://, s3://, hf://)") from None
+
+
+def describe_error(path: Any, error: Exception) -> DataError:
+    """A permanent storage error (missing bucket or object, refused permission, no credentials) with its fix."""
+    text = f"{type(error).__name__}: {error}"
+    if isinstance(error, PermissionError) or "403" in text or "AccessDenied" in text or "Forbidden" in text:
+        fix = "the credentials in use may not read it: grant read access, or use other credentials"
+    elif "credential" in text.lower() or "NoCredentials" in text or "Unable to locate" in text:
+        fix = (
+            "no credentials found: run `gcloud auth application-default login` (gs://) or set AWS_PROFILE / "
+            "AWS_ACCESS_KEY_ID (s3://)"
+        )
+    elif isinstance(error, FileNotFoundError) or "NoSuchBucket" in text or "404" in text:
+        fix = "no such bucket or object: check the URL"
+    else:
+        fix = "check the URL, the credentials and the network"
+    return DataError(f"{path}: cannot be read ({text}); {fix}")
+
+
+def open_binary(path: Any) -> io.BufferedIOBase:
+    """The file's bytes as a stream, gzip- or zstd-decompressed by its last suffix."""
+    try:
+        raw = path.open("rb")
+    except (FileNotFoundError, PermissionError, OSError) as error:
+        if isinstance(path, Path) and not is_url(str(path)):
+            raise
+        raise describe_error(path, error) from None
+    return decompressed(raw, path.suffix.lower())
+
+
+def decompressed(raw, suffix: str) -> io.BufferedIOBase:
+    """`raw` (a binary stream) decompressed for `suffix` (.gz, .zst; anything else as it is)."""
+    if suffix == ".gz":
+        return gzip.GzipFile(fileobj=raw, mode="rb")  # type: ignore[return-value]
+    if suffix == ".zst":
+        import zstandard
+
+        return io.BufferedReader(zstandard.ZstdDecompressor().stream_reader(raw, closefd=True))
+    return raw
+
+
+def base_suffix(path: Any) -> str:
+    """The format suffix, looking through a trailing `.gz` or `.zst` (`a.jsonl.zst` -> `.jsonl`)."""
+    suffixes = [s.lower() for s in path.suffixes]
+    if suffixes and suffixes[-1] in COMPRESSED:
+        suffixes = suffixes[:-1]
+    return suffixes[-1] if suffixes else ""
+
+
+def has_glob(spec: str) -> bool:
+    return any(character in spec for character in GLOB_CHARACTERS)
+
+
+def glob_files(spec: str) -> tuple[Any, list[Any]]:
+    """The folder a glob URL or path starts from and the files it matches, in name order."""
+    parts = spec.split("/")
+    fixed = next(i for i, part in enumerate(parts) if has_glob(part))
+    root = as_path("/".join(parts[:fixed]) or ".")
+    pattern = "/".join(parts[fixed:])
+    try:
+        return root, sorted((p for p in root.glob(pattern) if p.is_file()), key=str)
+    except OSError as error:
+        raise describe_error(spec, error) from None
+
+
+@dataclasses.dataclass(frozen=True)
+class Fetched:
+    """A remote file's bytes, fetched ahead, with the path methods the readers use."""
+
+    path: Any
+    data: bytes = dataclasses.field(repr=False)
+
+    @property
+    def name(self) -> str:
+        return self.path.name
+
+    @property
+    def suffix(self) -> str:
+        return self.path.suffix
+
+    @property
+    def suffixes(self) -> list[str]:
+        return self.path.suffixes
+
+    def open(self, mode: str = "rb") -> io.BytesIO:
+        return io.BytesIO(self.data)
+
+    def read_bytes(self) -> bytes:
+        return self.data
+
+    def __str__(self) -> str:
+        return str(self.path)
+
+
+def fetch(path: Any) -> Fetched:
+    """The whole (still compressed) object at `path`, in memory."""
+    try:
+        return Fetched(path, path.read_bytes())
+    except OSError as error:
+        raise describe_error(path, error) from None
+
+
+def read_ahead(items: Iterable, fetcher: Callable[[Any], Callable[[], Any] | None], in_flight: int) -> Iterator:
+    """`items` in order, each as `(item, prepared)`: `fetcher(item)` names the slow read to start early (None:
+    nothing to fetch) and up to `in_flight` of them run at once on threads; `prepared` is its result, or None."""
+    pending: collections.deque = collections.deque()
+    source = iter(items)
+    with ThreadPoolExecutor(max(1, in_flight), thread_name_prefix="jaxcontam-read-ahead") as pool:
+
+        def refill() -> None:
+            while len(pending) < max(1, in_flight):
+                item = next(source, _END)
+                if item is _END:
+                    return
+                work = fetcher(item)
+                pending.append((item, pool.submit(work) if work is not None else None))
+
+        refill()
+        while pending:
+            item, future = pending.popleft()
+            refill()
+            yield item, future.result() if future is not None else None
+
+
+_END = object()

@@ -1,0 +1,132 @@
+"""Corpora in zstd shards and on an S3-compatible bucket read exactly as the same files on local disk.
+
+The bucket is a real S3 server that the test starts (moto in server mode) and that s3fs reaches through the
+standard `AWS_ENDPOINT_URL`; the reference is the same text read from local, uncompressed files. N-gram counts
+are checked, not only documents, because counting is what a bucket corpus is for.
+"""
+
+import gzip
+import json
+import os
+
+import pytest
+import zstandard
+
+from jaxcontam import JaxcontamWarning
+from jaxcontam.data import open_corpus
+from jaxcontam.errors import DataError
+from jaxcontam.ngram.stream import CountView, count_corpus
+from jaxcontam.ngram.table import build_table, encode_items
+from jaxcontam.ngram.units import load_units
+
+
+@pytest.fixture(scope="module")
+def texts(shared_data):
+    """Pile documents and two Gutenberg books."""
+    found = []
+    for path in sorted((shared_data / "mimir_pile_nonmembers").rglob("*.jsonl.gz"))[:2]:
+        with gzip.open(path, "rt", encoding="utf-8") as handle:
+            found += [json.loads(line)["text"] for _, line in zip(range(60), handle)]
+    books = [shared_data / "corpus_gutenberg" / "books" / f"pg{n}.txt" for n in (14881, 9198)]
+    return found, [p.read_text(encoding="utf-8") for p in books]
+
+
+def write_corpus(root, texts, compress: bool):
+    """Two JSONL shards and two text files, zstd-compressed or not."""
+    records, books = texts
+    root.mkdir(parents=True)
+    pack = zstandard.ZstdCompressor(level=3).compress if compress else (lambda data: data)
+    end = ".zst" if compress else ""
+    for part in range(2):
+        lines = "".join(json.dumps({"text": t}) + "\n" for t in records[part::2])
+        (root / f"shard{part}.jsonl{end}").write_bytes(pack(lines.encode()))
+        (root / f"book{part}.txt{end}").write_bytes(pack(books[part].encode()))
+    return root
+
+
+def counts_of(corpus, texts):
+    """Word 8-gram counts of every record's first 300 characters and the books' openings in `corpus`."""
+    units = load_units("words")
+    records, books = texts
+    items = encode_items(((str(i), [t[:300]]) for i, t in enumerate(records + [b[:2000] for b in books])), units)
+    result = count_corpus([CountView(build_table(items, 8))], corpus, units, chunk_tokens=1 << 14)
+    return result.counts[0].tolist(), result.units_scanned
+
+
+def plain_ids(corpus):
+    """(document id without the compression suffix, text) of every document."""
+    return [(d.id.replace(".zst", ""), d.text) for d in corpus.documents()]
+
+
+def test_zstd_shards_read_and_count_as_the_uncompressed_files(tmp_path, texts):
+    plain = open_corpus(write_corpus(tmp_path / "plain", texts, compress=False))
+    packed = open_corpus(write_corpus(tmp_path / "packed", texts, compress=True))
+    assert packed.files == "2 JSONL files, 2 text files"
+    assert plain_ids(packed) == plain_ids(plain)
+    counts, scanned = counts_of(packed, texts)
+    assert (counts, scanned) == counts_of(plain, texts)
+    assert sum(counts) > 100  # the table's n-grams are in the corpus
+
+
+def test_a_zstd_file_that_is_not_utf8_is_named(tmp_path):
+    path = tmp_path / "bad.txt.zst"
+    path.write_bytes(zstandard.ZstdCompressor().compress("caf\xe9\n".encode("latin-1")))
+    with pytest.raises(DataError, match=r"bad\.txt\.zst, line 1: not valid UTF-8"):
+        open_corpus(path)
+
+
+@pytest.fixture(scope="module")
+def s3_bucket():
+    """A local S3 server (moto) with an empty bucket; the standard AWS variables point s3fs at it."""
+    from moto.server import ThreadedMotoServer
+
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    saved = {k: os.environ.get(k) for k in ("AWS_ENDPOINT_URL", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY")}
+    os.environ.update(AWS_ENDPOINT_URL=f"http://{host}:{port}", AWS_ACCESS_KEY_ID="test", AWS_SECRET_ACCESS_KEY="test")
+    import s3fs
+
+    s3fs.S3FileSystem.clear_instance_cache()
+    filesystem = s3fs.S3FileSystem()
+    filesystem.mkdir("corpora")
+    yield filesystem
+    server.stop()
+    for key, value in saved.items():
+        os.environ.pop(key, None) if value is None else os.environ.__setitem__(key, value)
+    s3fs.S3FileSystem.clear_instance_cache()
+
+
+def test_a_corpus_on_s3_reads_and_counts_as_on_local_disk(tmp_path, texts, s3_bucket):
+    local = write_corpus(tmp_path / "packed", texts, compress=True)
+    s3_bucket.put(str(local) + "/", "corpora/packed/", recursive=True)
+    (tmp_path / "README.md").write_text("about")
+    s3_bucket.put(str(tmp_path / "README.md"), "corpora/packed/README.md")
+    with pytest.warns(JaxcontamWarning, match="skipped 1 file"):
+        remote = open_corpus("s3://corpora/packed")
+    assert [s.name for s in remote.shards] == [s.name for s in open_corpus(local).shards]
+    assert remote.skipped == (("README.md", "README, licence or metadata file"),)
+    assert all(shard.fetch is not None for shard in remote.shards)  # read ahead by the counting pass
+    assert plain_ids(remote) == plain_ids(open_corpus(local))
+    assert counts_of(remote, texts) == counts_of(open_corpus(local), texts)
+
+
+def test_a_glob_picks_shards_on_the_bucket(tmp_path, texts, s3_bucket):
+    local = write_corpus(tmp_path / "packed", texts, compress=True)
+    s3_bucket.put(str(local) + "/", "corpora/glob/", recursive=True)
+    remote = open_corpus("s3://corpora/glob/*.jsonl.zst")
+    assert [s.name for s in remote.shards] == ["shard0.jsonl.zst", "shard1.jsonl.zst"]
+    one_by_one = [d for name in ("shard0", "shard1") for d in plain_ids(open_corpus(local / f"{name}.jsonl.zst"))]
+    assert plain_ids(remote) == one_by_one
+
+
+def test_a_missing_bucket_or_prefix_is_named_with_its_fix(s3_bucket):
+    with pytest.raises(DataError, match=r"s3://no-such-bucket/x.*does not exist; check the URL"):
+        open_corpus("s3://no-such-bucket/x")
+    with pytest.raises(DataError, match=r"s3://corpora/nothing-here.*does not exist"):
+        open_corpus("s3://corpora/nothing-here")
+
+
+def test_a_url_whose_filesystem_is_not_installed_names_the_package():
+    with pytest.raises(DataError, match=r"abfs://container/corpus/: reading abfs:// needs .*adlfs"):
+        open_corpus("abfs://container/corpus/")

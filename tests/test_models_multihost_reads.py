@@ -6,6 +6,7 @@ and the model they build scores exactly as the single-process load does."""
 import json
 import pathlib
 import textwrap
+import threading
 
 import numpy as np
 import pytest
@@ -32,6 +33,9 @@ WORKER = textwrap.dedent(
     import jax
     jax.config.update("jax_cpu_collectives_implementation", "gloo")
     port, pid, folder, out = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
+    if len(sys.argv) > 5:  # a model in a bucket: this process's own counting proxy
+        import os
+        os.environ["AWS_ENDPOINT_URL"] = sys.argv[5].split(",")[pid]
     jax.distributed.initialize(coordinator_address=f"127.0.0.1:{port}", num_processes=2, process_id=pid)
     import pathlib
     from jaxcontam.mesh import make_mesh
@@ -42,7 +46,7 @@ WORKER = textwrap.dedent(
     def read_bytes():
         return int(dict(line.split(": ") for line in open("/proc/self/io").read().splitlines())["rchar"])
 
-    folder = pathlib.Path(folder)
+    folder = loading.resolve_path(folder)
     mesh = make_mesh(data=1, model=2)
     spec = loading.read_config(folder)
     if folder.suffix == ".gguf":
@@ -94,16 +98,14 @@ def gguf_checkpoint(tmp_path) -> tuple[pathlib.Path, int]:
     return path, sum(tensor.data.nbytes for tensor in read_gguf(path).tensors)
 
 
-@pytest.mark.parametrize("checkpoint", [safetensors_checkpoint, gguf_checkpoint], ids=["safetensors", "gguf"])
-def test_each_process_reads_half_the_weight_bytes_and_scores_as_one_process(tmp_path, checkpoint):
-    folder, weight_bytes = checkpoint(tmp_path)
-    port = free_port()
-    run_processes(lambda i: ["-c", WORKER, port, i, folder, tmp_path / f"{i}.json"], timeout=240)
-    results = [json.loads((tmp_path / f"{i}.json").read_text()) for i in range(2)]
+def assert_half_each(reads: list[int], weight_bytes: int) -> None:
     replicated = 4 * CONFIG["hidden_size"] * (2 * CONFIG["num_hidden_layers"] + 1)  # the norm scales, on both
-    for result in results:
-        assert result["read"] <= (weight_bytes + replicated) / 2 + 64 * 1024, (result["read"], weight_bytes)
-        assert result["read"] >= 0.45 * weight_bytes  # it did read its own half
+    for read in reads:
+        assert read <= (weight_bytes + replicated) / 2 + 64 * 1024, (read, weight_bytes)
+        assert read >= 0.45 * weight_bytes  # it did read its own half
+
+
+def assert_scores_as_one_process(results: list[dict], folder) -> None:
     import jaxcontam
     from jaxcontam.engine.scoring import score_logprobs
 
@@ -111,3 +113,34 @@ def test_each_process_reads_half_the_weight_bytes_and_scores_as_one_process(tmp_
     for result in results:
         for got, want in zip(result["logprobs"], reference):
             np.testing.assert_allclose(got, want.logprobs, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("checkpoint", [safetensors_checkpoint, gguf_checkpoint], ids=["safetensors", "gguf"])
+def test_each_process_reads_half_the_weight_bytes_and_scores_as_one_process(tmp_path, checkpoint):
+    folder, weight_bytes = checkpoint(tmp_path)
+    port = free_port()
+    run_processes(lambda i: ["-c", WORKER, port, i, folder, tmp_path / f"{i}.json"], timeout=240)
+    results = [json.loads((tmp_path / f"{i}.json").read_text()) for i in range(2)]
+    assert_half_each([result["read"] for result in results], weight_bytes)
+    assert_scores_as_one_process(results, folder)
+
+
+def test_from_a_bucket_each_process_fetches_half_the_weight_bytes(tmp_path):
+    """Measured on the wire: each process talks to S3 through its own counting proxy (it loads twice)."""
+    from object_stores import CountingProxy, s3_server
+
+    folder, weight_bytes = safetensors_checkpoint(tmp_path)
+    with s3_server() as (direct, first):
+        direct.mkdir("models")
+        direct.put(str(folder) + "/", "models/sharded/", recursive=True)
+        second = CountingProxy(first.upstream)
+        threading.Thread(target=second.serve_forever, daemon=True).start()
+        endpoints = ",".join(f"http://127.0.0.1:{proxy.server_address[1]}" for proxy in (first, second))
+        port = free_port()
+        run_processes(
+            lambda i: ["-c", WORKER, port, i, "s3://models/sharded", tmp_path / f"{i}.json", endpoints], timeout=240
+        )
+        second.shutdown()
+        fetched = [proxy.fetched["/models/sharded/model.safetensors"] // 2 for proxy in (first, second)]
+    assert_half_each(fetched, weight_bytes)
+    assert_scores_as_one_process([json.loads((tmp_path / f"{i}.json").read_text()) for i in range(2)], folder)

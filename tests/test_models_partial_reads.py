@@ -82,6 +82,14 @@ def test_a_column_block_reads_only_its_columns(stored):
     assert reader.bytes_read == 24 * 9 * 4  # a quarter of the columns: a quarter of the bytes
 
 
+def test_a_reversed_view_reads_the_span_it_covers(stored):
+    path, tensors = stored
+    reader = TensorReader()
+    view = reader.read("a", read_header(path)["a"])[20:3:-2, ::-1]
+    np.testing.assert_array_equal(reader.materialize(view), tensors["a"][20:3:-2, ::-1])
+    assert reader.bytes_read == (20 - 4 + 1) * 36 * 4  # rows 4..20, whole
+
+
 def test_an_array_not_from_a_file_is_copied():
     reader = TensorReader()
     array = np.arange(6.0).reshape(2, 3)

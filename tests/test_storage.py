@@ -7,7 +7,7 @@ are checked, not only documents, because counting is what a bucket corpus is for
 
 import gzip
 import json
-import os
+import pathlib
 
 import pytest
 import zstandard
@@ -18,6 +18,7 @@ from jaxcontam.errors import DataError
 from jaxcontam.ngram.stream import CountView, count_corpus
 from jaxcontam.ngram.table import build_table, encode_items
 from jaxcontam.ngram.units import load_units
+from object_stores import s3_server
 
 
 @pytest.fixture(scope="module")
@@ -76,25 +77,17 @@ def test_a_zstd_file_that_is_not_utf8_is_named(tmp_path):
 
 
 @pytest.fixture(scope="module")
-def s3_bucket():
-    """A local S3 server (moto) with an empty bucket; the standard AWS variables point s3fs at it."""
-    from moto.server import ThreadedMotoServer
+def s3():
+    """The direct filesystem (to set up buckets) and the counting proxy every S3 client of the test goes through."""
+    with s3_server() as (direct, proxy):
+        direct.mkdir("corpora")
+        direct.mkdir("models")
+        yield direct, proxy
 
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
-    saved = {k: os.environ.get(k) for k in ("AWS_ENDPOINT_URL", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY")}
-    os.environ.update(AWS_ENDPOINT_URL=f"http://{host}:{port}", AWS_ACCESS_KEY_ID="test", AWS_SECRET_ACCESS_KEY="test")
-    import s3fs
 
-    s3fs.S3FileSystem.clear_instance_cache()
-    filesystem = s3fs.S3FileSystem()
-    filesystem.mkdir("corpora")
-    yield filesystem
-    server.stop()
-    for key, value in saved.items():
-        os.environ.pop(key, None) if value is None else os.environ.__setitem__(key, value)
-    s3fs.S3FileSystem.clear_instance_cache()
+@pytest.fixture
+def s3_bucket(s3):
+    return s3[0]
 
 
 def test_a_corpus_on_s3_reads_and_counts_as_on_local_disk(tmp_path, texts, s3_bucket):
@@ -130,3 +123,27 @@ def test_a_missing_bucket_or_prefix_is_named_with_its_fix(s3_bucket):
 def test_a_url_whose_filesystem_is_not_installed_names_the_package():
     with pytest.raises(DataError, match=r"abfs://container/corpus/: reading abfs:// needs .*adlfs"):
         open_corpus("abfs://container/corpus/")
+
+
+def test_a_model_in_a_bucket_scores_as_on_local_disk_reading_each_weight_byte_once(s3):
+    import numpy as np
+
+    import jaxcontam
+    from jaxcontam.engine.scoring import score_logprobs
+    from jaxcontam.models.safetensors_file import read_header
+
+    direct, proxy = s3
+    example_model = pathlib.Path(jaxcontam.__file__).parent / "examples" / "tiny_contaminated" / "model"
+    direct.put(str(example_model) + "/", "models/tiny/", recursive=True)
+    proxy.fetched.clear()
+    remote = jaxcontam.load_model("s3://models/tiny")
+    local = jaxcontam.load_model(str(example_model))
+    texts = ["The sun rose over the hill.", "2 + 2 = 4"]
+    seqs = [local.tokenizer.encode(t) for t in texts]
+    assert [remote.tokenizer.encode(t) for t in texts] == seqs
+    for got, want in zip(score_logprobs(remote, seqs), score_logprobs(local, seqs)):
+        np.testing.assert_array_equal(got.logprobs, want.logprobs)
+    header = read_header(example_model / "model.safetensors")
+    weight_bytes = sum(info.end - info.begin for info in header.values())
+    header_bytes = min(info.begin for info in header.values())
+    assert proxy.fetched["/models/tiny/model.safetensors"] == weight_bytes + header_bytes

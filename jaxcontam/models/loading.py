@@ -1,5 +1,6 @@
 """Load a Hugging Face checkpoint directory (or hub id), or a GGUF file, into sharded JAX weights.
 
+The path may be a URL (gs://, s3://): weights are then read by byte range, only the parts this process holds.
 Only config.json + *.safetensors, or a .gguf file (see `jaxcontam.models.gguf`), are read: pickled
 .bin/.pt/.pth checkpoints are refused because unpickling runs arbitrary code, and remote modelling code is never
 executed. Each weight is read from its memory-mapped file (dequantised, for GGUF) and placed per device slice with
@@ -12,6 +13,7 @@ from __future__ import annotations
 import functools
 import json
 import pathlib
+import tempfile
 
 import jax
 import jax.numpy as jnp
@@ -32,15 +34,27 @@ from jaxcontam.models.sharding import LAYERS, warn_unsplit, weight_sharding
 from jaxcontam.models.spec import ModelSpec, from_hf_config
 from jaxcontam.models.stop_ids import generation_config_ids, tokenizer_stop_ids, with_stop_ids
 from jaxcontam.models.tokenizer_files import fast_tokenizer, gguf_file
+from jaxcontam.storage import as_path, describe_error, is_url
 
 DTYPES = {"float32": np.float32, "bfloat16": jax.numpy.bfloat16}
 PICKLE_PATTERNS = ("*.bin", "*.pt", "*.pth", "*.ckpt")
+TOKENIZER_PATTERNS = ("*.json", "tokenizer*", "*.model", "*.tiktoken", "merges.txt", "vocab.txt", "*.jinja")
 HUB_PATTERNS = ["*.json", "*.safetensors", "tokenizer*", "*.model", "*.tiktoken", "merges.txt", "vocab.txt"]
 
 
 def resolve_path(path_or_id: str | pathlib.Path, patterns=tuple(HUB_PATTERNS)) -> pathlib.Path:
-    """A local directory or file as is; otherwise a hub id downloaded (the files matching `patterns`: by default
-    config, tokenizer and safetensors only)."""
+    """A local directory or file as is; a URL (gs://, s3://, ...) as a `UPath`, read later by byte range;
+    otherwise a hub id downloaded (the files matching `patterns`: by default config, tokenizer and safetensors
+    only)."""
+    if is_url(str(path_or_id)):
+        remote = as_path(str(path_or_id))
+        try:
+            found = remote.exists()
+        except OSError as error:
+            raise ModelError(str(describe_error(path_or_id, error))) from None
+        if not found:
+            raise ModelError(f"{path_or_id}: no such object or folder; check the URL (bucket, prefix)")
+        return remote
     path = pathlib.Path(path_or_id).expanduser()
     if path.exists():
         return path
@@ -217,10 +231,17 @@ def place_params(
 
 
 def load_tokenizer(directory: pathlib.Path):
-    """The fast tokenizer saved beside the weights, or None when the directory has none."""
+    """The fast tokenizer saved beside the weights (a folder in a bucket: its small tokenizer files copied to a
+    temporary folder first), or None when the directory has none."""
     if not any((directory / name).exists() for name in ("tokenizer.json", "tokenizer_config.json")):
         return None
-    return fast_tokenizer(str(directory))
+    if isinstance(directory, pathlib.Path):
+        return fast_tokenizer(str(directory))
+    with tempfile.TemporaryDirectory(prefix="jaxcontam-tokenizer-") as local:
+        for pattern in TOKENIZER_PATTERNS:
+            for remote in directory.glob(pattern):
+                (pathlib.Path(local) / remote.name).write_bytes(remote.read_bytes())
+        return fast_tokenizer(local)
 
 
 def load_model(path_or_id, dtype: str = "float32", mesh=None, fsdp: bool = False) -> Model:

@@ -15,15 +15,51 @@ import numpy as np
 from jaxcontam.errors import ModelError
 
 
-def read_runs(path: pathlib.Path, starts: np.ndarray, run_bytes: int) -> np.ndarray:
-    """The runs of `run_bytes` bytes at file offsets `starts`, concatenated in that order (uint8)."""
+def read_range(path, start: int, length: int) -> bytes:
+    """Up to `length` bytes at offset `start` of a local file or a bucket object (one ranged request)."""
+    if isinstance(path, pathlib.Path):
+        with open(path, "rb", buffering=0) as handle:
+            return os.pread(handle.fileno(), length, start)
+    from jaxcontam.storage import describe_error
+
+    try:
+        return path.fs.cat_file(path.path, start=start, end=start + length)
+    except OSError as error:
+        raise ModelError(str(describe_error(path, error))) from None
+
+
+def read_runs(path, starts: np.ndarray, run_bytes: int) -> np.ndarray:
+    """The runs of `run_bytes` bytes at file offsets `starts`, concatenated in that order (uint8); `path` is a
+    local file (positioned reads) or a `UPath` of an object in a bucket (ranged requests, sent concurrently)."""
     buffer = np.empty(len(starts) * run_bytes, np.uint8)
+    if not isinstance(path, pathlib.Path):
+        _read_ranges(path, starts, run_bytes, buffer)
+        return buffer
     with open(path, "rb", buffering=0) as handle:
         for at, start, length in coalesced(starts, run_bytes):
             got = os.preadv(handle.fileno(), [buffer.data[at : at + length]], int(start))
             if got != length:
                 raise ModelError(f"{path}: file ended {length - got} bytes early; the checkpoint is truncated")
     return buffer
+
+
+def _read_ranges(path, starts: np.ndarray, run_bytes: int, buffer: np.ndarray) -> None:
+    """Fill `buffer` with ranged requests for `path`'s object, one per group of back-to-back runs."""
+    from jaxcontam.storage import describe_error
+
+    groups = list(coalesced(starts, run_bytes))
+    try:
+        pieces = path.fs.cat_ranges(
+            [path.path] * len(groups), [start for _, start, _ in groups], [start + n for _, start, n in groups]
+        )
+    except OSError as error:
+        raise ModelError(str(describe_error(path, error))) from None
+    for (at, _, length), piece in zip(groups, pieces):
+        if isinstance(piece, Exception):
+            raise ModelError(str(describe_error(path, piece)))
+        if len(piece) != length:
+            raise ModelError(f"{path}: object ended {length - len(piece)} bytes early; the checkpoint is truncated")
+        buffer[at : at + length] = np.frombuffer(piece, np.uint8)
 
 
 def strided_runs(offset: int, shape, strides, itemsize: int):

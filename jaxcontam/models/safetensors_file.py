@@ -1,16 +1,18 @@
 """Read tensors, or only the parts of them a process's devices hold, from .safetensors files.
 
 The format is an 8-byte header length, a JSON header (name -> dtype, shape, byte offsets) and the raw
-little-endian data. A tensor is first a view into a memory map of its file (nothing read yet); numpy's
-reshape, transpose and slicing of that view describe the part a device needs, and `TensorReader.materialize`
-reads exactly that part's bytes with positioned reads (one per contiguous run). So on a mesh spanning several
-hosts each process reads only the bytes of its own shards. bfloat16 is handled too, which the numpy backend of
+little-endian data. A tensor is first a view into a memory map of its file (of an untouched address range the
+size of the object, for a file in a bucket; nothing read yet); numpy's reshape, transpose and slicing of that view
+describe the part a device needs, and `TensorReader.materialize` reads exactly that part's bytes with positioned
+reads, or ranged requests (one per contiguous run). So on a mesh spanning several hosts each process reads only
+the bytes of its own shards. bfloat16 is handled too, which the numpy backend of
 the `safetensors` package cannot return.
 """
 
 from __future__ import annotations
 
 import json
+import mmap
 import pathlib
 import struct
 from dataclasses import dataclass
@@ -19,7 +21,7 @@ import ml_dtypes
 import numpy as np
 
 from jaxcontam.errors import ModelError
-from jaxcontam.models.positioned_reads import read_runs, strided_runs
+from jaxcontam.models.positioned_reads import read_range, read_runs, strided_runs
 
 _DTYPES = {"F64": np.float64, "F32": np.float32, "F16": np.float16, "BF16": ml_dtypes.bfloat16}
 
@@ -35,15 +37,14 @@ class TensorInfo:
 
 def read_header(path: pathlib.Path) -> dict[str, TensorInfo]:
     """Tensor name -> TensorInfo for one .safetensors file."""
-    with open(path, "rb") as f:
-        raw = f.read(8)
-        if len(raw) != 8:
-            raise ModelError(f"{path}: not a safetensors file (shorter than its 8-byte header length)")
-        (length,) = struct.unpack("<Q", raw)
-        try:
-            header = json.loads(f.read(length))
-        except (ValueError, UnicodeDecodeError) as exc:
-            raise ModelError(f"{path}: unreadable safetensors header ({exc}); re-save the checkpoint") from exc
+    raw = read_range(path, 0, 8)
+    if len(raw) != 8:
+        raise ModelError(f"{path}: not a safetensors file (shorter than its 8-byte header length)")
+    (length,) = struct.unpack("<Q", raw)
+    try:
+        header = json.loads(read_range(path, 8, length))
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise ModelError(f"{path}: unreadable safetensors header ({exc}); re-save the checkpoint") from exc
     start = 8 + length
     return {
         name: TensorInfo(
@@ -68,7 +69,7 @@ class TensorReader:
                 f"{info.file}: tensor {name!r} has dtype {info.dtype}, expected a float type ({', '.join(_DTYPES)})"
             )
         if info.file not in self._maps:
-            self._maps[info.file] = np.memmap(info.file, dtype=np.uint8, mode="r")
+            self._maps[info.file] = _mapped(info.file)
         return self._maps[info.file][info.begin : info.end].view(dtype).reshape(info.shape)
 
     def materialize(self, view: np.ndarray) -> np.ndarray:
@@ -79,8 +80,12 @@ class TensorReader:
             return np.array(view)
         path, offset = found
         plan = strided_runs(offset, view.shape, view.strides, view.dtype.itemsize)
-        if plan is None:  # a layout positioned reads cannot follow (negative or overlapping strides)
-            return np.array(view)
+        if plan is None:  # negative or overlapping strides: read the span the view covers, then index it
+            low = offset + sum(min(0, (n - 1) * step) for n, step in zip(view.shape, view.strides))
+            high = offset + sum(max(0, (n - 1) * step) for n, step in zip(view.shape, view.strides)) + view.itemsize
+            span = read_runs(path, np.array([low]), high - low)
+            self.bytes_read += span.size
+            return np.array(np.ndarray(view.shape, view.dtype, span, offset - low, view.strides))
         starts, run_bytes, block_shape, order = plan
         buffer = read_runs(path, starts, run_bytes)
         self.bytes_read += buffer.size
@@ -97,3 +102,14 @@ class TensorReader:
             if base <= address < base + mapped.size:
                 return path, address - base
         return None
+
+
+def _mapped(path) -> np.ndarray:
+    """A local file memory-mapped; a bucket object as an address range of its size reserved and never touched
+    (no memory; a stray read fails loudly), so that views of it still name the bytes `materialize` fetches."""
+    if isinstance(path, pathlib.Path):
+        return np.memmap(path, dtype=np.uint8, mode="r")
+    size = path.stat().st_size
+    return np.frombuffer(mmap.mmap(-1, max(size, 1), flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS, prot=0), np.uint8)[
+        :size
+    ]

@@ -1,0 +1,93 @@
+"""Object-storage servers the tests start themselves: an S3 server (moto in server mode) behind a proxy that
+counts the bytes each object sends, so a test can say how much of a file a command fetched, measured on the
+wire and not by jaxcontam's own counters."""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import http.client
+import http.server
+import os
+import threading
+import urllib.parse
+
+AWS_VARIABLES = ("AWS_ENDPOINT_URL", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_DEFAULT_REGION")
+
+
+class CountingProxy(http.server.ThreadingHTTPServer):
+    """Forwards every request to `upstream` (host, port) and adds the body bytes of each GET answer to
+    `fetched[object path]`."""
+
+    daemon_threads = True
+
+    def __init__(self, upstream: tuple[str, int]):
+        self.upstream = upstream
+        self.fetched: collections.Counter = collections.Counter()
+        self.lock = threading.Lock()
+        super().__init__(("127.0.0.1", 0), _Forward)
+
+
+class _Forward(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: CountingProxy
+
+    def _forward(self) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        body = self.rfile.read(length) if length else None
+        connection = http.client.HTTPConnection(*self.server.upstream, timeout=60)
+        headers = {k: v for k, v in self.headers.items() if k.lower() not in ("connection", "keep-alive")}
+        connection.request(self.command, self.path, body=body, headers=headers)
+        answer = connection.getresponse()
+        data = answer.read()
+        connection.close()
+        if self.command == "GET":
+            with self.server.lock:
+                self.server.fetched[urllib.parse.urlsplit(self.path).path] += len(data)
+        self.send_response(answer.status, answer.reason)
+        for key, value in answer.getheaders():
+            if key.lower() not in ("transfer-encoding", "connection", "content-length"):
+                self.send_header(key, value)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(data)
+
+    do_GET = do_PUT = do_POST = do_DELETE = do_HEAD = _forward
+
+    def log_message(self, format, *args):  # quiet
+        pass
+
+
+@contextlib.contextmanager
+def s3_server():
+    """(direct s3fs filesystem for setting up buckets, the counting proxy) with the standard AWS variables
+    pointing every other S3 client of this process, and of processes it starts, at the proxy."""
+    import s3fs
+    from moto.server import ThreadedMotoServer
+
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    proxy = CountingProxy(server.get_host_and_port())
+    threading.Thread(target=proxy.serve_forever, daemon=True).start()
+    saved = {k: os.environ.get(k) for k in AWS_VARIABLES}
+    os.environ.update(
+        AWS_ENDPOINT_URL=f"http://127.0.0.1:{proxy.server_address[1]}",
+        AWS_ACCESS_KEY_ID="test",
+        AWS_SECRET_ACCESS_KEY="test",
+        AWS_DEFAULT_REGION="us-east-1",
+    )
+    s3fs.S3FileSystem.clear_instance_cache()
+    host, port = server.get_host_and_port()
+    direct = s3fs.S3FileSystem(endpoint_url=f"http://{host}:{port}", skip_instance_cache=True)
+    try:
+        yield direct, proxy
+    finally:
+        proxy.shutdown()
+        server.stop()
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+        s3fs.S3FileSystem.clear_instance_cache()

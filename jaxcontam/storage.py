@@ -1,5 +1,9 @@
-"""Where jaxcontam reads bytes from: local paths, and URLs that an fsspec filesystem serves (`gs://`, `s3://`,
-`hf://`, `file://`, ...), with `.gz` and `.zst` files decompressed as they stream.
+"""Where jaxcontam reads and writes bytes: local paths, and URLs that an fsspec filesystem serves (`gs://`,
+`s3://`, `hf://`, `file://`, ...), with `.gz` and `.zst` files decompressed as they stream.
+
+An output folder in a bucket is written through a local mirror (`output_folder`): the mirror is first filled with
+what the bucket holds, so a run resumes from the bucket's stage store on any machine, and each file written in it
+is uploaded whole (`publish`), so the bucket never holds a half-written object.
 
 A URL becomes a `upath.UPath`, which has the pathlib methods the readers use (`open`, `is_file`, `rglob`,
 `stat`, `suffix`), so one code path reads local and remote files. Credentials and endpoints come from each
@@ -14,8 +18,11 @@ from __future__ import annotations
 import collections
 import dataclasses
 import gzip
+import hashlib
 import io
+import os
 import re
+import shutil
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -28,6 +35,7 @@ GLOB_CHARACTERS = "*?["
 # URL scheme -> (the fsspec package that serves it, the jaxcontam extra that installs it)
 EXTRAS = {"gs": ("gcsfs", "gcs"), "gcs": ("gcsfs", "gcs"), "s3": ("s3fs", "s3"), "s3a": ("s3fs", "s3")}
 _URL = re.compile(r"^([a-zA-Z][a-zA-Z0-9+.-]*)://")
+_MIRRORS: dict[Path, Any] = {}  # local mirror folder -> the bucket folder it stands for
 
 
 def is_url(spec: Any) -> bool:
@@ -180,3 +188,49 @@ def read_ahead(items: Iterable, fetcher: Callable[[Any], Callable[[], Any] | Non
 
 
 _END = object()
+
+
+def cache_root() -> Path:
+    """jaxcontam's local cache: $JAXCONTAM_CACHE, else ~/.cache/jaxcontam."""
+    return Path(os.environ.get("JAXCONTAM_CACHE") or Path.home() / ".cache" / "jaxcontam").expanduser()
+
+
+def output_folder(out: str | Path) -> Path:
+    """The local folder a command writes `out` in: `out` itself, or for a URL a mirror folder under the cache,
+    filled first with what the bucket folder holds (a rerun resumes from it), whose files `publish` uploads."""
+    if not is_url(str(out)):
+        return Path(out)
+    remote = as_path(str(out))
+    local = cache_root() / "outputs" / hashlib.sha256(str(out).encode()).hexdigest()[:16]
+    if local in _MIRRORS:
+        return local
+    shutil.rmtree(local, ignore_errors=True)  # the bucket is the state; an older mirror may be stale
+    local.mkdir(parents=True)
+    try:
+        if remote.exists():
+            for source in remote.rglob("*"):
+                if source.is_file():
+                    target = local / source.relative_to(remote).as_posix()
+                    target.parent.mkdir(parents=True, exist_ok=True)
+                    target.write_bytes(source.read_bytes())
+    except OSError as error:
+        raise describe_error(out, error) from None
+    _MIRRORS[local] = remote
+    return local
+
+
+def publish(path: str | Path) -> None:
+    """Upload `path`, a file written under an output mirror, whole to its place in the bucket (one object
+    write: a reader sees the old object or the new one); a file of a local output folder stays as it is."""
+    path = Path(path).absolute()
+    for local, remote in _MIRRORS.items():
+        if path.is_relative_to(local):
+            target = remote / path.relative_to(local).as_posix()
+            try:
+                target.fs.put_file(str(path), target.path)
+            except OSError as error:
+                raise DataError(
+                    f"{describe_error(target, error)}; everything written so far is kept in {local}, and a rerun "
+                    "resumes from what the bucket holds"
+                ) from None
+            return

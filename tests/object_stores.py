@@ -8,6 +8,7 @@ import collections
 import contextlib
 import http.client
 import http.server
+import logging
 import os
 import threading
 import urllib.parse
@@ -48,7 +49,9 @@ class _Forward(http.server.BaseHTTPRequestHandler):
         for key, value in answer.getheaders():
             if key.lower() not in ("transfer-encoding", "connection", "content-length"):
                 self.send_header(key, value)
-        self.send_header("Content-Length", str(len(data)))
+        # a HEAD answer keeps the object's length; any other carries the body it has
+        length = answer.getheader("Content-Length", "0") if self.command == "HEAD" else str(len(data))
+        self.send_header("Content-Length", length)
         self.end_headers()
         if self.command != "HEAD":
             self.wfile.write(data)
@@ -66,6 +69,7 @@ def s3_server():
     import s3fs
     from moto.server import ThreadedMotoServer
 
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)  # moto's server logs every request
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
     server.start()
     proxy = CountingProxy(server.get_host_and_port())

@@ -46,6 +46,7 @@ from jaxcontam.errors import JaxcontamError
 from jaxcontam.mesh import MeshSettings
 from jaxcontam.models.loading import DTYPES
 from jaxcontam.ngram.audit import NgramScoring, NgramSettings
+from jaxcontam.storage import as_path, describe_error, has_glob, is_url
 
 EXAMPLE_CONFIG = Path(__file__).resolve().parents[1] / "examples" / "tiny_contaminated" / "audit.toml"
 DEFAULT_OUT = "jaxcontam-audit"
@@ -170,9 +171,12 @@ class _ExchangeabilityKeys:
 
 
 def _path(base: Path, value: str) -> str:
-    """A path relative to the config file's folder; names that are not local paths (hub ids) pass through."""
+    """A path relative to the config file's folder (local, or in a bucket for a config read from one); URLs,
+    absolute paths and names that are not paths (hub ids) pass through."""
+    if is_url(value) or value.startswith(("/", "~")):
+        return value
     candidate = base / value
-    return str(candidate) if candidate.exists() or value.startswith((".", "/")) else value
+    return str(candidate) if value.startswith(".") or has_glob(value) or candidate.exists() else value
 
 
 def _resolve(base: Path, value: str | None) -> str | None:
@@ -228,19 +232,21 @@ def _dtype(value, where: str) -> str:
 
 
 def _model_name(path: str) -> str:
-    return Path(path).name or path
+    return (path.rstrip("/").rsplit("/", 1)[-1] if is_url(path) else Path(path).name) or path
 
 
 def load_config(path: str | Path, overrides: Sequence[str] = ()) -> AuditConfig:
     """Read an audit TOML file, with `--set key=value` overrides applied first (`dataclass_config`); unknown
     keys and values of the wrong type are errors (a typo must not silently change an audit)."""
-    path = Path(path)
-    if not path.is_file():
-        raise JaxcontamError(f"audit config {path} not found: pass an existing TOML file to --config")
+    path = as_path(path)
     try:
+        if not path.is_file():
+            raise JaxcontamError(f"audit config {path} not found: pass an existing TOML file to --config")
         raw = tomllib.loads(path.read_text(encoding="utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
         raise JaxcontamError(f"{path}: not valid TOML ({error})") from None
+    except OSError as error:  # a bucket that does not exist, a refused permission, no credentials
+        raise describe_error(path, error) from None
     return config_from_toml(apply_overrides(raw, overrides), path.parent, str(path))
 
 

@@ -17,6 +17,7 @@ from jaxcontam.data.paraphrases import covered_splits
 from jaxcontam.data.records import field, position_name, read_rows, require_file
 from jaxcontam.data.registry import resolve_spec
 from jaxcontam.errors import DataError, JaxcontamError, JaxcontamWarning
+from jaxcontam.storage import as_path, has_glob, is_url
 
 # Below this share of the selected items with a rephrasing, a PaCoST run mostly answers items it then drops.
 MIN_PARAPHRASE_SHARE = 0.1
@@ -31,7 +32,7 @@ class AuditBenchmark:
 
 def _ground_truth(path: str, benchmark: Benchmark) -> dict[str, bool]:
     """{id: contaminated} rows of `path` that name items of `benchmark` (one file may cover several)."""
-    file = require_file(Path(path), "ground-truth file")
+    file = require_file(as_path(path), "ground-truth file")
     known = benchmark.by_id()
     truth = {}
     for position, row in read_rows(file):
@@ -147,7 +148,7 @@ def _open_local_corpus(spec: str, text_field: str):
     one refused), not after the model work; None for a hub dataset id, opened when counting."""
     from jaxcontam.data.corpus import open_corpus
 
-    if Path(spec).exists():
+    if is_url(spec) or has_glob(spec) or Path(spec).exists():
         corpus = open_corpus(spec, field=text_field)
         print(f"corpus {spec}: {corpus.files}", file=sys.stderr, flush=True)
         return corpus

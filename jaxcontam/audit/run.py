@@ -22,6 +22,7 @@ from jaxcontam.report import write_report
 from jaxcontam.report.summary_schema import SCHEMA_VERSION, AuditSummary
 from jaxcontam.stats import sweep_resamples
 from jaxcontam.stats.paired import DEFAULT_RESAMPLES
+from jaxcontam.storage import output_folder
 
 if TYPE_CHECKING:
     from jaxcontam.detect.audit_core import BenchmarkAudit
@@ -215,7 +216,7 @@ def write_outputs(config: AuditConfig, runs: list[ModelRun], items: list[ItemRow
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    out = Path(config.out)
+    out = output_folder(config.out)
     entries = [run.to_dict() for run in runs]
     summary = {
         "schema_version": SCHEMA_VERSION,
@@ -233,11 +234,11 @@ def write_outputs(config: AuditConfig, runs: list[ModelRun], items: list[ItemRow
     columns = list(dict.fromkeys(key for row in rows for key in row))
     table = pa.table({c: [row.get(c) for row in rows] for c in columns})
     write_atomic(out / "items.parquet", lambda path: pq.write_table(table, path))
-    write_atomic(
+    write_report(typed, rows, out)
+    write_atomic(  # last: a summary.json on disk (or in the bucket) means every other output is there
         out / "summary.json",
         lambda path: path.write_text(json.dumps(json_ready(summary), indent=2) + "\n", encoding="utf-8"),
     )
-    write_report(typed, rows, out)
     return typed
 
 
@@ -245,7 +246,7 @@ def run_audit(config: AuditConfig) -> AuditSummary:
     """Run every stage of the audit described by `config`; returns the summary (also written to `config.out`)."""
     import jaxcontam
 
-    out = Path(config.out)
+    out = output_folder(config.out)
     inputs = check_inputs(config)
     benchmarks = inputs.benchmarks
     ngram = ngram_rows(config, inputs, out)

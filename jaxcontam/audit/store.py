@@ -20,6 +20,7 @@ from pathlib import Path
 
 from jaxcontam.cluster import from_writer, is_writer
 from jaxcontam.errors import JaxcontamError
+from jaxcontam.storage import publish
 
 
 def fingerprint(key: dict) -> str:
@@ -63,6 +64,7 @@ class StageStore:
                 handle.write(json.dumps({"chunk": chunk, "records": records}) + "\n")
                 handle.flush()
                 os.fsync(handle.fileno())
+            publish(self.path)
         self.chunks[chunk] = records
 
 
@@ -88,9 +90,11 @@ def run_chunked(
 
 
 def write_atomic(path: Path, write: Callable[[Path], None]) -> None:
-    """Write through a temporary file and rename, so a kill never leaves a half-written output."""
+    """Write through a temporary file and rename, so a kill never leaves a half-written output (then upload it
+    whole when the folder mirrors a bucket)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     temporary = path.with_name(path.name + ".tmp")
     write(temporary)
     os.replace(temporary, path)
+    publish(path)

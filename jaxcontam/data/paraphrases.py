@@ -27,6 +27,7 @@ from jaxcontam.data.item import Benchmark
 from jaxcontam.data.records import field, position_name, read_csv, read_jsonl, read_rows, require_file, text_field
 from jaxcontam.data.registry import find_local
 from jaxcontam.errors import DataError
+from jaxcontam.storage import as_path
 
 Paraphrases = dict[str, list[str]]
 
@@ -159,7 +160,7 @@ def user_file(
     benchmark: Benchmark, path: str | Path, id_field: str = "id", text_field_name: str = "paraphrase"
 ) -> Paraphrases:
     """Rows `{id, paraphrase}` of a table file; an id not in `benchmark` is an error naming the row."""
-    file = require_file(Path(path), "paraphrase file")
+    file = require_file(as_path(path), "paraphrase file")
     known = benchmark.by_id()
     found: Paraphrases = {}
     for position, row in read_rows(file):
@@ -194,7 +195,7 @@ def load_paraphrases(source: str | Path, benchmark: Benchmark, *, path: str | Pa
     """Paraphrases by item id for `benchmark` from a built-in source name or a user file path."""
     if str(source) in _BUILTIN:
         return _BUILTIN[str(source)](benchmark, path)
-    if not Path(source).exists():
+    if not as_path(source).exists():
         raise DataError(
             f"paraphrase source {str(source)!r} is neither a built-in source "
             f"({', '.join(BUILTIN_SOURCES)}) nor an existing file"

@@ -16,14 +16,14 @@ from pathlib import Path
 from typing import Any
 
 from jaxcontam.errors import DataError
-from jaxcontam.storage import base_suffix, open_binary
+from jaxcontam.storage import as_path, base_suffix, open_binary
 
 Row = dict[str, Any]
 
 
 def require_file(path: Path, what: str) -> Path:
     """`path` if it is a file, else a DataError naming it and `what` was expected there."""
-    path = Path(path)
+    path = as_path(path) if isinstance(path, str) else path
     if not path.is_file():
         raise DataError(f"{what} not found: {path} does not exist or is not a file; check the path")
     return path

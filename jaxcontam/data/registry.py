@@ -20,6 +20,7 @@ from jaxcontam.data.answers import alias_scorer, normalize_gsm8k_answer, normali
 from jaxcontam.data.custom import parse_field_mapping, read_mapped
 from jaxcontam.data.item import Benchmark, Item, default_continuation, default_prompt
 from jaxcontam.errors import DataError
+from jaxcontam.storage import as_path
 
 
 @dataclasses.dataclass(frozen=True)
@@ -341,7 +342,7 @@ def _under(folder: Path, relative: str) -> Path | None:
 def find_local(relative: str, path: str | Path | None, what: str) -> Path:
     """`relative` under `path` (a file is taken as is) or under the first data root holding it."""
     if path is not None:
-        path = Path(path)
+        path = as_path(path)
         found = path if path.is_file() else (_under(path, relative) if path.is_dir() else None)
         if found is None:
             raise DataError(f"{what}: {path} is not {relative} nor a folder holding it; check the path")
@@ -359,7 +360,7 @@ def locate(spec: BenchmarkSpec, split: str, path: str | Path | None) -> Path | N
     """The local file or folder of `spec`'s `split`, or None when it must come from the hub."""
     relative = spec.local.get(split)
     if path is not None:
-        path = Path(path)
+        path = as_path(path)
         if not path.exists():
             raise DataError(
                 f"{spec.name}: --path {path} does not exist; give the benchmark's file or folder, "
@@ -447,7 +448,7 @@ def load_benchmark(
         return load_lm_eval_benchmark(str(name).removeprefix("lm_eval:"), split=split, path=path, limit=limit)
     spec = resolve_spec(str(name))
     if spec is None or fields is not None:
-        file = Path(path) if path is not None else Path(name)
+        file = as_path(path) if path is not None else as_path(name)
         if spec is None and not file.exists():
             configs = [f"{hub}:{s.hub_config}" for s in SPECS for hub in s.hub if hub.lower() == str(name).lower()]
             hint = (

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from jaxcontam.errors import IndexMismatchError
+from jaxcontam.storage import publish
 
 _HEADER = "__header__"
 FORMAT = "jaxcontam-ngram-v1"
@@ -47,6 +48,7 @@ def write_npz(path: str | Path, arrays: dict[str, np.ndarray], header: dict[str,
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+    publish(path)
 
 
 def read_npz(path: str | Path, expect: dict[str, Any] | None = None) -> tuple[dict[str, np.ndarray], dict[str, Any]]:

@@ -30,6 +30,7 @@ import numpy as np
 from jaxcontam.errors import DataError, ModelError
 from jaxcontam.ngram.text_encoder import TextEncoder
 from jaxcontam.ngram.tiktoken_twin import bpe_split, byte_to_unicode
+from jaxcontam.storage import as_path
 
 if TYPE_CHECKING:
     import tokenizers
@@ -103,11 +104,11 @@ def load_units(spec: str | Path) -> WordUnits | TokenizerUnits:
 
     if str(spec) == "words":
         return WordUnits()
-    path = Path(spec)
+    path = as_path(spec)  # local, or in a bucket
     if path.is_dir() and (path / "tokenizer.json").is_file():
-        tokenizer = tokenizers.Tokenizer.from_file(str(path / "tokenizer.json"))
+        tokenizer = tokenizers.Tokenizer.from_str((path / "tokenizer.json").read_text(encoding="utf-8"))
     elif path.is_file() and path.name.endswith(".json"):
-        tokenizer = tokenizers.Tokenizer.from_file(str(path))
+        tokenizer = tokenizers.Tokenizer.from_str(path.read_text(encoding="utf-8"))
     elif path.is_file() and path.suffix == ".tiktoken":
         tokenizer = tokenizer_from_tiktoken(path)
     elif (gguf := gguf_file(path)) is not None:

@@ -17,6 +17,7 @@ from jaxcontam.detect.status import TestOutcome
 from jaxcontam.report import plots
 from jaxcontam.report.formatting import interval, percent, value
 from jaxcontam.report.summary_schema import AuditSummary, RunEntry
+from jaxcontam.storage import publish
 
 LABELS = {
     "mean_logprob": "mean log-prob",
@@ -77,6 +78,7 @@ def write_report(summary: AuditSummary, items: list[dict], out_dir) -> Path:
     body += [_run_section(run, stem, figs) for run, stem, figs in zip(runs, stems, figures)]
     path = out_dir / "report.html"
     path.write_text(_page("\n".join(body)), encoding="utf-8")
+    publish(path)
     return path
 
 

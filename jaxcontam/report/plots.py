@@ -14,6 +14,7 @@ from pathlib import Path
 
 from jaxcontam.report.formatting import number
 from jaxcontam.report.summary_schema import RunEntry
+from jaxcontam.storage import publish
 
 METRIC_ORDER = ("token_match", "ngram_match", "token_extend", "longest_match")
 CONTAMINATED_COLOR, CLEAN_COLOR, UNKNOWN_COLOR = "#c0392b", "#2471a3", "#999999"
@@ -35,6 +36,7 @@ def _save(figure, path) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     figure.savefig(path, dpi=110)
+    publish(path)
     return path
 
 

@@ -1,6 +1,6 @@
 """Object-storage servers the tests start themselves: an S3 server (moto in server mode) behind a proxy that
 counts the bytes each object sends, so a test can say how much of a file a command fetched, measured on the
-wire and not by jaxcontam's own counters."""
+wire and not by jaxcontam's own counters; and a Google Cloud Storage emulator (gcp-storage-emulator)."""
 
 from __future__ import annotations
 
@@ -95,3 +95,36 @@ def s3_server():
             else:
                 os.environ[key] = value
         s3fs.S3FileSystem.clear_instance_cache()
+
+
+@contextlib.contextmanager
+def gcs_server(bucket: str):
+    """A filesystem on a GCS emulator holding an empty `bucket`, with `STORAGE_EMULATOR_HOST` pointing every GCS
+    client of this process, and of processes it starts, at it. gcsfs first asks a bucket's type over gRPC, which
+    the emulator does not serve (a 60 s wait): GCSFS_EXPERIMENTAL_ZB_HNS_SUPPORT=false skips that probe."""
+    import socket
+
+    from gcp_storage_emulator.server import create_server
+
+    names = ("STORAGE_EMULATOR_HOST", "GCSFS_EXPERIMENTAL_ZB_HNS_SUPPORT")
+    saved = {k: os.environ.get(k) for k in names}
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    logging.getLogger("gcp_storage_emulator").setLevel(logging.ERROR)
+    server = create_server("127.0.0.1", port, in_memory=True, default_bucket=bucket)
+    server.start()
+    os.environ.update(STORAGE_EMULATOR_HOST=f"http://127.0.0.1:{port}", GCSFS_EXPERIMENTAL_ZB_HNS_SUPPORT="false")
+    import gcsfs
+
+    gcsfs.GCSFileSystem.clear_instance_cache()
+    try:
+        yield gcsfs.GCSFileSystem(skip_instance_cache=True)
+    finally:
+        server.stop()
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+        gcsfs.GCSFileSystem.clear_instance_cache()

@@ -13,7 +13,7 @@ import time
 import pytest
 
 from jaxcontam.audit.config import EXAMPLE_CONFIG
-from object_stores import s3_server
+from object_stores import gcs_server, s3_server
 
 EXAMPLE = EXAMPLE_CONFIG.parent
 EXCHANGEABILITY = "\n[exchangeability]\nchunks = 2\npermutations = 2\n"
@@ -48,12 +48,19 @@ def comparable(summary: dict) -> dict:
     return {**summary, "settings": settings}
 
 
-@pytest.fixture(scope="module")
-def bucket():
-    with s3_server() as (direct, proxy):
-        direct.mkdir("audits")
-        direct.put(str(EXAMPLE) + "/", "audits/example/", recursive=True)
-        yield direct
+@pytest.fixture(scope="module", params=["s3", "gs"])
+def bucket(request):
+    """(filesystem, URL scheme) of a bucket "audits" holding the bundled example under example/: on a local S3
+    server, then on a GCS emulator."""
+    if request.param == "s3":
+        with s3_server() as (direct, proxy):
+            direct.mkdir("audits")
+            direct.put(str(EXAMPLE) + "/", "audits/example/", recursive=True)
+            yield direct, "s3"
+    else:
+        with gcs_server("audits") as gcs:
+            gcs.put(str(EXAMPLE) + "/", "audits/example/", recursive=True)
+            yield gcs, "gs"
 
 
 @pytest.fixture(scope="module")
@@ -68,11 +75,12 @@ def local_summary(tmp_path_factory):
 
 
 def test_an_audit_read_from_and_written_to_a_bucket_equals_the_local_one(bucket, local_summary, tmp_path):
-    bucket.pipe("audits/example/audit.toml", config_text("s3://audits/out").encode())
-    log = finish(audit("s3://audits/example/audit.toml", tmp_path / "cache"))
-    assert "corpus s3://audits/example/corpus.jsonl.gz" in log
+    bucket, scheme = bucket
+    bucket.pipe("audits/example/audit.toml", config_text(f"{scheme}://audits/out").encode())
+    log = finish(audit(f"{scheme}://audits/example/audit.toml", tmp_path / "cache"))
+    assert f"corpus {scheme}://audits/example/corpus.jsonl.gz" in log
     summary = json.loads(bucket.cat("audits/out/summary.json"))
-    assert summary["settings"]["corpora"] == ["s3://audits/example/corpus.jsonl.gz"]
+    assert summary["settings"]["corpora"] == [f"{scheme}://audits/example/corpus.jsonl.gz"]
     assert comparable(summary) == comparable(local_summary)
     written = {path.removeprefix("audits/out/") for path in bucket.find("audits/out")}
     assert {"items.parquet", "report.html", "summary.json"} <= written
@@ -80,7 +88,14 @@ def test_an_audit_read_from_and_written_to_a_bucket_equals_the_local_one(bucket,
     assert len([name for name in written if name.startswith("plots/")]) == 5
 
 
-def test_a_killed_bucket_audit_resumes_from_the_bucket_on_a_fresh_machine(bucket, local_summary, tmp_path):
+def test_a_killed_bucket_audit_resumes_from_the_bucket_on_a_fresh_machine(local_summary, tmp_path):
+    with s3_server() as (bucket, _):
+        bucket.mkdir("audits")
+        bucket.put(str(EXAMPLE) + "/", "audits/example/", recursive=True)
+        killed_and_resumed(bucket, local_summary, tmp_path)
+
+
+def killed_and_resumed(bucket, local_summary, tmp_path) -> None:
     bucket.pipe("audits/example/audit.toml", config_text("s3://audits/resumed").encode())
     process = audit("s3://audits/example/audit.toml", tmp_path / "first")
     deadline = time.time() + 300

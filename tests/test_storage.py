@@ -18,7 +18,7 @@ from jaxcontam.errors import DataError
 from jaxcontam.ngram.stream import CountView, count_corpus
 from jaxcontam.ngram.table import build_table, encode_items
 from jaxcontam.ngram.units import load_units
-from object_stores import s3_server
+from object_stores import gcs_server, s3_server
 
 
 @pytest.fixture(scope="module")
@@ -147,3 +147,24 @@ def test_a_model_in_a_bucket_scores_as_on_local_disk_reading_each_weight_byte_on
     weight_bytes = sum(info.end - info.begin for info in header.values())
     header_bytes = min(info.begin for info in header.values())
     assert proxy.fetched["/models/tiny/model.safetensors"] == weight_bytes + header_bytes
+
+
+def test_a_corpus_and_a_model_on_gcs_read_as_on_local_disk(tmp_path, texts):
+    """The same reads through gcsfs, against a GCS emulator."""
+    import numpy as np
+
+    import jaxcontam
+    from jaxcontam.engine.scoring import score_logprobs
+
+    local = write_corpus(tmp_path / "packed", texts, compress=True)
+    example_model = pathlib.Path(jaxcontam.__file__).parent / "examples" / "tiny_contaminated" / "model"
+    with gcs_server("jaxcontam-test") as gcs:
+        gcs.put(str(local) + "/", "jaxcontam-test/packed/", recursive=True)
+        gcs.put(str(example_model) + "/", "jaxcontam-test/model/", recursive=True)
+        remote = open_corpus("gs://jaxcontam-test/packed/")
+        assert plain_ids(remote) == plain_ids(open_corpus(local))
+        assert counts_of(remote, texts) == counts_of(open_corpus(local), texts)
+        seqs = [[1, 5, 9, 30, 7], [2, 42, 42]]
+        got = score_logprobs(jaxcontam.load_model("gs://jaxcontam-test/model"), seqs)
+    for ours, want in zip(got, score_logprobs(jaxcontam.load_model(str(example_model)), seqs)):
+        np.testing.assert_array_equal(ours.logprobs, want.logprobs)

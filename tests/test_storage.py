@@ -168,3 +168,38 @@ def test_a_corpus_and_a_model_on_gcs_read_as_on_local_disk(tmp_path, texts):
         got = score_logprobs(jaxcontam.load_model("gs://jaxcontam-test/model"), seqs)
     for ours, want in zip(got, score_logprobs(jaxcontam.load_model(str(example_model)), seqs)):
         np.testing.assert_array_equal(ours.logprobs, want.logprobs)
+
+
+def test_a_gguf_file_in_a_bucket_loads_from_its_header_and_tensor_parts(s3, tmp_path, monkeypatch):
+    """The tensor table is parsed from growing ranged reads of the file's start; then each tensor's blocks are
+    fetched once: the bytes on the wire are the tensor bytes plus the header reads."""
+    import gguf
+    import numpy as np
+    import torch
+    import transformers
+
+    import jaxcontam
+    from gguf_writer import write_gguf
+    from helpers import TINY_LLAMA_CONFIG
+    from jaxcontam.engine.scoring import score_logprobs
+    from jaxcontam.models import gguf_file
+
+    torch.manual_seed(0)
+    config = {k: v for k, v in TINY_LLAMA_CONFIG.items() if k != "model_type"}
+    model = transformers.LlamaForCausalLM(transformers.LlamaConfig(**config)).eval()
+    path = tmp_path / "tiny.Q8_0.gguf"
+    write_gguf(path, model, "llama", gguf.GGMLQuantizationType.Q8_0)
+    direct, proxy = s3
+    direct.put(str(path), "models/gguf/tiny.Q8_0.gguf")
+    monkeypatch.setattr(gguf_file, "HEAD_BYTES", 1024)  # several header reads, as a large vocabulary needs
+    proxy.fetched.clear()
+    remote = jaxcontam.load_model("s3://models/gguf/tiny.Q8_0.gguf")
+    local = jaxcontam.load_model(str(path))
+    seqs = [[1, 5, 9, 30, 7], [2, 42, 42]]
+    for got, want in zip(score_logprobs(remote, seqs), score_logprobs(local, seqs)):
+        np.testing.assert_array_equal(got.logprobs, want.logprobs)
+    stored = gguf_file.read_gguf(path)
+    tensor_bytes = sum(t.data.nbytes for t in stored.tensors)
+    header = min(t.offset for t in stored.tensors)
+    fetched = proxy.fetched["/models/gguf/tiny.Q8_0.gguf"]
+    assert tensor_bytes + header <= fetched <= tensor_bytes + 2 * header + 4 * 1024

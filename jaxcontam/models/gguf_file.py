@@ -5,6 +5,10 @@
 infos, aligned data) with `struct` straight into Python values, in well under a second. Tensors keep the `gguf`
 package's conventions (`tensor_type` a `GGMLQuantizationType`, `data` the raw bytes that
 `gguf.quants.dequantize` reads), so dequantisation stays llama.cpp's reference code.
+
+A file in a bucket is read the same way from its first bytes, fetched in growing ranged reads until the tensor
+table is parsed; its tensors' `data` then stand for bytes not fetched (`positioned_reads.reserved`), which the
+readers fetch by part.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from jaxcontam.errors import ModelError
+from jaxcontam.models.positioned_reads import read_range, reserved
 
 if TYPE_CHECKING:
     from gguf import GGMLQuantizationType
@@ -37,6 +42,12 @@ class GGUFTensor:
     shape: tuple[int, ...]
     data: np.ndarray = dataclasses.field(repr=False, compare=False)
     offset: int = 0
+    file: object = dataclasses.field(default=None, repr=False, compare=False)  # local Path or bucket UPath
+
+    def stored_bytes(self) -> np.ndarray:
+        """The tensor's bytes as `data` lays them out, read from the file (a positioned or ranged read)."""
+        raw = read_range(self.file, self.offset, self.data.nbytes)
+        return np.frombuffer(raw, np.uint8).reshape(self.data.shape)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -48,13 +59,22 @@ class GGUFFile:
     tensors: tuple[GGUFTensor, ...]
 
 
-class _Cursor:
-    """Sequential little-endian reads from the mapped file."""
+class _Truncated(Exception):
+    """The parse ran past the bytes read so far."""
 
-    def __init__(self, buffer: mmap.mmap):
+
+class _Cursor:
+    """Sequential little-endian reads from the mapped file, or from its first bytes."""
+
+    def __init__(self, buffer):
         self.buffer, self.pos = buffer, 0
 
+    def need(self, size: int) -> None:
+        if self.pos + size > len(self.buffer):
+            raise _Truncated
+
     def unpack(self, fmt: str) -> tuple:
+        self.need(struct.calcsize("<" + fmt))
         values = struct.unpack_from("<" + fmt, self.buffer, self.pos)
         self.pos += struct.calcsize("<" + fmt)
         return values
@@ -64,6 +84,7 @@ class _Cursor:
 
     def string(self) -> str:
         length = self.scalar("Q")
+        self.need(length)
         start, self.pos = self.pos, self.pos + length
         return self.buffer[start : self.pos].decode("utf-8")
 
@@ -76,6 +97,7 @@ class _Cursor:
             element_type, count = self.unpack("IQ")
             if element_type in _SCALARS:  # one read for the whole array (token types, scores, per-layer sizes)
                 fmt = "<" + _SCALARS[element_type]
+                self.need(count * struct.calcsize(fmt))
                 values = np.frombuffer(self.buffer, np.dtype(fmt), count, self.pos)
                 self.pos += values.nbytes
                 return values.tolist()
@@ -83,19 +105,38 @@ class _Cursor:
         raise ValueError(f"unknown metadata value type {value_type}")
 
 
+HEAD_BYTES = 1 << 22  # first ranged read of a file in a bucket; quadrupled until the tensor table fits
+
+
 def read_gguf(path: pathlib.Path) -> GGUFFile:
-    """Metadata and tensor table of the GGUF file at `path`; unreadable files are reported as ModelError."""
+    """Metadata and tensor table of the GGUF file at `path` (local, or a `UPath` in a bucket); unreadable files
+    are reported as ModelError."""
     try:
-        with open(path, "rb") as handle:
-            buffer = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
-        return _parse(path, buffer)
+        if isinstance(path, pathlib.Path):
+            with open(path, "rb") as handle:
+                buffer = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
+            return _parse(path, buffer, buffer)
+        size, length = path.stat().st_size, HEAD_BYTES
+        data = reserved(size)
+        while True:
+            try:
+                return _parse(path, read_range(path, 0, min(length, size)), data)
+            except _Truncated:
+                if length >= size:
+                    raise ValueError("the file ends inside its header") from None
+                length *= 4
+    except _Truncated:
+        raise ModelError(f"{path}: not a readable GGUF file (it ends inside its header); re-download it") from None
     except (ValueError, OSError, struct.error, UnicodeDecodeError) as exc:
         raise ModelError(f"{path}: not a readable GGUF file ({exc}); re-download or re-convert it") from exc
 
 
-def _parse(path: pathlib.Path, buffer: mmap.mmap) -> GGUFFile:
+def _parse(path, head, data) -> GGUFFile:
+    """The file's metadata and tensor table from `head` (its first bytes, or all of it), tensor data as views of
+    `data` (the file's bytes, mapped or reserved)."""
     import gguf
 
+    buffer = head
     cursor = _Cursor(buffer)
     if buffer[:4] != b"GGUF":
         raise ValueError("the file does not start with the GGUF magic bytes")
@@ -122,6 +163,6 @@ def _parse(path: pathlib.Path, buffer: mmap.mmap) -> GGUFFile:
         tensor_type = gguf.GGMLQuantizationType(type_id)
         byte_shape = gguf.quants.quant_shape_to_byte_shape(shape, tensor_type)
         start = data_start + offset
-        data = np.frombuffer(buffer, np.uint8, int(np.prod(byte_shape)), start).reshape(byte_shape)
-        tensors.append(GGUFTensor(name, tensor_type, shape, data, start))
+        view = np.frombuffer(data, np.uint8, int(np.prod(byte_shape)), start).reshape(byte_shape)
+        tensors.append(GGUFTensor(name, tensor_type, shape, view, start, path))
     return GGUFFile(path, metadata, tuple(tensors))

@@ -1,7 +1,7 @@
 """Dequantise only the part of a GGUF tensor that a process's devices hold.
 
 A tensor is first a float32 array in the Hugging Face layout over an address range reserved for it and never
-touched (an anonymous PROT_NONE mapping: no memory, and a stray read fails loudly instead of reading zeros). The
+touched (`positioned_reads.reserved`). The
 checkpoint maps' reshape, transpose and slicing of it are numpy views, so the part a device needs is a strided
 view of that range; `GGUFTensorReader.materialize` finds the rows and the column span it covers, reads just those
 rows' quantisation blocks with positioned reads, and dequantises them with the `gguf` package (llama.cpp's
@@ -14,13 +14,12 @@ row (llama's rotary q/k order), and its `values` changes the dequantised values 
 from __future__ import annotations
 
 import dataclasses
-import mmap
 import weakref
 
 import numpy as np
 
 from jaxcontam.models.families import FAMILIES
-from jaxcontam.models.positioned_reads import read_runs, strided_runs
+from jaxcontam.models.positioned_reads import read_runs, reserved, strided_runs
 from jaxcontam.models.spec import ModelSpec
 
 _FLOAT = np.dtype(np.float32)
@@ -34,7 +33,7 @@ class _Reserved:
     info: object  # the GGUFTensorInfo it was read with
     start: int  # address of its first float
     size: int  # bytes
-    mapping: weakref.ref  # the mmap; dead once no view of it is left
+    mapping: weakref.ref  # its reserved array; dead once no view of it is left
 
 
 class GGUFTensorReader:
@@ -56,12 +55,12 @@ class GGUFTensorReader:
 
     def _reserve(self, name: str, info) -> np.ndarray:
         shape = info.tensor.shape
-        size = max(int(np.prod(shape)) * _FLOAT.itemsize, 1)
-        mapping = mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS, prot=0)
-        whole = np.frombuffer(mapping, _FLOAT, int(np.prod(shape))).reshape(shape)
+        size = int(np.prod(shape)) * _FLOAT.itemsize
+        space = reserved(size)
+        whole = space.view(_FLOAT).reshape(shape)
         self._reserved = [r for r in self._reserved if r.mapping() is not None]
         start = whole.__array_interface__["data"][0] if whole.size else 0
-        self._reserved.append(_Reserved(name, info, start, size, weakref.ref(mapping)))
+        self._reserved.append(_Reserved(name, info, start, size, weakref.ref(space.base)))
         return whole
 
     def materialize(self, view: np.ndarray) -> np.ndarray:
@@ -127,9 +126,9 @@ class GGUFTensorReader:
         if view.size == 0:
             return None
         address = view.__array_interface__["data"][0]
-        for reserved in self._reserved:
-            if reserved.start <= address < reserved.start + reserved.size and reserved.mapping() is not None:
-                return reserved, address - reserved.start
+        for entry in self._reserved:
+            if entry.start <= address < entry.start + entry.size and entry.mapping() is not None:
+                return entry, address - entry.start
         return None
 
 

@@ -7,12 +7,21 @@ bytes of its own shards.
 
 from __future__ import annotations
 
+import mmap
 import os
 import pathlib
 
 import numpy as np
 
 from jaxcontam.errors import ModelError
+
+
+def reserved(size: int) -> np.ndarray:
+    """`size` bytes (uint8) over an address range reserved and never touched: no memory is used, and a stray read
+    fails loudly instead of reading zeros. Views of it stand for the bytes of a file that is not mapped (in a
+    bucket, or quantised), so that numpy's reshape, transpose and slicing still say which bytes a part covers."""
+    mapping = mmap.mmap(-1, max(size, 1), flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS, prot=0)
+    return np.frombuffer(mapping, np.uint8)[:size]
 
 
 def read_range(path, start: int, length: int) -> bytes:

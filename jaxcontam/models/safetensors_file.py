@@ -12,7 +12,6 @@ the `safetensors` package cannot return.
 from __future__ import annotations
 
 import json
-import mmap
 import pathlib
 import struct
 from dataclasses import dataclass
@@ -21,7 +20,7 @@ import ml_dtypes
 import numpy as np
 
 from jaxcontam.errors import ModelError
-from jaxcontam.models.positioned_reads import read_range, read_runs, strided_runs
+from jaxcontam.models.positioned_reads import read_range, read_runs, reserved, strided_runs
 
 _DTYPES = {"F64": np.float64, "F32": np.float32, "F16": np.float16, "BF16": ml_dtypes.bfloat16}
 
@@ -105,11 +104,7 @@ class TensorReader:
 
 
 def _mapped(path) -> np.ndarray:
-    """A local file memory-mapped; a bucket object as an address range of its size reserved and never touched
-    (no memory; a stray read fails loudly), so that views of it still name the bytes `materialize` fetches."""
+    """A local file memory-mapped; a bucket object as a `reserved` range of its size."""
     if isinstance(path, pathlib.Path):
         return np.memmap(path, dtype=np.uint8, mode="r")
-    size = path.stat().st_size
-    return np.frombuffer(mmap.mmap(-1, max(size, 1), flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS, prot=0), np.uint8)[
-        :size
-    ]
+    return reserved(path.stat().st_size)

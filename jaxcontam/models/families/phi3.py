@@ -69,7 +69,8 @@ def gguf_fields(meta, arch: str, config: dict, names: dict) -> dict:
 
         def factors(name):
             tensor = names[name]
-            return np.asarray(gguf.quants.dequantize(tensor.data, tensor.tensor_type), np.float32).ravel().tolist()
+            raw = tensor.stored_bytes()
+            return np.asarray(gguf.quants.dequantize(raw, tensor.tensor_type), np.float32).ravel().tolist()
 
         fields["rope_scaling"] = {
             "rope_type": "longrope",

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import functools
 import gzip
 import hashlib
 import io
@@ -65,12 +66,32 @@ def as_path(spec: str | Path) -> Any:
         raise DataError(f"{spec}: {error}; use a local path or a URL fsspec serves (gs://, s3://, hf://)") from None
 
 
-def describe_error(path: Any, error: Exception) -> DataError:
+@functools.cache
+def storage_errors() -> tuple[type[BaseException], ...]:
+    """What a failed storage call raises: OSError (fsspec's translation of HTTP errors), and the credential and
+    client errors of botocore and google-auth, which reach the caller untranslated."""
+    found: list[type[BaseException]] = [OSError]
+    try:
+        from botocore.exceptions import BotoCoreError
+
+        found.append(BotoCoreError)
+    except ImportError:
+        pass
+    try:
+        from google.auth.exceptions import GoogleAuthError
+
+        found.append(GoogleAuthError)
+    except ImportError:
+        pass
+    return tuple(found)
+
+
+def describe_error(path: Any, error: BaseException) -> DataError:
     """A permanent storage error (missing bucket or object, refused permission, no credentials) with its fix."""
     text = f"{type(error).__name__}: {error}"
     if isinstance(error, PermissionError) or "403" in text or "AccessDenied" in text or "Forbidden" in text:
         fix = "the credentials in use may not read it: grant read access, or use other credentials"
-    elif "credential" in text.lower() or "NoCredentials" in text or "Unable to locate" in text:
+    elif "credential" in text.lower() or "Unable to locate" in text:
         fix = (
             "no credentials found: run `gcloud auth application-default login` (gs://) or set AWS_PROFILE / "
             "AWS_ACCESS_KEY_ID (s3://)"
@@ -86,11 +107,35 @@ def open_binary(path: Any) -> io.BufferedIOBase:
     """The file's bytes as a stream, gzip- or zstd-decompressed by its last suffix."""
     try:
         raw = path.open("rb")
-    except (FileNotFoundError, PermissionError, OSError) as error:
-        if isinstance(path, Path) and not is_url(str(path)):
+    except storage_errors() as error:
+        if isinstance(path, Path):
             raise
         raise describe_error(path, error) from None
+    if not isinstance(path, Path):
+        raw = io.BufferedReader(_NamedErrors(raw, path), buffer_size=1 << 20)
     return decompressed(raw, path.suffix.lower())
+
+
+class _NamedErrors(io.RawIOBase):
+    """A remote object's stream whose storage errors while reading are reported as `describe_error` does."""
+
+    def __init__(self, raw, path):
+        self.raw, self.path = raw, path
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        try:
+            data = self.raw.read(len(buffer))
+        except storage_errors() as error:
+            raise describe_error(self.path, error) from None
+        buffer[: len(data)] = data
+        return len(data)
+
+    def close(self) -> None:
+        self.raw.close()
+        super().close()
 
 
 def decompressed(raw, suffix: str) -> io.BufferedIOBase:
@@ -124,7 +169,7 @@ def glob_files(spec: str) -> tuple[Any, list[Any]]:
     pattern = "/".join(parts[fixed:])
     try:
         return root, sorted((p for p in root.glob(pattern) if p.is_file()), key=str)
-    except OSError as error:
+    except storage_errors() as error:
         raise describe_error(spec, error) from None
 
 
@@ -161,7 +206,7 @@ def fetch(path: Any) -> Fetched:
     """The whole (still compressed) object at `path`, in memory."""
     try:
         return Fetched(path, path.read_bytes())
-    except OSError as error:
+    except storage_errors() as error:
         raise describe_error(path, error) from None
 
 
@@ -213,7 +258,7 @@ def output_folder(out: str | Path) -> Path:
                     target = local / source.relative_to(remote).as_posix()
                     target.parent.mkdir(parents=True, exist_ok=True)
                     target.write_bytes(source.read_bytes())
-    except OSError as error:
+    except storage_errors() as error:
         raise describe_error(out, error) from None
     _MIRRORS[local] = remote
     return local
@@ -228,7 +273,7 @@ def publish(path: str | Path) -> None:
             target = remote / path.relative_to(local).as_posix()
             try:
                 target.fs.put_file(str(path), target.path)
-            except OSError as error:
+            except storage_errors() as error:
                 raise DataError(
                     f"{describe_error(target, error)}; everything written so far is kept in {local}, and a rerun "
                     "resumes from what the bucket holds"

@@ -18,13 +18,16 @@ AWS_VARIABLES = ("AWS_ENDPOINT_URL", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY
 
 class CountingProxy(http.server.ThreadingHTTPServer):
     """Forwards every request to `upstream` (host, port) and adds the body bytes of each GET answer to
-    `fetched[object path]`."""
+    `fetched[object path]`; `faults[object path]` lists HTTP statuses to answer instead, one per request (a
+    transient 503, a refused 403), and `requests[object path]` counts every request."""
 
     daemon_threads = True
 
     def __init__(self, upstream: tuple[str, int]):
         self.upstream = upstream
         self.fetched: collections.Counter = collections.Counter()
+        self.requests: collections.Counter = collections.Counter()
+        self.faults: dict[str, list[int]] = {}
         self.lock = threading.Lock()
         super().__init__(("127.0.0.1", 0), _Forward)
 
@@ -36,6 +39,13 @@ class _Forward(http.server.BaseHTTPRequestHandler):
     def _forward(self) -> None:
         length = int(self.headers.get("Content-Length") or 0)
         body = self.rfile.read(length) if length else None
+        key = urllib.parse.urlsplit(self.path).path
+        with self.server.lock:
+            self.server.requests[key] += 1
+            fault = self.server.faults.get(key, [None]).pop(0) if self.server.faults.get(key) else None
+        if fault is not None:
+            self._fail(fault)
+            return
         connection = http.client.HTTPConnection(*self.server.upstream, timeout=60)
         headers = {k: v for k, v in self.headers.items() if k.lower() not in ("connection", "keep-alive")}
         connection.request(self.command, self.path, body=body, headers=headers)
@@ -55,6 +65,16 @@ class _Forward(http.server.BaseHTTPRequestHandler):
         self.end_headers()
         if self.command != "HEAD":
             self.wfile.write(data)
+
+    def _fail(self, status: int) -> None:
+        code = {503: "SlowDown", 403: "AccessDenied"}.get(status, "InternalError")
+        text = f'<?xml version="1.0"?><Error><Code>{code}</Code><Message>{code}</Message></Error>'.encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/xml")
+        self.send_header("Content-Length", "0" if self.command == "HEAD" else str(len(text)))
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(text)
 
     do_GET = do_PUT = do_POST = do_DELETE = do_HEAD = _forward
 

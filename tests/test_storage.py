@@ -203,3 +203,34 @@ def test_a_gguf_file_in_a_bucket_loads_from_its_header_and_tensor_parts(s3, tmp_
     header = min(t.offset for t in stored.tensors)
     fetched = proxy.fetched["/models/gguf/tiny.Q8_0.gguf"]
     assert tensor_bytes + header <= fetched <= tensor_bytes + 2 * header + 4 * 1024
+
+
+def test_a_transient_error_is_retried_and_a_refusal_is_named_with_its_fix(s3, tmp_path, texts):
+    """A 503 (S3's SlowDown) on a shard is retried by the client and the counts are unchanged; a 403 is not retried
+    and is reported with what to do about it."""
+    direct, proxy = s3
+    local = write_corpus(tmp_path / "packed", texts, compress=True)
+    direct.put(str(local) + "/", "corpora/flaky/", recursive=True)
+    proxy.faults["/corpora/flaky/shard1.jsonl.zst"] = [503, 503]
+    proxy.requests.clear()
+    assert plain_ids(open_corpus("s3://corpora/flaky")) == plain_ids(open_corpus(local))
+    assert proxy.faults["/corpora/flaky/shard1.jsonl.zst"] == []  # both failures were answered, then retried
+    direct.pipe("corpora/denied/a.txt", b"text")
+    proxy.faults["/corpora/denied/a.txt"] = [403] * 20
+    with pytest.raises(DataError, match=r"s3://corpora/denied.*cannot be read.*grant read access"):
+        list(open_corpus("s3://corpora/denied").documents())
+    assert proxy.requests["/corpora/denied/a.txt"] <= 3  # a refusal is not retried
+
+
+def test_missing_credentials_are_named_before_anything_is_read(s3, monkeypatch):
+    import s3fs
+
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
+        monkeypatch.delenv(name)
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent")
+    monkeypatch.setenv("AWS_CONFIG_FILE", "/nonexistent")
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    s3fs.S3FileSystem.clear_instance_cache()
+    with pytest.raises(DataError, match=r"no credentials found: .*AWS_PROFILE"):
+        open_corpus("s3://corpora/packed")
+    s3fs.S3FileSystem.clear_instance_cache()

@@ -46,7 +46,7 @@ from jaxcontam.errors import JaxcontamError
 from jaxcontam.mesh import MeshSettings
 from jaxcontam.models.loading import DTYPES
 from jaxcontam.ngram.audit import NgramScoring, NgramSettings
-from jaxcontam.storage import as_path, describe_error, has_glob, is_url
+from jaxcontam.storage import as_path, describe_error, has_glob, is_url, storage_errors
 
 EXAMPLE_CONFIG = Path(__file__).resolve().parents[1] / "examples" / "tiny_contaminated" / "audit.toml"
 DEFAULT_OUT = "jaxcontam-audit"
@@ -245,7 +245,7 @@ def load_config(path: str | Path, overrides: Sequence[str] = ()) -> AuditConfig:
         raw = tomllib.loads(path.read_text(encoding="utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
         raise JaxcontamError(f"{path}: not valid TOML ({error})") from None
-    except OSError as error:  # a bucket that does not exist, a refused permission, no credentials
+    except storage_errors() as error:  # a bucket that does not exist, a refused permission, no credentials
         raise describe_error(path, error) from None
     return config_from_toml(apply_overrides(raw, overrides), path.parent, str(path))
 

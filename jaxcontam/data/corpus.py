@@ -26,7 +26,18 @@ import numpy as np
 
 from jaxcontam.data.records import open_text, position_name, read_json_records, read_jsonl, read_parquet
 from jaxcontam.errors import DataError, JaxcontamWarning
-from jaxcontam.storage import COMPRESSED, as_path, base_suffix, fetch, glob_files, has_glob, is_url, open_binary
+from jaxcontam.storage import (
+    COMPRESSED,
+    as_path,
+    base_suffix,
+    describe_error,
+    fetch,
+    glob_files,
+    has_glob,
+    is_url,
+    open_binary,
+    storage_errors,
+)
 from jaxcontam.storage import read_ahead as _read_ahead
 
 TEXT_SUFFIXES = (".txt", ".md")
@@ -470,6 +481,16 @@ def _hub_corpus(spec: str, field: str, split: str, streaming: bool) -> Corpus:
     return Corpus(name=spec, kind="text", shards=tuple(CorpusShard(name, reader(name, i)) for name, i in parts))
 
 
+def _remote_or_glob_corpus(spec: str, field: str, token_dtype: str | None, chunk_tokens: int) -> Corpus:
+    if has_glob(spec):
+        root, matched = glob_files(spec)
+        return _file_corpus(root, field, token_dtype, chunk_tokens, matched)
+    path = as_path(spec)
+    if not path.exists():
+        raise DataError(f"corpus {spec} does not exist; check the URL (bucket, prefix) and the credentials")
+    return _file_corpus(path, field, token_dtype, chunk_tokens)
+
+
 def open_corpus(
     spec: str | Path,
     *,
@@ -491,13 +512,13 @@ def open_corpus(
         raise DataError(f"chunk_tokens must be positive, got {chunk_tokens}")
     if token_dtype is not None and token_dtype not in TOKEN_DTYPES:
         raise DataError(f"token_dtype must be one of {', '.join(TOKEN_DTYPES)}, got {token_dtype!r}")
-    if has_glob(str(spec)):
-        root, matched = glob_files(str(spec))
-        return _file_corpus(root, field, token_dtype, chunk_tokens, matched)
+    if has_glob(str(spec)) or is_url(str(spec)):
+        try:
+            return _remote_or_glob_corpus(str(spec), field, token_dtype, chunk_tokens)
+        except storage_errors() as error:  # no credentials, a refused permission: named before any model work
+            raise describe_error(spec, error) from None
     path = as_path(spec)
-    if is_url(str(spec)) or path.exists():
-        if not path.exists():
-            raise DataError(f"corpus {spec} does not exist; check the URL (bucket, prefix) and the credentials")
+    if path.exists():
         return _file_corpus(path, field, token_dtype, chunk_tokens)
     looks_like_a_path = path.suffix.lower() in TEXT_SUFFIXES + RECORD_SUFFIXES + TOKEN_SUFFIXES
     if looks_like_a_path or str(spec).startswith((".", "/")):

@@ -34,7 +34,7 @@ from jaxcontam.models.sharding import LAYERS, warn_unsplit, weight_sharding
 from jaxcontam.models.spec import ModelSpec, from_hf_config
 from jaxcontam.models.stop_ids import generation_config_ids, tokenizer_stop_ids, with_stop_ids
 from jaxcontam.models.tokenizer_files import fast_tokenizer, gguf_file
-from jaxcontam.storage import as_path, describe_error, is_url
+from jaxcontam.storage import as_path, describe_error, is_url, storage_errors
 
 DTYPES = {"float32": np.float32, "bfloat16": jax.numpy.bfloat16}
 PICKLE_PATTERNS = ("*.bin", "*.pt", "*.pth", "*.ckpt")
@@ -50,7 +50,7 @@ def resolve_path(path_or_id: str | pathlib.Path, patterns=tuple(HUB_PATTERNS)) -
         remote = as_path(str(path_or_id))
         try:
             found = remote.exists()
-        except OSError as error:
+        except storage_errors() as error:
             raise ModelError(str(describe_error(path_or_id, error))) from None
         if not found:
             raise ModelError(f"{path_or_id}: no such object or folder; check the URL (bucket, prefix)")

@@ -29,11 +29,11 @@ def read_range(path, start: int, length: int) -> bytes:
     if isinstance(path, pathlib.Path):
         with open(path, "rb", buffering=0) as handle:
             return os.pread(handle.fileno(), length, start)
-    from jaxcontam.storage import describe_error
+    from jaxcontam.storage import describe_error, storage_errors
 
     try:
         return path.fs.cat_file(path.path, start=start, end=start + length)
-    except OSError as error:
+    except storage_errors() as error:
         raise ModelError(str(describe_error(path, error))) from None
 
 
@@ -54,14 +54,14 @@ def read_runs(path, starts: np.ndarray, run_bytes: int) -> np.ndarray:
 
 def _read_ranges(path, starts: np.ndarray, run_bytes: int, buffer: np.ndarray) -> None:
     """Fill `buffer` with ranged requests for `path`'s object, one per group of back-to-back runs."""
-    from jaxcontam.storage import describe_error
+    from jaxcontam.storage import describe_error, storage_errors
 
     groups = list(coalesced(starts, run_bytes))
     try:
         pieces = path.fs.cat_ranges(
             [path.path] * len(groups), [start for _, start, _ in groups], [start + n for _, start, n in groups]
         )
-    except OSError as error:
+    except storage_errors() as error:
         raise ModelError(str(describe_error(path, error))) from None
     for (at, _, length), piece in zip(groups, pieces):
         if isinstance(piece, Exception):

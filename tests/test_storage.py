@@ -234,3 +234,34 @@ def test_missing_credentials_are_named_before_anything_is_read(s3, monkeypatch):
     with pytest.raises(DataError, match=r"no credentials found: .*AWS_PROFILE"):
         open_corpus("s3://corpora/packed")
     s3fs.S3FileSystem.clear_instance_cache()
+
+
+def test_the_ngram_command_reads_a_glob_of_bucket_shards_and_writes_to_the_bucket(s3, tmp_path, texts):
+    """`jaxcontam ngram` with the corpus as a glob of .jsonl.zst shards, the tokenizer folder and --out in the
+    bucket writes the items of the same command on local files."""
+    import jaxcontam
+    from jaxcontam.cli import main
+
+    direct, _ = s3
+    local = write_corpus(tmp_path / "packed", texts, compress=True)
+    model = pathlib.Path(jaxcontam.__file__).parent / "examples" / "tiny_contaminated"
+    premises = [json.loads(line)["premise"] for line in (model / "copa_test_sample.jsonl").open()][:20]
+    leaked = "".join(json.dumps({"text": f"Forum post: {p} What do you think?"}) + "\n" for p in premises)
+    (local / "leaked.jsonl.zst").write_bytes(zstandard.ZstdCompressor().compress(leaked.encode()))
+    direct.put(str(local) + "/", "corpora/ngram/", recursive=True)
+    direct.put(str(model / "model") + "/", "models/ngram-tokenizer/", recursive=True)
+
+    def ngram(corpus, tokenizer, out):
+        args = ["ngram", "--benchmark", "copa", "--path", str(model / "copa_test_sample.jsonl"), "--split", "test"]
+        args += ["--corpus", corpus, "--tokenizer", tokenizer, "--out", out, "--n", "4"]
+        main(args)
+
+    ngram(str(local / "*.jsonl.zst"), str(model / "model"), str(tmp_path / "out"))
+    ngram("s3://corpora/ngram/*.jsonl.zst", "s3://models/ngram-tokenizer", "s3://corpora/ngram-out")
+    import pyarrow.parquet as pq
+
+    with direct.open("corpora/ngram-out/items.parquet", "rb") as handle:
+        remote = pq.read_table(handle).to_pylist()
+    assert remote == pq.read_table(tmp_path / "out" / "items.parquet").to_pylist()
+    assert sum(row["longest_match"] > 0 for row in remote) >= 20  # the leaked premises are found
+    assert any(name.startswith("corpora/ngram-out/counts/") for name in direct.find("corpora/ngram-out"))

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import click
 
 from jaxcontam.commands.cluster_options import runs_on_every_host
@@ -73,7 +71,7 @@ from jaxcontam.ngram.item_text import SCOPES
     show_default=True,
     help="Corpus windows per compiled chunk.",
 )
-@click.option("--out", type=click.Path(file_okay=False), required=True, help="Output folder.")
+@click.option("--out", required=True, help="Output folder (local, or a bucket URL).")
 def ngram(
     benchmarks,
     path,
@@ -100,7 +98,9 @@ def ngram(
     from jaxcontam.errors import DataError
     from jaxcontam.ngram.audit import ensure_counts, item_rows, write_items_parquet
     from jaxcontam.ngram.units import load_units
+    from jaxcontam.storage import output_folder
 
+    out_url = str(out).rstrip("/")
     if path is not None and len(benchmarks) > 1:
         raise DataError("--path names one benchmark's files; give one --benchmark with it, or drop --path")
     settings = NgramSettings(n=n, scope=scope, normalize=normalize)
@@ -108,7 +108,7 @@ def ngram(
     options = {"split": split} if split else {}
     loaded = [load_benchmark(name, path=path, **options) for name in benchmarks]
     opened = [(spec, open_corpus(spec, field=text_field, token_dtype=token_dtype)) for spec in corpora]
-    out = Path(out)
+    out = output_folder(out)  # a bucket URL: a local mirror whose files are uploaded as they are written
     counted, scanned = ensure_counts(loaded, opened, units, settings, out / "counts", chunk_tokens=chunk_tokens)
     if not is_writer():  # every process counted its share of the corpus; process 0 writes the items
         return
@@ -116,6 +116,6 @@ def ngram(
     write_items_parquet(rows, out / "items.parquet")
     contaminated = sum(r["longest_match"] > 0 for r in rows)
     click.echo(
-        f"{'counted' if scanned else 'reused counts from'} {out / 'counts'}; {len(rows)} items, "
-        f"{contaminated} with a contaminated {n}-gram -> {out / 'items.parquet'}"
+        f"{'counted' if scanned else 'reused counts from'} {out_url}/counts; {len(rows)} items, "
+        f"{contaminated} with a contaminated {n}-gram -> {out_url}/items.parquet"
     )

@@ -32,6 +32,7 @@ from jaxcontam.ngram.store import read_npz, write_npz
 from jaxcontam.ngram.stream import CountView, count_corpus, from_process_zero, process_checkpoint
 from jaxcontam.ngram.table import ItemUnits, NgramTable, build_table, encode_items
 from jaxcontam.ngram.units import normalize_for_matching
+from jaxcontam.storage import publish
 
 METRICS = ("token_match", "ngram_match", "token_extend", "longest_match")
 VIEW_OF_METRIC = {
@@ -239,3 +240,4 @@ def write_items_parquet(rows: list[dict], path: str | Path) -> None:
     table = pa.table({c: [r[c] for r in rows] for c in columns})
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     pq.write_table(table, path)
+    publish(path)

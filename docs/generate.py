@@ -100,6 +100,14 @@ def real_contamination() -> str:
     return experiment_module("real_contamination/report.py").docs_table(report)
 
 
+def corpus_storage() -> str:
+    source = EXPERIMENTS / "perf" / "corpus_storage.jsonl"
+    if not source.exists():
+        return missing(source, "python experiments/perf/corpus_storage.py")
+    record = json.loads(source.read_text(encoding="utf-8").splitlines()[-1])
+    return experiment_module("perf/corpus_storage.py").markdown(record)
+
+
 EPG_SIZES = (100, 500, 2000, 14042)
 
 
@@ -309,6 +317,7 @@ TABLES: dict[str, Callable[[], str]] = {
     "real-contamination": real_contamination,
     "epg-null-flags": epg_null_flags,
     "lm-eval-parity": lm_eval_parity,
+    "corpus-storage": corpus_storage,
     "config-reference": config_reference,
     "pacost-presets": pacost_presets,
     "environment-variables": environment_variables,

@@ -104,30 +104,48 @@ def main():
             results[form] = {"counts": counts, "tokens": tokens, "seconds": seconds}
         fetch_seconds, fetch_mb_s = fetch_rate("s3://corpora/zstd", READ_AHEAD)
     assert results["zstd"]["counts"] == results["plain"]["counts"] == results["bucket"]["counts"]
-    tokens = results["plain"]["tokens"]
-    print(f"corpus: {len(texts)} documents, {tokens:,} SmolLM2 tokens in {args.shards} shards; ", end="")
-    print(f"{plain_bytes / 1e6:.1f} MB as JSONL, {zstd_bytes / 1e6:.1f} MB as .jsonl.zst; cores {os.cpu_count()}")
-    print("| form | seconds | tokens/s | vs plain |")
-    print("|---|---|---|---|")
-    for form, result in results.items():
-        rate = tokens / result["seconds"]
-        ratio = results["plain"]["seconds"] / result["seconds"]
-        print(f"| {form} | {result['seconds']:.1f} | {rate:,.0f} | {ratio:.2f}x |")
-    print(f"fetch alone, {READ_AHEAD} reads in flight: {fetch_seconds:.2f} s, {fetch_mb_s:.0f} MB/s from localhost")
     record = {
         "copies": args.copies,
         "shards": args.shards,
         "documents": len(texts),
-        "tokens": tokens,
+        "tokens": results["plain"]["tokens"],
         "plain_mb": plain_bytes / 1e6,
         "zstd_mb": zstd_bytes / 1e6,
         "seconds": {form: result["seconds"] for form, result in results.items()},
         "read_ahead": READ_AHEAD,
+        "fetch_seconds": fetch_seconds,
         "fetch_mb_per_s": fetch_mb_s,
+        "cores": os.cpu_count(),
         "date": time.strftime("%Y-%m-%d"),
     }
+    print(markdown(record))
     with open(Path(__file__).with_suffix(".jsonl"), "a") as handle:
         handle.write(json.dumps(record) + "\n")
+
+
+def markdown(record: dict) -> str:
+    """The run as docs/storage.md shows it (docs/generate.py reads the last record)."""
+    tokens, seconds = record["tokens"], record["seconds"]
+    lines = [
+        f"{record['documents']:,} documents, {tokens:,} SmolLM2 tokens in {record['shards']} shards: "
+        f"{record['plain_mb']:.1f} MB as JSONL, {record['zstd_mb']:.1f} MB as `.jsonl.zst`; {record['cores']} CPU "
+        f"cores, {record['date']}.",
+        "",
+        "| corpus form | seconds | tokens/s | vs plain |",
+        "|---|---|---|---|",
+    ]
+    names = {"plain": "JSONL on local disk", "zstd": "`.jsonl.zst` on local disk", "bucket": "`.jsonl.zst` on S3"}
+    for form, taken in seconds.items():
+        lines.append(f"| {names[form]} | {taken:.2f} | {tokens / taken:,.0f} | {seconds['plain'] / taken:.2f}x |")
+    lines += [
+        "",
+        f"Fetching the shards alone with {record['read_ahead']} reads in flight: {record['fetch_seconds']:.2f} s, "
+        f"{record['fetch_mb_per_s']:.0f} MB/s (from a server on the same machine: a bound on jaxcontam's side, not "
+        "a cloud figure). The bucket row includes listing the shards and reading each one's first record before "
+        "counting, and the S3 server runs in the measuring process, its Python threads sharing the interpreter "
+        "lock with the counting.",
+    ]
+    return "\n".join(lines) + "\n"
 
 
 if __name__ == "__main__":

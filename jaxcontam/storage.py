@@ -27,7 +27,7 @@ import shutil
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, Protocol
 
 from jaxcontam.errors import DataError
 
@@ -37,6 +37,21 @@ GLOB_CHARACTERS = "*?["
 EXTRAS = {"gs": ("gcsfs", "gcs"), "gcs": ("gcsfs", "gcs"), "s3": ("s3fs", "s3"), "s3a": ("s3fs", "s3")}
 _URL = re.compile(r"^([a-zA-Z][a-zA-Z0-9+.-]*)://")
 _MIRRORS: dict[Path, Any] = {}  # local mirror folder -> the bucket folder it stands for
+
+
+class Readable(Protocol):
+    """What the readers need of a file: a local `Path`, a bucket `UPath`, or a `Fetched` object's bytes."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def suffix(self) -> str: ...
+
+    @property
+    def suffixes(self) -> list[str]: ...
+
+    def open(self, mode: Literal["rb"]) -> Any: ...
 
 
 def is_url(spec: Any) -> bool:

@@ -238,16 +238,16 @@ def _model_name(path: str) -> str:
 def load_config(path: str | Path, overrides: Sequence[str] = ()) -> AuditConfig:
     """Read an audit TOML file, with `--set key=value` overrides applied first (`dataclass_config`); unknown
     keys and values of the wrong type are errors (a typo must not silently change an audit)."""
-    path = as_path(path)
+    source = as_path(path)
     try:
-        if not path.is_file():
-            raise JaxcontamError(f"audit config {path} not found: pass an existing TOML file to --config")
-        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+        if not source.is_file():
+            raise JaxcontamError(f"audit config {source} not found: pass an existing TOML file to --config")
+        raw = tomllib.loads(source.read_text(encoding="utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
-        raise JaxcontamError(f"{path}: not valid TOML ({error})") from None
+        raise JaxcontamError(f"{source}: not valid TOML ({error})") from None
     except storage_errors() as error:  # a bucket that does not exist, a refused permission, no credentials
-        raise describe_error(path, error) from None
-    return config_from_toml(apply_overrides(raw, overrides), path.parent, str(path))
+        raise describe_error(source, error) from None
+    return config_from_toml(apply_overrides(raw, overrides), source.parent, str(source))
 
 
 def config_from_toml(raw: dict, base: Path, where: str) -> AuditConfig:

@@ -28,6 +28,7 @@ from jaxcontam.data.records import open_text, position_name, read_json_records, 
 from jaxcontam.errors import DataError, JaxcontamWarning
 from jaxcontam.storage import (
     COMPRESSED,
+    Readable,
     as_path,
     base_suffix,
     describe_error,
@@ -104,7 +105,7 @@ class Corpus:
 # Text and record files ---------------------------------------------------------------------
 
 
-def _check_utf8(path: Path, block: int = 1 << 24) -> None:
+def _check_utf8(path: Readable, block: int = 1 << 24) -> None:
     """Refuse a text or JSON corpus file that is not valid UTF-8, naming its line and the fix, before any work.
 
     A streamed decode (decompressing .gz and .zst): about a second per GB, small beside counting the same text.
@@ -131,7 +132,7 @@ def _check_utf8(path: Path, block: int = 1 << 24) -> None:
             offset += len(data)
 
 
-def _text_file(path: Path, doc_id: str) -> Iterator[Document]:
+def _text_file(path: Readable, doc_id: str) -> Iterator[Document]:
     with open_binary(path) as handle:
         data = handle.read()
     try:
@@ -145,7 +146,7 @@ def _text_file(path: Path, doc_id: str) -> Iterator[Document]:
     yield Document(id=doc_id, text=text)
 
 
-def _record_file(path: Path, doc_id: str, field: str) -> Iterator[Document]:
+def _record_file(path: Readable, doc_id: str, field: str) -> Iterator[Document]:
     suffix = base_suffix(path)
     rows = (
         read_parquet(path, columns=[field])

@@ -13,35 +13,37 @@ import io
 import json
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO, cast
 
 from jaxcontam.errors import DataError
-from jaxcontam.storage import as_path, base_suffix, open_binary
+from jaxcontam.storage import Readable, as_path, base_suffix, open_binary
 
 Row = dict[str, Any]
 
 
-def require_file(path: Path, what: str) -> Path:
-    """`path` if it is a file, else a DataError naming it and `what` was expected there."""
-    path = as_path(path) if isinstance(path, str) else path
-    if not path.is_file():
-        raise DataError(f"{what} not found: {path} does not exist or is not a file; check the path")
-    return path
+def require_file(path: str | Path, what: str) -> Any:
+    """`path` (a local Path, or a `UPath` for a URL) if it is a file, else a DataError naming it and `what` was
+    expected there."""
+    file = as_path(path) if isinstance(path, str) else path
+    if not file.is_file():
+        raise DataError(f"{what} not found: {file} does not exist or is not a file; check the path")
+    return file
 
 
-def open_text(path: Path):
+def open_text(path: Readable):
     """A strict UTF-8 text stream (decompressed for `.gz` and `.zst`), universal newlines."""
-    return io.TextIOWrapper(open_binary(path), encoding="utf-8", errors="strict", newline=None)
+    stream = cast(BinaryIO, open_binary(path))  # a gzip, zstd or plain binary stream
+    return io.TextIOWrapper(stream, encoding="utf-8", errors="strict", newline=None)
 
 
-def _not_utf8(path: Path, line: int, error: UnicodeDecodeError) -> DataError:
+def _not_utf8(path: Readable, line: int, error: UnicodeDecodeError) -> DataError:
     return DataError(
         f"{path}, line {line}: not valid UTF-8 ({error.reason} at byte {error.start} of the line); "
         f"re-encode the file as UTF-8"
     )
 
 
-def _lines(path: Path) -> Iterator[tuple[int, str]]:
+def _lines(path: Readable) -> Iterator[tuple[int, str]]:
     """Numbered lines, naming the line of any invalid UTF-8."""
     with open_binary(path) as handle:
         for number, raw in enumerate(handle, start=1):
@@ -51,7 +53,7 @@ def _lines(path: Path) -> Iterator[tuple[int, str]]:
                 raise _not_utf8(path, number, error) from None
 
 
-def read_jsonl(path: Path) -> Iterator[tuple[int, Row]]:
+def read_jsonl(path: Readable) -> Iterator[tuple[int, Row]]:
     """(line number, object) for each non-blank line of a JSON-lines file."""
     for number, line in _lines(path):
         if not line.strip():
@@ -67,7 +69,7 @@ def read_jsonl(path: Path) -> Iterator[tuple[int, Row]]:
         yield number, row
 
 
-def read_json_records(path: Path) -> Iterator[tuple[int, Row]]:
+def read_json_records(path: Readable) -> Iterator[tuple[int, Row]]:
     """Records of a `.json` file: a JSON list of objects (index from 0), or JSON lines."""
     with open_text(path) as handle:
         try:
@@ -90,7 +92,7 @@ def read_json_records(path: Path) -> Iterator[tuple[int, Row]]:
         yield index, row
 
 
-def read_csv(path: Path, fieldnames: list[str] | None = None) -> Iterator[tuple[int, Row]]:
+def read_csv(path: Readable, fieldnames: list[str] | None = None) -> Iterator[tuple[int, Row]]:
     """(line number, row dict) for each CSV row; the first row is the header unless `fieldnames` is given."""
     lines = (line for _, line in _lines(path))
     reader = csv.reader(lines)
@@ -107,7 +109,7 @@ def read_csv(path: Path, fieldnames: list[str] | None = None) -> Iterator[tuple[
         yield number, dict(zip(header, row))
 
 
-def read_parquet(path: Path, columns: list[str] | None = None, batch_size: int = 4096) -> Iterator[tuple[int, Row]]:
+def read_parquet(path: Readable, columns: list[str] | None = None, batch_size: int = 4096) -> Iterator[tuple[int, Row]]:
     """(row index, row dict) for each Parquet row, read batch by batch."""
     import pyarrow.parquet as pq
 
@@ -127,7 +129,7 @@ def read_parquet(path: Path, columns: list[str] | None = None, batch_size: int =
             index += 1
 
 
-def read_rows(path: Path) -> Iterator[tuple[int, Row]]:
+def read_rows(path: Readable) -> Iterator[tuple[int, Row]]:
     """Rows of a table file chosen by suffix: .jsonl, .json, .csv or .parquet (text optionally .gz or .zst)."""
     suffix = base_suffix(path)
     readers = {".jsonl": read_jsonl, ".json": read_json_records, ".csv": read_csv, ".parquet": read_parquet}
@@ -136,7 +138,7 @@ def read_rows(path: Path) -> Iterator[tuple[int, Row]]:
     return readers[suffix](path)
 
 
-def position_name(path: Path, position: int) -> str:
+def position_name(path: Readable, position: int) -> str:
     """How an error names a row: `file, line N` (JSONL, CSV), `record N` (JSON), `row N` (Parquet)."""
     kind = {".parquet": "row", ".json": "record"}.get(base_suffix(path), "line")
     return f"{path}, {kind} {position}"

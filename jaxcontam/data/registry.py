@@ -342,10 +342,10 @@ def _under(folder: Path, relative: str) -> Path | None:
 def find_local(relative: str, path: str | Path | None, what: str) -> Path:
     """`relative` under `path` (a file is taken as is) or under the first data root holding it."""
     if path is not None:
-        path = as_path(path)
-        found = path if path.is_file() else (_under(path, relative) if path.is_dir() else None)
+        given = as_path(path)
+        found = given if given.is_file() else (_under(given, relative) if given.is_dir() else None)
         if found is None:
-            raise DataError(f"{what}: {path} is not {relative} nor a folder holding it; check the path")
+            raise DataError(f"{what}: {given} is not {relative} nor a folder holding it; check the path")
         return found
     for root in data_roots():
         if (root / relative).exists():
@@ -360,18 +360,18 @@ def locate(spec: BenchmarkSpec, split: str, path: str | Path | None) -> Path | N
     """The local file or folder of `spec`'s `split`, or None when it must come from the hub."""
     relative = spec.local.get(split)
     if path is not None:
-        path = as_path(path)
-        if not path.exists():
+        given = as_path(path)
+        if not given.exists():
             raise DataError(
-                f"{spec.name}: --path {path} does not exist; give the benchmark's file or folder, "
+                f"{spec.name}: --path {given} does not exist; give the benchmark's file or folder, "
                 f"or a data root holding {relative or spec.name}"
             )
-        if path.is_file():
-            return path
-        found = _under(path, relative) if relative else None
+        if given.is_file():
+            return given
+        found = _under(given, relative) if relative else None
         if found is None:
             wanted = f"{relative} (or its tail)" if relative else f"a local copy of split {split!r}"
-            raise DataError(f"{spec.name}: {path} holds no {wanted}; local splits: {', '.join(spec.local)}")
+            raise DataError(f"{spec.name}: {given} holds no {wanted}; local splits: {', '.join(spec.local)}")
         return found
     if relative is None:
         return None

@@ -15,12 +15,16 @@ from __future__ import annotations
 
 import dataclasses
 import weakref
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from jaxcontam.models.families import FAMILIES
 from jaxcontam.models.positioned_reads import read_runs, reserved, strided_runs
 from jaxcontam.models.spec import ModelSpec
+
+if TYPE_CHECKING:
+    from jaxcontam.models.gguf import GGUFTensorInfo
 
 _FLOAT = np.dtype(np.float32)
 
@@ -30,7 +34,7 @@ class _Reserved:
     """One tensor's reserved address range and what is needed to read any part of it."""
 
     name: str  # the GGUF tensor name
-    info: object  # the GGUFTensorInfo it was read with
+    info: GGUFTensorInfo  # what it was read with
     start: int  # address of its first float
     size: int  # bytes
     mapping: weakref.ref  # its reserved array; dead once no view of it is left
@@ -42,7 +46,9 @@ class GGUFTensorReader:
 
     def __init__(self, spec: ModelSpec):
         self.spec = spec
-        self.format = FAMILIES[spec.model_type].gguf
+        gguf_format = FAMILIES[spec.model_type].gguf
+        assert gguf_format is not None  # only a family with a GGUF format reads GGUF files
+        self.format = gguf_format
         self.bytes_read = 0  # by positioned reads, quantised bytes
         self._reserved: list[_Reserved] = []
         self._last: tuple[str, np.ndarray] | None = None  # the stacked expert tensor its experts are sliced from
@@ -92,6 +98,7 @@ class GGUFTensorReader:
         else:
             columns_taken = (first_column - read_from)[:, None] + np.arange(length)
             taken = values[np.searchsorted(needed, rows)[:, None], columns_taken]
+        assert plan is not None  # rows were found in it
         _, _, block_shape, order = plan
         return taken.reshape(block_shape).transpose(np.argsort(order)).reshape(view.shape)
 
@@ -135,7 +142,7 @@ class GGUFTensorReader:
 def _row_count(shape: tuple[int, ...]) -> int:
     """The rows llama.cpp's row changes index: a matrix's rows (experts' rows one after another), a vector's
     elements."""
-    return int(np.prod(shape[:-1])) if len(shape) > 1 else shape[0]
+    return int(np.prod(shape[:-1])) if len(shape) > 1 else int(np.prod(shape))
 
 
 def _row_runs(first: np.ndarray, length: int, columns: int) -> tuple[np.ndarray, np.ndarray, int] | None:

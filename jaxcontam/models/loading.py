@@ -230,7 +230,7 @@ def place_params(
     return params
 
 
-def load_tokenizer(directory: pathlib.Path):
+def load_tokenizer(directory):
     """The fast tokenizer saved beside the weights (a folder in a bucket: its small tokenizer files copied to a
     temporary folder first), or None when the directory has none."""
     if not any((directory / name).exists() for name in ("tokenizer.json", "tokenizer_config.json")):

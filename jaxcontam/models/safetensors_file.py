@@ -58,7 +58,7 @@ class TensorReader:
     """Memory-maps each file once and returns tensors as views into the maps; `materialize` reads a view."""
 
     def __init__(self):
-        self._maps: dict[pathlib.Path, np.memmap] = {}
+        self._maps: dict[pathlib.Path, np.ndarray] = {}  # memory maps, or reserved ranges of bucket objects
         self.bytes_read = 0  # by `materialize`'s positioned reads
 
     def read(self, name: str, info: TensorInfo) -> np.ndarray:

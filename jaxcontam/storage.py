@@ -255,9 +255,10 @@ def cache_root() -> Path:
     return Path(os.environ.get("JAXCONTAM_CACHE") or Path.home() / ".cache" / "jaxcontam").expanduser()
 
 
-def output_folder(out: str | Path) -> Path:
+def output_folder(out: str | Path, fill: bool = True) -> Path:
     """The local folder a command writes `out` in: `out` itself, or for a URL a mirror folder under the cache,
-    filled first with what the bucket folder holds (a rerun resumes from it), whose files `publish` uploads."""
+    filled first with what the bucket folder holds when `fill` (a rerun resumes from it), whose files `publish`
+    uploads."""
     if not is_url(str(out)):
         return Path(out)
     remote = as_path(str(out))
@@ -267,7 +268,7 @@ def output_folder(out: str | Path) -> Path:
     shutil.rmtree(local, ignore_errors=True)  # the bucket is the state; an older mirror may be stale
     local.mkdir(parents=True)
     try:
-        if remote.exists():
+        if fill and remote.exists():
             for source in remote.rglob("*"):
                 if source.is_file():
                     target = local / source.relative_to(remote).as_posix()
@@ -277,6 +278,15 @@ def output_folder(out: str | Path) -> Path:
         raise describe_error(out, error) from None
     _MIRRORS[local] = remote
     return local
+
+
+def output_file(out: str) -> Path:
+    """The local path a command writes the file `out` at: `out` itself, or for a URL a file in a mirror of its
+    bucket folder (not filled: only this file is written there), uploaded by `publish`."""
+    if not is_url(out):
+        return Path(out)
+    folder, _, name = out.rstrip("/").rpartition("/")
+    return output_folder(folder, fill=False) / name
 
 
 def publish(path: str | Path) -> None:

@@ -265,3 +265,20 @@ def test_the_ngram_command_reads_a_glob_of_bucket_shards_and_writes_to_the_bucke
     assert remote == pq.read_table(tmp_path / "out" / "items.parquet").to_pylist()
     assert sum(row["longest_match"] > 0 for row in remote) >= 20  # the leaked premises are found
     assert any(name.startswith("corpora/ngram-out/counts/") for name in direct.find("corpora/ngram-out"))
+
+
+def test_score_reads_its_model_and_texts_from_the_bucket_and_writes_its_scores_there(s3, tmp_path):
+    import jaxcontam
+    from jaxcontam.cli import main
+
+    direct, _ = s3
+    example = pathlib.Path(jaxcontam.__file__).parent / "examples" / "tiny_contaminated"
+    direct.put(str(example / "model") + "/", "models/score/", recursive=True)
+    direct.put(str(example / "copa_test_sample.jsonl"), "corpora/score/copa.jsonl")
+    common = ["--field", "text=premise", "--limit", "6"]
+    main(["score", "--model", str(example / "model"), "--data", str(example / "copa_test_sample.jsonl"), *common,
+          "--out", str(tmp_path / "scores.jsonl")])  # fmt: skip
+    main(["score", "--model", "s3://models/score", "--data", "s3://corpora/score/copa.jsonl", *common,
+          "--out", "s3://corpora/score-out/scores.jsonl"])  # fmt: skip
+    local = (tmp_path / "scores.jsonl").read_text().splitlines()
+    assert direct.cat("corpora/score-out/scores.jsonl").decode().splitlines() == local and len(local) == 6

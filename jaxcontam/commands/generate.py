@@ -12,6 +12,7 @@ from jaxcontam.commands.config_file import config_file_options
 from jaxcontam.commands.mesh_options import dtype_option, mesh_layout, mesh_options
 from jaxcontam.commands.text_files import output_file, parse_fields, read_texts
 from jaxcontam.errors import DataError
+from jaxcontam.storage import publish
 
 
 @runs_on_every_host
@@ -63,8 +64,8 @@ def generate(
     from jaxcontam.engine.generation import generate as run_generation
 
     layout, device_mesh = mesh_layout(mesh, fsdp)
-    texts = read_texts(Path(data_path), parse_fields(field_pairs, ("text", "id")))[:limit]
-    out = output_file(out) if is_writer() else Path(out)
+    texts = read_texts(data_path, parse_fields(field_pairs, ("text", "id")))[:limit]
+    out_url, out = out, output_file(out) if is_writer() else Path(out)
     model = jaxcontam.load_model(model_path, dtype=dtype, mesh=device_mesh, fsdp=layout.fsdp)
     if model.tokenizer is None:
         raise DataError(f"{model_path} has no tokenizer: add tokenizer.json beside the weights")
@@ -92,4 +93,5 @@ def generate(
                 "finish_reason": result.finish_reason,
             }
             handle.write(json.dumps(record) + "\n")
-    click.echo(f"generated {len(texts)} completions -> {out}")
+    publish(out)
+    click.echo(f"generated {len(texts)} completions -> {out_url}")

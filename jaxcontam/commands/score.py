@@ -13,6 +13,7 @@ from jaxcontam.commands.mesh_options import dtype_option, mesh_layout, mesh_opti
 from jaxcontam.commands.text_files import output_file, parse_fields, read_texts
 from jaxcontam.detect.likelihood import LikelihoodSettings
 from jaxcontam.errors import DataError
+from jaxcontam.storage import publish
 
 
 def tokenize_texts(tokenizer, texts, path) -> list[list[int]]:
@@ -64,8 +65,8 @@ def score(model_path, data_path, field_pairs, out, k, reference_model, dtype, ba
     from jaxcontam.engine.scoring import score_logprobs
 
     layout, device_mesh = mesh_layout(mesh, fsdp)
-    texts = read_texts(Path(data_path), parse_fields(field_pairs, ("text", "id")))[:limit]
-    out = output_file(out) if is_writer() else Path(out)
+    texts = read_texts(data_path, parse_fields(field_pairs, ("text", "id")))[:limit]
+    out_url, out = out, output_file(out) if is_writer() else Path(out)
     model = jaxcontam.load_model(model_path, dtype=dtype, mesh=device_mesh, fsdp=layout.fsdp)
     token_ids = tokenize_texts(model.tokenizer, texts, data_path)
     scores = score_logprobs(model, token_ids, with_stats=True, rows_per_batch=batch_rows, progress=True)
@@ -88,4 +89,5 @@ def score(model_path, data_path, field_pairs, out, k, reference_model, dtype, ba
             if reference is not None:
                 record["reference_ratio"] = likelihood.reference_ratio(s.logprobs, reference[i].logprobs)
             handle.write(json.dumps(record) + "\n")
-    click.echo(f"scored {len(texts)} texts -> {out}")
+    publish(out)
+    click.echo(f"scored {len(texts)} texts -> {out_url}")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from jaxcontam import storage
 from jaxcontam.errors import DataError
 
 
@@ -22,7 +23,7 @@ def parse_fields(pairs, allowed) -> dict[str, str]:
     return mapping
 
 
-def read_texts(path: Path, fields: dict[str, str]) -> list[tuple[str, str]]:
+def read_texts(path: str, fields: dict[str, str]) -> list[tuple[str, str]]:
     """(id, text) pairs from .txt (one text per non-empty line) or .jsonl/.json/.csv/.parquet rows.
 
     The id is the row's `fields["id"]` column when present, else its line/row number.
@@ -35,7 +36,7 @@ def read_texts(path: Path, fields: dict[str, str]) -> list[tuple[str, str]]:
         text_field,
     )
 
-    path = require_file(Path(path), "data file")
+    path = require_file(path, "data file")  # local, or a URL
     if base_suffix(path) == ".txt":
         from jaxcontam.data.records import open_text
 
@@ -52,8 +53,9 @@ def read_texts(path: Path, fields: dict[str, str]) -> list[tuple[str, str]]:
 
 
 def output_file(out: str) -> Path:
-    """The output path, its folder created now: a missing folder must not fail the run after the model work."""
-    path = Path(out)
+    """The local output path (for a bucket URL, in a mirror folder; `storage.publish` uploads it), its folder
+    created now: a missing folder must not fail the run after the model work."""
+    path = storage.output_file(out)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
     except OSError as error:

@@ -258,3 +258,23 @@ def test_model_args_mesh_and_fsdp_shard_the_model_with_the_same_results():
         for (a, greedy_a), (b, greedy_b) in zip(run["scores"], base["scores"], strict=True):
             assert math.isclose(a, b, abs_tol=1e-4) and greedy_a == greedy_b
         assert run["text"] == base["text"]
+
+
+def test_the_command_writes_results_to_a_bucket(shared_data, monkeypatch):
+    """`jaxcontam lm-eval --out s3://...` (the bundled tiny model, 2 COPA documents): results.json and the samples
+    land in the bucket."""
+    from click.testing import CliRunner
+
+    import jaxcontam
+    from jaxcontam.cli import cli
+    from object_stores import s3_server
+
+    monkeypatch.setenv("JAXCONTAM_DATA", str(shared_data))
+    model = Path(jaxcontam.__file__).parent / "examples" / "tiny_contaminated" / "model"
+    with s3_server() as (direct, _):
+        direct.mkdir("results")
+        args = ["lm-eval", "--model", str(model), "--tasks", "copa", "--limit", "2", "--log-samples"]
+        result = CliRunner().invoke(cli, [*args, "--out", "s3://results/lm-eval"])
+        assert result.exit_code == 0, result.output
+        assert json.loads(direct.cat("results/lm-eval/results.json"))["results"]["copa"]["acc,none"] in (0, 0.5, 1)
+        assert len(json.loads(direct.cat("results/lm-eval/samples.json"))["copa"]) == 2

@@ -450,3 +450,18 @@ def test_epg_command_prints_and_writes_the_pvalue(tmp_path):
     assert "max-z test p=0.01 (significant at alpha=0.05, 99 permutations)" in result.output
     contam = json.loads((out / "summary.json").read_text())["runs"][0]["contam"]
     assert contam["pvalue"] == 0.01 and contam["significant"] is True and contam["n_resamples"] == 99
+
+
+def test_epg_command_writes_its_summary_and_plot_to_a_bucket(tmp_path):
+    from object_stores import s3_server
+
+    items = tmp_path / "items.parquet"
+    pq.write_table(pa.Table.from_pylist(planted_rows(gain=0.3)), items)
+    with s3_server() as (direct, _):
+        direct.mkdir("results")
+        result = CliRunner().invoke(
+            cli, ["epg", "--items", str(items), "--resamples", "99", "--out", "s3://results/epg"]
+        )
+        assert result.exit_code == 0, result.output
+        contam = json.loads(direct.cat("results/epg/summary.json"))["runs"][0]["contam"]
+        assert contam["pvalue"] == 0.01 and direct.exists("results/epg/plots/contam-0.png")

@@ -85,7 +85,7 @@ def ngram_rows(config: AuditConfig, inputs: AuditInputs, out: Path) -> dict | No
     units = load_units(tokenizer)
     corpora = [(c, inputs.corpora.get(c) or open_corpus(c, field=config.corpus_text_field)) for c in config.corpora]
     counts_dir = (
-        Path(config.counts)
+        output_folder(config.counts)  # a bucket URL: its counts are read back, and new ones uploaded
         if config.counts
         else out
         / "counts"

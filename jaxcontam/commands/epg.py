@@ -58,7 +58,6 @@ def epg(items_path, metric, z_crit, min_clean, min_contaminated, alpha, resample
     """EPG curve per metric, the selected threshold and EPG with its CI, and the calibrated p-value of the
     threshold search, per (model, benchmark) in ITEMS."""
     import json
-    from pathlib import Path
 
     import pyarrow.parquet as pq
 
@@ -87,7 +86,9 @@ def epg(items_path, metric, z_crit, min_clean, min_contaminated, alpha, resample
     groups: dict[tuple, list[dict]] = {}
     for row in rows:
         groups.setdefault((row.get("model", "model"), row["benchmark"], row.get("split", "")), []).append(row)
-    out = Path(out)
+    from jaxcontam.storage import output_folder, publish
+
+    out = output_folder(out)  # a bucket URL: a local mirror whose files are uploaded as they are written
     (out / "plots").mkdir(parents=True, exist_ok=True)
     runs = []
     for index, ((model, benchmark, split), group) in enumerate(groups.items()):
@@ -112,3 +113,4 @@ def epg(items_path, metric, z_crit, min_clean, min_contaminated, alpha, resample
             test = f"max-z test: {c.status.label}"
         click.echo(f"{model} | {benchmark}: {selected}; {test}")
     (out / "summary.json").write_text(json.dumps(json_ready({"runs": runs}), indent=2) + "\n")
+    publish(out / "summary.json")

@@ -76,6 +76,7 @@ def lm_eval(
 
     import jaxcontam.lm_eval  # noqa: F401  (registers the model "jaxcontam"; raises if lm-eval is missing)
     from jaxcontam.data.lm_eval_tasks import find_local_copy, parse_data_files, task_manager, write_task_overrides
+    from jaxcontam.storage import output_folder, publish
 
     names = [name.strip() for name in tasks.split(",") if name.strip()]
     files = parse_data_files(data_files)
@@ -89,7 +90,8 @@ def lm_eval(
         **simple_parse_args_string(model_args),
     }
     with tempfile.TemporaryDirectory(prefix="jaxcontam-lm-eval-") as scratch:
-        folder = Path(out) / "tasks" if out is not None else Path(scratch)
+        out_dir = output_folder(out, fill=False) if out is not None else None  # a bucket URL: a local mirror
+        folder = out_dir / "tasks" if out_dir is not None else Path(scratch)
         used = write_task_overrides(folder, files, local) if files or local else {}
         for name, file in used.items():
             click.echo(f"{name}: documents from {find_local_copy(name) if name in local else file}", err=True)
@@ -110,7 +112,10 @@ def lm_eval(
     click.echo(make_table(results))
     if out is not None:
         samples = results.pop("samples", None)
-        Path(out, "results.json").write_text(json.dumps(results, indent=2, default=handle_non_serializable))
+        written = {"results.json": json.dumps(results, indent=2, default=handle_non_serializable)}
         if samples is not None:
-            Path(out, "samples.json").write_text(json.dumps(samples, default=handle_non_serializable))
-        click.echo(f"results -> {Path(out, 'results.json')}")
+            written["samples.json"] = json.dumps(samples, default=handle_non_serializable)
+        for name, text in written.items():
+            output_folder(out, fill=False).joinpath(name).write_text(text)
+            publish(output_folder(out, fill=False) / name)
+        click.echo(f"results -> {str(out).rstrip('/')}/results.json")

@@ -36,19 +36,19 @@ def read_texts(path: str, fields: dict[str, str]) -> list[tuple[str, str]]:
         text_field,
     )
 
-    path = require_file(path, "data file")  # local, or a URL
-    if base_suffix(path) == ".txt":
+    file = require_file(path, "data file")  # local, or a URL
+    if base_suffix(file) == ".txt":
         from jaxcontam.data.records import open_text
 
-        with open_text(path) as handle:
+        with open_text(file) as handle:
             return [(str(n), line.rstrip("\n")) for n, line in enumerate(handle, start=1) if line.strip()]
     texts = []
-    for position, row in read_rows(path):
-        where = position_name(path, position)
+    for position, row in read_rows(file):
+        where = position_name(file, position)
         ident = row.get(fields["id"])
         texts.append((str(position) if ident is None else str(ident), text_field(row, fields["text"], where)))
     if not texts:
-        raise DataError(f"{path} has no rows: nothing to score")
+        raise DataError(f"{file} has no rows: nothing to score")
     return texts
 
 

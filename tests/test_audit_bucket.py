@@ -43,8 +43,8 @@ def finish(process) -> str:
 
 
 def comparable(summary: dict) -> dict:
-    """The summary without the corpus paths (local files here, objects in the bucket there)."""
-    settings = {k: v for k, v in summary["settings"].items() if k != "corpora"}
+    """The summary without the corpus and counts paths (local files here, objects in the bucket there)."""
+    settings = {k: v for k, v in summary["settings"].items() if k not in ("corpora", "counts")}
     return {**summary, "settings": settings}
 
 
@@ -96,7 +96,11 @@ def test_a_killed_bucket_audit_resumes_from_the_bucket_on_a_fresh_machine(local_
 
 
 def killed_and_resumed(bucket, local_summary, tmp_path) -> None:
-    bucket.pipe("audits/example/audit.toml", config_text("s3://audits/resumed").encode())
+    text = config_text("s3://audits/resumed").replace(  # and the n-gram counts in a folder of their own there
+        'paths = ["corpus.jsonl.gz"]', 'paths = ["corpus.jsonl.gz"]\ncounts = "s3://audits/counts"'
+    )
+    assert "counts =" in text
+    bucket.pipe("audits/example/audit.toml", text.encode())
     process = audit("s3://audits/example/audit.toml", tmp_path / "first")
     deadline = time.time() + 300
     while time.time() < deadline and process.poll() is None:
@@ -113,3 +117,4 @@ def killed_and_resumed(bucket, local_summary, tmp_path) -> None:
     assert "reused" in log or "resum" in log, log[-2000:]
     bucket.invalidate_cache()
     assert comparable(json.loads(bucket.cat("audits/resumed/summary.json"))) == comparable(local_summary)
+    assert any(path.endswith(".npz") for path in bucket.find("audits/counts"))

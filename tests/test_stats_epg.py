@@ -452,16 +452,16 @@ def test_epg_command_prints_and_writes_the_pvalue(tmp_path):
     assert contam["pvalue"] == 0.01 and contam["significant"] is True and contam["n_resamples"] == 99
 
 
-def test_epg_command_writes_its_summary_and_plot_to_a_bucket(tmp_path):
+def test_epg_command_reads_its_items_from_and_writes_its_summary_and_plot_to_a_bucket(tmp_path):
     from object_stores import s3_server
 
     items = tmp_path / "items.parquet"
     pq.write_table(pa.Table.from_pylist(planted_rows(gain=0.3)), items)
     with s3_server() as (direct, _):
         direct.mkdir("results")
-        result = CliRunner().invoke(
-            cli, ["epg", "--items", str(items), "--resamples", "99", "--out", "s3://results/epg"]
-        )
+        direct.put(str(items), "results/audit/items.parquet")
+        args = ["epg", "--items", "s3://results/audit/items.parquet", "--resamples", "99"]
+        result = CliRunner().invoke(cli, [*args, "--out", "s3://results/epg"])
         assert result.exit_code == 0, result.output
         contam = json.loads(direct.cat("results/epg/summary.json"))["runs"][0]["contam"]
         assert contam["pvalue"] == 0.01 and direct.exists("results/epg/plots/contam-0.png")

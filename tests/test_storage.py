@@ -237,8 +237,8 @@ def test_missing_credentials_are_named_before_anything_is_read(s3, monkeypatch):
 
 
 def test_the_ngram_command_reads_a_glob_of_bucket_shards_and_writes_to_the_bucket(s3, tmp_path, texts):
-    """`jaxcontam ngram` with the corpus as a glob of .jsonl.zst shards, the tokenizer folder and --out in the
-    bucket writes the items of the same command on local files."""
+    """`jaxcontam ngram` with the benchmark file, the corpus as a glob of .jsonl.zst shards, the tokenizer folder
+    and --out in the bucket writes the items of the same command on local files."""
     import jaxcontam
     from jaxcontam.cli import main
 
@@ -251,13 +251,18 @@ def test_the_ngram_command_reads_a_glob_of_bucket_shards_and_writes_to_the_bucke
     direct.put(str(local) + "/", "corpora/ngram/", recursive=True)
     direct.put(str(model / "model") + "/", "models/ngram-tokenizer/", recursive=True)
 
-    def ngram(corpus, tokenizer, out):
-        args = ["ngram", "--benchmark", "copa", "--path", str(model / "copa_test_sample.jsonl"), "--split", "test"]
+    direct.put(str(model / "copa_test_sample.jsonl"), "corpora/ngram-benchmark/copa.jsonl")
+
+    def ngram(benchmark, corpus, tokenizer, out):
+        args = ["ngram", "--benchmark", "copa", "--path", benchmark, "--split", "test"]
         args += ["--corpus", corpus, "--tokenizer", tokenizer, "--out", out, "--n", "4"]
         main(args)
 
-    ngram(str(local / "*.jsonl.zst"), str(model / "model"), str(tmp_path / "out"))
-    ngram("s3://corpora/ngram/*.jsonl.zst", "s3://models/ngram-tokenizer", "s3://corpora/ngram-out")
+    ngram(
+        str(model / "copa_test_sample.jsonl"), str(local / "*.jsonl.zst"), str(model / "model"), str(tmp_path / "out")
+    )
+    ngram("s3://corpora/ngram-benchmark/copa.jsonl", "s3://corpora/ngram/*.jsonl.zst", "s3://models/ngram-tokenizer",
+          "s3://corpora/ngram-out")  # fmt: skip
     import pyarrow.parquet as pq
 
     with direct.open("corpora/ngram-out/items.parquet", "rb") as handle:

@@ -14,10 +14,9 @@ from jaxcontam.ngram.audit import METRICS
 @click.option(
     "--items",
     "items_path",
-    type=click.Path(exists=True, dir_okay=False),
     required=True,
-    help="items.parquet with one row per item: the ConTAM metric columns and 'correct' (0/1 or a score); "
-    "an audit's items.parquet works as is.",
+    help="items.parquet (local or a bucket URL) with one row per item: the ConTAM metric columns and 'correct' "
+    "(0/1 or a score); an audit's items.parquet works as is.",
 )
 @click.option(
     "--metric",
@@ -59,15 +58,14 @@ def epg(items_path, metric, z_crit, min_clean, min_contaminated, alpha, resample
     threshold search, per (model, benchmark) in ITEMS."""
     import json
 
-    import pyarrow.parquet as pq
-
     from jaxcontam.audit.run import json_ready
+    from jaxcontam.data.records import read_parquet, require_file
     from jaxcontam.detect.contam import contam_result
     from jaxcontam.errors import DataError
     from jaxcontam.report.plots import contam_curve_png
     from jaxcontam.report.summary_schema import RunEntry
 
-    rows = pq.read_table(items_path).to_pylist()
+    rows = [row for _, row in read_parquet(require_file(items_path, "--items file"))]
     missing = sorted({"correct", "benchmark", *METRICS} - set(rows[0] if rows else {}))
     if missing:
         raise DataError(

@@ -14,7 +14,7 @@ from jaxcontam.ngram.item_text import SCOPES
 @config_file_options
 @click.command("ngram")
 @click.option("--benchmark", "benchmarks", multiple=True, required=True, help="Benchmark name (repeatable).")
-@click.option("--path", type=click.Path(exists=True), default=None, help="Local benchmark file/folder (one benchmark).")
+@click.option("--path", default=None, help="Benchmark file or folder, local or a bucket URL (one benchmark).")
 @click.option("--split", default=None, help="Benchmark split (the loader's default if omitted).")
 @click.option(
     "--corpus",

@@ -37,6 +37,7 @@ GLOB_CHARACTERS = "*?["
 EXTRAS = {"gs": ("gcsfs", "gcs"), "gcs": ("gcsfs", "gcs"), "s3": ("s3fs", "s3"), "s3a": ("s3fs", "s3")}
 _URL = re.compile(r"^([a-zA-Z][a-zA-Z0-9+.-]*)://")
 _MIRRORS: dict[Path, Any] = {}  # local mirror folder -> the bucket folder it stands for
+_UPLOADED: dict[Path, tuple[int, int]] = {}  # file of a mirror -> (size, mtime) when it was last uploaded
 
 
 class Readable(Protocol):
@@ -304,3 +305,39 @@ def publish(path: str | Path) -> None:
                     "resumes from what the bucket holds"
                 ) from None
             return
+
+
+def publish_tree(folder: str | Path) -> None:
+    """Upload every file under `folder` (a mirror) that changed since its last upload, and delete from the bucket
+    the files uploaded before that are gone here (a checkpoint a newer one replaced); nothing for a local folder."""
+    folder = Path(folder).absolute()
+    if not any(folder.is_relative_to(local) for local in _MIRRORS):
+        return
+    present = set()
+    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+        stat = path.stat()
+        present.add(path)
+        if _UPLOADED.get(path) != (stat.st_size, stat.st_mtime_ns):
+            publish(path)
+            _UPLOADED[path] = (stat.st_size, stat.st_mtime_ns)
+    for path in [p for p in _UPLOADED if p.is_relative_to(folder) and p not in present]:
+        for local, remote in _MIRRORS.items():
+            if path.is_relative_to(local):
+                target = remote / path.relative_to(local).as_posix()
+                try:
+                    target.fs.rm_file(target.path)
+                except FileNotFoundError:
+                    pass
+        del _UPLOADED[path]
+
+
+def read_range(path: Any, start: int, length: int) -> bytes:
+    """Up to `length` bytes at offset `start` of a local file (a positioned read) or a bucket object (one ranged
+    request)."""
+    if isinstance(path, Path):
+        with open(path, "rb", buffering=0) as handle:
+            return os.pread(handle.fileno(), length, start)
+    try:
+        return path.fs.cat_file(path.path, start=start, end=start + length)
+    except storage_errors() as error:
+        raise describe_error(path, error) from None

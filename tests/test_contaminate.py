@@ -171,3 +171,28 @@ def test_finished_run_is_skipped_and_other_settings_are_refused(runs, shared_dat
     assert any("finished" in m for m in messages)
     with pytest.raises(JaxcontamError, match="copies differ"):
         run_contamination(settings(shared_data, runs["verbatim"], copies=1), log=messages.append)
+
+
+def test_a_run_in_a_bucket_killed_mid_training_resumes_there_on_a_fresh_machine(
+    runs, shared_data, tmp_path, monkeypatch
+):
+    """--out on a local S3 server: the checkpoints are uploaded as they are saved, so a rerun with an empty
+    local cache (another machine) resumes from the bucket and ends with the uninterrupted run's weights."""
+    from object_stores import s3_server
+
+    def kill_at_step_3(line):
+        if line.startswith("step 3/"):
+            raise KeyboardInterrupt("killed")
+
+    with s3_server() as (bucket, _):
+        bucket.mkdir("runs")
+        monkeypatch.setenv("JAXCONTAM_CACHE", str(tmp_path / "first-machine"))
+        with pytest.raises(KeyboardInterrupt):
+            run_contamination(settings(shared_data, "s3://runs/killed"), log=kill_at_step_3)
+        assert bucket.exists("runs/killed/ground_truth.jsonl") and not bucket.exists("runs/killed/model")
+        monkeypatch.setenv("JAXCONTAM_CACHE", str(tmp_path / "second-machine"))
+        messages = []
+        run_contamination(settings(shared_data, "s3://runs/killed"), log=messages.append)
+        assert "resumed from the checkpoint of step 2" in messages
+        whole = (runs["verbatim"] / "model" / "model.safetensors").read_bytes()
+        assert bucket.cat("runs/killed/model/model.safetensors") == whole

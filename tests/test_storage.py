@@ -287,3 +287,27 @@ def test_score_reads_its_model_and_texts_from_the_bucket_and_writes_its_scores_t
           "--out", "s3://corpora/score-out/scores.jsonl"])  # fmt: skip
     local = (tmp_path / "scores.jsonl").read_text().splitlines()
     assert direct.cat("corpora/score-out/scores.jsonl").decode().splitlines() == local and len(local) == 6
+
+
+@pytest.mark.parametrize("suffix", [".npy", ".bin"])
+def test_a_token_array_in_a_bucket_reads_as_the_local_one_by_byte_range(s3, tmp_path, suffix):
+    import numpy as np
+
+    direct, proxy = s3
+    tokens = np.random.default_rng(0).integers(0, 60_000, size=10_000).astype(np.uint16)
+    path = tmp_path / f"tokens{suffix}"
+    np.save(path, tokens) if suffix == ".npy" else tokens.tofile(path)
+    direct.put(str(path), f"corpora/tokens/tokens{suffix}")
+    options = {"token_dtype": "uint16", "chunk_tokens": 3_000}
+    local = open_corpus(path, **options)
+    proxy.fetched.clear()
+    remote = open_corpus(f"s3://corpora/tokens/tokens{suffix}", **options)
+    assert (
+        [s.name for s in remote.shards]
+        == [s.name for s in local.shards]
+        == [f"tokens{suffix}@{a}:{min(a + 3000, 10_000)}" for a in range(0, 10_000, 3000)]
+    )
+    for got, want in zip(remote.documents(), local.documents()):
+        assert got.id == want.id and np.array_equal(got.tokens, want.tokens)
+    header = (1 << 16) if suffix == ".npy" else 0  # one ranged read of the .npy header's first 64 KB at most
+    assert proxy.fetched[f"/corpora/tokens/tokens{suffix}"] <= tokens.nbytes + header

@@ -16,6 +16,7 @@ from __future__ import annotations
 import collections
 import dataclasses
 import functools
+import io
 import json
 import warnings
 from collections.abc import Callable, Iterator
@@ -37,6 +38,7 @@ from jaxcontam.storage import (
     has_glob,
     is_url,
     open_binary,
+    read_range,
     storage_errors,
 )
 from jaxcontam.storage import read_ahead as _read_ahead
@@ -195,21 +197,63 @@ def _token_array(path: Path, token_dtype: str | None) -> np.ndarray:
     return np.memmap(path, dtype=token_dtype, mode="r")
 
 
-def _token_shards(path: Path, label: str, token_dtype: str | None, chunk_tokens: int) -> list[CorpusShard]:
-    """One shard per `chunk_tokens` slice of the memory-mapped array; the slice is one document."""
-    length = len(_token_array(path, token_dtype))
+def _remote_token_layout(path, token_dtype: str | None) -> tuple[np.dtype, int, int]:
+    """(dtype, byte offset of the first token, token count) of a token array in a bucket, from its .npy header
+    (one ranged read) or its size (.bin)."""
+    if path.suffix == ".npy":
+        head = io.BytesIO(read_range(path, 0, 1 << 16))
+        try:
+            major, _ = np.lib.format.read_magic(head)
+            read_header = np.lib.format.read_array_header_1_0 if major == 1 else np.lib.format.read_array_header_2_0
+            shape, _, dtype = read_header(head)
+        except ValueError as error:
+            raise DataError(f"{path}: not a readable .npy array ({error})") from None
+        if len(shape) != 1 or not np.issubdtype(dtype, np.integer):
+            raise DataError(f"{path}: expected a 1-D integer token array, got shape {shape} dtype {dtype}")
+        return np.dtype(dtype), head.tell(), shape[0]
+    if token_dtype not in TOKEN_DTYPES:
+        raise DataError(
+            f"{path}: a raw .bin token file needs token_dtype (--token-dtype) uint16 or uint32, got {token_dtype!r}"
+        )
+    dtype = np.dtype(token_dtype)
+    size = path.stat().st_size
+    if size % dtype.itemsize:
+        raise DataError(f"{path}: {size} bytes is not a whole number of {token_dtype} tokens; check --token-dtype")
+    return dtype, 0, size // dtype.itemsize
 
-    def reader(start: int, stop: int, name: str):
-        def read() -> Iterator[Document]:
+
+def _token_shards(path, label: str, token_dtype: str | None, chunk_tokens: int) -> list[CorpusShard]:
+    """One shard per `chunk_tokens` slice of the array (memory-mapped; in a bucket, read by byte range and
+    fetched ahead); the slice is one document."""
+    if isinstance(path, Path):
+        length = len(_token_array(path, token_dtype))
+
+        def read(start: int, stop: int, name: str) -> Iterator[Document]:
             yield Document(id=name, tokens=np.asarray(_token_array(path, token_dtype)[start:stop]))
 
-        return read
+        fetcher: Callable[[int, int, str], CorpusShard] | None = None
+    else:
+        dtype, offset, length = _remote_token_layout(path, token_dtype)
+
+        def tokens(start: int, stop: int) -> np.ndarray:
+            raw = read_range(path, offset + start * dtype.itemsize, (stop - start) * dtype.itemsize)
+            return np.frombuffer(raw, dtype)
+
+        def read(start: int, stop: int, name: str) -> Iterator[Document]:
+            yield Document(id=name, tokens=tokens(start, stop))
+
+        def fetch_tokens(start: int, stop: int, name: str) -> CorpusShard:
+            fetched = Document(id=name, tokens=tokens(start, stop))
+            return CorpusShard(name, lambda: iter([fetched]))
+
+        fetcher = fetch_tokens
 
     shards = []
     for start in range(0, length, chunk_tokens):
         stop = min(start + chunk_tokens, length)
         name = f"{label}@{start}:{stop}"
-        shards.append(CorpusShard(name, reader(start, stop, name)))
+        fetch_shard = functools.partial(fetcher, start, stop, name) if fetcher is not None else None
+        shards.append(CorpusShard(name, functools.partial(read, start, stop, name), fetch_shard))
     return shards
 
 
@@ -326,11 +370,6 @@ def _skip_reason(path: Path, field: str) -> str | None:
 def _file_shards(path: Path, label: str, field: str, token_dtype: str | None, chunk_tokens: int) -> list[CorpusShard]:
     kind = _file_kind(path)
     if kind == "tokens":
-        if not isinstance(path, Path):
-            raise DataError(
-                f"{path}: token arrays are memory-mapped and must be local; copy it to local disk, or point at "
-                "text or record files (.jsonl.zst, .parquet, ...) on the bucket"
-            )
         return _token_shards(path, label, token_dtype, chunk_tokens)
     read = (
         functools.partial(_text_file, doc_id=label)

@@ -22,7 +22,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from jaxcontam.errors import ModelError
-from jaxcontam.models.positioned_reads import read_range, reserved
+from jaxcontam.models.positioned_reads import reserved
+from jaxcontam.storage import read_range
 
 if TYPE_CHECKING:
     from gguf import GGMLQuantizationType

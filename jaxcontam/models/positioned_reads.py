@@ -14,6 +14,7 @@ import pathlib
 import numpy as np
 
 from jaxcontam.errors import ModelError
+from jaxcontam.storage import describe_error, storage_errors
 
 
 def reserved(size: int) -> np.ndarray:
@@ -22,19 +23,6 @@ def reserved(size: int) -> np.ndarray:
     bucket, or quantised), so that numpy's reshape, transpose and slicing still say which bytes a part covers."""
     mapping = mmap.mmap(-1, max(size, 1), flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS, prot=0)
     return np.frombuffer(mapping, np.uint8)[:size]
-
-
-def read_range(path, start: int, length: int) -> bytes:
-    """Up to `length` bytes at offset `start` of a local file or a bucket object (one ranged request)."""
-    if isinstance(path, pathlib.Path):
-        with open(path, "rb", buffering=0) as handle:
-            return os.pread(handle.fileno(), length, start)
-    from jaxcontam.storage import describe_error, storage_errors
-
-    try:
-        return path.fs.cat_file(path.path, start=start, end=start + length)
-    except storage_errors() as error:
-        raise ModelError(str(describe_error(path, error))) from None
 
 
 def read_runs(path, starts: np.ndarray, run_bytes: int) -> np.ndarray:
@@ -54,8 +42,6 @@ def read_runs(path, starts: np.ndarray, run_bytes: int) -> np.ndarray:
 
 def _read_ranges(path, starts: np.ndarray, run_bytes: int, buffer: np.ndarray) -> None:
     """Fill `buffer` with ranged requests for `path`'s object, one per group of back-to-back runs."""
-    from jaxcontam.storage import describe_error, storage_errors
-
     groups = list(coalesced(starts, run_bytes))
     try:
         pieces = path.fs.cat_ranges(

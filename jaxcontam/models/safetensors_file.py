@@ -20,7 +20,8 @@ import ml_dtypes
 import numpy as np
 
 from jaxcontam.errors import ModelError
-from jaxcontam.models.positioned_reads import read_range, read_runs, reserved, strided_runs
+from jaxcontam.models.positioned_reads import read_runs, reserved, strided_runs
+from jaxcontam.storage import read_range
 
 _DTYPES = {"F64": np.float64, "F32": np.float32, "F16": np.float16, "BF16": ml_dtypes.bfloat16}
 

@@ -7,6 +7,7 @@ weights = checkpoints.restore_weights()                                 # e.g. t
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import jax
@@ -18,7 +19,7 @@ from jaxcontam.errors import JaxcontamError
 class TrainCheckpoints:
     """An orbax CheckpointManager over {"weights", "opt_state"} pytrees, keeping the last `keep` steps."""
 
-    def __init__(self, directory: str | Path, *, every: int, keep: int = 2):
+    def __init__(self, directory: str | Path, *, every: int, keep: int = 2, on_saved: Callable[[], None] | None = None):
         try:
             import orbax.checkpoint as ocp
         except ImportError:
@@ -27,6 +28,7 @@ class TrainCheckpoints:
         if every < 1:
             raise ValueError(f"checkpoint interval must be >= 1 step, got {every}")
         self.every = every
+        self.on_saved = on_saved  # e.g. uploading the run folder to its bucket
         self._ocp = ocp
         self._manager = ocp.CheckpointManager(
             Path(directory).resolve(),
@@ -41,6 +43,8 @@ class TrainCheckpoints:
             step, args=self._ocp.args.StandardSave({"weights": weights, "opt_state": opt_state}), force=True
         )
         self._manager.wait_until_finished()
+        if self.on_saved is not None:
+            self.on_saved()
 
     def restore(self, step: int, weights_like: dict, opt_state_like) -> tuple[dict, object]:
         """The state saved at `step`, restored into the structure, dtypes and (for device arrays) shardings of

@@ -27,6 +27,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from jaxcontam.errors import JaxcontamError
+from jaxcontam.storage import output_folder, publish_tree
 
 CURVE = "curve.jsonl"
 AUDIT_CURVE = "audit_curve.jsonl"
@@ -233,10 +234,10 @@ def run_contamination(settings: ContaminationSettings, log: Callable[[str], None
     from jaxcontam.training.loop import fit
 
     settings.check()
-    out = Path(settings.out)
+    out = output_folder(settings.out)  # a bucket URL: a local mirror, filled from the bucket, uploaded as it grows
     model_dir = out / "model"
     if _recorded(out, settings) and (model_dir / "config.json").exists():
-        log(f"{out}: this run is finished (model in {model_dir}); nothing to do")
+        log(f"{settings.out}: this run is finished (its model in model/); nothing to do")
         return model_dir
     layout, mesh = mesh_layout(settings.mesh, settings.fsdp)
     if settings.batch_size % mesh.shape["data"]:
@@ -260,7 +261,7 @@ def run_contamination(settings: ContaminationSettings, log: Callable[[str], None
     digest = hashlib.sha256(json.dumps([d.to_row() for d in documents]).encode()).hexdigest()
     if (out / "settings.json").exists() and json.loads((out / "settings.json").read_text()).get("mix") != digest:
         raise JaxcontamError(
-            f"{out}: the training mix built now differs from the one its checkpoints were trained "
+            f"{settings.out}: the training mix built now differs from the one its checkpoints were trained "
             "on (same settings, other jaxcontam code or data files); pass a new --out"
         )
     out.mkdir(parents=True, exist_ok=True)
@@ -278,13 +279,16 @@ def run_contamination(settings: ContaminationSettings, log: Callable[[str], None
         else None,
     }
     (out / "settings.json").write_text(json.dumps(record, indent=2) + "\n")
+    publish_tree(out)
     log(
         f"{counts['general_tokens']:,} general + {counts['benchmark_tokens']:,} benchmark tokens in "
         f"{len(documents):,} documents: {steps} steps of {settings.batch_size} x {settings.seq_len} on mesh "
         f"data={mesh.shape['data']} x model={mesh.shape['model']}{' (fsdp)' if layout.fsdp else ''}"
     )
 
-    checkpoints = TrainCheckpoints(out / "checkpoints", every=settings.checkpoint_every)
+    checkpoints = TrainCheckpoints(
+        out / "checkpoints", every=settings.checkpoint_every, on_saved=lambda: publish_tree(out)
+    )
     resumed = checkpoints.latest_step() or 0
     callback = None
     if settings.audit_every:
@@ -318,5 +322,6 @@ def run_contamination(settings: ContaminationSettings, log: Callable[[str], None
         "seconds": time.perf_counter() - started,
     }
     (out / "run.json").write_text(json.dumps(run, indent=2) + "\n")
-    log(f"wrote {model_dir} ({result.tokens_per_second:,.0f} tokens/s)")
+    publish_tree(out)
+    log(f"wrote {settings.out.rstrip('/')}/model ({result.tokens_per_second:,.0f} tokens/s)")
     return model_dir

@@ -311,3 +311,17 @@ def test_a_token_array_in_a_bucket_reads_as_the_local_one_by_byte_range(s3, tmp_
         assert got.id == want.id and np.array_equal(got.tokens, want.tokens)
     header = (1 << 16) if suffix == ".npy" else 0  # one ranged read of the .npy header's first 64 KB at most
     assert proxy.fetched[f"/corpora/tokens/tokens{suffix}"] <= tokens.nbytes + header
+
+
+def test_a_refused_upload_names_the_fix_and_keeps_the_local_copy(s3, tmp_path, monkeypatch):
+    from jaxcontam.storage import output_file, publish
+
+    _, proxy = s3
+    monkeypatch.setenv("JAXCONTAM_CACHE", str(tmp_path))
+    local = output_file("s3://corpora/refused/scores.jsonl")
+    local.parent.mkdir(parents=True, exist_ok=True)
+    local.write_text("{}\n")
+    proxy.faults["/corpora/refused/scores.jsonl"] = [403] * 20
+    with pytest.raises(DataError, match=r"cannot be written .*grant write access.*kept in .*a rerun resumes"):
+        publish(local)
+    assert local.read_text() == "{}\n"

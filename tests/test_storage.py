@@ -325,3 +325,8 @@ def test_a_refused_upload_names_the_fix_and_keeps_the_local_copy(s3, tmp_path, m
     with pytest.raises(DataError, match=r"cannot be written .*grant write access.*kept in .*a rerun resumes"):
         publish(local)
     assert local.read_text() == "{}\n"
+
+
+def test_a_file_url_reads_as_the_local_path(tmp_path, texts):
+    local = write_corpus(tmp_path / "packed", texts, compress=True)
+    assert plain_ids(open_corpus(f"file://{local}")) == plain_ids(open_corpus(local))

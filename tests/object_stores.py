@@ -12,6 +12,7 @@ import logging
 import os
 import threading
 import urllib.parse
+import urllib.request
 
 AWS_VARIABLES = ("AWS_ENDPOINT_URL", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_DEFAULT_REGION")
 
@@ -92,7 +93,10 @@ def s3_server():
     logging.getLogger("werkzeug").setLevel(logging.ERROR)  # moto's server logs every request
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
     server.start()
-    proxy = CountingProxy(server.get_host_and_port())
+    host, port = server.get_host_and_port()
+    # moto's backend is per process: a server started earlier in this process would show its buckets here
+    urllib.request.urlopen(urllib.request.Request(f"http://{host}:{port}/moto-api/reset", method="POST")).close()
+    proxy = CountingProxy((host, port))
     threading.Thread(target=proxy.serve_forever, daemon=True).start()
     saved = {k: os.environ.get(k) for k in AWS_VARIABLES}
     os.environ.update(
@@ -102,7 +106,6 @@ def s3_server():
         AWS_DEFAULT_REGION="us-east-1",
     )
     s3fs.S3FileSystem.clear_instance_cache()
-    host, port = server.get_host_and_port()
     direct = s3fs.S3FileSystem(endpoint_url=f"http://{host}:{port}", skip_instance_cache=True)
     try:
         yield direct, proxy

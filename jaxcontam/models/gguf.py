@@ -13,7 +13,6 @@ to gemma norm weights. The family also names its llama.cpp architecture and the 
 
 from __future__ import annotations
 
-import dataclasses
 import pathlib
 from typing import Any
 
@@ -22,7 +21,7 @@ from jaxcontam.models.checkpoint_map import DEFAULT_PREFIX, checkpoint_entries
 from jaxcontam.models.families import FAMILIES
 from jaxcontam.models.families.base import Family, GGUFFormat
 from jaxcontam.models.families.llama import unpermute_rotary_rows
-from jaxcontam.models.gguf_file import GGUFFile, GGUFTensor, read_gguf
+from jaxcontam.models.gguf_file import GGUFFile, GGUFTensor, GGUFTensorInfo, read_gguf
 from jaxcontam.models.gguf_parts import GGUFTensorReader
 from jaxcontam.models.gguf_tokenizer import gguf_tokenizer
 from jaxcontam.models.spec import ModelSpec, from_hf_config
@@ -45,17 +44,6 @@ __all__ = [
     "tensor_index",
     "unpermute_rotary_rows",
 ]
-
-
-@dataclasses.dataclass(frozen=True)
-class GGUFTensorInfo:
-    """One stored tensor: `shape` in Hugging Face (row-major numpy) order; `tensor` the file's entry; `expert`: the
-    index of one expert's slice of a stacked expert tensor (whose `shape` is then the slice's)."""
-
-    file: pathlib.Path
-    shape: tuple[int, ...]
-    tensor: GGUFTensor = dataclasses.field(compare=False, repr=False)
-    expert: int | None = None
 
 
 def open_reader(path: pathlib.Path) -> GGUFFile:

@@ -60,6 +60,17 @@ class GGUFFile:
     tensors: tuple[GGUFTensor, ...]
 
 
+@dataclasses.dataclass(frozen=True)
+class GGUFTensorInfo:
+    """One stored tensor: `shape` in Hugging Face (row-major numpy) order; `tensor` the file's entry; `expert`: the
+    index of one expert's slice of a stacked expert tensor (whose `shape` is then the slice's)."""
+
+    file: pathlib.Path
+    shape: tuple[int, ...]
+    tensor: GGUFTensor = dataclasses.field(compare=False, repr=False)
+    expert: int | None = None
+
+
 class _Truncated(Exception):
     """The parse ran past the bytes read so far."""
 

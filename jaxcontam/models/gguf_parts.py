@@ -15,16 +15,13 @@ from __future__ import annotations
 
 import dataclasses
 import weakref
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from jaxcontam.models.families import FAMILIES
+from jaxcontam.models.gguf_file import GGUFTensorInfo
 from jaxcontam.models.positioned_reads import read_runs, reserved, strided_runs
 from jaxcontam.models.spec import ModelSpec
-
-if TYPE_CHECKING:
-    from jaxcontam.models.gguf import GGUFTensorInfo
 
 _FLOAT = np.dtype(np.float32)
 

@@ -65,13 +65,13 @@ def storage_errors() -> tuple[type[BaseException], ...]:
     client errors of botocore and google-auth, which reach the caller untranslated."""
     found: list[type[BaseException]] = [OSError]
     try:
-        from botocore.exceptions import BotoCoreError
+        from botocore.exceptions import BotoCoreError  # pyright: ignore[reportMissingImports]
 
         found.append(BotoCoreError)
     except ImportError:
         pass
     try:
-        from google.auth.exceptions import GoogleAuthError
+        from google.auth.exceptions import GoogleAuthError  # pyright: ignore[reportMissingImports]
 
         found.append(GoogleAuthError)
     except ImportError:

@@ -330,3 +330,31 @@ def test_a_refused_upload_names_the_fix_and_keeps_the_local_copy(s3, tmp_path, m
 def test_a_file_url_reads_as_the_local_path(tmp_path, texts):
     local = write_corpus(tmp_path / "packed", texts, compress=True)
     assert plain_ids(open_corpus(f"file://{local}")) == plain_ids(open_corpus(local))
+
+
+MIRROR_WORKER = """
+import json, sys
+import jax
+jax.config.update("jax_cpu_collectives_implementation", "gloo")
+port, pid, out = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+jax.distributed.initialize(coordinator_address=f"127.0.0.1:{port}", num_processes=2, process_id=pid)
+from jaxcontam.storage import output_folder, publish
+local = output_folder("s3://corpora/two-processes")
+(local / f"from-{pid}.txt").write_text(str(pid))
+publish(local / f"from-{pid}.txt")
+json.dump(str(local), open(out, "w"))
+"""
+
+
+def test_processes_sharing_a_machine_keep_their_output_mirrors_apart(s3, tmp_path, monkeypatch):
+    """Two processes of one `jax.distributed` group on one machine (one per GPU), one cache folder: each writes
+    through its own mirror, and both files reach the bucket."""
+    from helpers import free_port, run_processes
+
+    direct, _ = s3
+    monkeypatch.setenv("JAXCONTAM_CACHE", str(tmp_path / "cache"))
+    port = free_port()
+    run_processes(lambda i: ["-c", MIRROR_WORKER, port, i, tmp_path / f"{i}.json"], timeout=120)
+    mirrors = [json.loads((tmp_path / f"{i}.json").read_text()) for i in range(2)]
+    assert mirrors[0] != mirrors[1] and all(m.startswith(str(tmp_path / "cache")) for m in mirrors)
+    assert sorted(direct.ls("corpora/two-processes")) == [f"corpora/two-processes/from-{i}.txt" for i in range(2)]

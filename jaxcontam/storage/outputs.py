@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +29,7 @@ def output_folder(out: str | Path, fill: bool = True) -> Path:
     if not is_url(str(out)):
         return Path(out)
     remote = as_path(str(out))
-    local = cache_root() / "outputs" / hashlib.sha256(str(out).encode()).hexdigest()[:16]
+    local = cache_root() / "outputs" / (hashlib.sha256(str(out).encode()).hexdigest()[:16] + _process_suffix())
     if local in _MIRRORS:
         return local
     shutil.rmtree(local, ignore_errors=True)  # the bucket is the state; an older mirror may be stale
@@ -46,6 +47,14 @@ def output_folder(out: str | Path, fill: bool = True) -> Path:
         raise describe_error(out, error) from None
     _MIRRORS[local] = remote
     return local
+
+
+def _process_suffix() -> str:
+    """ "-p<i>" for process i > 0 of a `jax.distributed` group: processes sharing a machine (one per GPU) keep
+    their mirrors apart. JAX is not imported for this: a command that writes outputs has imported it already."""
+    jax = sys.modules.get("jax")
+    index = jax.process_index() if jax is not None else 0
+    return f"-p{index}" if index else ""
 
 
 def output_file(out: str) -> Path:

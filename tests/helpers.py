@@ -739,3 +739,16 @@ def run_processes(arguments_of, count: int = 2, timeout: float = 120) -> list[st
     logs = [p.communicate(timeout=timeout)[0] for p in processes]
     assert all(p.returncode == 0 for p in processes), "\n----\n".join(log[-2000:] for log in logs)
     return logs
+
+
+def drawn_slices(draw, shape) -> tuple[slice, ...]:
+    """A hypothesis-drawn non-empty slice per axis of `shape` (mostly step 1, sometimes 2): the part of a weight
+    one device holds, for the partial-read tests."""
+    from hypothesis import strategies as st
+
+    out = []
+    for size in shape:
+        start = draw(st.integers(0, size - 1))
+        stop = draw(st.integers(start + 1, size))
+        out.append(slice(start, stop, draw(st.sampled_from([1, 1, 1, 2]))))
+    return tuple(out)

@@ -14,7 +14,7 @@ import threading
 import urllib.parse
 import urllib.request
 
-AWS_VARIABLES = ("AWS_ENDPOINT_URL", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_DEFAULT_REGION")
+from helpers import free_port
 
 
 class CountingProxy(http.server.ThreadingHTTPServer):
@@ -84,6 +84,22 @@ class _Forward(http.server.BaseHTTPRequestHandler):
 
 
 @contextlib.contextmanager
+def environment(**values: str):
+    """`values` set in os.environ (seen by this process and the processes it starts), the previous ones put back
+    on exit."""
+    saved = {k: os.environ.get(k) for k in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
+@contextlib.contextmanager
 def s3_server():
     """(direct s3fs filesystem for setting up buckets, the counting proxy) with the standard AWS variables
     pointing every other S3 client of this process, and of processes it starts, at the proxy."""
@@ -98,25 +114,19 @@ def s3_server():
     urllib.request.urlopen(urllib.request.Request(f"http://{host}:{port}/moto-api/reset", method="POST")).close()
     proxy = CountingProxy((host, port))
     threading.Thread(target=proxy.serve_forever, daemon=True).start()
-    saved = {k: os.environ.get(k) for k in AWS_VARIABLES}
-    os.environ.update(
-        AWS_ENDPOINT_URL=f"http://127.0.0.1:{proxy.server_address[1]}",
-        AWS_ACCESS_KEY_ID="test",
-        AWS_SECRET_ACCESS_KEY="test",
-        AWS_DEFAULT_REGION="us-east-1",
-    )
-    s3fs.S3FileSystem.clear_instance_cache()
-    direct = s3fs.S3FileSystem(endpoint_url=f"http://{host}:{port}", skip_instance_cache=True)
+    aws = {
+        "AWS_ENDPOINT_URL": f"http://127.0.0.1:{proxy.server_address[1]}",
+        "AWS_ACCESS_KEY_ID": "test",
+        "AWS_SECRET_ACCESS_KEY": "test",
+        "AWS_DEFAULT_REGION": "us-east-1",
+    }
     try:
-        yield direct, proxy
+        with environment(**aws):
+            s3fs.S3FileSystem.clear_instance_cache()
+            yield s3fs.S3FileSystem(endpoint_url=f"http://{host}:{port}", skip_instance_cache=True), proxy
     finally:
         proxy.shutdown()
         server.stop()
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
         s3fs.S3FileSystem.clear_instance_cache()
 
 
@@ -125,29 +135,21 @@ def gcs_server(bucket: str):
     """A filesystem on a GCS emulator holding an empty `bucket`, with `STORAGE_EMULATOR_HOST` pointing every GCS
     client of this process, and of processes it starts, at it. gcsfs first asks a bucket's type over gRPC, which
     the emulator does not serve (a 60 s wait): GCSFS_EXPERIMENTAL_ZB_HNS_SUPPORT=false skips that probe."""
-    import socket
-
     from gcp_storage_emulator.server import create_server
 
-    names = ("STORAGE_EMULATOR_HOST", "GCSFS_EXPERIMENTAL_ZB_HNS_SUPPORT")
-    saved = {k: os.environ.get(k) for k in names}
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    port = free_port()
     logging.getLogger("gcp_storage_emulator").setLevel(logging.ERROR)
     server = create_server("127.0.0.1", port, in_memory=True, default_bucket=bucket)
     server.start()
-    os.environ.update(STORAGE_EMULATOR_HOST=f"http://127.0.0.1:{port}", GCSFS_EXPERIMENTAL_ZB_HNS_SUPPORT="false")
-    import gcsfs
-
-    gcsfs.GCSFileSystem.clear_instance_cache()
+    emulator = {"STORAGE_EMULATOR_HOST": f"http://127.0.0.1:{port}", "GCSFS_EXPERIMENTAL_ZB_HNS_SUPPORT": "false"}
     try:
-        yield gcsfs.GCSFileSystem(skip_instance_cache=True)
+        with environment(**emulator):
+            import gcsfs  # reads GCSFS_EXPERIMENTAL_ZB_HNS_SUPPORT when first imported
+
+            gcsfs.GCSFileSystem.clear_instance_cache()
+            try:
+                yield gcsfs.GCSFileSystem(skip_instance_cache=True)
+            finally:
+                gcsfs.GCSFileSystem.clear_instance_cache()
     finally:
         server.stop()
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
-        gcsfs.GCSFileSystem.clear_instance_cache()

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from helpers import SMOLLM2_FOLDER, SMOLLM2_GGUF, TINY_LLAMA_CONFIG, llama_cpp_permute
+from helpers import SMOLLM2_FOLDER, SMOLLM2_GGUF, TINY_LLAMA_CONFIG, drawn_slices, llama_cpp_permute
 from jaxcontam.models.families.llama import unpermute_rotary_rows
 from jaxcontam.models.gguf import tensor_index
 from jaxcontam.models.gguf_file import read_gguf
@@ -74,15 +74,6 @@ def relaid(tensor: np.ndarray, layout: str) -> np.ndarray:
     if layout == "heads_in":  # [H*Dh, D] -> [D, H, Dh]
         return tensor.reshape(4, tensor.shape[0] // 4, -1).transpose(2, 0, 1)
     return tensor.reshape(tensor.shape[0], 4, -1).transpose(1, 2, 0)  # heads_out: [D, H*Dh] -> [H, Dh, D]
-
-
-def drawn_slices(draw, shape):
-    out = []
-    for size in shape:
-        start = draw(st.integers(0, size - 1))
-        stop = draw(st.integers(start + 1, size))
-        out.append(slice(start, stop, draw(st.sampled_from([1, 1, 1, 2]))))
-    return tuple(out)
 
 
 @settings(max_examples=150, deadline=None)

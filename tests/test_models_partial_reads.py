@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from safetensors.numpy import save_file
 
+from helpers import drawn_slices
 from jaxcontam.models.safetensors_file import TensorReader, read_header
 
 
@@ -23,15 +24,6 @@ def stored(tmp_path_factory):
     }
     save_file(tensors, str(path))
     return path, tensors
-
-
-def _slices(draw, shape):
-    out = []
-    for size in shape:
-        start = draw(st.integers(0, size - 1))
-        stop = draw(st.integers(start + 1, size))
-        out.append(slice(start, stop, draw(st.sampled_from([1, 1, 1, 2]))))
-    return tuple(out)
 
 
 @st.composite
@@ -60,7 +52,7 @@ def test_a_part_is_read_from_exactly_its_bytes(stored, case):
     name, layout, data = case
     reader = TensorReader()
     view = relaid(reader.read(name, read_header(path)[name]), layout)
-    chosen = _slices(data.draw, view.shape)
+    chosen = drawn_slices(data.draw, view.shape)
     part = view[chosen]
     np.testing.assert_array_equal(reader.materialize(part), relaid(tensors[name], layout)[chosen])
     assert reader.bytes_read == part.size * part.itemsize

@@ -107,12 +107,11 @@ class GGUFTensorReader:
         tensor = reserved.info.tensor
         block, block_bytes = gguf.GGML_QUANT_SIZES[tensor.tensor_type]
         first_block, end_block = low // block, -(-high // block)
-        stored = rows
         order = self.format.rows(reserved.name, _row_count(tensor.shape), self.spec)
-        if order is not None:
-            stored = order[rows]
-        if len(tensor.shape) == 1:  # a vector's "rows" are its elements
+        if len(tensor.shape) == 1:  # a vector's "rows" are its elements: read it whole, reorder after
             stored, first_block, end_block = np.zeros(1, np.int64), 0, tensor.data.shape[-1] // block_bytes
+        else:
+            stored = rows if order is None else order[rows]
         by_file = np.argsort(stored, kind="stable")
         row_bytes = tensor.data.shape[-1]
         starts = tensor.offset + stored[by_file].astype(np.int64) * row_bytes + first_block * block_bytes

@@ -115,7 +115,8 @@ def lm_eval(
         written = {"results.json": json.dumps(results, indent=2, default=handle_non_serializable)}
         if samples is not None:
             written["samples.json"] = json.dumps(samples, default=handle_non_serializable)
+        assert out_dir is not None  # set with `out` above
         for name, text in written.items():
-            output_folder(out, fill=False).joinpath(name).write_text(text)
-            publish(output_folder(out, fill=False) / name)
+            (out_dir / name).write_text(text)
+            publish(out_dir / name)
         click.echo(f"results -> {str(out).rstrip('/')}/results.json")

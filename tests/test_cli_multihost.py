@@ -200,8 +200,8 @@ def one_process_audit(tmp_path_factory) -> Path:
 
 def test_audit_on_two_processes_survives_a_killed_process_and_equals_one_process(tmp_path, one_process_audit):
     """Process 1 is SIGKILLed once process 0 has stored a chunk: process 0 stops with a clear error in bounded
-    time; the group rerun finishes from the stored chunks and equals one process; a third run reuses every chunk
-    on both processes from process 0's state alone."""
+    time; the group rerun finishes from the stored chunks (process 1, which stores nothing, reuses them from
+    process 0's state) and equals one process."""
     audit = AUDIT
 
     def on_two_processes() -> list[subprocess.Popen]:
@@ -230,13 +230,7 @@ def test_audit_on_two_processes_survives_a_killed_process_and_equals_one_process
     assert all("(reused from an earlier run)" in log for log in logs)  # the chunks stored before the kill
     assert "report: audit/report.html" in logs[0] and "report:" not in logs[1]
     assert files_under(tmp_path / "host1") == []
-    summary = assert_same_audit(tmp_path / "host0" / "audit", one_process_audit)
-
-    logs = finish(on_two_processes(), timeout=240)
-    for log in logs:
-        assert log.count("(reused from an earlier run)") == 8  # 2 stages x 2 benchmarks x 2 chunks
-    assert files_under(tmp_path / "host1") == []
-    assert json.loads((tmp_path / "host0" / "audit" / "summary.json").read_text()) == summary
+    assert_same_audit(tmp_path / "host0" / "audit", one_process_audit)
 
 
 def assert_same_audit(joined: Path, single: Path) -> dict:
@@ -263,9 +257,9 @@ def test_audit_on_four_processes_equals_one_process(tmp_path, one_process_audit)
 
 
 def test_unreachable_coordinator_and_missing_peer_are_clear_errors_in_bounded_time(texts, tmp_path):
-    """Process 1 with no process 0 (the default timeout), process 0 with no process 1 (a timeout from
-    JAXCONTAM_DISTRIBUTED_TIMEOUT), and task 1 of a 2-task SLURM step alone (--distributed auto): each stops with
-    one error line naming the problem and the fix."""
+    """Process 1 with no process 0, process 0 with no process 1 (timeouts from JAXCONTAM_DISTRIBUTED_TIMEOUT),
+    and task 1 of a 2-task SLURM step alone (--distributed-timeout, --distributed auto): each stops with one error
+    line naming the problem and the fix."""
     score = ["score", "--model", EXAMPLE / "model", "--data", texts, "--out", "out.jsonl"]
     lonely_coordinator = f"127.0.0.1:{free_port()}"
     no_coordinator = f"127.0.0.1:{free_port()}"
@@ -276,7 +270,9 @@ def test_unreachable_coordinator_and_missing_peer_are_clear_errors_in_bounded_ti
         {"JAXCONTAM_DISTRIBUTED_TIMEOUT": "5"},
     )
     unreachable = start_cli(
-        ["--coordinator", no_coordinator, "--num-processes", 2, "--process-id", 1, *score], tmp_path / "host1"
+        ["--coordinator", no_coordinator, "--num-processes", 2, "--process-id", 1, *score],
+        tmp_path / "host1",
+        {"JAXCONTAM_DISTRIBUTED_TIMEOUT": "8"},
     )
     slurm = dict(zip(CLUSTER_VARIABLES, ("77", "localhost", "2", "1", "0")))
     alone_in_slurm = start_cli(
@@ -290,11 +286,11 @@ def test_unreachable_coordinator_and_missing_peer_are_clear_errors_in_bounded_ti
     assert "--distributed off" in slurm_log
     no_peer_log = no_peer.communicate(timeout=60)[0]
     no_peer_seconds = time.monotonic() - began
-    unreachable_log = unreachable.communicate(timeout=90)[0]
+    unreachable_log = unreachable.communicate(timeout=60)[0]
     unreachable_seconds = time.monotonic() - began
     assert unreachable.returncode == 2, unreachable_log
-    assert unreachable_seconds < 60
-    assert f"error: cannot reach the coordinator {no_coordinator} within 45 s" in unreachable_log
+    assert unreachable_seconds < 30
+    assert f"error: cannot reach the coordinator {no_coordinator} within 8 s" in unreachable_log
     assert "--process-id 0" in unreachable_log and "firewall" in unreachable_log
     assert no_peer.returncode == 2, no_peer_log
     assert no_peer_seconds < 30

@@ -175,13 +175,17 @@ def audited(request, shared_data, tokenizer):
         model = jaxcontam.load_model(MODEL_DIR)
         spec = model.config
 
+        @jax.jit
         def forward(*arrays):
             return spec.logits_from_hidden(model.params, spec.hidden_states(model.params, *arrays))
 
     def direct(tokens):
-        tokens = jnp.asarray([tokens], jnp.int32)
-        positions = jnp.arange(tokens.shape[1])[None]
-        return np.asarray(forward(tokens, positions, jnp.ones_like(tokens))[0], np.float64)
+        # right-padded to a multiple of 64 tokens, which a causal forward never attends to from earlier positions:
+        # a few shapes, so the module's eager operations compile a few times, not once per length
+        length = len(tokens)
+        padded = jnp.zeros((1, -(-length // 64) * 64), jnp.int32).at[0, :length].set(jnp.asarray(tokens, jnp.int32))
+        positions = jnp.arange(padded.shape[1])[None]
+        return np.asarray(forward(padded, positions, jnp.ones_like(padded))[0, :length], np.float64)
 
     return model, direct
 

@@ -76,16 +76,22 @@ def _blocks(x, block: int):
     return jnp.moveaxis(x.reshape(batch, count, block, *x.shape[2:]), 1, 0)
 
 
+def _heads_first(x, block: int):
+    """[B, T, ..., Dh] -> [T / block, B, ..., block, Dh]: `_blocks` with each block's tokens moved next to the head
+    dimension, so that both products of a tile contract without transposing it (the layout costs a transpose of
+    q, k and v once per layer instead of one per tile: SmolLM2's attention 3.8 -> 2.8 s per 16 x 512 forward)."""
+    return jnp.moveaxis(_blocks(x, block), 2, -2)
+
+
 def _query_block(spec: DecoderConfig, q, q_pos, q_seg, key_blocks, window):
-    """Online-softmax attention of one query block q [B, bq, H, Dh] over every key block."""
-    batch, size, heads, head_dim = q.shape
-    q = q.reshape(batch, size, spec.num_kv_heads, spec.num_groups, head_dim)
+    """Online-softmax attention of one query block q [B, Hkv, G, bq, Dh] over every key block (k, v
+    [B, Hkv, bs, Dh]); float32 [B, Hkv, G, bq, Dh]."""
     floor = jnp.finfo(jnp.float32).min
 
     def update(carry, keys, allowed):
         top, total, weighted = carry
         k, v = keys[:2]
-        scores = jnp.einsum("btkgd,bskd->bkgts", q, k, preferred_element_type=jnp.float32) * spec.attn_scale
+        scores = jnp.einsum("bkgtd,bksd->bkgts", q, k, preferred_element_type=jnp.float32) * spec.attn_scale
         if spec.attn_logit_softcap is not None:
             scores = spec.attn_logit_softcap * jnp.tanh(scores / spec.attn_logit_softcap)
         allowed = allowed[:, None, None]
@@ -95,7 +101,7 @@ def _query_block(spec: DecoderConfig, q, q_pos, q_seg, key_blocks, window):
         rescale = jnp.exp(top - new_top)
         total = total * rescale + probs.sum(axis=-1)
         weighted = weighted * rescale[..., None] + jnp.einsum(
-            "bkgts,bskd->bkgtd", probs.astype(v.dtype), v, preferred_element_type=jnp.float32
+            "bkgts,bksd->bkgtd", probs.astype(v.dtype), v, preferred_element_type=jnp.float32
         )
         return new_top, total, weighted
 
@@ -105,11 +111,10 @@ def _query_block(spec: DecoderConfig, q, q_pos, q_seg, key_blocks, window):
         allowed = allowed_keys(q_pos, q_seg, keys[2], keys[3], window)
         return jax.lax.cond(allowed.any(), update, lambda carry, *_: carry, carry, keys, allowed), None
 
-    stats = (batch, spec.num_kv_heads, spec.num_groups, size)
-    start = (jnp.full(stats, floor), jnp.zeros(stats, jnp.float32), jnp.zeros((*stats, head_dim), jnp.float32))
+    stats = q.shape[:-1]
+    start = (jnp.full(stats, floor), jnp.zeros(stats, jnp.float32), jnp.zeros(q.shape, jnp.float32))
     (_, total, weighted), _ = jax.lax.scan(visit, start, key_blocks)
-    out = weighted / jnp.maximum(total, jnp.finfo(jnp.float32).tiny)[..., None]  # padding queries: 0
-    return jnp.moveaxis(out, 3, 1).reshape(batch, size, heads, head_dim).astype(q.dtype)
+    return weighted / jnp.maximum(total, jnp.finfo(jnp.float32).tiny)[..., None]  # padding queries: 0
 
 
 def mesh_platform() -> str:
@@ -281,14 +286,21 @@ def jnp_attention(spec: DecoderConfig, q, k, v, positions, segment_ids, window, 
     batch, length = positions.shape
     if length <= block:
         return layers.attend(spec, q, k, v, allowed_keys(positions, segment_ids, positions, segment_ids, window))
-    key_blocks = tuple(_blocks(x, block) for x in (k, v, positions, segment_ids))
+    key_blocks = (
+        _heads_first(k, block),
+        _heads_first(v, block),
+        _blocks(positions, block),
+        _blocks(segment_ids, block),
+    )
 
     def query_block(queries):
         q_block, q_pos, q_seg = queries
-        return _query_block(spec, q_block, q_pos, q_seg, key_blocks, window)
+        return _query_block(spec, q_block, q_pos, q_seg, key_blocks, window).astype(q.dtype)
 
-    out = jax.lax.map(query_block, tuple(_blocks(x, block) for x in (q, positions, segment_ids)))
-    return jnp.moveaxis(out, 0, 1).reshape(batch, -1, *q.shape[2:])[:, :length]
+    grouped = q.reshape(batch, length, spec.num_kv_heads, spec.num_groups, q.shape[-1])
+    queries = (_heads_first(grouped, block), _blocks(positions, block), _blocks(segment_ids, block))
+    out = jax.lax.map(query_block, queries)  # [T / block, B, Hkv, G, block, Dh]
+    return jnp.transpose(out, (1, 0, 4, 2, 3, 5)).reshape(batch, -1, *q.shape[2:])[:, :length]
 
 
 def packed_attention(

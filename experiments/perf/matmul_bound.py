@@ -98,9 +98,9 @@ def peak_gflops(repeats: int) -> float:
 
 
 def torch_model_step(rows: int):
-    """A callable running torch transformers' real SmolLM2 step for `rows` rows (sdpa attention), and how many
-    timed calls make one step: scoring rows are 16 x 512 tokens; decode rows a 33-token minus 1-token `generate`
-    after a 160-token prompt, so one call's difference is 32 decode steps."""
+    """A callable that runs torch transformers' real SmolLM2 (sdpa attention) and returns its seconds per step:
+    for scoring rows (>= 512), one forward of rows / 512 x 512 tokens; for decode rows, a 33-token `generate`
+    minus a 1-token one after 160-token prompts, over the 32 decode steps that differ."""
     import torch
     import transformers as tf
     from generation_vs_torch import float_checkpoint
@@ -110,17 +110,17 @@ def torch_model_step(rows: int):
     rng = np.random.default_rng(3)
     if rows >= 512:
         tokens = torch.from_numpy(rng.integers(0, VOCAB, (rows // 512, 512)))
-        return lambda: model(tokens).logits, 1
+        return lambda: timed(lambda: model(tokens).logits)
     prompt = torch.from_numpy(rng.integers(0, VOCAB, (rows, 160)))
 
-    def decode_steps():
-        start = time.perf_counter()
-        model.generate(prompt, max_new_tokens=33, min_new_tokens=33, do_sample=False, pad_token_id=0)
-        middle = time.perf_counter()
-        model.generate(prompt, max_new_tokens=1, do_sample=False, pad_token_id=0)
-        return (middle - start) - (time.perf_counter() - middle)
+    def decode_step_seconds():
+        many = timed(
+            lambda: model.generate(prompt, max_new_tokens=33, min_new_tokens=33, do_sample=False, pad_token_id=0)
+        )
+        one = timed(lambda: model.generate(prompt, max_new_tokens=1, do_sample=False, pad_token_id=0))
+        return (many - one) / 32
 
-    return decode_steps, 32
+    return decode_step_seconds
 
 
 def run_jax(forward, layers, head, x):
@@ -160,7 +160,7 @@ def main():
         x = np.random.default_rng(2).standard_normal((rows, HIDDEN)).astype(np.float32)
         runs = {name: functools.partial(run_jax, f, jax_layers, jax_head, jnp.asarray(x)) for name, f in sides.items()}
         runs["torch"] = functools.partial(torch_forward, torch_layers, torch_head, torch.from_numpy(x))
-        whole, steps = torch_model_step(rows) if args.torch_model else (None, 1)
+        whole = torch_model_step(rows) if args.torch_model else None
         times = {name: [] for name in runs}
         whole_times = []
         with torch.inference_mode():
@@ -172,8 +172,7 @@ def main():
                 for name, run in runs.items():
                     times[name].append(timed(run))
                 if whole is not None:
-                    elapsed = whole()
-                    whole_times.append((elapsed if steps > 1 else timed(whole)) / steps)
+                    whole_times.append(whole())
         flops = forward_flops(rows)
         print(f"\nrows {rows}: {flops / 1e9:.1f} GFLOP of products per forward")
         for name, ts in times.items():

@@ -233,8 +233,8 @@ def test_audit_on_two_processes_survives_a_killed_process_and_equals_one_process
     assert_same_audit(tmp_path / "host0" / "audit", one_process_audit)
 
 
-def assert_same_audit(joined: Path, single: Path) -> dict:
-    """The same files, summary (to float32 rounding) and item order as the one-process audit; the summary."""
+def assert_same_audit(joined: Path, single: Path) -> None:
+    """The same files, summary (to float32 rounding) and item order as the one-process audit."""
     assert files_under(joined) == files_under(single)
     summary = json.loads((joined / "summary.json").read_text())
     assert_close(summary, json.loads((single / "summary.json").read_text()))
@@ -242,7 +242,6 @@ def assert_same_audit(joined: Path, single: Path) -> dict:
         [(r["benchmark"], r["id"]) for r in pq.read_table(f / "items.parquet").to_pylist()] for f in (joined, single)
     ]
     assert order[0] == order[1]
-    return summary
 
 
 def test_audit_on_four_processes_equals_one_process(tmp_path, one_process_audit):

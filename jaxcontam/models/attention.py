@@ -287,19 +287,15 @@ def jnp_attention(spec: DecoderConfig, q, k, v, positions, segment_ids, window, 
     batch, length = positions.shape
     if length <= block:
         return layers.attend(spec, q, k, v, allowed_keys(positions, segment_ids, positions, segment_ids, window))
-    key_blocks = (
-        _heads_first(k, block),
-        _heads_first(v, block),
-        _blocks(positions, block),
-        _blocks(segment_ids, block),
-    )
+    position_blocks, segment_blocks = _blocks(positions, block), _blocks(segment_ids, block)
+    key_blocks = (_heads_first(k, block), _heads_first(v, block), position_blocks, segment_blocks)
 
     def query_block(queries):
         q_block, q_pos, q_seg = queries
         return _query_block(spec, q_block, q_pos, q_seg, key_blocks, window).astype(q.dtype)
 
     grouped = q.reshape(batch, length, spec.num_kv_heads, spec.num_groups, q.shape[-1])
-    queries = (_heads_first(grouped, block), _blocks(positions, block), _blocks(segment_ids, block))
+    queries = (_heads_first(grouped, block), position_blocks, segment_blocks)
     out = jax.lax.map(query_block, queries)  # [T / block, B, Hkv, G, block, Dh]
     return jnp.transpose(out, (1, 0, 4, 2, 3, 5)).reshape(batch, -1, *q.shape[2:])[:, :length]
 

@@ -9,7 +9,8 @@ text with half of each benchmark's first N items mixed in (the same half in ever
 2. audits the arm's model with `jaxcontam audit`, its ground truth and its corpus/, once per PaCoST preset
    (`jaxcontam`, `paper`).
 
-Arms: control (copies 0), verbatim x1, verbatim x4, fields x4, rephrased x4. The verbatim x4 arm also runs the
+Arms: control (copies 0), verbatim x1, verbatim x4, fields x4, rephrased x4, and the crossover twins
+verbatim_x1_swapped and verbatim_x4_swapped (the other half contaminated). The verbatim x4 arm also runs the
 likelihood detectors on the live weights during training (`--audit-every`, the AuditCallback curve).
 Resumable per arm: a finished step leaves its output and a rerun skips it (training itself resumes from its
 orbax checkpoint). `report.py` turns the results into the tables.
@@ -40,7 +41,9 @@ MMLU_SUBJECTS = ("abstract_algebra", "sociology")  # the subjects with built-in 
 BENCHMARKS = ("gsm8k", "copa", "mmlu")
 PARAPHRASES = {"gsm8k": "gsm8k_rephrase", "copa": "xcopa_backtranslation", "mmlu": "mmlu_rephrase"}
 ARMS = {"control": ("verbatim", 0), "verbatim_x1": ("verbatim", 1), "verbatim_x4": ("verbatim", 4),
-        "fields_x4": ("fields", 4), "rephrased_x4": ("rephrased", 4)}
+        "fields_x4": ("fields", 4), "rephrased_x4": ("rephrased", 4),
+        "verbatim_x1_swapped": ("verbatim", 1), "verbatim_x4_swapped": ("verbatim", 4)}
+SWAPPED = {"verbatim_x1_swapped", "verbatim_x4_swapped"}  # the crossover twins: the other half contaminated
 CURVE_ARM = "verbatim_x4"
 PRESETS = ("jaxcontam", "paper")
 
@@ -81,6 +84,8 @@ def contaminate(args, arm: str, out: pathlib.Path, mmlu: pathlib.Path) -> pathli
                "--checkpoint-every", args.checkpoint_every]
     for name in BENCHMARKS:
         options += ["--benchmark", name]
+    if arm in SWAPPED:
+        options += ["--crossover"]
     if arm == CURVE_ARM and args.audit_every:
         options += ["--audit-every", args.audit_every]
     if not (folder / "model" / "config.json").exists():
@@ -97,10 +102,11 @@ def benchmarks(mmlu: pathlib.Path, items: int):
             for name in BENCHMARKS]
 
 
-def item_logprobs(model_path, benches, form: str, seed: int) -> list[dict]:
+def item_logprobs(model_path, benches, form: str, seed: int, crossover: bool = False) -> list[dict]:
     """Per item: mean log-prob of the text the arm trains on in `form` (items without a paraphrase: their verbatim
     text) and of the text the likelihood detectors score (`detect.audit_core.likelihood_records`: the solved
-    text); `drawn`: contaminated in every arm with copies > 0 (the command's own draw)."""
+    text); `drawn`: contaminated in every arm with copies > 0 (the command's own draw; its complement in a
+    crossover arm)."""
     import numpy as np
 
     import jaxcontam as jc
@@ -112,7 +118,7 @@ def item_logprobs(model_path, benches, form: str, seed: int) -> list[dict]:
     rows = []
     for benchmark in benches:
         items = list(benchmark)
-        drawn = draw_contaminated(benchmark, 0.5, seed)
+        drawn = draw_contaminated(benchmark, 0.5, seed) ^ crossover
         documents = [item_document(benchmark, item, "verbatim" if form == "rephrased" and not item.paraphrases
                                    else form, model.tokenizer) for item in items]
         trained = score_logprobs(model, [encode_document(model.tokenizer, d.text, d.chat) for d in documents])
@@ -188,9 +194,10 @@ def run_arm(args, arm: str, out: pathlib.Path, mmlu: pathlib.Path, base_rows: li
     dose_file = folder / "dose.json"
     if not dose_file.exists():  # the scores; the statistics below are recomputed from them on every run
         form = ARMS[arm][0]
-        after = item_logprobs(folder / "model", benchmarks(mmlu, args.items), form, args.seed)
+        crossover = arm in SWAPPED
+        after = item_logprobs(folder / "model", benchmarks(mmlu, args.items), form, args.seed, crossover)
         base = base_rows if form == "verbatim" else item_logprobs(args.model, benchmarks(mmlu, args.items), form,
-                                                                  args.seed)
+                                                                  args.seed)  # the base's scores: no flag read
         dose_file.write_text(json.dumps({"items": after, "base": base}, indent=2) + "\n")
     scores = json.loads(dose_file.read_text())
     did = dose_check(scores["base"], scores["items"])

@@ -41,6 +41,12 @@ def _paths(pairs) -> tuple[tuple[str, str], ...]:
     help="Share of the items contaminated, drawn per benchmark.",
 )
 @click.option(
+    "--crossover",
+    is_flag=True,
+    help="Contaminate the items the draw leaves out: with the same --seed, every item is contaminated in one of "
+    "the two runs and clean in the other (a crossover pair, analysed per item).",
+)
+@click.option(
     "--copies",
     type=click.IntRange(min=0),
     default=ContaminationSettings.copies,
@@ -124,6 +130,7 @@ def contaminate(
     path_pairs,
     limit,
     fraction,
+    crossover,
     copies,
     form,
     corpus,
@@ -153,6 +160,7 @@ def contaminate(
         tokens=tokens,
         out=out,
         fraction=fraction,
+        crossover=bool(crossover),
         copies=copies,
         form=form,
         split=split,

@@ -45,6 +45,7 @@ class ContaminationSettings:
     tokens: int
     out: str
     fraction: float = 0.5
+    crossover: bool = False  # contaminate the items the draw leaves out: the twin of a run with the same seed
     copies: int = 1
     form: str = "verbatim"
     split: str | None = None
@@ -69,6 +70,8 @@ class ContaminationSettings:
             fields.pop(name)
         fields["paths"] = [list(pair) for pair in self.paths]
         fields["benchmarks"] = list(self.benchmarks)
+        if not self.crossover:  # runs recorded before the crossover option existed resume unchanged
+            fields.pop("crossover")
         return fields
 
     def check(self) -> None:
@@ -147,6 +150,8 @@ def _mix(settings: ContaminationSettings, tokenizer, log):
     documents, truth = [], []
     for benchmark in _benchmarks(settings):
         drawn = draw_contaminated(benchmark, settings.fraction, settings.seed)
+        if settings.crossover:
+            drawn = ~drawn
         documents += injected_documents(
             benchmark, drawn, copies=settings.copies, form=settings.form, tokenizer=tokenizer
         )

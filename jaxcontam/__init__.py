@@ -36,12 +36,13 @@ if not (_pathlib.Path(__file__).parent / "kernels").is_dir() and (_SOURCE_ROOT /
     __path__.append(str(_SOURCE_ROOT))
 
 
-def load_model(path_or_id, dtype="float32", mesh=None, fsdp=False):
+def load_model(path_or_id, dtype="float32", mesh=None, fsdp=False, attention="auto"):
     """Load a Hugging Face decoder checkpoint into a jaxcontam model (see `jaxcontam.models`); `mesh` places it
-    (`jaxcontam.mesh.make_mesh(data, model)`), `fsdp=True` also splits each weight over the mesh's "data" axis."""
+    (`jaxcontam.mesh.make_mesh(data, model)`), `fsdp=True` also splits each weight over the mesh's "data" axis,
+    `attention` forces an attention path ("jnp", "splash", "cudnn"; default "auto": by platform)."""
     from jaxcontam.models.loading import load_model as _load_model
 
-    return _load_model(path_or_id, dtype=dtype, mesh=mesh, fsdp=fsdp)
+    return _load_model(path_or_id, dtype=dtype, mesh=mesh, fsdp=fsdp, attention=attention)
 
 
 def __getattr__(name: str):

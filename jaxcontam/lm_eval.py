@@ -5,8 +5,9 @@
 
 model_args: `pretrained` (a Hugging Face folder, hub id or GGUF file, as `jaxcontam.load_model` takes; or, from
 Python, a loaded jaxcontam model), `dtype`, `mesh` (DATAxMODEL devices, e.g. 2x4; default every device on data;
-from Python also a `jax.sharding.Mesh`), `fsdp`, `batch_size` (rows per engine batch), `max_length`,
-`max_gen_toks`, `add_bos_token`, `prefix_token_id`. Needs the `lm-eval` extra: `pip install "jaxcontam[lm-eval]"`.
+from Python also a `jax.sharding.Mesh`), `fsdp`, `attention` (auto, jnp, splash or cudnn), `batch_size` (rows per
+engine batch), `max_length`, `max_gen_toks`, `add_bos_token`, `prefix_token_id`. Needs the `lm-eval` extra:
+`pip install "jaxcontam[lm-eval]"`.
 
 The requests follow lm-eval's Hugging Face model (`HFLM`), so the two agree item by item:
 - loglikelihood: lm-eval's own `TemplateLM.loglikelihood` splits each (context, continuation) pair: whitespace
@@ -100,6 +101,7 @@ class JaxcontamLM(TemplateLM):
         dtype: str = "float32",
         mesh=None,
         fsdp=False,
+        attention: str = "auto",
         batch_size=None,
         max_batch_size=None,
         max_length=None,
@@ -113,7 +115,7 @@ class JaxcontamLM(TemplateLM):
         if unknown:
             raise JaxcontamError(
                 f"model_args {', '.join(sorted(unknown))} are not jaxcontam's: it takes pretrained, "
-                "dtype, mesh, fsdp, batch_size, max_length, max_gen_toks, add_bos_token, "
+                "dtype, mesh, fsdp, attention, batch_size, max_length, max_gen_toks, add_bos_token, "
                 "prefix_token_id (placement comes from mesh, not device)"
             )
         if pretrained is None:
@@ -122,7 +124,11 @@ class JaxcontamLM(TemplateLM):
             import jaxcontam
 
             self.model = jaxcontam.load_model(
-                pretrained, dtype=dtype, mesh=_mesh(mesh, bool(_flag(fsdp))), fsdp=bool(_flag(fsdp))
+                pretrained,
+                dtype=dtype,
+                mesh=_mesh(mesh, bool(_flag(fsdp))),
+                fsdp=bool(_flag(fsdp)),
+                attention=attention,
             )
         else:
             self.model = pretrained

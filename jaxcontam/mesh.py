@@ -73,7 +73,9 @@ def parse_mesh(text: str) -> tuple[int, int]:
 
 @dataclasses.dataclass(frozen=True)
 class MeshSettings:
-    """Where a model's weights go: a data x model mesh and whether weights are also split over "data" (fsdp).
+    """Where and how a model runs: a data x model mesh, whether weights are also split over "data" (fsdp), and
+    the attention path its config gets (`attention`: "auto" by platform, or "jnp", "splash", "cudnn"; see
+    `jaxcontam.models.attention`; the commands set it from JAXCONTAM_ATTENTION).
 
     `data` None: every device the model axis leaves. The default is every device on "data", weights whole on
     each (replicated), as `jaxcontam.load_model` places them without a mesh.
@@ -82,13 +84,16 @@ class MeshSettings:
     data: int | None = None
     model: int = 1
     fsdp: bool = False
+    attention: str = "auto"
 
     @classmethod
-    def from_option(cls, text: str | None, fsdp: bool = False, option: str = "--mesh") -> MeshSettings:
+    def from_option(
+        cls, text: str | None, fsdp: bool = False, option: str = "--mesh", attention: str = "auto"
+    ) -> MeshSettings:
         """From a command's `--mesh data=D,model=M` (None: the default) and `--fsdp`; a data axis left out
         takes the devices the model axis leaves, a model axis left out is 1."""
         sizes = mesh_sizes(text, option) if text is not None else {}
-        return cls(data=sizes.get("data"), model=sizes.get("model", 1), fsdp=fsdp)
+        return cls(data=sizes.get("data"), model=sizes.get("model", 1), fsdp=fsdp, attention=attention)
 
     def build(self, devices=None) -> Mesh:
         """The mesh over `devices` (default: all); refuses sizes whose product is not the device count."""

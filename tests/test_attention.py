@@ -160,7 +160,7 @@ def random_params(spec, seed=0):
     return params
 
 
-def gemma2_layers_spec():
+def gemma2_layers_spec(attention: str = "auto"):
     config = tf.Gemma2Config(
         vocab_size=11,
         hidden_size=32,
@@ -174,7 +174,7 @@ def gemma2_layers_spec():
         query_pre_attn_scalar=HEAD_DIM,
         max_position_embeddings=256,
     )
-    return from_hf_config(config.to_dict())
+    return from_hf_config(config.to_dict(), attention=attention)
 
 
 def test_decoder_forward_with_splash_equals_jnp():
@@ -204,10 +204,11 @@ def test_decoder_forward_with_splash_equals_jnp():
     np.testing.assert_allclose(found["splash"][real], found["jnp"][real], atol=1e-5, rtol=0)
 
 
-def test_the_environment_variable_takes_effect_in_an_already_compiled_step(monkeypatch):
-    """JAXCONTAM_ATTENTION is read when the config is read, not while tracing: a model read after it changed
-    gets a new program of the engine's (cached) score step on the other path. (Read at trace time, the second
-    model's equal spec hit the cached jnp program and the kernel never ran.)"""
+def test_the_attention_parameter_takes_effect_in_an_already_compiled_step():
+    """The attention path is a static field of the spec, set when the config is read (`from_hf_config(...,
+    attention=)`), never while tracing: a model read with another path gets a new program of the engine's (cached)
+    score step. (Read at trace time, the second model's equal spec hit the cached jnp program and the kernel never
+    ran.)"""
     from jaxcontam.engine.scoring import score_logprobs
     from jaxcontam.mesh import make_mesh
     from jaxcontam.models import attention
@@ -215,27 +216,41 @@ def test_the_environment_variable_takes_effect_in_an_already_compiled_step(monke
 
     traced = []
     kernel = attention.splash_attention
-    monkeypatch.setattr(attention, "splash_attention", lambda *a, **k: traced.append(1) or kernel(*a, **k))
     sequences = [np.random.default_rng(4).integers(0, 11, n).tolist() for n in (40, 90, 25)]
     scores = {}
-    for path in (None, "splash"):
-        if path:
-            monkeypatch.setenv(attention.ENV_VAR, path)
-        else:
-            monkeypatch.delenv(attention.ENV_VAR, raising=False)
-        spec = gemma2_layers_spec()
-        assert spec.attention == (path or "auto")
-        model = Model(config=spec, params=random_params(spec), tokenizer=None, mesh=make_mesh())
-        scores[path] = score_logprobs(model, sequences, rows_per_batch=1, buckets=(128,))
-        assert len(traced) == (path == "splash")
-    for jnp_path, splash in zip(scores[None], scores["splash"]):
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(attention, "splash_attention", lambda *a, **k: traced.append(1) or kernel(*a, **k))
+        for path in ("auto", "splash"):
+            spec = gemma2_layers_spec(path)
+            assert spec.attention == path
+            model = Model(config=spec, params=random_params(spec), tokenizer=None, mesh=make_mesh())
+            scores[path] = score_logprobs(model, sequences, rows_per_batch=1, buckets=(128,))
+            assert len(traced) == (path == "splash")
+    for jnp_path, splash in zip(scores["auto"], scores["splash"]):
         np.testing.assert_allclose(splash.logprobs, jnp_path.logprobs, atol=1e-4, rtol=0)
 
 
-def test_a_bad_environment_value_is_named_when_the_config_is_read(monkeypatch):
+def test_the_environment_is_read_by_the_commands_and_a_bad_value_is_named(monkeypatch):
+    """JAXCONTAM_ATTENTION is read in the command layer alone (`attention_from_environment`, into the mesh
+    settings every command loads its models with); reading a config never looks at it."""
+    from jaxcontam.audit.config import AuditConfig
+    from jaxcontam.commands.audit_options import with_attention
+    from jaxcontam.commands.mesh_options import attention_from_environment, mesh_layout
+    from jaxcontam.mesh import MeshSettings
+
+    monkeypatch.setenv("JAXCONTAM_ATTENTION", "splash")
+    assert gemma2_layers_spec().attention == "auto"
+    assert attention_from_environment() == "splash"
+    assert mesh_layout(None, None)[0].attention == "splash"
+    audit = with_attention(AuditConfig(models=(), benchmarks=(), rephrase_mesh=MeshSettings()), "jnp")
+    assert (audit.mesh.attention, audit.rephrase_mesh.attention) == ("jnp", "jnp")
+    monkeypatch.delenv("JAXCONTAM_ATTENTION")
+    assert attention_from_environment() == "auto"
     monkeypatch.setenv("JAXCONTAM_ATTENTION", "flash")
     with pytest.raises(JaxcontamError, match="'flash' \\(from JAXCONTAM_ATTENTION\\) is not one of auto, jnp"):
-        gemma2_layers_spec()
+        attention_from_environment()
+    with pytest.raises(JaxcontamError, match="'flash' \\(from attention=\\) is not one of auto, jnp"):
+        gemma2_layers_spec("flash")
 
 
 def test_one_sequence_per_row_is_what_cudnn_takes():

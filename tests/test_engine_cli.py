@@ -35,7 +35,7 @@ def toy_cli(monkeypatch):
         "target": toy_model(seed=0, tokenizer=ByteTokenizer()),
         "ref": toy_model(seed=1, tokenizer=ByteTokenizer()),
     }
-    monkeypatch.setattr(jaxcontam, "load_model", lambda path, dtype="float32", mesh=None, fsdp=False: models[path])
+    monkeypatch.setattr(jaxcontam, "load_model", lambda path, dtype="float32", mesh=None, fsdp=False, **_: models[path])
     return models
 
 

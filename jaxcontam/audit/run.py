@@ -111,7 +111,11 @@ def rephrasings(config: AuditConfig, audit_benchmark: AuditBenchmark, out: Path)
 
         layout = config.rephrase_mesh or config.mesh
         model = jaxcontam.load_model(
-            config.rephrase_model, dtype=config.rephrase_dtype, mesh=layout.build(), fsdp=layout.fsdp
+            config.rephrase_model,
+            dtype=config.rephrase_dtype,
+            mesh=layout.build(),
+            fsdp=layout.fsdp,
+            attention=layout.attention,
         )
 
     def compute(chunk):
@@ -255,7 +259,10 @@ def run_audit(config: AuditConfig) -> AuditSummary:
     resamples = sweep_resamples(len(config.models) * len(benchmarks), config.alpha, DEFAULT_RESAMPLES)
     for entry in config.models:
         _say(f"model {entry.name} ({entry.path})")
-        model = jaxcontam.load_model(entry.path, dtype=entry.dtype, mesh=config.mesh.build(), fsdp=config.mesh.fsdp)
+        layout = config.mesh
+        model = jaxcontam.load_model(
+            entry.path, dtype=entry.dtype, mesh=layout.build(), fsdp=layout.fsdp, attention=layout.attention
+        )
         for audit_benchmark in benchmarks:
             run, run_rows = audit_one(
                 config, entry, model, audit_benchmark, choices[audit_benchmark.entry.label], ngram, resamples, out

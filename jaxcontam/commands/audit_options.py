@@ -7,11 +7,12 @@ type-checked as the file is, `jaxcontam.dataclass_config`), then the named optio
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import click
 
-from jaxcontam.commands.mesh_options import DTYPES, dtype_option, mesh_options
+from jaxcontam.commands.mesh_options import DTYPES, attention_from_environment, dtype_option, mesh_options
 from jaxcontam.detect.pacost import CONFIDENCES, PRESETS
 from jaxcontam.engine.chat import CHAT_MODES
 from jaxcontam.stats.batched import METHODS
@@ -121,7 +122,7 @@ def audit_config(options: dict, stages: tuple[str, ...] | None = None):
     else:
         config = None
     pacost = {key: options[key] for key in ("confidence", "test", "chat_template", "seed")}
-    return with_overrides(
+    config = with_overrides(
         config,
         models=options["models"],
         benchmarks=options["benchmarks"],
@@ -140,4 +141,15 @@ def audit_config(options: dict, stages: tuple[str, ...] | None = None):
         rephrase_mesh=options["rephrase_mesh"],
         pacost=pacost,
         stages=stages,
+    )
+    return with_attention(config, attention_from_environment())
+
+
+def with_attention(config, attention: str):
+    """The config with `attention` as the attention path of its audited and rephrase models."""
+    rephrase = config.rephrase_mesh
+    return dataclasses.replace(
+        config,
+        mesh=dataclasses.replace(config.mesh, attention=attention),
+        rephrase_mesh=None if rephrase is None else dataclasses.replace(rephrase, attention=attention),
     )

@@ -66,7 +66,9 @@ def generate(
     layout, device_mesh = mesh_layout(mesh, fsdp)
     texts = read_texts(data_path, parse_fields(field_pairs, ("text", "id")))[:limit]
     out_url, out = out, output_file(out) if is_writer() else Path(out)
-    model = jaxcontam.load_model(model_path, dtype=dtype, mesh=device_mesh, fsdp=layout.fsdp)
+    model = jaxcontam.load_model(
+        model_path, dtype=dtype, mesh=device_mesh, fsdp=layout.fsdp, attention=layout.attention
+    )
     if model.tokenizer is None:
         raise DataError(f"{model_path} has no tokenizer: add tokenizer.json beside the weights")
     prompts = [model.tokenizer.encode(text) for _, text in texts]

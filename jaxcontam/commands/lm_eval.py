@@ -87,6 +87,7 @@ def lm_eval(
         "dtype": dtype,
         "mesh": device_mesh,
         "fsdp": layout.fsdp,
+        "attention": layout.attention,
         **simple_parse_args_string(model_args),
     }
     with tempfile.TemporaryDirectory(prefix="jaxcontam-lm-eval-") as scratch:

@@ -6,9 +6,12 @@ JAX is imported only when a command runs, so `--help` stays fast.
 
 from __future__ import annotations
 
+import os
+
 import click
 
 DTYPES = ("float32", "bfloat16")  # what `load_model` takes (`jaxcontam.models.loading.DTYPES`)
+ATTENTION_VARIABLE = "JAXCONTAM_ATTENTION"  # forces the attention path of every model a command loads
 MESH_HELP = (
     "Device mesh data=D,model=M: batch rows split over D devices, weights (heads, MLP, vocabulary) over "
     "M; D x M must be the device count, a data axis left out takes the devices M leaves. "
@@ -26,12 +29,21 @@ def mesh_options(command):
     return click.option("--mesh", "mesh", default=None, metavar="data=D,model=M", help=MESH_HELP)(command)
 
 
+def attention_from_environment() -> str:
+    """$JAXCONTAM_ATTENTION ("jnp", "splash" or "cudnn"; checked), else "auto": the one place the attention path
+    is read from the environment; below the commands it is a parameter (`MeshSettings.attention`,
+    `load_model(..., attention=)`)."""
+    from jaxcontam.models.attention import checked
+
+    return checked(os.environ.get(ATTENTION_VARIABLE) or "auto", ATTENTION_VARIABLE)
+
+
 def mesh_layout(mesh: str | None, fsdp: bool | None):
-    """(MeshSettings, the device mesh) of the options, the mesh built now: a mesh that does not match the
-    devices is refused before any data is read or any model loaded."""
+    """(MeshSettings, the device mesh) of the options and the environment's attention path, the mesh built now:
+    a mesh that does not match the devices is refused before any data is read or any model loaded."""
     from jaxcontam.mesh import MeshSettings
 
-    layout = MeshSettings.from_option(mesh, bool(fsdp))
+    layout = MeshSettings.from_option(mesh, bool(fsdp), attention=attention_from_environment())
     return layout, layout.build()
 
 

@@ -15,9 +15,10 @@ GIB = 1 << 30
 def read_spec(model: str):
     """A ModelSpec from a config.json file, a model directory or GGUF file, or a hub id (its config.json only),
     resolved as `load_model` resolves a model."""
+    from jaxcontam.commands.mesh_options import attention_from_environment
     from jaxcontam.models.loading import read_config, resolve_path
 
-    return read_config(resolve_path(model, patterns=("config.json",)))
+    return read_config(resolve_path(model, patterns=("config.json",)), attention_from_environment())
 
 
 def _gib(n) -> str:

@@ -67,12 +67,16 @@ def score(model_path, data_path, field_pairs, out, k, reference_model, dtype, ba
     layout, device_mesh = mesh_layout(mesh, fsdp)
     texts = read_texts(data_path, parse_fields(field_pairs, ("text", "id")))[:limit]
     out_url, out = out, output_file(out) if is_writer() else Path(out)
-    model = jaxcontam.load_model(model_path, dtype=dtype, mesh=device_mesh, fsdp=layout.fsdp)
+    model = jaxcontam.load_model(
+        model_path, dtype=dtype, mesh=device_mesh, fsdp=layout.fsdp, attention=layout.attention
+    )
     token_ids = tokenize_texts(model.tokenizer, texts, data_path)
     scores = score_logprobs(model, token_ids, with_stats=True, rows_per_batch=batch_rows, progress=True)
     reference = None
     if reference_model is not None:
-        ref = jaxcontam.load_model(reference_model, dtype=dtype, mesh=device_mesh, fsdp=layout.fsdp)
+        ref = jaxcontam.load_model(
+            reference_model, dtype=dtype, mesh=device_mesh, fsdp=layout.fsdp, attention=layout.attention
+        )
         reference = score_logprobs(
             ref, tokenize_texts(ref.tokenizer, texts, data_path), rows_per_batch=batch_rows, progress=True
         )

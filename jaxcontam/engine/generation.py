@@ -1,12 +1,12 @@
 """Batched text generation with a KV cache: greedy, or sampled with temperature and top-p.
 
-`rows_per_batch` rows decode together (by default as many as a KV-cache budget holds, up to `MAX_ROWS`: on CPU
-64 rows give about twice the tokens/s of 16) and a finished row takes the next prompt at once (continuous batching,
-`engine.decode_loop`). Prompts enter longest first, a quarter of the rows at a time, each group padded on the
-left (or the right: padding slots get position -1 and are masked by the model, so both give the same tokens) to
-one of a few bucket lengths. Sampling keys are derived from (seed, prompt key, step), the prompt key being its
-index or the caller's `sample_keys`, so a prompt's sample does not depend on which other prompts share its batch
-(nor, with keys of its own, on which call it came in).
+`rows_per_batch` rows decode together (by default as many as a KV-cache budget holds, up to `MAX_ROWS` on CPU, where
+64 rows give about twice the tokens/s of 16; more on a GPU or TPU, `engine.platform`) and a finished row takes the
+next prompt at once (continuous batching, `engine.decode_loop`). Prompts enter longest first, a quarter of the rows
+at a time, each group padded on the left (or the right: padding slots get position -1 and are masked by the model,
+so both give the same tokens) to one of a few bucket lengths. Sampling keys are derived from (seed, prompt key,
+step), the prompt key being its index or the caller's `sample_keys`, so a prompt's sample does not depend on which
+other prompts share its batch (nor, with keys of its own, on which call it came in).
 """
 
 from __future__ import annotations
@@ -20,13 +20,13 @@ from typing import Literal
 import jax
 import numpy as np
 
-from jaxcontam.engine import decode_loop
+from jaxcontam.engine import decode_loop, platform
 from jaxcontam.engine.distributed import fetch, global_array, model_mesh, rows_for
 from jaxcontam.engine.packing import plan_batches
 from jaxcontam.errors import JaxcontamError
 
-MAX_ROWS = 64  # decode rows per data shard when the caller does not choose
-CACHE_BYTES = 2 * 1024**3  # the KV cache's budget per data shard when the caller does not choose the rows
+MAX_ROWS = 64  # decode rows per data shard on CPU when the caller does not choose (GPU, TPU: `platform`)
+CACHE_BYTES = 2 * 1024**3  # the KV cache's budget per data shard on CPU when the caller does not choose the rows
 
 
 @dataclasses.dataclass(frozen=True)
@@ -135,12 +135,15 @@ def _truncate(
 
 
 def cache_rows(spec, params, capacity: int) -> int:
-    """Rows per data shard whose KV caches of `capacity` slots fit `CACHE_BYTES`, between 1 and `MAX_ROWS`
-    (the cache's size read from the model's own `init_cache`, so any `ModelInterface` model is sized right)."""
+    """Rows per data shard whose KV caches of `capacity` slots fit `CACHE_BYTES`, between 1 and `MAX_ROWS` on
+    CPU (on a GPU or TPU: `platform.accelerator_budget`); the cache's size read from the model's own
+    `init_cache`, so any `ModelInterface` model is sized right."""
     dtype = jax.tree.leaves(params)[0].dtype
     cache = jax.eval_shape(lambda: spec.init_cache(1, capacity, dtype))
     per_row = sum(leaf.size * leaf.dtype.itemsize for leaf in jax.tree.leaves(cache))
-    return int(min(MAX_ROWS, max(1, CACHE_BYTES // max(per_row, 1))))
+    on_cpu = platform.weights_platform(params) == "cpu"
+    most, budget = (MAX_ROWS, CACHE_BYTES) if on_cpu else platform.accelerator_budget(params, CACHE_BYTES)
+    return int(min(most, max(1, budget // max(per_row, 1))))
 
 
 def needed_rows(prompts: int) -> int:
@@ -225,11 +228,13 @@ def generate(
                 targets[p.row], index[p.row] = free.pop(0), sample_keys[p.index]
                 holder[int(targets[p.row])] = p.index
             arrays = (targets, *_layout(batch, group, padding), index)
-            state = decode_loop.fill_rows(
-                params, spec, state, *(global_array(a, mesh) for a in arrays), *sampling, capacity=capacity
-            )
+            with platform.matmul_precision(params):
+                state = decode_loop.fill_rows(
+                    params, spec, state, *(global_array(a, mesh) for a in arrays), *sampling, capacity=capacity
+                )
         until_done = len(groups[0].placements) if groups else rows
-        state = decode_loop.decode_rows(params, spec, state, *sampling, np.int32(until_done))
+        with platform.matmul_precision(params):
+            state = decode_loop.decode_rows(params, spec, state, *sampling, np.int32(until_done))
         done, out, logp, watched = (fetch(state[key]) for key in ("done", "out", "logp", "watched"))
         for row in [r for r in holder if done[r]]:
             index = holder.pop(row)

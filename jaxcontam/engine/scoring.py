@@ -22,6 +22,7 @@ import numpy as np
 
 from jaxcontam.engine.distributed import fetch, global_array, model_mesh, rows_for
 from jaxcontam.engine.packing import PackedBatch, packs_rows, plan_batches, unpack_rows
+from jaxcontam.engine.platform import matmul_precision
 from jaxcontam.errors import JaxcontamError
 from jaxcontam.kernels.vocab_blocks import TokenStats, logits_logprob_stats, token_logprob_stats
 
@@ -160,7 +161,7 @@ def score_logprobs(
             unpack_rows(batch, fetch(getattr(out, f)), per_field[f])
 
     in_flight: collections.deque = collections.deque()  # a few batches ahead, so the host never idles the device
-    with jax.set_mesh(mesh):
+    with jax.set_mesh(mesh), matmul_precision(model.params):
         for batch in _progress(batches, progress):
             arrays = [global_array(a, mesh) for a in (batch.tokens, batch.positions, batch.segment_ids, batch.targets)]
             in_flight.append(

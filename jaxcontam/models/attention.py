@@ -24,10 +24,12 @@ temporaries per v5e chip). `packed_attention` picks one of three paths, each lin
 
 The path follows the platform of the current mesh's devices (`jax.set_mesh`; without one, the default
 backend), so a program planned for a TPU topology on a CPU host gets the TPU path. `implementation=` or the
-config's `attention` field ("jnp", "splash", "cudnn") forces one; `spec.from_hf_config` fills that field from the
-environment variable JAXCONTAM_ATTENTION (`from_environment`), so the choice is made in Python before tracing
-and, the config being a static argument, is part of every jitted step's cache key (nothing here reads the
-environment while tracing). "splash" off TPU runs the kernel in Pallas interpret mode (slow; for tests).
+config's `attention` field ("jnp", "splash", "cudnn") forces one. That field is a parameter
+(`load_model(..., attention=)`, `spec.from_hf_config(..., attention=)`, `MeshSettings.attention`): the choice
+is made in Python before tracing and, the config being a static argument, is part of every jitted step's cache
+key. Nothing below the command layer reads the environment: the `jaxcontam` commands read JAXCONTAM_ATTENTION
+once (`commands.mesh_options.attention_from_environment`). "splash" off TPU runs the kernel in Pallas interpret
+mode (slow; for tests).
 
 Precondition of the splash and cuDNN paths. The jnp path masks by positions; the kernels mask by the index of a
 token in its row: causal index order plus same segment, and the window on index distance. The two agree when
@@ -42,7 +44,6 @@ different (index-based) masks on TPU: use implementation="jnp" for those. The cu
 from __future__ import annotations
 
 import functools
-import os
 
 import jax
 import jax.numpy as jnp
@@ -54,7 +55,6 @@ from jaxcontam.models.config import DecoderConfig
 BLOCK = 512
 CPU_BLOCK = 128  # on CPU smaller tiles stay in cache (SmolLM2 scoring 16 x 512: 632 -> 766 tokens/s, 2026-11-25)
 IMPLEMENTATIONS = ("auto", "jnp", "splash", "cudnn")
-ENV_VAR = "JAXCONTAM_ATTENTION"
 SPLASH_LANES = 128  # splash needs T a multiple of 128 and block sizes dividing T
 SPLASH_BLOCKS = (512, 256, 128)  # the largest dividing the padded T is used for queries and keys
 
@@ -126,7 +126,8 @@ def mesh_platform() -> str:
     return jax.default_backend()
 
 
-def _checked(implementation: str, source: str) -> str:
+def checked(implementation: str, source: str) -> str:
+    """`implementation` when it is one of `IMPLEMENTATIONS`, else an error naming where it came from."""
     if implementation not in IMPLEMENTATIONS:
         raise JaxcontamError(
             f"attention implementation {implementation!r} (from {source}) is not one of {', '.join(IMPLEMENTATIONS)}"
@@ -134,14 +135,9 @@ def _checked(implementation: str, source: str) -> str:
     return implementation
 
 
-def from_environment() -> str:
-    """$JAXCONTAM_ATTENTION (checked), else "auto": read when a config is built, never while tracing."""
-    return _checked(os.environ.get(ENV_VAR) or "auto", ENV_VAR)
-
-
 def choose_implementation(implementation: str | None = None) -> str:
     """ "splash", "cudnn" or "jnp": `implementation` unless "auto" or None, else by `mesh_platform()`."""
-    chosen = _checked(implementation or "auto", "the argument")
+    chosen = checked(implementation or "auto", "the argument")
     if chosen != "auto":
         return chosen
     platform = mesh_platform()

@@ -93,7 +93,7 @@ def hidden_states(
     (`attention.packed_attention`). On TPU the splash kernel masks by index within the row, which equals
     masking by position when each segment is one contiguous run of its row with positions rising by 1 (as
     `engine.packing` builds rows; not checked): for other positions use a spec with attention="jnp"
-    (JAXCONTAM_ATTENTION=jnp when the config is read).
+    (`load_model(..., attention="jnp")`; JAXCONTAM_ATTENTION=jnp for the commands).
     """
     x = _embed(params, spec, tokens, positions)
     lengths = sequence_lengths(positions, segment_ids) if spec.rope_type == "longrope" else None

@@ -162,8 +162,8 @@ def hf_config(reader, path: pathlib.Path) -> dict:
     return config
 
 
-def read_spec(reader, path: pathlib.Path) -> ModelSpec:
-    return from_hf_config(hf_config(reader, path), source=f"{path} (GGUF metadata)")
+def read_spec(reader, path: pathlib.Path, attention: str = "auto") -> ModelSpec:
+    return from_hf_config(hf_config(reader, path), source=f"{path} (GGUF metadata)", attention=attention)
 
 
 def tensor_index(reader, spec: ModelSpec, path: pathlib.Path) -> dict[str, tuple[str, GGUFTensorInfo]]:

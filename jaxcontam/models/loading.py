@@ -117,12 +117,12 @@ def weight_files(directory: pathlib.Path) -> list[pathlib.Path]:
     )
 
 
-def read_config(directory: pathlib.Path) -> ModelSpec:
+def read_config(directory: pathlib.Path, attention: str = "auto") -> ModelSpec:
     """The spec from the directory's config.json (or that .json file itself), or from the GGUF metadata when
-    the path names a GGUF file."""
+    the path names a GGUF file; `attention`: its attention path (`jaxcontam.models.attention`)."""
     gguf = gguf_file(directory)
     if gguf is not None:
-        return read_spec(open_reader(gguf), gguf)
+        return read_spec(open_reader(gguf), gguf, attention)
     path = directory if directory.is_file() and directory.suffix == ".json" else directory / "config.json"
     if not path.exists():
         raise ModelError(f"{directory}: no config.json; a Hugging Face model directory needs one")
@@ -130,7 +130,7 @@ def read_config(directory: pathlib.Path) -> ModelSpec:
         config = json.loads(path.read_text())
     except ValueError as exc:
         raise ModelError(f"{path}: not valid JSON ({exc})") from exc
-    return from_hf_config(config, source=str(path))
+    return from_hf_config(config, source=str(path), attention=attention)
 
 
 def _tensor_index(files: list[pathlib.Path], spec: ModelSpec) -> dict[str, tuple[str, TensorInfo]]:
@@ -244,13 +244,14 @@ def load_tokenizer(directory):
         return fast_tokenizer(local)
 
 
-def load_model(path_or_id, dtype: str = "float32", mesh=None, fsdp: bool = False) -> Model:
+def load_model(path_or_id, dtype: str = "float32", mesh=None, fsdp: bool = False, attention: str = "auto") -> Model:
     """Load config, tokenizer and weights (float32 or bfloat16) onto `mesh` (default: all devices on "data").
 
     `path_or_id`: a Hugging Face checkpoint directory or hub id, a .gguf file, or a directory holding one.
     The spec's `eos_token_id` carries every stop id of config, generation_config.json and tokenizer.
     `fsdp=True` also splits each weight over the mesh's "data" axis (`models.sharding`): each device holds
     1/(data x model) of the weights, gathered layer by layer inside the jitted steps; log-probs are unchanged.
+    `attention`: "auto" (by platform), or "jnp", "splash", "cudnn" to force a path (`jaxcontam.models.attention`).
     """
     if dtype not in DTYPES:
         raise ModelError(f"dtype {dtype!r} is not supported: use one of {', '.join(DTYPES)}")
@@ -258,18 +259,18 @@ def load_model(path_or_id, dtype: str = "float32", mesh=None, fsdp: bool = False
     files = weight_files(directory)  # refuses pickles and weightless directories before reading the config
     mesh = check_mesh(mesh) if mesh is not None else make_mesh()
     if files[0].suffix == ".gguf":
-        return _load_gguf(files[0], DTYPES[dtype], mesh, fsdp)
-    spec = read_config(directory)
+        return _load_gguf(files[0], DTYPES[dtype], mesh, fsdp, attention)
+    spec = read_config(directory, attention)
     params = load_params(directory, files, spec, DTYPES[dtype], mesh, fsdp)
     tokenizer = load_tokenizer(directory)
     spec = with_stop_ids(spec, generation_config_ids(directory), tokenizer_stop_ids(tokenizer))
     return Model(config=spec, params=params, tokenizer=tokenizer, mesh=mesh, path=directory)
 
 
-def _load_gguf(path: pathlib.Path, dtype, mesh, fsdp: bool = False) -> Model:
+def _load_gguf(path: pathlib.Path, dtype, mesh, fsdp: bool = False, attention: str = "auto") -> Model:
     """Config, weights (dequantised) and tokenizer from one GGUF file."""
     reader = open_reader(path)
-    spec = read_spec(reader, path)
+    spec = read_spec(reader, path, attention)
     params = place_params(
         spec, tensor_index(reader, spec, path), GGUFTensorReader(spec), dtype, mesh, path, "the GGUF metadata", fsdp
     )

@@ -10,7 +10,8 @@ from __future__ import annotations
 import dataclasses
 
 from jaxcontam.errors import ModelError
-from jaxcontam.models import attention, decoder
+from jaxcontam.models import attention as attention_paths
+from jaxcontam.models import decoder
 from jaxcontam.models.config import DecoderConfig, eos_field, eos_ids_tuple
 from jaxcontam.models.families import FAMILIES
 from jaxcontam.models.hf_config import ConfigReader
@@ -47,10 +48,11 @@ class ModelSpec(DecoderConfig):
         return decoder.decode(params, self, tokens, positions, cache, cache_index)
 
 
-def from_hf_config(config: dict, source: str = "config.json") -> ModelSpec:
+def from_hf_config(config: dict, source: str = "config.json", attention: str = "auto") -> ModelSpec:
     """Read a Hugging Face config dict through its family into a `ModelSpec`, refusing anything the forward does
-        not implement: unknown model types, unsupported values, and fields the family does not handle. The attention
-    path is $JAXCONTAM_ATTENTION, read here (see `attention`); `dataclasses.replace(spec, attention=...)` changes it."""
+    not implement: unknown model types, unsupported values, and fields the family does not handle. `attention`: the
+    spec's attention path ("auto", "jnp", "splash", "cudnn"; see `jaxcontam.models.attention`)."""
+    attention = attention_paths.checked(attention, "attention=")
     reader = ConfigReader(config, source)
     model_type = reader.require("model_type")
     if model_type == "gemma3":
@@ -68,4 +70,4 @@ def from_hf_config(config: dict, source: str = "config.json") -> ModelSpec:
     parsed = family.from_hf_config(reader)
     reader.refuse_unhandled(model_type, family.ignored)
     fields = {field.name: getattr(parsed, field.name) for field in dataclasses.fields(parsed)}
-    return ModelSpec(**{**fields, "attention": attention.from_environment()})
+    return ModelSpec(**{**fields, "attention": attention})

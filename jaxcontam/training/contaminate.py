@@ -251,7 +251,7 @@ def run_contamination(settings: ContaminationSettings, log: Callable[[str], None
             f"{mesh.shape['data']} data shards: use a multiple of {mesh.shape['data']}"
         )
     started = time.perf_counter()
-    model = jaxcontam.load_model(settings.model, mesh=mesh, fsdp=layout.fsdp)
+    model = jaxcontam.load_model(settings.model, mesh=mesh, fsdp=layout.fsdp, attention=layout.attention)
     spec = model.config
     assert isinstance(spec, ModelSpec)  # load_model builds jaxcontam's own decoders
     if model.tokenizer is None:

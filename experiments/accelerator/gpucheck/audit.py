@@ -1,0 +1,155 @@
+"""End to end, as a user runs it: the bundled `jaxcontam audit` (wall time and a stage table read off its own
+progress lines), and `jaxcontam pacost` over 256 bundled items (128 GSM8K + 128 COPA, with their rephrasings) on the
+1B-shaped random model, for throughput only (a random model's verdicts mean nothing).
+
+Each command runs in a child process, as a user's would. The smoke run calls the same commands in this process
+instead (`in_process`; the imports are already paid) and runs PaCoST on the bundled model, whose programs the
+bundled audit has just compiled: on 2 CPU cores the compiles, not the work, are what a smoke run waits for.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import pathlib
+import re
+import shutil
+import subprocess
+import sys
+import time
+
+SMOKE_SETTINGS = ("--set", "pacost.max_new_tokens=2", "--set", "pacost.judge_max_new_tokens=2")
+CLI = "import sys; from jaxcontam.cli import main; sys.exit(main())"
+CHUNK = re.compile(r"^\s+(?P<stage>.+): chunk (?P<done>\d+)/(?P<total>\d+) \((?P<seconds>\d+) s\)")
+
+
+class _Lines(io.TextIOBase):
+    """A text stream keeping each line (or carriage-return redraw) written to it, with the second it arrived at."""
+
+    def __init__(self, start: float):
+        self.start, self.lines, self.pending = start, [], ""
+
+    def write(self, text: str) -> int:
+        *done, self.pending = re.split(r"[\r\n]", self.pending + text)
+        self.lines += [(round(time.perf_counter() - self.start, 2), part) for part in done if part.strip()]
+        return len(text)
+
+
+def run_in_process(args: list[str], cwd: pathlib.Path) -> dict:
+    """`run_cli`, calling the command's `main` here (its output captured the same way)."""
+    from jaxcontam.cli import main
+
+    start = time.perf_counter()
+    stream, code = _Lines(start), 0
+    with contextlib.chdir(cwd), contextlib.redirect_stderr(stream), contextlib.redirect_stdout(stream):
+        try:
+            main(args)
+        except SystemExit as stop:
+            code = stop.code if isinstance(stop.code, int) else 1
+    return {"wall_s": round(time.perf_counter() - start, 2), "exit_code": code, "lines": stream.lines}
+
+
+def run_cli(args: list[str], timeout: float, cwd: pathlib.Path, in_process: bool = False) -> dict:
+    """Run `jaxcontam ARGS` in a child process (or `in_process`); its wall seconds, exit code, and each stderr line
+    with the second it arrived at."""
+    if in_process:
+        return run_in_process(args, cwd)
+    start = time.perf_counter()
+    process = subprocess.Popen(
+        [sys.executable, "-c", CLI, *args], cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
+    lines = []
+    assert process.stdout is not None
+    for line in process.stdout:
+        for part in line.rstrip("\n").split("\r"):  # progress bars redraw with carriage returns
+            if part.strip():
+                lines.append((round(time.perf_counter() - start, 2), part))
+        if time.perf_counter() - start > timeout:
+            process.kill()
+            break
+    code = process.wait()
+    return {"wall_s": round(time.perf_counter() - start, 2), "exit_code": code, "lines": lines}
+
+
+def stage_table(lines: list[tuple[float, str]], wall: float) -> list[dict]:
+    """Each stage's seconds (its last chunk line's count), then what the stages leave of the wall time (start-up,
+    loading, n-gram counting, compiles outside the stages, writing the report)."""
+    stages: dict[str, int] = {}
+    for _, line in lines:
+        found = CHUNK.match(line)
+        if found:
+            stages[found["stage"].replace("|", "/")] = int(found["seconds"])
+    table = [{"stage": name, "seconds": seconds} for name, seconds in stages.items()]
+    table.append({"stage": "everything else", "seconds": round(wall - sum(stages.values()), 1)})
+    return table
+
+
+def bundled_audit(work: pathlib.Path, smoke: bool, timeout: float) -> dict:
+    out = work / "bundled-audit"
+    shutil.rmtree(out, ignore_errors=True)
+    args = ["audit", "--out", str(out)]
+    if smoke:
+        args += ["--limit", "1", *SMOKE_SETTINGS]
+    run = run_cli(args, timeout, work, in_process=smoke)
+    result = {"command": "jaxcontam " + " ".join(args), "wall_s": run["wall_s"], "exit_code": run["exit_code"]}
+    result["stages"] = stage_table(run["lines"], run["wall_s"])
+    result["log_tail"] = [line for _, line in run["lines"][-12:]]
+    return result
+
+
+def pacost_config(
+    model: pathlib.Path, work: pathlib.Path, names: tuple[str, ...], per_benchmark: int, new_tokens: int
+) -> pathlib.Path:
+    """An audit config of the first `per_benchmark` items of each bundled benchmark of `names`, on `model`."""
+    from jaxcontam.audit.config import EXAMPLE_CONFIG
+
+    example = EXAMPLE_CONFIG.parent
+    for name in ("tokenizer.json", "tokenizer_config.json"):  # the random model speaks the bundled tokenizer
+        if not (model / name).exists():
+            shutil.copy(example / "model" / name, model / name)
+    benchmarks = "".join(
+        f'[[benchmark]]\nname = "{name}"\nsplit = "test"\npath = "{example / f"{name}_test_sample.jsonl"}"\n'
+        f'paraphrases = "{example / f"{name}_rephrasings.jsonl"}"\nlimit = {per_benchmark}\n\n'
+        for name in names
+    )
+    text = (
+        f'out = "{work / "pacost-out"}"\n\n[[model]]\npath = "{model}"\nname = "random"\n\n{benchmarks}'
+        f'[pacost]\nconfidence = "answer_logprob"\nmax_new_tokens = {new_tokens}\njudge_max_new_tokens = {new_tokens}\n'
+    )
+    path = work / "pacost.toml"
+    path.write_text(text)
+    return path
+
+
+def pacost_run(
+    model: pathlib.Path | None,
+    work: pathlib.Path,
+    names: tuple[str, ...],
+    items: int,
+    new_tokens: int,
+    timeout: float,
+    smoke: bool,
+) -> dict:
+    """`jaxcontam pacost` over `items` items split evenly over the bundled benchmarks `names`, on `model` (None:
+    the bundled model, as the smoke run does)."""
+    from jaxcontam.audit.config import EXAMPLE_CONFIG
+
+    shutil.rmtree(work / "pacost-out", ignore_errors=True)
+    model = model or EXAMPLE_CONFIG.parent / "model"
+    config = pacost_config(model, work, names, items // len(names), new_tokens)
+    run = run_cli(["pacost", "--config", str(config)], timeout, work, in_process=smoke)
+    result = {
+        "model": str(model),
+        "items": items,
+        "max_new_tokens": new_tokens,
+        "wall_s": run["wall_s"],
+        "exit_code": run["exit_code"],
+        "items_per_s": round(items / run["wall_s"], 2),
+        "stages": stage_table(run["lines"], run["wall_s"]),
+        "log_tail": [line for _, line in run["lines"][-8:]],
+    }
+    summary = work / "pacost-out" / "summary.json"
+    if summary.exists():
+        result["runs"] = [run.get("benchmark") for run in json.loads(summary.read_text()).get("runs", [])]
+    return result

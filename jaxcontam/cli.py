@@ -38,6 +38,7 @@ COMMANDS: dict[str, str] = {
     "convert-llama2c": "jaxcontam.commands.convert:convert_llama2c",
     "lm-eval": "jaxcontam.commands.lm_eval:lm_eval",
     "contaminate": "jaxcontam.commands.contaminate:contaminate",
+    "decontaminate": "jaxcontam.commands.decontaminate:decontaminate",
 }
 
 

@@ -54,6 +54,7 @@ class DocumentResult:
     matches: tuple[Match, ...]
     windows: np.ndarray  # int64 [H, 2], in text order, one per matched window (any item)
     units: int
+    rows: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0, np.int32))  # table rows matched
 
     @property
     def items(self) -> list[str]:
@@ -101,7 +102,7 @@ def _describe(index: DecontIndex, text: str) -> DocumentResult:
         matches.append(
             Match(source.benchmark, source.id, len(mine), longest, int(windows[mine[0], 0]), int(windows[mine[0], 1]))
         )
-    return DocumentResult(tuple(matches), windows, len(ids))
+    return DocumentResult(tuple(matches), windows, len(ids), np.unique(hits.rows))
 
 
 def kept_slices(text: str, windows: np.ndarray, spans: SpanSettings = SpanSettings()) -> list[str] | None:

@@ -1,0 +1,115 @@
+"""`jaxcontam decontaminate`: which corpus documents hold which benchmark items, and a cleaned copy of the corpus."""
+
+from __future__ import annotations
+
+import click
+
+from jaxcontam.commands.config_file import config_file_options
+from jaxcontam.decontam.index import FIELDS, IndexSettings
+from jaxcontam.decontam.matching import POLICIES, SpanSettings
+from jaxcontam.decontam.rules import PRESETS
+from jaxcontam.decontam.run import RunSettings
+
+
+@config_file_options
+@click.command("decontaminate")
+@click.option("--benchmark", "benchmarks", multiple=True, required=True, help="Benchmark name (repeatable).")
+@click.option("--path", default=None, help="Benchmark file or folder, local or a bucket URL (one benchmark).")
+@click.option("--split", default=None, help="Benchmark split (the loader's default if omitted).")
+@click.option(
+    "--corpus",
+    "corpora",
+    multiple=True,
+    required=True,
+    help="Corpus file, folder or glob, local or a bucket URL: .jsonl/.json/.parquet/.txt (.gz/.zst) (repeatable).",
+)
+@click.option("--out", required=True, help="Output folder, local or a bucket URL.")
+@click.option(
+    "--tokenizer",
+    default=None,
+    help="Match the model's tokens (a folder with tokenizer.json, a .tiktoken or GGUF file) instead of words.",
+)
+@click.option(
+    "--normalize",
+    type=click.Choice(list(PRESETS)),
+    default=IndexSettings.preset,
+    show_default=True,
+    help="Word rule: gpt3 (GPT-3 / lm-eval Janitor, 13-grams) or datatrove (its simplify_text + NLTK words, 12-grams).",
+)
+@click.option(
+    "--n", type=click.IntRange(min=1), default=None, help="n-gram length (default: 13 gpt3, 12 datatrove, 8 tokens)."
+)
+@click.option(
+    "--fields",
+    multiple=True,
+    type=click.Choice(list(FIELDS)),
+    default=("item",),
+    show_default=True,
+    help="What of an item is looked for: item (prompt and gold answer as the model sees them), or any of "
+    "question, answer, overlap (datatrove's options; repeatable).",
+)
+@click.option("--policy", type=click.Choice(list(POLICIES)), default=RunSettings.policy, show_default=True)
+@click.option("--window", type=click.IntRange(min=0), default=SpanSettings.window, show_default=True)
+@click.option("--cutoff", type=click.IntRange(min=0), default=SpanSettings.cutoff, show_default=True)
+@click.option("--min-slice", type=click.IntRange(min=0), default=SpanSettings.min_slice, show_default=True)
+@click.option("--text-field", default="text", show_default=True)
+@click.option("--id-field", default="id", show_default=True)
+@click.option("--annotate-field", default="contamination", show_default=True)
+@click.option("--on-bad-line", type=click.Choice(["stop", "skip"]), default="stop", show_default=True)
+@click.option("--engine", type=click.Choice(["local", "ray"]), default="local", show_default=True)
+@click.option("--workers", type=click.IntRange(min=1), default=None, help="Processes of the local engine [every core].")
+@click.option("--address", default=None, help="Ray cluster: auto or HOST:PORT (default: RAY_ADDRESS or a new one).")
+def decontaminate(
+    benchmarks,
+    path,
+    split,
+    corpora,
+    out,
+    tokenizer,
+    normalize,
+    n,
+    fields,
+    policy,
+    window,
+    cutoff,
+    min_slice,
+    text_field,
+    id_field,
+    annotate_field,
+    on_bad_line,
+    engine,
+    workers,
+    address,
+):
+    """Find benchmark items in a corpus -> OUT/matches.parquet, items.parquet, cleaned/, report.html, summary.json.
+
+    --policy spans cuts each match out with --window characters each side (GPT-3's rule), drop removes the
+    document, annotate keeps it with a field naming the items. A rerun skips the shards already done.
+    """
+    from jaxcontam.data import load_benchmark
+    from jaxcontam.decontam.index import DecontIndex, benchmark_items
+    from jaxcontam.decontam.run import decontaminate as run
+    from jaxcontam.errors import DataError
+
+    if path is not None and len(benchmarks) > 1:
+        raise DataError("--path names one benchmark's files; give one --benchmark with it, or drop --path")
+    options = {"split": split} if split else {}
+    loaded = [load_benchmark(name, path=path, **options) for name in benchmarks]
+    index_settings = IndexSettings(
+        unit="tokens" if tokenizer else "words", preset=normalize, n=n, fields=tuple(fields), tokenizer=tokenizer
+    )
+    index = DecontIndex.build(benchmark_items(loaded), index_settings)
+    settings = RunSettings(
+        policy=policy,
+        spans=SpanSettings(window=window, cutoff=cutoff, min_slice=min_slice),
+        text_field=text_field,
+        id_field=id_field,
+        annotate_field=annotate_field,
+        on_bad_line=on_bad_line,
+    )
+    summary = run(index, corpora, out, settings, engine=engine, workers=workers, address=address)
+    total = summary["total"]
+    click.echo(
+        f"{total['documents']} documents, {total['matched']} holding a benchmark item, {total['removed']} removed, "
+        f"{total['split']} split, {total['bad_lines']} bad lines -> {str(out).rstrip('/')}/summary.json"
+    )

@@ -1,0 +1,433 @@
+"""A decontamination run: every shard through the index, committed shard by shard, then the run's outputs.
+
+Per shard (`process_shard`), under OUT: `cleaned/<shard>` (the input's format and compression),
+`matches/<shard>.parquet`, and last `shards/<shard>.json`, the shard's statistics and its completion marker. A
+shard whose marker exists is skipped, so a rerun (or a retried Ray task) never writes a completed shard again,
+and a killed run leaves no half-written shard that reads as done (each file is committed whole).
+After all shards (`finish`): `matches.parquet` (one row per document and item), `items.parquet` (per item: the
+documents holding it, its n-grams and how many the corpus holds), `report.html`, and last `summary.json`.
+Engines: `local` (a process per core, shards in parallel; `workers=1` runs in this process) and `ray`.
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import html
+import json
+import multiprocessing
+import os
+import time
+from collections.abc import Sequence
+from concurrent.futures import FIRST_EXCEPTION, ProcessPoolExecutor, wait
+from typing import Any, Literal
+
+import numpy as np
+
+from jaxcontam.decontam.index import DecontIndex
+from jaxcontam.decontam.matching import POLICIES, Policy, SpanSettings, apply_policy, find_batch
+from jaxcontam.decontam.shards import (
+    BadLine,
+    CleanedWriter,
+    Destination,
+    Record,
+    ShardSpec,
+    list_shards,
+    parquet_schema,
+    read_records,
+)
+from jaxcontam.errors import DataError
+
+OnBadLine = Literal["stop", "skip"]
+Engine = Literal["local", "ray"]
+BATCH_CHARACTERS = 1 << 22  # text per find_batch call
+BAD_LINES_NAMED = 100  # per shard, in the summary
+
+
+@dataclasses.dataclass(frozen=True)
+class RunSettings:
+    """What happens to a document that holds an item, and to a bad line."""
+
+    policy: Policy = "spans"
+    spans: SpanSettings = SpanSettings()
+    text_field: str = "text"
+    id_field: str = "id"
+    annotate_field: str = "contamination"
+    on_bad_line: OnBadLine = "stop"
+
+    def __post_init__(self):
+        if self.policy not in POLICIES:
+            raise DataError(f"--policy {self.policy}: choose one of {', '.join(POLICIES)}")
+        if self.on_bad_line not in ("stop", "skip"):
+            raise DataError(f"--on-bad-line {self.on_bad_line}: choose stop or skip")
+
+
+def marker(shard: ShardSpec) -> str:
+    return f"shards/{shard.label}.json"
+
+
+class _ShardState:
+    """Counts and outputs of one shard while it is read."""
+
+    def __init__(self, index: DecontIndex, shard: ShardSpec, settings: RunSettings, writer: CleanedWriter):
+        self.index, self.shard, self.settings, self.writer = index, shard, settings, writer
+        self.documents = self.matched = self.removed = self.split = self.units = self.units_removed = 0
+        self.bad: list[str] = []
+        self.bad_count = 0
+        self.matches: list[dict] = []
+        self.item_documents: collections.Counter = collections.Counter()
+        self.benchmarks: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
+        self.rows: set[int] = set()
+
+    def bad_line(self, bad: BadLine) -> None:
+        if self.settings.on_bad_line == "stop":
+            raise DataError(
+                f"{bad.describe(self.shard.label)}. Fix or remove it, or pass --on-bad-line skip to count and skip "
+                "bad lines; completed shards are kept, and a rerun resumes after them"
+            )
+        self.bad_count += 1
+        if len(self.bad) < BAD_LINES_NAMED:
+            self.bad.append(f"line {bad.line} (byte {bad.offset}): {bad.reason}")
+
+    def flush(self, batch: list[Record]) -> None:
+        if not batch:
+            return
+        settings = self.settings
+        for record, result in zip(batch, find_batch(self.index, [r.text for r in batch])):
+            self.documents += 1
+            self.units += result.units
+            row = record.row if record.row is not None else {settings.text_field: record.text}
+            doc_id = row.get(settings.id_field) if record.row is not None else None
+            if settings.policy == "annotate":
+                self.writer.write_row({**row, settings.annotate_field: result.items})
+            elif not result.matches:
+                self._keep(record, row)
+            if not result.matches:
+                continue
+            self.matched += 1
+            self.rows.update(result.rows.tolist())
+            kept = apply_policy(record.text, result, settings.policy, settings.spans)
+            removed_units = 0
+            if settings.policy == "drop":
+                removed_units = result.units
+            elif settings.policy == "spans":
+                removed_units = result.units - sum(len(e) for e in self.index.encode(kept))
+                base = doc_id if doc_id is not None else record.index
+                for k, piece in enumerate(kept):
+                    self.writer.write_row({**row, settings.text_field: piece, settings.id_field: f"{base}#{k}"})
+            if settings.policy != "annotate" and not kept:
+                self.removed += 1
+            elif settings.policy == "spans":
+                self.split += 1
+            self.units_removed += removed_units
+            for benchmark in {m.benchmark for m in result.matches}:
+                counts = self.benchmarks[benchmark]
+                counts["documents"] += 1
+                counts["removed_documents"] += int(settings.policy != "annotate" and not kept)
+                counts["removed_units"] += removed_units
+            for m in result.matches:
+                self.item_documents[f"{m.benchmark}/{m.item_id}"] += 1
+                self.matches.append(
+                    {
+                        "shard": self.shard.label,
+                        "document": record.index,
+                        "id": None if doc_id is None else str(doc_id),
+                        "benchmark": m.benchmark,
+                        "item": m.item_id,
+                        "ngrams": m.ngrams,
+                        "longest_chars": m.longest,
+                        "first_start": m.start,
+                        "first_end": m.end,
+                    }
+                )
+
+    def _keep(self, record: Record, row: dict) -> None:
+        if record.raw is not None:
+            self.writer.write_line(record.raw)  # byte for byte
+        else:
+            self.writer.write_row(row)
+
+    def stats(self) -> dict[str, Any]:
+        return {
+            "shard": self.shard.label,
+            "documents": self.documents,
+            "matched": self.matched,
+            "removed": self.removed,
+            "split": self.split,
+            "units": self.units,
+            "units_removed": self.units_removed,
+            "bad_lines": self.bad_count,
+            "bad": self.bad,
+            "benchmarks": {b: dict(c) for b, c in sorted(self.benchmarks.items())},
+            "item_documents": dict(sorted(self.item_documents.items())),
+            "rows": sorted(self.rows),
+        }
+
+
+MATCH_COLUMNS = ("shard", "document", "id", "benchmark", "item", "ngrams", "longest_chars", "first_start", "first_end")
+
+
+def _match_table(rows: list[dict]):
+    import pyarrow as pa
+
+    schema = pa.schema(
+        [
+            ("shard", pa.string()),
+            ("document", pa.int64()),
+            ("id", pa.string()),
+            ("benchmark", pa.string()),
+            ("item", pa.string()),
+            ("ngrams", pa.int64()),
+            ("longest_chars", pa.int64()),
+            ("first_start", pa.int64()),
+            ("first_end", pa.int64()),
+        ]
+    )
+    return pa.Table.from_pylist(rows, schema=schema)
+
+
+def process_shard(index: DecontIndex, shard: ShardSpec, settings: RunSettings, out: str) -> dict[str, Any]:
+    """Decontaminate one shard into `out`, or read its statistics if a previous run completed it."""
+    import pyarrow.parquet as pq
+
+    destination = Destination(out)
+    if destination.exists(marker(shard)):
+        return json.loads(destination.read_bytes(marker(shard)))
+    started = time.perf_counter()
+    with destination.scratch() as folder:
+        schema = None
+        if shard.format == "parquet":
+            schema = parquet_schema(shard)
+            if settings.policy == "annotate":
+                import pyarrow as pa
+
+                schema = schema.append(pa.field(settings.annotate_field, pa.list_(pa.string())))
+        writer = CleanedWriter(shard, folder / "cleaned", schema, settings.text_field)
+        state = _ShardState(index, shard, settings, writer)
+        try:
+            batch: list[Record] = []
+            size = 0
+            for record in read_records(shard, settings.text_field):
+                if isinstance(record, BadLine):
+                    state.bad_line(record)
+                    continue
+                batch.append(record)
+                size += len(record.text)
+                if size >= BATCH_CHARACTERS:
+                    state.flush(batch)
+                    batch, size = [], 0
+            state.flush(batch)
+        finally:
+            writer.close()
+        pq.write_table(_match_table(state.matches), folder / "matches.parquet")
+        stats = state.stats() | {"seconds": round(time.perf_counter() - started, 3), "pid": os.getpid()}
+        (folder / "marker.json").write_text(json.dumps(stats))
+        destination.put(f"cleaned/{shard.label}", folder / "cleaned")
+        destination.put(f"matches/{shard.label}.parquet", folder / "matches.parquet")
+        destination.put(marker(shard), folder / "marker.json")  # last: the shard is complete
+    return stats
+
+
+# engines ------------------------------------------------------------------------------------------------------
+
+_WORKER_INDEX: DecontIndex | None = None
+
+
+def _set_index(index: DecontIndex) -> None:
+    global _WORKER_INDEX
+    _WORKER_INDEX = index
+
+
+def _pool_shard(shard: ShardSpec, settings: RunSettings, out: str) -> dict[str, Any]:
+    assert _WORKER_INDEX is not None
+    return process_shard(_WORKER_INDEX, shard, settings, out)
+
+
+def run_local(
+    index: DecontIndex, shards: Sequence[ShardSpec], settings: RunSettings, out: str, workers: int
+) -> list[dict]:
+    """Every shard on this host: `workers` processes (each with the index, sent once), or this process."""
+    if workers <= 1 or len(shards) <= 1:
+        return [process_shard(index, shard, settings, out) for shard in shards]
+    context = multiprocessing.get_context("spawn")  # no fork of a process that may hold JAX's threads
+    with ProcessPoolExecutor(workers, mp_context=context, initializer=_set_index, initargs=(index,)) as pool:
+        futures = [pool.submit(_pool_shard, shard, settings, out) for shard in shards]
+        done, pending = wait(futures, return_when=FIRST_EXCEPTION)
+        failed = [f for f in done if f.exception() is not None]
+        if failed:
+            for future in pending:
+                future.cancel()
+            raise failed[0].exception()  # type: ignore[misc]
+        return [f.result() for f in futures]
+
+
+def decontaminate(
+    index: DecontIndex,
+    corpora: Sequence[str],
+    out: str,
+    settings: RunSettings = RunSettings(),
+    *,
+    engine: Engine = "local",
+    workers: int | None = None,
+    address: str | None = None,
+) -> dict[str, Any]:
+    """Decontaminate `corpora` into `out` (local or a bucket URL); returns the summary (also OUT/summary.json)."""
+    shards = list_shards(corpora)
+    _claim(Destination(out), index, settings)
+    started = time.perf_counter()
+    if engine == "ray":
+        from jaxcontam.decontam.ray_engine import run_ray
+
+        stats = run_ray(index, shards, settings, out, address=address)
+    else:
+        stats = run_local(index, shards, settings, out, workers or os.cpu_count() or 1)
+    return finish(index, shards, stats, settings, out, corpora, seconds=time.perf_counter() - started, engine=engine)
+
+
+def _claim(destination: Destination, index: DecontIndex, settings: RunSettings) -> None:
+    """OUT/run.json names what the shards in OUT were made with; a rerun must match it to reuse them."""
+    fingerprint = {
+        "index": dataclasses.asdict(index.settings) | {"n": index.n},
+        "table": index.table.checksum,
+        "run": dataclasses.asdict(settings) | {"on_bad_line": None},  # a completed shard is the same either way
+    }
+    text = json.dumps(fingerprint, sort_keys=True)
+    if destination.exists("run.json"):
+        before = destination.read_bytes("run.json").decode()
+        if before != text:
+            raise DataError(
+                f"{destination.url} holds a decontamination run made with other settings ({before}); give a fresh "
+                "--out, or the same settings to resume it"
+            )
+        return
+    destination.write_bytes("run.json", text.encode())
+
+
+# the run's outputs --------------------------------------------------------------------------------------------
+
+
+def finish(
+    index: DecontIndex,
+    shards: Sequence[ShardSpec],
+    stats: Sequence[dict],
+    settings: RunSettings,
+    out: str,
+    corpora: Sequence[str],
+    *,
+    seconds: float,
+    engine: str,
+) -> dict[str, Any]:
+    """matches.parquet, items.parquet, report.html, then summary.json, from the shards' committed outputs."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    destination = Destination(out)
+    tables = [pq.read_table(destination.path(f"matches/{s.label}.parquet").open("rb")) for s in shards]
+    matches = pa.concat_tables(tables) if tables else _match_table([])
+    if matches.num_rows:
+        matches = matches.sort_by([("shard", "ascending"), ("document", "ascending"), ("benchmark", "ascending")])
+    documents: collections.Counter = collections.Counter()
+    found = np.zeros(len(index.table.keys), bool)
+    for s in stats:
+        documents.update(s["item_documents"])
+        found[np.asarray(s["rows"], np.int64)] = True
+    positions = index.table.position_ngram
+    item_of = np.searchsorted(index.table.items.item_offsets, np.arange(len(positions)), side="right") - 1
+    present = positions >= 0
+    found_positions = np.bincount(item_of[present], weights=found[positions[present]], minlength=len(index.items))
+    items = [
+        {
+            "benchmark": item.benchmark,
+            "item": item.id,
+            "documents": documents.get(item.key, 0),
+            "ngrams": int(index.item_ngrams[k]),
+            "ngrams_found": int(found_positions[k]),
+            "ngram_match": float(found_positions[k] / index.item_ngrams[k]) if index.item_ngrams[k] else 0.0,
+        }
+        for k, item in enumerate(index.items)
+    ]
+    summary = _summary(index, stats, items, settings, corpora, seconds, engine, out)
+    with destination.scratch() as folder:
+        pq.write_table(matches, folder / "matches.parquet")
+        pq.write_table(pa.Table.from_pylist(items), folder / "items.parquet")
+        (folder / "report.html").write_text(_report(summary), encoding="utf-8")
+        (folder / "summary.json").write_text(json.dumps(summary, indent=2), encoding="utf-8")
+        for name in ("matches.parquet", "items.parquet", "report.html", "summary.json"):  # summary last
+            destination.put(name, folder / name)
+    return summary
+
+
+def _summary(index, stats, items, settings: RunSettings, corpora, seconds, engine, out) -> dict[str, Any]:
+    benchmarks: dict[str, dict] = {}
+    for item in items:
+        entry = benchmarks.setdefault(
+            item["benchmark"],
+            {"items": 0, "items_found": 0, "documents": 0, "removed_documents": 0, "removed_units": 0},
+        )
+        entry["items"] += 1
+        entry["items_found"] += int(item["documents"] > 0)
+    for s in stats:
+        for name, counts in s["benchmarks"].items():
+            for key in ("documents", "removed_documents", "removed_units"):
+                benchmarks[name][key] += counts.get(key, 0)
+    total = {k: sum(s[k] for s in stats) for k in ("documents", "matched", "removed", "split", "units")}
+    total |= {"units_removed": sum(s["units_removed"] for s in stats), "bad_lines": sum(s["bad_lines"] for s in stats)}
+    settings_out = dataclasses.asdict(index.settings) | {"n": index.n}
+    return {
+        "corpora": list(corpora),
+        "out": out,
+        "engine": engine,
+        "index": settings_out,
+        "units": "tokens" if index.settings.unit == "tokens" else "words",
+        "policy": settings.policy,
+        "spans": dataclasses.asdict(settings.spans),
+        "on_bad_line": settings.on_bad_line,
+        "table_ngrams": len(index.table.keys),
+        "seconds": round(seconds, 3),
+        "total": total,
+        "benchmarks": benchmarks,
+        "shards": {
+            s["shard"]: {k: s[k] for k in ("documents", "matched", "removed", "split", "units", "units_removed")}
+            | {"bad_lines": s["bad_lines"], "bad": s["bad"]}
+            for s in stats
+        },
+    }
+
+
+def _table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    head = "".join(f"<th>{html.escape(str(h))}</th>" for h in headers)
+    body = "".join("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in row) + "</tr>" for row in rows)
+    return f"<table><tr>{head}</tr>{body}</table>"
+
+
+def _report(summary: dict) -> str:
+    total = summary["total"]
+    benchmarks = _table(
+        [
+            "benchmark",
+            "items",
+            "items found",
+            "documents holding one",
+            "documents removed",
+            f"{summary['units']} removed",
+        ],
+        [
+            [name, b["items"], b["items_found"], b["documents"], b["removed_documents"], b["removed_units"]]
+            for name, b in summary["benchmarks"].items()
+        ],
+    )
+    shards = _table(
+        ["shard", "documents", "matched", "removed", "split", "bad lines", "named"],
+        [
+            [name, s["documents"], s["matched"], s["removed"], s["split"], s["bad_lines"], "; ".join(s["bad"][:5])]
+            for name, s in summary["shards"].items()
+        ],
+    )
+    return (
+        "<!doctype html><meta charset='utf-8'><title>jaxcontam decontaminate</title>"
+        "<style>body{font-family:sans-serif}td,th{padding:2px 8px;border-bottom:1px solid #ddd}</style>"
+        f"<h1>Decontamination</h1><p>{total['documents']} documents ({total['units']} {summary['units']}), "
+        f"{total['matched']} holding a benchmark item, {total['removed']} removed, {total['split']} split; policy "
+        f"{html.escape(summary['policy'])}; {total['bad_lines']} bad lines.</p>"
+        f"<h2>Benchmarks</h2>{benchmarks}<h2>Shards</h2>{shards}"
+    )

@@ -1,0 +1,371 @@
+"""Corpus shards for decontamination: listing, reading records with their line and byte offset, writing cleaned
+shards in the input's format and compression, and committing outputs whole (local rename or one object write).
+
+A shard is one file: `.jsonl` (or `.json` lines), `.parquet`, or `.txt`/`.md` (one document), optionally `.gz` or
+`.zst` (not Parquet). Bad input (a line that is not a JSON object with a string text field, invalid UTF-8, a
+truncated `.gz`/`.zst`) comes out of `read_records` as a `BadLine` naming the line and the byte offset (in the
+decompressed stream) where it starts; a truncated stream ends the shard.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import gzip
+import io
+import json
+import os
+import tempfile
+import zlib
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+from jaxcontam.errors import DataError
+from jaxcontam.storage import as_path, base_suffix, describe_error, glob_files, has_glob, is_url, storage_errors
+
+Format = Literal["jsonl", "parquet", "text"]
+FORMATS: dict[str, Format] = {".jsonl": "jsonl", ".json": "jsonl", ".parquet": "parquet", ".txt": "text", ".md": "text"}
+COMPRESSIONS = ("", ".gz", ".zst")
+
+
+@dataclasses.dataclass(frozen=True)
+class ShardSpec:
+    """One corpus file: `label` names it in outputs (its path under the corpus root); `url` reads it."""
+
+    label: str
+    url: str
+    format: Format
+    compression: str  # "", ".gz" or ".zst"
+
+
+def _spec(path: Any, label: str) -> ShardSpec | None:
+    name = path.name.lower()
+    compression = next((c for c in COMPRESSIONS[1:] if name.endswith(c)), "")
+    fmt = FORMATS.get(base_suffix(path))
+    if fmt is None or (fmt == "parquet" and compression) or name.startswith("."):
+        return None
+    return ShardSpec(label, str(path), fmt, compression)
+
+
+def list_shards(corpora: Sequence[str]) -> list[ShardSpec]:
+    """The shards of every corpus (a file, a folder, a glob, local or a bucket URL), in name order; labels get a
+    `<k>/` prefix when several corpora are given."""
+    shards: list[ShardSpec] = []
+    for k, corpus in enumerate(corpora):
+        prefix = f"{k}/" if len(corpora) > 1 else ""
+        try:
+            if has_glob(corpus):
+                root, files = glob_files(corpus)
+            else:
+                root = as_path(corpus)
+                if not root.exists():
+                    raise DataError(f"corpus {corpus} does not exist; check the path or URL")
+                files = [root] if root.is_file() else sorted((p for p in root.rglob("*") if p.is_file()), key=str)
+        except storage_errors() as error:
+            raise describe_error(corpus, error) from None
+        found = []
+        for path in files:
+            label = path.name if path == root else Path(str(path)).relative_to(Path(str(root))).as_posix()
+            spec = _spec(path, prefix + label)
+            if spec is not None:
+                found.append(spec)
+        if not found:
+            raise DataError(
+                f"corpus {corpus}: no .jsonl/.json/.parquet/.txt/.md files (optionally .gz or .zst) found; "
+                "point at the corpus files"
+            )
+        shards += found
+    labels = [s.label for s in shards]
+    if len(set(labels)) != len(labels):
+        raise DataError("two corpus files share a name; give each --corpus its own folder")
+    return shards
+
+
+# reading ------------------------------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class Record:
+    """One document: its index in the shard, line, byte offset, text, the row's fields, and the line's bytes."""
+
+    index: int
+    line: int
+    offset: int
+    text: str
+    row: dict | None  # None for a text file
+    raw: bytes | None = None  # the JSONL line as read
+
+
+@dataclasses.dataclass(frozen=True)
+class BadLine:
+    line: int
+    offset: int
+    reason: str
+
+    def describe(self, label: str) -> str:
+        return f"{label}, line {self.line} (byte {self.offset}): {self.reason}"
+
+
+class TruncatedError(Exception):
+    """A compressed stream that ends before its end marker."""
+
+
+class _Zstd(io.RawIOBase):
+    """A .zst stream, decompressed frame after frame; a stream cut inside a frame raises TruncatedError."""
+
+    def __init__(self, raw):
+        import zstandard
+
+        self._raw, self._new = raw, zstandard.ZstdDecompressor().decompressobj
+        self._part, self._pending, self._in_frame = self._new(), b"", False
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        while not self._pending:
+            data = self._raw.read(1 << 20)
+            if not data:
+                if self._in_frame:
+                    raise TruncatedError("the .zst stream ends inside a frame (a truncated file)")
+                return 0
+            while data:
+                self._pending += self._part.decompress(data)
+                self._in_frame = not self._part.eof
+                data = b""
+                if self._part.eof:  # the next frame, if any, starts in the unused bytes
+                    data, self._part = self._part.unused_data, self._new()
+        size = min(len(buffer), len(self._pending))
+        buffer[:size] = self._pending[:size]
+        self._pending = self._pending[size:]
+        return size
+
+    def close(self) -> None:
+        self._raw.close()
+        super().close()
+
+
+def _open(spec: ShardSpec):
+    path = as_path(spec.url)
+    try:
+        raw = path.open("rb")
+    except storage_errors() as error:
+        raise describe_error(spec.url, error) from None
+    if spec.compression == ".zst":
+        return io.BufferedReader(_Zstd(raw), buffer_size=1 << 20)
+    if spec.compression == ".gz":
+        return gzip.GzipFile(fileobj=raw, mode="rb")
+    return raw
+
+
+_STREAM_ERRORS = (TruncatedError, EOFError, gzip.BadGzipFile, zlib.error)
+
+
+def _stream_error(error: BaseException) -> str:
+    if isinstance(error, EOFError):
+        return "the .gz stream ends early (a truncated file)"
+    import zstandard
+
+    if isinstance(error, zstandard.ZstdError):
+        return f"the .zst stream is corrupt ({error})"
+    return str(error)
+
+
+def read_records(spec: ShardSpec, text_field: str = "text") -> Iterator[Record | BadLine]:
+    """Every document of the shard, and a BadLine for each line that cannot be one (see the module docstring)."""
+    import zstandard
+
+    stream_errors = (*_STREAM_ERRORS, zstandard.ZstdError)
+    if spec.format == "parquet":
+        yield from _parquet_records(spec, text_field)
+        return
+    with _open(spec) as handle:
+        if spec.format == "text":
+            try:
+                data = handle.read()
+            except stream_errors as error:
+                yield BadLine(1, 0, _stream_error(error))
+                return
+            try:
+                yield Record(0, 1, 0, data.decode("utf-8"), None)
+            except UnicodeDecodeError as error:
+                line = data[: error.start].count(b"\n") + 1
+                yield BadLine(line, error.start, f"invalid UTF-8 ({error.reason})")
+            return
+        offset, line, index = 0, 0, 0
+        while True:
+            try:
+                raw = handle.readline()
+            except stream_errors as error:
+                yield BadLine(line + 1, offset, _stream_error(error))
+                return
+            if not raw:
+                return
+            line += 1
+            start, offset = offset, offset + len(raw)
+            if not raw.strip():
+                continue
+            try:
+                row = json.loads(raw.decode("utf-8"))
+            except UnicodeDecodeError as error:
+                yield BadLine(line, start, f"invalid UTF-8 at byte {start + error.start} ({error.reason})")
+                continue
+            except json.JSONDecodeError as error:
+                yield BadLine(line, start, f"not valid JSON ({error.msg} at column {error.colno})")
+                continue
+            if not isinstance(row, dict) or not isinstance(row.get(text_field), str):
+                what = "a JSON object" if isinstance(row, dict) else type(row).__name__
+                yield BadLine(line, start, f"{what} without a string field {text_field!r}")
+                continue
+            yield Record(index, line, start, row[text_field], row, raw)
+            index += 1
+
+
+def _parquet_records(spec: ShardSpec, text_field: str) -> Iterator[Record | BadLine]:
+    import pyarrow.parquet as pq
+
+    path = as_path(spec.url)
+    try:
+        parquet = pq.ParquetFile(path if isinstance(path, Path) else path.open("rb"))
+        if text_field not in parquet.schema_arrow.names:
+            raise DataError(
+                f"{spec.label}: no column {text_field!r}; columns are {', '.join(parquet.schema_arrow.names)}; "
+                "pass --text-field"
+            )
+        index = 0
+        for batch in parquet.iter_batches(batch_size=4096):
+            for row in batch.to_pylist():
+                if isinstance(row.get(text_field), str):
+                    yield Record(index, index + 1, 0, row[text_field], row)
+                else:
+                    yield BadLine(index + 1, 0, f"row without a string {text_field!r}")
+                index += 1
+    except DataError:
+        raise
+    except Exception as error:  # pyarrow raises several types for a damaged file
+        yield BadLine(0, 0, f"not a readable Parquet file ({error})")
+
+
+def parquet_schema(spec: ShardSpec):
+    import pyarrow.parquet as pq
+
+    path = as_path(spec.url)
+    return pq.ParquetFile(path if isinstance(path, Path) else path.open("rb")).schema_arrow
+
+
+# writing ------------------------------------------------------------------------------------------------------
+
+
+class CleanedWriter:
+    """A cleaned shard in a local file, in the shard's format and compression."""
+
+    def __init__(self, spec: ShardSpec, path: Path, schema=None, text_field: str = "text"):
+        self.spec, self.path, self.schema, self.text_field = spec, path, schema, text_field
+        self._rows: list[dict] = []
+        self._texts: list[str] = []
+        self._file = None
+        if spec.format == "jsonl":
+            raw = open(path, "wb")  # noqa: SIM115  # closed in close()
+            if spec.compression == ".zst":
+                import zstandard
+
+                self._file = zstandard.ZstdCompressor(level=3).stream_writer(raw)
+            elif spec.compression == ".gz":
+                self._file = gzip.GzipFile(fileobj=raw, mode="wb", mtime=0)
+            else:
+                self._file = raw
+            self._raw = raw
+
+    def write_line(self, raw: bytes) -> None:
+        """A JSONL record as it was read (byte for byte)."""
+        assert self._file is not None
+        self._file.write(raw if raw.endswith(b"\n") else raw + b"\n")
+
+    def write_row(self, row: dict) -> None:
+        if self.spec.format == "jsonl":
+            self.write_line(json.dumps(row, ensure_ascii=False).encode() + b"\n")
+        elif self.spec.format == "parquet":
+            self._rows.append(row)
+        else:
+            self._texts.append(row[self.text_field])
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+            if not self._raw.closed:
+                self._raw.close()
+        elif self.spec.format == "parquet":
+            import pyarrow as pa
+            import pyarrow.parquet as pq
+
+            pq.write_table(pa.Table.from_pylist(self._rows, schema=self.schema), self.path)
+        else:
+            data = "\n\n".join(self._texts).encode()
+            if self.spec.compression == ".zst":
+                import zstandard
+
+                data = zstandard.ZstdCompressor(level=3).compress(data)
+            elif self.spec.compression == ".gz":
+                data = gzip.compress(data, mtime=0)
+            self.path.write_bytes(data)
+
+
+class Destination:
+    """An output folder (local, or a bucket URL) whose files are committed whole: a local file appears by rename,
+    a bucket object by one write, so a reader never sees a half-written file."""
+
+    def __init__(self, url: str):
+        self.url = str(url).rstrip("/")
+        self.remote = is_url(self.url)
+        self.root = as_path(self.url)
+
+    def path(self, relative: str):
+        return self.root / relative
+
+    def exists(self, relative: str) -> bool:
+        try:
+            return self.path(relative).exists()
+        except storage_errors() as error:
+            raise describe_error(f"{self.url}/{relative}", error) from None
+
+    def read_bytes(self, relative: str) -> bytes:
+        try:
+            return self.path(relative).read_bytes()
+        except storage_errors() as error:
+            raise describe_error(f"{self.url}/{relative}", error) from None
+
+    def put(self, relative: str, local: Path) -> None:
+        """Move (local) or upload (bucket) the finished file `local` to `relative`."""
+        target = self.path(relative)
+        if not self.remote:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(local, target)
+            return
+        try:
+            target.fs.put_file(str(local), target.path)
+        except storage_errors() as error:
+            raise describe_error(target, error, "write") from None
+
+    def write_bytes(self, relative: str, data: bytes) -> None:
+        with self.scratch() as folder:
+            local = folder / "part"
+            local.write_bytes(data)
+            self.put(relative, local)
+
+    def scratch(self):
+        """A temporary folder for files on their way to this destination (on its filesystem when local)."""
+        if self.remote:
+            return _TempFolder(None)
+        self.root.mkdir(parents=True, exist_ok=True)
+        return _TempFolder(self.root)
+
+
+class _TempFolder:
+    def __init__(self, under):
+        self._folder = tempfile.TemporaryDirectory(prefix=".partial-", dir=under)
+
+    def __enter__(self) -> Path:
+        return Path(self._folder.__enter__())
+
+    def __exit__(self, *exc) -> None:
+        self._folder.__exit__(*exc)

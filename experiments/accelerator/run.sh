@@ -4,6 +4,7 @@
 #
 #   experiments/accelerator/run.sh            # the GPU machine: install from the checkout and wheels/, then measure
 #   experiments/accelerator/run.sh --smoke    # anywhere: every step at tiny sizes on the CPU, jaxcontam as installed
+#   experiments/accelerator/run.sh --smoke --install   # the same after the GPU machine's install (a rehearsal)
 #
 # The GPU machine has no network: jaxcontam goes in with `pip install --no-index --no-deps` from this checkout
 # (its build backend, setuptools, is there) and from wheels/ (the packages it lacks; built by wheels.sh here and
@@ -13,10 +14,18 @@ here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
 out=${OUT:-$repo/accelerator-out}
 python=${PYTHON:-python3}
-smoke=0
-for arg in "$@"; do [ "$arg" = --smoke ] && smoke=1; done
+smoke=0 forced=0 args=()
+for arg in "$@"; do
+  case "$arg" in
+    --smoke) smoke=1 args+=("$arg") ;;
+    --install) forced=1 ;;
+    *) args+=("$arg") ;;
+  esac
+done
+install=$(( forced || !smoke ))
+[ -n "${JAXCONTAM_CHECK_NO_INSTALL:-}" ] && install=0
 mkdir -p "$out"
-if [ "$smoke" = 0 ] && [ -z "${JAXCONTAM_CHECK_NO_INSTALL:-}" ]; then
+if [ "$install" = 1 ]; then
   site=${JAXCONTAM_CHECK_SITE:-/tmp/jaxcontam-site}
   compgen -G "$here/wheels/*.whl" >/dev/null || {
     echo "no wheels in $here/wheels: run experiments/accelerator/wheels.sh, and carry that folder" >&2
@@ -34,4 +43,4 @@ else
   export XLA_PYTHON_CLIENT_PREALLOCATE=false  # torch shares the GPU in this process
 fi
 export PYTHONUNBUFFERED=1 TOKENIZERS_PARALLELISM=false
-exec "$python" "$here/check.py" --out "$out" "$@"
+exec "$python" "$here/check.py" --out "$out" "${args[@]}"

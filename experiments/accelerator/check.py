@@ -124,7 +124,17 @@ def measure_shape(
         score = functools.partial(
             scoring.measure, *same, sizes.score_rows, sizes.score_length, sizes.score_repeats, peaks, target
         )
-        result["scoring"].append(guarded(clock, 40, f"{name} {dtype}: scoring", score, log))
+        row = guarded(clock, 40, f"{name} {dtype}: scoring", score, log)
+        if "error" in row.get("skipped", "") and model.config.attention == "auto":
+            # one GPU session is all there is: if the platform's path (cuDNN) failed, measure the portable one too
+            result["scoring"].append(row)
+            model = jaxcontam.load_model(str(folder), dtype=dtype, attention="jnp")
+            same = (shape, model, reference, dtype)
+            score = functools.partial(
+                scoring.measure, *same, sizes.score_rows, sizes.score_length, sizes.score_repeats, peaks, target
+            )
+            row = guarded(clock, 40, f"{name} {dtype}: scoring (attention jnp)", score, log)
+        result["scoring"].append(row)
         decode = functools.partial(
             generation.measure,
             *same,
@@ -151,8 +161,9 @@ def goals(result: dict) -> dict:
     rows = [r for r in result["scoring"] + result["generation"] if "skipped" not in r]
     found = {}
     big = [r for r in result["scoring"] if r.get("shape") == "Llama-3.2-1B" and r.get("dtype") == "bfloat16"]
-    if big and "mfu_bf16" in big[0]:
-        found["scoring MFU >= 50% (1B, bf16)"] = big[0]["mfu_bf16"] >= 0.5
+    mfu = [r["mfu_bf16"] for r in big if "mfu_bf16" in r]
+    if mfu:
+        found["scoring MFU >= 50% (1B, bf16)"] = max(mfu) >= 0.5
     shares = [r["bandwidth_share"] for r in result["generation"] if "bandwidth_share" in r]
     if shares:
         found["decode >= 60% of the HBM limit (every row)"] = min(shares) >= 0.6
@@ -167,11 +178,11 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", type=pathlib.Path, default=pathlib.Path("accelerator-out"))
     parser.add_argument("--smoke", action="store_true", help="every step at tiny sizes (CPU)")
-    parser.add_argument("--budget", type=float, default=None, help="seconds for it all (default 450; smoke 300)")
+    parser.add_argument("--budget", type=float, default=None, help="seconds for it all (default 430; smoke 300)")
     parser.add_argument("--shapes", default=",".join(reversed(shapes.NAMES)), help="shapes, in the order run")
     args = parser.parse_args(argv)
     sizes = SMOKE if args.smoke else Sizes()
-    clock = Clock(args.budget or (300.0 if args.smoke else 450.0))
+    clock = Clock(args.budget or (300.0 if args.smoke else 430.0))
     args.out.mkdir(parents=True, exist_ok=True)
     log: list[str] = []
     result: dict = {

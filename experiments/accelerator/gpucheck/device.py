@@ -50,6 +50,7 @@ def describe() -> dict:
         info["torch"] = torch.__version__
         if torch.cuda.is_available():
             info["torch_device"] = torch.cuda.get_device_name()
+            info["torch_tf32_matmul"] = torch.backends.cuda.matmul.allow_tf32  # False: float32 is float32
     except ImportError:
         info["torch"] = None
     return info

@@ -53,6 +53,7 @@ def measure(shape: Shape, model, reference, dtype: str, rows: int, length: int, 
     row = {
         "shape": shape.name,
         "dtype": dtype,
+        "attention": model.config.attention,
         "rows": rows,
         "length": length,
         "jaxcontam_tokens_per_s": round(scored / jax_s, 1),

@@ -22,11 +22,14 @@ ACCELERATOR_CACHE_SHARE = 0.25  # of one device's memory, for the KV cache of it
 
 def weights_platform(params) -> str:
     """ "cpu", "gpu" or "tpu": the platform of the weights' first device ("cpu" for host arrays)."""
-    for leaf in jax.tree.leaves(params):
-        devices = getattr(leaf, "devices", None)
-        if callable(devices):
-            return next(iter(devices())).platform
-    return "cpu"
+    device = _first_device(params)
+    return "cpu" if device is None else device.platform
+
+
+def _first_device(params):
+    """The first device of the first `jax.Array` among the weights (None: host arrays only)."""
+    arrays = [leaf for leaf in jax.tree.leaves(params) if isinstance(leaf, jax.Array)]
+    return next(iter(arrays[0].devices())) if arrays else None
 
 
 def weights_dtype(params):
@@ -45,6 +48,6 @@ def matmul_precision(params) -> contextlib.AbstractContextManager:
 def accelerator_budget(params, fallback_bytes: int) -> tuple[int, int]:
     """(most rows, KV-cache bytes) per data shard of a decode batch on a GPU or TPU: `ACCELERATOR_ROWS` and
     `ACCELERATOR_CACHE_SHARE` of the device's memory (`fallback_bytes` where the device does not say)."""
-    leaf = next(leaf for leaf in jax.tree.leaves(params) if callable(getattr(leaf, "devices", None)))
-    limit = (next(iter(leaf.devices())).memory_stats() or {}).get("bytes_limit")
+    device = _first_device(params)
+    limit = None if device is None else (device.memory_stats() or {}).get("bytes_limit")
     return ACCELERATOR_ROWS, int(limit * ACCELERATOR_CACHE_SHARE) if limit else fallback_bytes

@@ -303,3 +303,16 @@ def test_datatrove_preset_flags_as_datatrove_on_real_documents(tmp_path, shared_
     ours = _our_flags(items, planted, 12, False, True)
     assert ours == _datatrove_flags(tmp_path, items, planted, 12, False, True)
     assert sum(ours) >= 45  # 100 plants, of 8 to 60 words
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.lists(st.text(alphabet=_LETTERS + string.punctuation + " \n\t\u00a0\u2003éÉ´ﬁ½—“”‘", max_size=30), max_size=60)
+)
+def test_the_batch_hashing_path_gives_the_exact_word_ids(pieces):
+    texts = [" ".join(pieces[k::3]) for k in range(3)] + [""]
+    index = _index([" ".join(pieces[:40]) or "x"])
+    ids, ends = index.encode_joined(texts)
+    exact = index.encode(texts)
+    assert ids.tolist() == [i for e in exact for i in e.tolist()]
+    assert ends.tolist() == np.cumsum([len(e) for e in exact]).tolist()

@@ -66,10 +66,8 @@ _CLEAN = DocumentResult((), np.zeros((0, 2), np.int64), 0)
 
 def find_batch(index: DecontIndex, texts: Sequence[str]) -> list[DocumentResult]:
     """The result of every text of a batch."""
-    encoded = index.encode(texts)
-    lengths = np.array([len(e) for e in encoded], np.int64)
-    ends = np.cumsum(lengths)
-    ids = np.concatenate(encoded) if encoded else np.zeros(0, np.int64)
+    ids, ends = index.encode_joined(texts)
+    lengths = np.diff(np.concatenate([[0], ends]))
     hits = index.lookup(ids, ends)
     results = [dataclasses.replace(_CLEAN, units=int(u)) for u in lengths]
     if len(hits.starts):

@@ -32,9 +32,12 @@ Preset = Literal["gpt3", "datatrove"]
 PRESETS: tuple[Preset, ...] = ("gpt3", "datatrove")
 DEFAULT_N: dict[Preset, int] = {"gpt3": 13, "datatrove": 12}
 
-_ASCII_PUNCTUATION = string.punctuation.encode()
+_ASCII_PUNCTUATION = string.punctuation.encode("utf-8", "surrogatepass")
 _C0_SPACES = bytes(range(0x1C, 0x20))  # str.split() splits at these; bytes.split() does not
-_GPT3_BYTES = bytes.maketrans(string.ascii_uppercase.encode() + _C0_SPACES, string.ascii_lowercase.encode() + b"    ")
+_GPT3_BYTES = bytes.maketrans(
+    string.ascii_uppercase.encode("utf-8", "surrogatepass") + _C0_SPACES,
+    string.ascii_lowercase.encode("utf-8", "surrogatepass") + b"    ",
+)
 _WORD = re.compile(r"\S+")
 
 
@@ -61,7 +64,7 @@ def _gpt3_fold(piece: str) -> str:
 
 
 def _gpt3_words(text: str) -> list[bytes]:
-    chunks = text.encode().translate(_GPT3_BYTES, _ASCII_PUNCTUATION).split()
+    chunks = text.encode("utf-8", "surrogatepass").translate(_GPT3_BYTES, _ASCII_PUNCTUATION).split()
     if text.isascii():
         return chunks
     # the ASCII step ran on the bytes; chunks holding other characters (and maybe non-ASCII spaces) get the rest
@@ -70,7 +73,11 @@ def _gpt3_words(text: str) -> list[bytes]:
     start = 0
     for index in other.tolist():
         out.extend(chunks[start:index])
-        out.extend(f.encode() for f in map(_gpt3_fold, chunks[index].decode().split()) if f)
+        out.extend(
+            f.encode("utf-8", "surrogatepass")
+            for f in map(_gpt3_fold, chunks[index].decode("utf-8", "surrogatepass").split())
+            if f
+        )
         start = index + 1
     out.extend(chunks[start:])
     return out
@@ -88,15 +95,17 @@ _DATATROVE_CONTROLS = "".join(chr(c) for c in [*range(0, 9), *range(11, 32), *ra
 _DATATROVE_PUNCTUATION = string.punctuation + _DATATROVE_OTHER + _DATATROVE_CONTROLS
 _DATATROVE_STR = str.maketrans(_DATATROVE_PUNCTUATION, " " * len(_DATATROVE_PUNCTUATION))
 _DATATROVE_BYTES = bytes.maketrans(
-    string.ascii_uppercase.encode() + string.punctuation.encode() + bytes([*range(0, 9), *range(11, 32), 127]),
-    string.ascii_lowercase.encode() + b" " * (len(string.punctuation) + 9 + 21 + 1),
+    string.ascii_uppercase.encode("utf-8", "surrogatepass")
+    + string.punctuation.encode("utf-8", "surrogatepass")
+    + bytes([*range(0, 9), *range(11, 32), 127]),
+    string.ascii_lowercase.encode("utf-8", "surrogatepass") + b" " * (len(string.punctuation) + 9 + 21 + 1),
 )
 _NUMBER = re.compile(r"\d+(?:[.,\u060c\u066b\u2396\u2397\u2398]\d+)?")
 _NUMBER_BYTES = re.compile(rb"[0-9]+(?:[.,][0-9]+)?")
 _NLTK_ALONE = re.compile("(\u2018|`+|[;\u2012\u2015])")
 _NLTK_PAIRS = r"\b(can)(not)\b|\b(gim)(me)\b|\b(gon)(na)\b|\b(got)(ta)\b|\b(lem)(me)\b|\b(wan)(na)(?=\s)"
 _CONTRACTION = re.compile(_NLTK_PAIRS)
-_CONTRACTION_BYTES = re.compile(_NLTK_PAIRS.encode())
+_CONTRACTION_BYTES = re.compile(_NLTK_PAIRS.encode("utf-8", "surrogatepass"))
 
 
 def _split_pair(match: re.Match) -> str:
@@ -126,9 +135,9 @@ def _datatrove_text(text: str) -> str:
 
 def _datatrove_words(text: str) -> list[bytes]:
     if text.isascii():
-        data = _NUMBER_BYTES.sub(b"0", text.encode()).translate(_DATATROVE_BYTES)
+        data = _NUMBER_BYTES.sub(b"0", text.encode("utf-8", "surrogatepass")).translate(_DATATROVE_BYTES)
         return _CONTRACTION_BYTES.sub(_split_pair_bytes, data + b" ").split()
-    return _datatrove_text(text).encode().split()
+    return _datatrove_text(text).encode("utf-8", "surrogatepass").split()
 
 
 def _datatrove_word(word: str) -> list[str]:
@@ -155,7 +164,7 @@ def word_spans(text: str, preset: Preset = "gpt3") -> tuple[list[bytes], np.ndar
         else:
             pieces = _datatrove_word(raw)
         for piece in pieces:
-            out.append(piece.encode())
+            out.append(piece.encode("utf-8", "surrogatepass"))
             spans.append(match.span())
     return out, np.asarray(spans, np.int64).reshape(-1, 2)
 

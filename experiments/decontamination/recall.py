@@ -2,7 +2,8 @@
 and datatrove.
 
 200 items (50 each of GSM8K test, MMLU test, HellaSwag validation, TruthfulQA), each the text the model sees, are
-planted into 200 host documents (Pile records and 1,500-character pieces of the Gutenberg books, Shakespeare and the addresses) in six forms:
+planted into 200 host documents (Pile records and 1,500-character pieces of the Gutenberg books, Shakespeare and
+the addresses) in six forms:
   1 verbatim; 2 re-wrapped at 40 columns (`fmt`-style: lines broken at spaces only); 3 a markdown quote (odd
   items) or a markdown list of its lines (even items); 4 HTML-escaped (`html.escape`); 5 lowercased; 6 a dataset
   JSON row ({"question": ..., "answer": ...} as `json.dumps` writes it).

@@ -301,3 +301,39 @@ def test_the_path_follows_the_mesh_platform_not_the_environment(monkeypatch):
     assert choose_implementation("splash") == "splash"
     with pytest.raises(JaxcontamError, match="'flash' \\(from the argument\\)"):
         choose_implementation("flash")
+
+
+def test_a_bf16_scoring_step_lowers_with_cudnn_attention_for_cuda(monkeypatch):
+    """The whole engine step, not the attention alone: a bfloat16 llama's `score_step` (layer scan, rows of one
+    sequence) lowered for CUDA holds cuDNN's fused attention in every layer, under the cond that sends packed rows
+    to the jnp path. cuDNN's version and the compute capability are stubbed as above (no GPU here)."""
+    from jax._src.cudnn import fused_attention_stablehlo as cudnn
+
+    from jaxcontam.engine.scoring import score_step
+    from jaxcontam.models.checkpoint_map import checkpoint_entries
+
+    monkeypatch.setattr(cudnn, "check_cudnn_version", lambda: 91000)
+    monkeypatch.setattr(cudnn, "check_compute_capability", lambda capability: False)
+    monkeypatch.setattr(cudnn, "is_cuda_compute_capability_equal", lambda capability: False)
+    config = tf.LlamaConfig(
+        vocab_size=64,
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        head_dim=16,
+    ).to_dict()
+    spec = from_hf_config(config, attention="cudnn")
+    params: dict = {}
+    for entry in checkpoint_entries(spec):
+        node = params
+        for key in entry.path[:-1]:
+            node = node.setdefault(key, {})
+        shape = (spec.num_layers, *entry.shape) if entry.per_layer else entry.shape
+        node[entry.path[-1]] = jax.ShapeDtypeStruct(shape, jnp.bfloat16)
+    rows = jax.ShapeDtypeStruct((2, 128), jnp.int32)
+    traced = score_step.trace(params, spec, rows, rows, rows, rows, with_stats=False, vocab_block=64, use_kernel=False)
+    text = traced.lower(lowering_platforms=("cuda",)).as_text()
+    assert "__cudnn$fmhaSoftmax" in text
+    assert "stablehlo.if" in text or "stablehlo.case" in text

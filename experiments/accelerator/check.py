@@ -203,6 +203,7 @@ def main(argv=None) -> int:
     with tempfile.TemporaryDirectory(prefix="jaxcontam-check-") as scratch:
         work = pathlib.Path(scratch)
         big = measure_shape(names[0], True, sizes, args.smoke, work, clock, result, log) if names else None
+        device.release()  # the torch modules are gone: give their cached GPU memory back to the child processes
         dtype = "bfloat16" if result["device"]["platform"] == "gpu" else "float32"  # cuDNN takes 16-bit inputs
         one_b = shapes.load("Llama-3.2-1B", args.smoke)
         found = guarded(

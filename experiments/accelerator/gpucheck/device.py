@@ -64,6 +64,17 @@ def synchronize() -> None:
         torch.cuda.synchronize()
 
 
+def release() -> None:
+    """Return torch's cached, unused GPU memory to the device."""
+    import gc
+
+    import torch
+
+    gc.collect()
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()
+
+
 def median_time(run: Callable[[], object], repeats: int, warmups: int = 1) -> float:
     """Median wall seconds of `run` (which must block until its work is done) after `warmups` untimed calls."""
     for _ in range(warmups):

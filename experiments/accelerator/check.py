@@ -174,6 +174,16 @@ def goals(result: dict) -> dict:
     return found
 
 
+def save(result: dict, out: pathlib.Path, clock: Clock, log: list) -> None:
+    """Write the JSON and the table as they stand (after every section, so a killed run still leaves them)."""
+    result["numerics"]["against_torch"] = numerics.against_torch([r for r in result["scoring"] if "skipped" not in r])
+    result["goals"] = goals(result)
+    result["wall_s"] = round(clock.elapsed, 1)
+    result["errors"] = log
+    (out / "accelerator.json").write_text(json.dumps(result, indent=1, default=str) + "\n")
+    (out / "accelerator.md").write_text(report.table(result))
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", type=pathlib.Path, default=pathlib.Path("accelerator-out"))
@@ -204,6 +214,7 @@ def main(argv=None) -> int:
         work = pathlib.Path(scratch)
         big = measure_shape(names[0], True, sizes, args.smoke, work, clock, result, log) if names else None
         device.release()  # the torch modules are gone: give their cached GPU memory back to the child processes
+        save(result, args.out, clock, log)
         dtype = "bfloat16" if result["device"]["platform"] == "gpu" else "float32"  # cuDNN takes 16-bit inputs
         one_b = shapes.load("Llama-3.2-1B", args.smoke)
         found = guarded(
@@ -216,12 +227,14 @@ def main(argv=None) -> int:
             log,
         )
         result["attention"] = found if isinstance(found, list) else [found]
+        save(result, args.out, clock, log)
         result["numerics"]["accelerator_vs_cpu"] = guarded(
             clock, 15, "numerics", lambda: numerics.accelerator_vs_cpu(sizes.numerics_texts), log
         )
         result["audit"]["bundled"] = guarded(
             clock, 40, "bundled audit", lambda: audit.bundled_audit(work, args.smoke, clock.left() - 30), log
         )
+        save(result, args.out, clock, log)
         if big is not None or args.smoke:
             model = None if args.smoke else big
             result["audit"]["pacost"] = guarded(
@@ -239,14 +252,10 @@ def main(argv=None) -> int:
                 ),
                 log,
             )
+            save(result, args.out, clock, log)
         for index, name in enumerate(names[1:], 1):
             measure_shape(name, index < sizes.generate_shapes, sizes, args.smoke, work, clock, result, log)
-    result["numerics"]["against_torch"] = numerics.against_torch([r for r in result["scoring"] if "skipped" not in r])
-    result["goals"] = goals(result)
-    result["wall_s"] = round(clock.elapsed, 1)
-    result["errors"] = log
-    (args.out / "accelerator.json").write_text(json.dumps(result, indent=1) + "\n")
-    (args.out / "accelerator.md").write_text(report.table(result))
+    save(result, args.out, clock, log)
     print(report.table(result), flush=True)
     for entry in log:
         print(entry, file=sys.stderr)

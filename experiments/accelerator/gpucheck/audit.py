@@ -17,6 +17,7 @@ import re
 import shutil
 import subprocess
 import sys
+import threading
 import time
 
 SMOKE_SETTINGS = ("--set", "pacost.max_new_tokens=2", "--set", "pacost.judge_max_new_tokens=2")
@@ -60,15 +61,15 @@ def run_cli(args: list[str], timeout: float, cwd: pathlib.Path, in_process: bool
         [sys.executable, "-c", CLI, *args], cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
     )
     lines = []
+    watchdog = threading.Timer(max(timeout, 1.0), process.kill)  # a silent, stuck child is killed too
+    watchdog.start()
     assert process.stdout is not None
     for line in process.stdout:
         for part in line.rstrip("\n").split("\r"):  # progress bars redraw with carriage returns
             if part.strip():
                 lines.append((round(time.perf_counter() - start, 2), part))
-        if time.perf_counter() - start > timeout:
-            process.kill()
-            break
     code = process.wait()
+    watchdog.cancel()
     return {"wall_s": round(time.perf_counter() - start, 2), "exit_code": code, "lines": lines}
 
 

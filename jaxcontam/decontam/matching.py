@@ -73,7 +73,8 @@ def find_batch(index: DecontIndex, texts: Sequence[str]) -> list[DocumentResult]
     if len(hits.starts):
         holding = np.unique(np.searchsorted(ends, hits.starts, side="right"))
         for d in holding.tolist():
-            results[d] = _describe(index, texts[d])
+            text: str = texts[int(d)]
+            results[d] = _describe(index, text)
     return results
 
 

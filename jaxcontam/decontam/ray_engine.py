@@ -37,6 +37,7 @@ def run_ray(
     local cluster)."""
     try:
         import ray
+        from ray.exceptions import RayTaskError
     except ImportError as error:
         raise DataError(f"--engine ray needs Ray ({error}); pip install 'jaxcontam[ray]'") from None
     if not ray.is_initialized():
@@ -46,7 +47,7 @@ def run_ray(
     refs = [task.options(name=f"decontaminate:{s.label}").remote(index_ref, s, settings, out) for s in shards]
     try:
         return ray.get(refs)
-    except ray.exceptions.RayTaskError as error:
+    except RayTaskError as error:
         cause = error.as_instanceof_cause()
         if isinstance(cause, DataError):
             raise DataError(str(cause).split("\n")[-1] or str(cause)) from None

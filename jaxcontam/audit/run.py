@@ -20,6 +20,7 @@ from jaxcontam.audit.summary import sweep_corrections
 from jaxcontam.cluster import is_writer
 from jaxcontam.report import write_report
 from jaxcontam.report.summary_schema import SCHEMA_VERSION, AuditSummary
+from jaxcontam.stage_clock import StageClock, stage
 from jaxcontam.stats import sweep_resamples
 from jaxcontam.stats.paired import DEFAULT_RESAMPLES
 from jaxcontam.storage import output_folder
@@ -214,9 +215,10 @@ def json_ready(value):
     return value
 
 
-def write_outputs(config: AuditConfig, runs: list[ModelRun], items: list[ItemRow]) -> AuditSummary:
+def write_outputs(config: AuditConfig, runs: list[ModelRun], items: list[ItemRow], clock: StageClock) -> AuditSummary:
     """items.parquet, summary.json (the sweep's corrections decided here, over every run) and the report, written
-    by process 0 alone under `jax.distributed` (every process returns the summary)."""
+    by process 0 alone under `jax.distributed` (every process returns the summary). summary.json's `timings` are
+    `clock`'s seconds per stage, the report's included."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -230,15 +232,20 @@ def write_outputs(config: AuditConfig, runs: list[ModelRun], items: list[ItemRow
         "settings": config.settings(),
         "runs": entries,
     }
-    summary["sweep"] = sweep_corrections(entries, config.alpha, config.correction)
-    typed = AuditSummary.from_dict(summary)
+    with stage("verdicts"):
+        summary["sweep"] = sweep_corrections(entries, config.alpha, config.correction)
+        typed = AuditSummary.from_dict(summary)
+    if is_writer():
+        with stage("report"):
+            rows = [item.to_row() for item in items]
+            columns = list(dict.fromkeys(key for row in rows for key in row))
+            table = pa.table({c: [row.get(c) for row in rows] for c in columns})
+            write_atomic(out / "items.parquet", lambda path: pq.write_table(table, path))
+            write_report(typed, rows, out)
+    summary["timings"] = clock.to_dict()
+    typed = dataclasses.replace(typed, timings=summary["timings"])
     if not is_writer():
         return typed
-    rows = [item.to_row() for item in items]
-    columns = list(dict.fromkeys(key for row in rows for key in row))
-    table = pa.table({c: [row.get(c) for row in rows] for c in columns})
-    write_atomic(out / "items.parquet", lambda path: pq.write_table(table, path))
-    write_report(typed, rows, out)
     write_atomic(  # last: a summary.json on disk (or in the bucket) means every other output is there
         out / "summary.json",
         lambda path: path.write_text(json.dumps(json_ready(summary), indent=2) + "\n", encoding="utf-8"),
@@ -250,23 +257,28 @@ def run_audit(config: AuditConfig) -> AuditSummary:
     """Run every stage of the audit described by `config`; returns the summary (also written to `config.out`)."""
     import jaxcontam
 
-    out = output_folder(config.out)
-    inputs = check_inputs(config)
-    benchmarks = inputs.benchmarks
-    ngram = ngram_rows(config, inputs, out)
-    choices = {b.entry.label: rephrasings(config, b, out) for b in benchmarks}
-    rows, runs = [], []
-    resamples = sweep_resamples(len(config.models) * len(benchmarks), config.alpha, DEFAULT_RESAMPLES)
-    for entry in config.models:
-        _say(f"model {entry.name} ({entry.path})")
-        layout = config.mesh
-        model = jaxcontam.load_model(
-            entry.path, dtype=entry.dtype, mesh=layout.build(), fsdp=layout.fsdp, attention=layout.attention
-        )
-        for audit_benchmark in benchmarks:
-            run, run_rows = audit_one(
-                config, entry, model, audit_benchmark, choices[audit_benchmark.entry.label], ngram, resamples, out
-            )
-            runs.append(run)
-            rows += run_rows
-    return write_outputs(config, runs, rows)
+    with StageClock() as clock:
+        out = output_folder(config.out)
+        with stage("load"):
+            inputs = check_inputs(config)
+        benchmarks = inputs.benchmarks
+        with stage("ngram"):
+            ngram = ngram_rows(config, inputs, out)
+        with stage("rephrase"):
+            choices = {b.entry.label: rephrasings(config, b, out) for b in benchmarks}
+        rows, runs = [], []
+        resamples = sweep_resamples(len(config.models) * len(benchmarks), config.alpha, DEFAULT_RESAMPLES)
+        for entry in config.models:
+            _say(f"model {entry.name} ({entry.path})")
+            layout = config.mesh
+            with stage("load"):
+                model = jaxcontam.load_model(
+                    entry.path, dtype=entry.dtype, mesh=layout.build(), fsdp=layout.fsdp, attention=layout.attention
+                )
+            for audit_benchmark in benchmarks:
+                run, run_rows = audit_one(
+                    config, entry, model, audit_benchmark, choices[audit_benchmark.entry.label], ngram, resamples, out
+                )
+                runs.append(run)
+                rows += run_rows
+        return write_outputs(config, runs, rows, clock)

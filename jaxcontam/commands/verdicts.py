@@ -53,4 +53,9 @@ def echo_verdicts(summary: AuditSummary, out) -> None:
                 + f"; {test}"
             )
         click.echo("  ".join(parts))
+    if summary.timings:
+        from jaxcontam.stage_clock import format_table
+
+        click.echo("wall time per stage (compile: jax's lowering and XLA compiling, taken out of the others):")
+        click.echo(format_table(summary.timings))
     click.echo(f"report: {out}/report.html  items: {out}/items.parquet  summary: {out}/summary.json")

@@ -39,6 +39,7 @@ from jaxcontam.detect.summaries import (
 )
 from jaxcontam.engine import score_logprobs
 from jaxcontam.errors import JaxcontamError
+from jaxcontam.stage_clock import stage as timed
 from jaxcontam.stats.paired import DEFAULT_RESAMPLES
 
 if TYPE_CHECKING:
@@ -230,11 +231,13 @@ def audit_benchmark(
         for row in rows:
             row.update(_pacost_columns(row, confidence))
     if "likelihood" in settings.detectors:
-        stage("likelihood", lambda chunk: likelihood_records(model, benchmark, chunk, settings.k))
+        with timed("score"):
+            stage("likelihood", lambda chunk: likelihood_records(model, benchmark, chunk, settings.k))
     exchangeability = None
     if "exchangeability" in settings.detectors:
         start = time.perf_counter()
-        exchangeability = exchangeability_result(model, benchmark, settings)
+        with timed("score"):
+            exchangeability = exchangeability_result(model, benchmark, settings)
         seconds["exchangeability"] = time.perf_counter() - start
     if target.ngram is not None:
         for row in rows:
@@ -246,15 +249,18 @@ def audit_benchmark(
     ran_pacost = "pacost" in settings.detectors
     has_contam = target.ngram is not None and ran_pacost  # EPG needs the correctness PaCoST measures
     ran_likelihood = "likelihood" in settings.detectors
-    return BenchmarkAudit(
-        benchmark=benchmark.name,
-        split=benchmark.split,
-        rows=rows,
-        accuracy=accuracy(rows) if ran_pacost else None,
-        pacost=pacost_result(rows, pacost_settings, settings.seed, settings.resamples) if ran_pacost else None,
-        likelihood=likelihood_result(rows) if ran_likelihood else None,
-        exchangeability=exchangeability,
-        contam=contam_result(rows, settings.contam) if has_contam else None,
-        ground_truth=ground_truth_result(rows, pacost_settings if ran_pacost else None, has_contam, ran_likelihood),
-        seconds=seconds,
-    )
+    with timed("epg"):
+        contam = contam_result(rows, settings.contam) if has_contam else None
+    with timed("verdicts"):
+        return BenchmarkAudit(
+            benchmark=benchmark.name,
+            split=benchmark.split,
+            rows=rows,
+            accuracy=accuracy(rows) if ran_pacost else None,
+            pacost=pacost_result(rows, pacost_settings, settings.seed, settings.resamples) if ran_pacost else None,
+            likelihood=likelihood_result(rows) if ran_likelihood else None,
+            exchangeability=exchangeability,
+            contam=contam,
+            ground_truth=ground_truth_result(rows, pacost_settings if ran_pacost else None, has_contam, ran_likelihood),
+            seconds=seconds,
+        )

@@ -40,6 +40,7 @@ from jaxcontam.engine.pacost_judge import AUTHORS_MAX_NEW_TOKENS, yes_token_ids
 from jaxcontam.engine.ptrue import TEMPLATES
 from jaxcontam.errors import JaxcontamError
 from jaxcontam.ngram.item_text import prompt_header
+from jaxcontam.stage_clock import stage
 from jaxcontam.stats import PairedTestResult, default_paired_method, minimum_detectable_effect, paired_test
 from jaxcontam.stats.multiple import DEFAULT_ALPHA
 from jaxcontam.stats.paired import DEFAULT_RESAMPLES
@@ -181,40 +182,26 @@ def _question_min_k_plus_plus(model, questions: list[str], k: float) -> list[flo
 
 def _side(model, benchmark, items, questions: list[str], settings: PacostSettings, side: str) -> list[dict]:
     """Answers and every measured confidence for one side (original or rephrased) of a list of items."""
-    answers = answer_items(
-        model,
-        benchmark,
-        items,
-        questions,
-        max_new_tokens=settings.max_new_tokens,
-        chat=settings.chat_template,
-        progress=True,
-        sampling=settings.sampling(side),
-    )
+    with stage("answer"):
+        answers = answer_items(
+            model,
+            benchmark,
+            items,
+            questions,
+            max_new_tokens=settings.max_new_tokens,
+            chat=settings.chat_template,
+            progress=True,
+            sampling=settings.sampling(side),
+        )
     judged = [i for i, a in enumerate(answers) if a.text]
     shown = (
         [judge_question(benchmark, items[i], questions[i]) for i in judged],
         [judged_answer(benchmark, items[i], answers[i]) for i in judged],
     )
-    normalised, raw = [math.nan] * len(items), [math.nan] * len(items)
-    if judged:
-        assert settings.template is not None  # PacostSettings.__post_init__ fills it from the preset
-        result = p_true(model, *shown, template=settings.template, chat=settings.chat_template)
-        for i, value, value_raw in zip(judged, result.normalised, result.p_true):
-            normalised[i], raw[i] = float(value), float(value_raw)
-    published = {}
-    if "p_yes" in settings.measured():
-        p_yes: list[float] = [math.nan] * len(items)
-        replies: list[str | None] = [None] * len(items)
-        for i, reply in zip(
-            judged,
-            pacost_judge(model, *shown, chat=settings.chat_template, max_new_tokens=settings.judge_max_new_tokens)
-            if judged
-            else [],
-        ):
-            p_yes[i], replies[i] = reply.confidence, reply.text
-        published = {"p_yes": p_yes, "judge_reply": replies}
-    minkpp = _question_min_k_plus_plus(model, questions, settings.k)
+    with stage("judge"):
+        normalised, raw, published = _judge(model, judged, shown, settings, len(items))
+    with stage("score"):
+        minkpp = _question_min_k_plus_plus(model, questions, settings.k)
     return [
         {
             f"answer_{side}": a.text,
@@ -228,6 +215,29 @@ def _side(model, benchmark, items, questions: list[str], settings: PacostSetting
         | {f"{name}_{side}": values[i] for name, values in published.items()}
         for i, a in enumerate(answers)
     ]
+
+
+def _judge(model, judged: list[int], shown, settings: PacostSettings, count: int):
+    """(normalised P(True), raw P(True), the published judge's columns) of the `judged` answers, NaN elsewhere."""
+    normalised, raw = [math.nan] * count, [math.nan] * count
+    if judged:
+        assert settings.template is not None  # PacostSettings.__post_init__ fills it from the preset
+        result = p_true(model, *shown, template=settings.template, chat=settings.chat_template)
+        for i, value, value_raw in zip(judged, result.normalised, result.p_true):
+            normalised[i], raw[i] = float(value), float(value_raw)
+    published = {}
+    if "p_yes" in settings.measured():
+        p_yes: list[float] = [math.nan] * count
+        replies: list[str | None] = [None] * count
+        for i, reply in zip(
+            judged,
+            pacost_judge(model, *shown, chat=settings.chat_template, max_new_tokens=settings.judge_max_new_tokens)
+            if judged
+            else [],
+        ):
+            p_yes[i], replies[i] = reply.confidence, reply.text
+        published = {"p_yes": p_yes, "judge_reply": replies}
+    return normalised, raw, published
 
 
 def pacost_records(model, benchmark, items, rephrasings, settings: PacostSettings) -> list[dict]:

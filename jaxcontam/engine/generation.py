@@ -22,8 +22,9 @@ import numpy as np
 
 from jaxcontam.engine import decode_loop, platform
 from jaxcontam.engine.distributed import fetch, global_array, model_mesh, rows_for
-from jaxcontam.engine.packing import plan_batches
+from jaxcontam.engine.packing import default_buckets, plan_batches
 from jaxcontam.errors import JaxcontamError
+from jaxcontam.mesh import batch_sharding
 
 MAX_ROWS = 64  # decode rows per data shard on CPU when the caller does not choose (GPU, TPU: `platform`)
 CACHE_BYTES = 2 * 1024**3  # the KV cache's budget per data shard on CPU when the caller does not choose the rows
@@ -176,9 +177,11 @@ def generate(
     Deterministic for a given seed. `rows_per_batch`: rows decoding together (None: `cache_rows` per data shard,
     or fewer for fewer prompts: `needed_rows`).
     `progress`: True for a progress bar (prompts done, tokens/s, ETA), or a
-    callable given a `Progress` whenever prompts finish. `sample_keys`: one integer in [0, 2**31) per prompt
-    that, with `seed`, keys its sampling (default: its index in `prompts`). `watch_ids`: token ids whose summed
-    probability is recorded at every step (`Generation.watched_logprobs`).
+    callable given a `Progress` whenever prompts finish. `buckets`: prompt widths of the prefills (default: the
+    power of two holding the longest prompt, for every prefill: fewer programs to compile than one per width).
+    `sample_keys`: one integer in [0, 2**31) per prompt that, with `seed`, keys its sampling (default: its index
+    in `prompts`). `watch_ids`: token ids whose summed probability is recorded at every step
+    (`Generation.watched_logprobs`).
     """
     if padding not in ("left", "right"):
         raise JaxcontamError(f"padding must be 'left' or 'right', got {padding!r}")
@@ -210,9 +213,13 @@ def generate(
         rows_per_batch = min(cache_rows(spec, params, longest), needed_rows(-(-len(prompts) // data))) * data
     rows = rows_for(mesh, rows_per_batch)
     group = rows_for(mesh, max(1, rows // 4))  # prompts put into freed rows at a time (one prefill)
+    if buckets is None:  # every prefill of a call at the width of its longest prompt: one fill program per call
+        buckets = default_buckets(max(len(p) for p in prompts))[-1:]
     groups = plan_batches([list(p) for p in prompts], rows_per_batch=group, buckets=buckets, pack=False)
     capacity = max(g.tokens.shape[1] for g in groups) + max_new_tokens
     state = decode_loop.empty_rows(params, spec, rows=rows, capacity=capacity, max_new_tokens=max_new_tokens)
+    # rows over "data", as every later state is laid out: the first fill then compiles the program the others reuse
+    state = jax.tree.map(lambda leaf: jax.device_put(leaf, batch_sharding(mesh, leaf.ndim)), state)
     watch = np.asarray(list(watch_ids) or [0], np.int32)  # without watch ids the recorded values are dropped
     sampling = (np.uint32(seed), np.float32(temperature), np.float32(top_p), stop, watch)
     results: dict[int, Generation] = {}  # by position in `prompts`

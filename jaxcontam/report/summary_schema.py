@@ -57,6 +57,7 @@ class AuditSummary:
     settings: dict
     runs: tuple[RunEntry, ...]
     sweep: dict | None
+    timings: dict[str, float] | None = None  # wall seconds per stage (`jaxcontam.stage_clock`); older summaries: None
 
     @classmethod
     def from_dict(cls, summary: dict, where: str = "summary.json") -> AuditSummary:
@@ -82,6 +83,7 @@ class AuditSummary:
             settings=summary.get("settings") or {},
             runs=tuple(RunEntry.from_dict(r, f"{where} runs[{i}]") for i, r in enumerate(runs)),
             sweep=summary.get("sweep"),
+            timings=summary.get("timings"),
         )
 
 

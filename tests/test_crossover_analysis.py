@@ -1,0 +1,106 @@
+"""The crossover analysis (experiments/real_contamination/crossover.py) on synthetic twins: the paired AUC, its
+sign-flip null and Holm family, the unpaired AUC / EPG against scipy and their permutation nulls, and the
+calibrated PaCoST halves with the control arm as a stand-in reference (structure only, no committed numbers)."""
+
+import importlib.util
+import pathlib
+import sys
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats as scipy_stats
+
+EXPERIMENT = pathlib.Path(__file__).resolve().parents[1] / "experiments" / "real_contamination"
+
+
+@pytest.fixture(scope="module")
+def crossover():
+    spec = importlib.util.spec_from_file_location("crossover", EXPERIMENT / "crossover.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["crossover"] = module  # dataclasses resolve their module by name
+    spec.loader.exec_module(module)
+    return module
+
+
+def _twins(rng, effect: float, n: int = 40):
+    """Two arms over the same items of every benchmark, complementary halves seen, a shared item level and a
+    per-model shift; `effect` added to an item's score in the model that saw it."""
+    rows = {"a": [], "b": []}
+    for benchmark in ("gsm8k", "copa", "mmlu"):
+        level = rng.normal(0, 1, n)
+        seen_in_a = rng.permutation(np.arange(n) < n // 2)
+        for arm, seen, shift in (("a", seen_in_a, 0.2), ("b", ~seen_in_a, -0.1)):
+            score = level + shift + rng.normal(0, 0.5, n) + effect * seen
+            for i in range(n):
+                rows[arm].append({"id": f"{benchmark}/{i}", "benchmark": benchmark, "seen": bool(seen[i]),
+                                  "drawn": bool(seen[i]), "correct": float(rng.random() < 0.4 + 0.3 * seen[i]),
+                                  "mean_logprob": score[i], "zlib_ratio": -score[i]})
+    return {arm: pd.DataFrame(r).set_index("id", drop=False) for arm, r in rows.items()}
+
+
+def test_paired_auc_definition_and_sign_test(crossover):
+    seen = np.array([3.0, 2.0, 1.0, 1.0, 5.0, 0.0, 2.0])
+    unseen = np.array([1.0, 2.0, 2.0, 0.0, 4.0, -1.0, np.nan])
+    estimate = crossover.paired_auc(seen, unseen)
+    assert estimate.n == 6
+    assert estimate.value == pytest.approx((4 + 0.5) / 6)  # 4 wins, 1 tie, 1 loss
+    assert estimate.pvalue == pytest.approx(scipy_stats.binomtest(4, 5, 0.5, alternative="greater").pvalue)
+    assert estimate.ci95[0] <= estimate.value <= estimate.ci95[1]
+
+
+def test_paired_table_detects_and_holds_under_the_null(crossover):
+    rng = np.random.default_rng(0)
+    twins = _twins(rng, effect=1.0)
+    arms = {"verbatim_x4": twins["a"], "verbatim_x4_swapped": twins["b"]}
+    table = crossover.paired_table(arms)
+    assert table["family_size"] == len(crossover.DOSES) * 3 * len(crossover.PAIRED_DETECTORS)
+    rows = {(r["benchmark"], r["detector"]): r for r in table["rows"] if r["dose"] == "x4"}
+    for benchmark in ("gsm8k", "copa", "mmlu"):
+        for detector in ("mean_logprob", "zlib_ratio"):  # zlib: lower means seen, oriented
+            assert rows[benchmark, detector]["value"] > 0.8 and rows[benchmark, detector]["significant"]
+        assert rows[benchmark, "accuracy_gain (outside the family)"]["n"] == 40
+    null = crossover.paired_table({"verbatim_x1": (t := _twins(rng, 0.0))["a"], "verbatim_x1_swapped": t["b"]})
+    assert not any(r.get("significant") for r in null["rows"])
+    assert crossover.paired_table({"verbatim_x4": twins["a"]}) is None  # the twin is missing: waiting
+
+
+def test_unpaired_auc_and_epg_against_scipy(crossover):
+    rng = np.random.default_rng(1)
+    scores, flags = np.round(rng.normal(0, 1, 60), 1), rng.permutation(np.arange(60) < 30)
+    scores[flags] += 0.4
+    estimate = crossover.unpaired_auc(scores, flags, resamples=4999)
+    test = scipy_stats.mannwhitneyu(scores[flags], scores[~flags], alternative="greater")
+    assert estimate.value == pytest.approx(test.statistic / 900)
+    assert estimate.pvalue == pytest.approx(test.pvalue, abs=0.02)  # the same null, Monte Carlo vs normal approx
+    assert estimate.ci95[0] < estimate.value < estimate.ci95[1]
+    correct = (rng.random(60) < np.where(flags, 0.7, 0.4)).astype(float)
+    epg = crossover.unpaired_epg(correct, flags, resamples=1999)
+    assert epg.value == pytest.approx(correct.mean() - correct[~flags].mean())
+    assert epg.ci95[0] < epg.value < epg.ci95[1] and 0 < epg.pvalue <= 1
+
+
+def test_relative_scores_subtract_the_reference(crossover):
+    rng = np.random.default_rng(2)
+    arm, reference = _twins(rng, 0.5)["a"], _twins(rng, 0.0)["a"]
+    shifted = crossover.relative(arm, reference, {})
+    assert np.allclose(shifted["mean_logprob"], arm["mean_logprob"] - reference["mean_logprob"])
+    from_dose = crossover.relative(arm, None, dict(zip(arm["id"], np.ones(len(arm)))))
+    assert np.allclose(from_dose["mean_logprob"], arm["mean_logprob"] - 1)
+    assert from_dose["zlib_ratio"].isna().all()
+
+
+def test_calibrated_pacost_with_a_stand_in_reference(crossover):
+    """The control arm stands in for the base model's audit here only; the numbers are not results."""
+    results = [EXPERIMENT / "results"]
+    if crossover.find_arm(results, "control") is None or crossover.find_arm(results, "verbatim_x4") is None:
+        pytest.skip("the experiment's control and verbatim_x4 audits are not in this checkout")
+    arms = {arm: crossover.load_arm(crossover.find_arm(results, arm)) for arm in ("control", "verbatim_x4")}
+    out = crossover.calibrated_pacost(arms, arms["control"], confidences=("answer_logprob",))
+    assert {(r["arm"], r["benchmark"], r["half"]) for r in out["rows"]} == {
+        (arm, b, h) for arm in arms for b in crossover.BENCHMARKS for h in ("contaminated", "clean")}
+    control = [r for r in out["rows"] if r["arm"] == "control"]
+    assert all(r["calibrated_p"] == 1.0 for r in control)  # a model against itself: every difference is 0
+    summary = out["summary"]["calibrated_p"]
+    assert summary["control_all_halves"]["n"] == 6 and summary["power_contaminated_halves"]["n"] == 3
+    assert summary["control_all_halves"]["band99"] == [0, 2]

@@ -42,8 +42,11 @@ def _type_name(kind) -> str:
 
 
 def _matches(value, kind) -> bool:
-    """Whether a TOML value can stand for a field of type `kind` (int for float, a list for a tuple)."""
+    """Whether a TOML value can stand for a field of type `kind` (int for float, a list for a tuple, one of a
+    `Literal`'s values)."""
     origin = typing.get_origin(kind)
+    if origin is typing.Literal:
+        return value in typing.get_args(kind) and all(type(value) is type(a) for a in typing.get_args(kind))
     if origin in (typing.Union, types.UnionType):
         return any(_matches(value, option) for option in typing.get_args(kind))
     if kind is typing.Any or kind is object:
@@ -80,6 +83,11 @@ def table_values(table: dict, classes: Sequence[type], where: str, extra: Iterab
     values = {}
     for key, value in table.items():
         kind = types_.get(key)
+        allowed = _allowed(kind)
+        if allowed and not _matches(value, kind):
+            raise JaxcontamError(
+                f"{where}: {key} = {value!r} is not allowed; {key} takes one of " + ", ".join(repr(a) for a in allowed)
+            )
         if kind is not None and not _matches(value, kind):
             raise JaxcontamError(
                 f"{where}: {key} = {value!r} is {type(value).__name__}, but {key} takes "
@@ -88,6 +96,15 @@ def table_values(table: dict, classes: Sequence[type], where: str, extra: Iterab
         is_tuple = kind is not None and typing.get_origin(kind) is tuple
         values[key] = tuple(value) if is_tuple and isinstance(value, list) else value
     return values
+
+
+def _allowed(kind) -> tuple:
+    """The values a `Literal` field (or an optional one) takes; () for any other type."""
+    if typing.get_origin(kind) is typing.Literal:
+        return typing.get_args(kind)
+    if typing.get_origin(kind) in (typing.Union, types.UnionType):
+        return tuple(value for option in typing.get_args(kind) for value in _allowed(option))
+    return ()
 
 
 def _example(kind) -> str:

@@ -752,3 +752,8 @@ def drawn_slices(draw, shape) -> tuple[slice, ...]:
         stop = draw(st.integers(start + 1, size))
         out.append(slice(start, stop, draw(st.sampled_from([1, 1, 1, 2]))))
     return tuple(out)
+
+
+def without_timings(summary: dict) -> dict:
+    """summary.json without its wall time per stage (the one part two runs of the same audit never share)."""
+    return {key: value for key, value in summary.items() if key != "timings"}

@@ -12,6 +12,7 @@ import time
 
 import pytest
 
+from helpers import without_timings
 from jaxcontam.audit.config import EXAMPLE_CONFIG
 from object_stores import s3_server
 
@@ -45,7 +46,7 @@ def finish(process) -> str:
 def comparable(summary: dict) -> dict:
     """The summary without the corpus and counts paths (local files here, objects in the bucket there)."""
     settings = {k: v for k, v in summary["settings"].items() if k not in ("corpora", "counts")}
-    return {**summary, "settings": settings}
+    return {**without_timings(summary), "settings": settings}
 
 
 @pytest.fixture(scope="module")

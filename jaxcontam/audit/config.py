@@ -33,9 +33,10 @@ from __future__ import annotations
 
 import dataclasses
 import tomllib
+import typing
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from jaxcontam.dataclass_config import apply_overrides, table_values
 from jaxcontam.detect.contam import ContamSettings
@@ -50,7 +51,8 @@ from jaxcontam.storage import as_path, describe_error, has_glob, is_url, storage
 
 EXAMPLE_CONFIG = Path(__file__).resolve().parents[1] / "examples" / "tiny_contaminated" / "audit.toml"
 DEFAULT_OUT = "jaxcontam-audit"
-CORRECTIONS = ("holm", "bh", "none")
+SweepCorrection = Literal["holm", "bh", "none"]  # how the sweep turns PaCoST p-values into verdicts
+CORRECTIONS: tuple[SweepCorrection, ...] = typing.get_args(SweepCorrection)
 STAGES = ("pacost", "likelihood")  # the default model-based stages; [exchangeability] adds Oren et al.'s test
 
 
@@ -85,7 +87,7 @@ class AuditConfig:
     counts: str | None = None  # a folder of precomputed counts (written by `jaxcontam ngram` or an earlier audit)
     out: str = DEFAULT_OUT
     alpha: float = ContamSettings.alpha
-    correction: str = "holm"  # one of CORRECTIONS
+    correction: SweepCorrection = "holm"
     chunk_size: int = 64  # items per resumable chunk; a multiple of the 16-row batches, so none runs part-empty
     pacost: PacostSettings = PacostSettings()
     rephrase_model: str | None = None
@@ -151,7 +153,7 @@ class _TopLevelKeys:
 
     out: str
     alpha: float
-    correction: str
+    correction: SweepCorrection
     chunk_size: int
 
 

@@ -28,6 +28,8 @@ from __future__ import annotations
 import dataclasses
 import math
 import re
+import typing
+from typing import Literal
 
 import numpy as np
 
@@ -35,24 +37,30 @@ from jaxcontam.detect.answering import MAX_NEW_TOKENS, Sampling, answer_items
 from jaxcontam.detect.likelihood import LikelihoodSettings, min_k_plus_plus
 from jaxcontam.detect.status import TestOutcome
 from jaxcontam.engine import p_true, pacost_judge, score_logprobs
-from jaxcontam.engine.chat import check_chat_mode, uses_chat
+from jaxcontam.engine.chat import ChatMode, check_chat_mode, uses_chat
 from jaxcontam.engine.pacost_judge import AUTHORS_MAX_NEW_TOKENS, yes_token_ids
 from jaxcontam.engine.ptrue import TEMPLATES
 from jaxcontam.errors import JaxcontamError
 from jaxcontam.ngram.item_text import prompt_header
 from jaxcontam.stage_clock import stage
 from jaxcontam.stats import PairedTestResult, default_paired_method, minimum_detectable_effect, paired_test
+from jaxcontam.stats.batched import PairedMethod
 from jaxcontam.stats.multiple import DEFAULT_ALPHA
 from jaxcontam.stats.paired import DEFAULT_RESAMPLES
 
-CONFIDENCES = ("p_true", "p_true_raw", "p_yes", "answer_logprob", "question_min_k_plus_plus")
+Confidence = Literal["p_true", "p_true_raw", "p_yes", "answer_logprob", "question_min_k_plus_plus"]
+Preset = Literal["jaxcontam", "paper"]
+AnswerMode = Literal["greedy", "sampled"]
+Correction = Literal["sweep", "none"]
+Alternative = Literal["greater", "less", "two-sided"]
+CONFIDENCES: tuple[Confidence, ...] = typing.get_args(Confidence)
 ANSWER_FREE_CONFIDENCES = ("question_min_k_plus_plus",)  # measured on the question alone
 ON_DEMAND_CONFIDENCES = ("p_yes",)  # measured only when chosen
 POSITIVE_CONFIDENCES = ("p_yes",)  # 0 means "no verdict in the judge's reply": the pair is dropped
 NO_VERDICT = "no yes/no in the judge's reply (confidence 0)"
-ANSWER_MODES = ("greedy", "sampled")
-CORRECTIONS = ("sweep", "none")
-PRESETS = {
+ANSWER_MODES: tuple[AnswerMode, ...] = typing.get_args(AnswerMode)
+CORRECTIONS: tuple[Correction, ...] = typing.get_args(Correction)
+PRESETS: dict[Preset, dict] = {
     "jaxcontam": {
         "template": "kadavath",
         "confidence": "p_true",
@@ -75,13 +83,13 @@ class PacostSettings:
     judge_max_new_tokens: the length of the published judge's reply (`p_yes`).
     """
 
-    preset: str = "jaxcontam"
-    confidence: str | None = None
-    template: str | None = None
-    test: str | None = None
-    answers: str | None = None
-    correction: str | None = None
-    alternative: str = "greater"
+    preset: Preset = "jaxcontam"
+    confidence: Confidence | None = None
+    template: str | None = None  # a name of engine.ptrue.TEMPLATES
+    test: PairedMethod | None = None
+    answers: AnswerMode | None = None
+    correction: Correction | None = None
+    alternative: Alternative = "greater"
     alpha: float = DEFAULT_ALPHA
     k: float = LikelihoodSettings.k  # Min-K%++ of the question (`question_min_k_plus_plus`)
     max_new_tokens: int = MAX_NEW_TOKENS
@@ -89,7 +97,7 @@ class PacostSettings:
     seed: int = 0
     temperature: float = 1.0
     top_p: float = 1.0
-    chat_template: str = "auto"  # "auto": answer and judge as chat turns when the tokenizer has a template
+    chat_template: ChatMode = "auto"  # "auto": answer and judge as chat turns when the tokenizer has a template
     given: tuple[str, ...] = dataclasses.field(init=False, repr=False, compare=False)  # preset fields set explicitly
 
     def __post_init__(self):

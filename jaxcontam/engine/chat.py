@@ -13,9 +13,13 @@ Modes: "auto" uses the template when the tokenizer has one, "never" never, "alwa
 
 from __future__ import annotations
 
+import typing
+from typing import Literal
+
 from jaxcontam.errors import JaxcontamError
 
-CHAT_MODES = ("auto", "never", "always")
+ChatMode = Literal["auto", "never", "always"]
+CHAT_MODES: tuple[ChatMode, ...] = typing.get_args(ChatMode)
 
 
 def check_chat_mode(mode: str) -> str:

@@ -8,13 +8,17 @@ data set whose differences are all zero has p = 1 (no evidence either way).
 
 from __future__ import annotations
 
+import typing
+from typing import Literal
+
 import numpy as np
 from scipy import stats as scipy_stats
 
 from jaxcontam.stats.signflip import DEFAULT_RESAMPLES, EXACT_MAX, sign_flip_pvalues
 from jaxcontam.stats.wilcoxon import wilcoxon_pvalues
 
-METHODS = ("t", "wilcoxon", "sign", "permutation")
+PairedMethod = Literal["t", "wilcoxon", "sign", "permutation"]
+METHODS: tuple[PairedMethod, ...] = typing.get_args(PairedMethod)
 
 
 def t_pvalues(differences: np.ndarray, alternative: str) -> tuple[np.ndarray, np.ndarray]:

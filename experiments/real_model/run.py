@@ -104,7 +104,7 @@ def membership(args, out: Path) -> dict:
     """Likelihood detectors on GSM8K train (possibly seen) vs test items."""
     import jaxcontam
     from jaxcontam.detect.audit_core import likelihood_records
-    from jaxcontam.detect.likelihood import DETECTORS, LOWER_MEANS_SEEN
+    from jaxcontam.detect.likelihood import LIKELIHOOD_DETECTORS, LOWER_MEANS_SEEN
     from jaxcontam.data import load_benchmark
     from jaxcontam.stats import separation
 
@@ -121,7 +121,7 @@ def membership(args, out: Path) -> dict:
     result = {"model": MODEL.name, "n_train": len(records["train"]), "n_test": len(records["test"]),
               "note": "train items are possibly seen (reported, not verified); test items' status is unknown",
               "detectors": {}}
-    for detector in DETECTORS:
+    for detector in LIKELIHOOD_DETECTORS:
         scores = np.array([r[detector] for r in records["train"] + records["test"]], np.float64)
         sign = -1.0 if detector in LOWER_MEANS_SEEN else 1.0
         found = separation(sign * scores, labels)

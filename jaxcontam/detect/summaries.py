@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from jaxcontam.detect.likelihood import DETECTORS, LOWER_MEANS_SEEN
+from jaxcontam.detect.likelihood import LIKELIHOOD_DETECTORS, LOWER_MEANS_SEEN
 from jaxcontam.detect.pacost import PacostSettings, paired_verdict
 from jaxcontam.ngram.audit import METRICS
 from jaxcontam.stats import separation
@@ -72,7 +72,7 @@ def likelihood_result(rows: Sequence[dict]) -> dict[str, DetectorSummary]:
     """Each detector's mean and median, and its separation of the labelled rows when there are labels."""
     labelled = any(r.get("ground_truth_contaminated") is not None for r in rows)
     result = {}
-    for name in DETECTORS:
+    for name in LIKELIHOOD_DETECTORS:
         values = finite(r[name] for r in rows)
         centre = (float(values.mean()), float(np.median(values))) if values.size else (math.nan, math.nan)
         result[name] = DetectorSummary(*centre, **(signal_separation(rows, name) if labelled else {}))
@@ -115,7 +115,7 @@ def ground_truth_result(
     labelled = [r for r in rows if r.get("ground_truth_contaminated") is not None]
     if not labelled:
         return None
-    signals = (list(DETECTORS) if likelihood else []) + (list(METRICS) if has_contam else [])
+    signals = (list(LIKELIHOOD_DETECTORS) if likelihood else []) + (list(METRICS) if has_contam else [])
     groups = {}
     for name, flag in (("contaminated", True), ("clean", False)):
         group = [r for r in labelled if r["ground_truth_contaminated"] is flag]
@@ -123,7 +123,7 @@ def ground_truth_result(
             groups[name] = GroupSummary(0)
             continue
         means = {"longest_match": _mean(r["longest_match"] for r in group)} if has_contam else {}
-        means |= {d: _mean(r[d] for r in group) for d in (DETECTORS if likelihood else ())}
+        means |= {d: _mean(r[d] for r in group) for d in (LIKELIHOOD_DETECTORS if likelihood else ())}
         groups[name] = GroupSummary(
             len(group),
             accuracy=float(np.mean([r["correct"] for r in group])) if pacost else None,

@@ -43,9 +43,9 @@ from jaxcontam.detect.contam import ContamSettings
 from jaxcontam.detect.likelihood import LikelihoodSettings
 from jaxcontam.detect.pacost import PacostSettings
 from jaxcontam.detect.rephrase import RephraseGates
+from jaxcontam.dtypes import DTYPES
 from jaxcontam.errors import JaxcontamError
 from jaxcontam.mesh import MeshSettings
-from jaxcontam.models.loading import DTYPES
 from jaxcontam.ngram.audit import NgramScoring, NgramSettings
 from jaxcontam.storage import as_path, describe_error, has_glob, is_url, storage_errors
 

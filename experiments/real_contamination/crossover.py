@@ -421,7 +421,32 @@ def markdown(report: dict) -> str:
         value = "-" if not np.isfinite(r["value"]) else f"{r['value']:.2f}"
         lines.append(f"| {r['arm']} | {r['benchmark']} | {r['statistic']} | {value} | {_ci(r['ci95'])} | "
                      f"{r['pvalue']:.3g} | {r['pvalue_two_sided']:.3g} |")
+    lines += calibrated_markdown(report.get("calibrated_pacost"), report.get("reference"))
     return "\n".join(lines) + "\n"
+
+
+def calibrated_markdown(calibrated: dict | None, reference: str | None) -> list[str]:
+    """The calibrated PaCoST section: summary shares with CIs and bands, then every half."""
+    lines = ["", "## Calibrated PaCoST (design a: gap(arm) - gap(reference), sign-flip permutation, p < 0.05)", ""]
+    if calibrated is None:
+        return lines + ["Waiting on the reference audit (`results/arms/base/audit_jaxcontam/items.parquet`)."]
+    lines += [f"Reference: {reference}.", "", "| test | control: flagged halves (99% band) | power on contaminated halves "
+              "(95% CI) | flagged clean halves of contaminated arms (95% CI) |", "|---|---|---|---|"]
+    for key, label in (("calibrated_p", "calibrated"), ("uncalibrated_p", "uncalibrated (original vs rephrased)")):
+        s = calibrated["summary"][key]
+        control, power, clean = (s[k] for k in ("control_all_halves", "power_contaminated_halves",
+                                                "fpr_clean_halves_of_contaminated_arms"))
+        cells = [f"{c['flagged']}/{c['n']} ({_ci(c['ci95'])})" if c["n"] else "-" for c in (power, clean)]
+        band = f"{control['flagged']}/{control['n']} (band {control['band99']})" if control["n"] else "-"
+        lines.append(f"| {label} | {band} | {cells[0]} | {cells[1]} |")
+    lines += ["", "| arm | benchmark | half | confidence | n | calibrated p | uncalibrated p |", "|---|---|---|---|---|---|---|"]
+    for r in calibrated["rows"]:
+        if "error" in r:
+            lines.append(f"| {r['arm']} | {r['benchmark']} | {r['half']} | {r['confidence']} | - | {r['error']} | - |")
+        else:
+            lines.append(f"| {r['arm']} | {r['benchmark']} | {r['half']} | {r['confidence']} | {r['n']} | "
+                         f"{r['calibrated_p']:.3g} | {r['uncalibrated_p']:.3g} |")
+    return lines
 
 
 def analyse(results: list[pathlib.Path], use_relative: bool = False, reference_arm: str = "base",

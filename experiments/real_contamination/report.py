@@ -18,18 +18,30 @@ Intervals: Wilson for per-item rates, Clopper-Pearson for per-benchmark ones (sc
 when its rate on the contaminated half exceeds the clean half's (one-sided Fisher exact p < 0.05, per-item
 detectors) or when it flags a contaminated half and no clean half (PaCoST).
 
-    python experiments/real_contamination/report.py experiments/real_contamination/results
+AUCs and the ground-truth EPG (accuracy on all items minus on the clean half) are computed here from the items,
+for every arm, the control arm included (its "contaminated" half is the drawn half it never saw, so its row is
+the split's own imbalance): each with a 95% bootstrap CI over items and a random-split permutation-null p (the
+half flag reshuffled over the benchmark's items; `crossover.py`'s `unpaired_auc` / `unpaired_epg`). The paired
+crossover analysis and the calibrated PaCoST verdict are in `crossover.py`.
+
+    python experiments/real_contamination/report.py experiments/real_contamination/results [--out DIR]
 """
 
 from __future__ import annotations
 
+import argparse
+import importlib.util
 import json
 import pathlib
 import sys
 
 import numpy as np
 
-ARM_ORDER = ("control", "verbatim_x1", "verbatim_x4", "fields_x4", "rephrased_x4")
+HERE = pathlib.Path(__file__).resolve().parent
+ARM_ORDER = ("control", "verbatim_x1", "verbatim_x4", "verbatim_x1_swapped", "verbatim_x4_swapped", "fields_x4",
+             "rephrased_x4")
+AUC_DETECTORS = {"mean_logprob": True, "zlib_ratio": False, "min_k": True, "min_k_plus_plus": True,
+                 "longest_match": True}  # higher = seen?
 LIKELIHOOD = {"mean_logprob": True, "zlib_ratio": False, "min_k": True, "min_k_plus_plus": True}  # higher = seen?
 METRICS = ("token_match", "ngram_match", "token_extend", "longest_match")
 CONFIDENCES = ("p_true", "p_true_raw", "answer_logprob", "question_min_k_plus_plus", "p_yes")  # p_yes: paper only
@@ -141,6 +153,34 @@ def accuracy(items) -> dict:
     return out
 
 
+def crossover_module():
+    """experiments/real_contamination/crossover.py, imported by path (this folder is not a package)."""
+    if "crossover" not in sys.modules:
+        spec = importlib.util.spec_from_file_location("crossover", HERE / "crossover.py")
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules["crossover"] = module
+        spec.loader.exec_module(module)
+    return sys.modules["crossover"]
+
+
+def aucs_with_nulls(items, resamples: int = 9999) -> dict:
+    """Per benchmark: each detector's AUC (drawn half vs the other) and the ground-truth EPG, each with a 95%
+    bootstrap CI, the one-sided random-split permutation p and its two-sided form."""
+    crossover = crossover_module()
+    out = {}
+    for benchmark, group in items.groupby("benchmark"):
+        flags = group["drawn"].to_numpy(bool)
+        cells = {}
+        for detector, higher in AUC_DETECTORS.items():
+            if detector in group and group[detector].notna().any():
+                values = group[detector].to_numpy(float) * (1 if higher else -1)
+                cells[detector] = crossover._asdict(crossover.unpaired_auc(values, flags, resamples=resamples))
+        cells["epg_truth"] = crossover._asdict(crossover.unpaired_epg(group["correct"], flags, resamples=resamples))
+        out[benchmark] = cells
+    return out
+
+
 def summary_entries(folder: pathlib.Path, preset: str) -> dict:
     """Per benchmark: the audit's AUCs and ConTAM/EPG result (summary.json, as `jaxcontam audit` wrote it)."""
     path = folder / f"audit_{preset}" / "summary.json"
@@ -204,6 +244,7 @@ def build(results: pathlib.Path) -> dict:
                     detectors |= pacost_halves(preset_items, preset)
             entry["detectors"] = detectors
             entry["accuracy"] = accuracy(items)
+            entry["aucs"] = aucs_with_nulls(items)
             entry["audit"] = summary_entries(folder, "jaxcontam")
         if (folder / "audit_curve.jsonl").exists():
             curve = (folder / "audit_curve.jsonl").read_text().splitlines()
@@ -213,6 +254,13 @@ def build(results: pathlib.Path) -> dict:
         report["arms"][arm] = entry
     report["smallest_dose"] = smallest_doses(report)
     return report
+
+
+def _estimate_cell(cell: dict | None) -> str:
+    if cell is None or not np.isfinite(cell["value"]):
+        return "-"
+    low, high = cell["ci95"]
+    return f"{cell['value']:.2f} ({low:.2f}, {high:.2f}) p {cell['pvalue']:.3g} / {cell['pvalue_two_sided']:.3g}"
 
 
 def percent(value) -> str:
@@ -253,14 +301,22 @@ def markdown(report: dict) -> str:
         for benchmark, halves in entry.get("accuracy", {}).items():
             lines.append(f"| {arm} | {benchmark} | {percent(halves['contaminated']['accuracy'])} | "
                          f"{percent(halves['clean']['accuracy'])} |")
-    lines += ["", "## AUC per detector (audit) and ConTAM / EPG against the arm's corpus", "",
-              "| arm | benchmark | AUCs | EPG (LONGEST-MATCH) | max-z p |", "|---|---|---|---|---|"]
+    lines += ["", "## AUC per detector and ground-truth EPG, drawn half vs the other (every arm, control included)", "",
+              "95% bootstrap CI over items; p: random-split permutation null, one-sided (higher = contaminated) / "
+              "two-sided. The control arm saw no item: its row is the split's own imbalance.", "",
+              "| arm | benchmark | " + " | ".join(list(AUC_DETECTORS) + ["EPG (truth)"]) + " |",
+              "|---|---|" + "---|" * (len(AUC_DETECTORS) + 1)]
+    for arm, entry in report["arms"].items():
+        for benchmark, cells in entry.get("aucs", {}).items():
+            row = [_estimate_cell(cells.get(d)) for d in list(AUC_DETECTORS) + ["epg_truth"]]
+            lines.append(f"| {arm} | {benchmark} | " + " | ".join(row) + " |")
+    lines += ["", "## ConTAM / EPG against the arm's corpus (the audit's threshold selection)", "",
+              "| arm | benchmark | EPG (LONGEST-MATCH) | max-z p |", "|---|---|---|---|"]
     for arm, entry in report["arms"].items():
         for benchmark, audit in entry.get("audit", {}).items():
-            aucs = ", ".join(f"{k} {v:.2f}" for k, v in (audit["auc"] or {}).items() if v is not None)
             contam = audit["contam"] or {}
             epg = contam.get("status") if contam.get("epg") is None else f"{contam['epg']:+.3f} (z {contam['z']:.2f})"
-            lines.append(f"| {arm} | {benchmark} | {aucs} | {epg} | {contam.get('pvalue')} |")
+            lines.append(f"| {arm} | {benchmark} | {epg} | {contam.get('pvalue')} |")
     for arm, entry in report["arms"].items():
         if entry.get("audit_curve"):
             lines += ["", f"## Detection during training ({arm}, AuditCallback on the live weights): AUC by step", "",
@@ -317,10 +373,15 @@ def docs_table(report: dict) -> str:
 
 
 def main() -> None:
-    results = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else pathlib.Path(__file__).parent / "results")
-    report = build(results)
-    (results / "report.json").write_text(json.dumps(report, indent=2, default=float) + "\n")
-    (results / "report.md").write_text(markdown(report))
+    parser = argparse.ArgumentParser(description="the real-contamination experiment's tables")
+    parser.add_argument("results", nargs="?", type=pathlib.Path, default=HERE / "results")
+    parser.add_argument("--out", type=pathlib.Path, help="where report.json and report.md go (default: results)")
+    args = parser.parse_args()
+    report = build(args.results)
+    out = args.out or args.results
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "report.json").write_text(json.dumps(report, indent=2, default=float) + "\n")
+    (out / "report.md").write_text(markdown(report))
     print(markdown(report))
 
 

@@ -95,6 +95,13 @@ class MeshSettings:
         sizes = mesh_sizes(text, option) if text is not None else {}
         return cls(data=sizes.get("data"), model=sizes.get("model", 1), fsdp=fsdp, attention=attention)
 
+    def option_text(self) -> str | None:
+        """These sizes as `--mesh` text (None for the default mesh): "data=2", "model=2", "data=1,model=2"."""
+        parts = ([f"data={self.data}"] if self.data is not None else []) + (
+            [f"model={self.model}"] if self.model != 1 else []
+        )
+        return ",".join(parts) or None
+
     def build(self, devices=None) -> Mesh:
         """The mesh over `devices` (default: all); refuses sizes whose product is not the device count."""
         return make_mesh(self.data, self.model, devices=devices)

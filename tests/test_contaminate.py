@@ -15,9 +15,11 @@ import pytest
 from jaxcontam import cli
 from jaxcontam.data import load_benchmark
 from jaxcontam.errors import JaxcontamError
+from jaxcontam.mesh import MeshSettings
 from jaxcontam.training.contaminate import ContaminationSettings, run_contamination
 
-TINY = pathlib.Path(__file__).resolve().parents[1] / "jaxcontam" / "examples" / "tiny_contaminated" / "model"
+REPO = pathlib.Path(__file__).resolve().parents[1]
+TINY = REPO / "jaxcontam" / "examples" / "tiny_contaminated" / "model"
 LIMIT, COPIES = 12, 3
 
 
@@ -25,6 +27,7 @@ def settings(shared_data, out, **changes) -> ContaminationSettings:
     base = dict(
         model=str(TINY),
         benchmarks=("copa",),
+        data_roots=(shared_data,),
         split="test",
         limit=LIMIT,
         fraction=0.5,
@@ -196,3 +199,26 @@ def test_a_run_in_a_bucket_killed_mid_training_resumes_there_on_a_fresh_machine(
         assert "resumed from the checkpoint of step 2" in messages
         whole = (runs["verbatim"] / "model" / "model.safetensors").read_bytes()
         assert bucket.cat("runs/killed/model/model.safetensors") == whole
+
+
+@pytest.mark.parametrize(
+    "arm", sorted(p.parent.name for p in (REPO / "experiments/real_contamination/results/arms").glob("*/settings.json"))
+)
+def test_recorded_runs_keep_their_identity(arm):
+    """A run recorded before `mesh` became MeshSettings still matches its settings, so it resumes: the mesh is
+    recorded as the `--mesh` text and the `--fsdp` flag, the data roots not at all."""
+    recorded = json.loads((REPO / "experiments/real_contamination/results/arms" / arm / "settings.json").read_text())
+    fields = dict(recorded["settings"])
+    mesh = MeshSettings.from_option(fields.pop("mesh"), fields.pop("fsdp"))
+    rebuilt = ContaminationSettings(
+        **{**fields, "benchmarks": tuple(fields["benchmarks"]), "paths": tuple(map(tuple, fields["paths"]))},
+        out="anywhere",
+        mesh=mesh,
+        data_roots=(pathlib.Path("elsewhere"),),
+    )
+    assert rebuilt.identity() == recorded["settings"]
+
+
+@pytest.mark.parametrize("text", [None, "data=2", "model=2", "data=1,model=2"])
+def test_a_mesh_option_is_recorded_as_given(text):
+    assert MeshSettings.from_option(text).option_text() == text

@@ -85,10 +85,12 @@ def test_gguf_exported_after_zero_steps_scores_as_the_gguf(shared_data, tmp_path
 
 MESH_SCRIPT = """
 import json, sys
+from jaxcontam.mesh import MeshSettings
 from jaxcontam.training.contaminate import ContaminationSettings, run_contamination
 base = json.loads(sys.argv[1])
 for name, mesh, fsdp in (("data2", "data=2", False), ("model2", "data=1,model=2", False), ("fsdp", "data=2", True)):
-    run_contamination(ContaminationSettings(**{**base, "out": base["out"] + "/" + name, "mesh": mesh, "fsdp": fsdp}),
+    layout = MeshSettings.from_option(mesh, fsdp)
+    run_contamination(ContaminationSettings(**{**base, "out": base["out"] + "/" + name, "mesh": layout}),
                       log=lambda line: print(line, file=sys.stderr))
 """
 

@@ -34,7 +34,7 @@ def chat_tokenizer(shared_data):
 
 @pytest.fixture(scope="module")
 def gsm8k(shared_data):
-    return with_paraphrases(load_benchmark("gsm8k", split="test", path=shared_data, limit=6))
+    return with_paraphrases(load_benchmark("gsm8k", split="test", path=shared_data, limit=6), (shared_data,))
 
 
 @pytest.mark.parametrize("name, split", [("gsm8k", "test"), ("copa", "test"), ("mmlu", "test")])
@@ -79,7 +79,7 @@ def test_rephrased_swaps_in_the_paraphrase_and_keeps_the_answer(gsm8k, chat_toke
 
 
 def test_every_form_and_the_control_draw_the_same_items_among_the_paraphrased(shared_data, chat_tokenizer):
-    mmlu = with_paraphrases(load_benchmark("mmlu", split="test", path=shared_data, limit=100))
+    mmlu = with_paraphrases(load_benchmark("mmlu", split="test", path=shared_data, limit=100), (shared_data,))
     unparaphrased = {item.id for item in mmlu if not item.paraphrases}
     assert unparaphrased  # the authors filtered some abstract_algebra rephrasings out
     drawn = draw_contaminated(mmlu, 0.5, seed=3)
@@ -93,6 +93,6 @@ def test_every_form_and_the_control_draw_the_same_items_among_the_paraphrased(sh
 
 
 def test_a_share_beyond_the_paraphrased_items_is_refused(shared_data):
-    mmlu = with_paraphrases(load_benchmark("mmlu", split="test", path=shared_data, limit=100))
+    mmlu = with_paraphrases(load_benchmark("mmlu", split="test", path=shared_data, limit=100), (shared_data,))
     with pytest.raises(DataError, match="have a paraphrase"):
         draw_contaminated(mmlu, 1.0, seed=0)

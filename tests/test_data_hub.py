@@ -10,10 +10,9 @@ from jaxcontam.errors import DataError
 
 @pytest.fixture
 def hub(monkeypatch, tmp_path):
-    """Serve `rows[(hub_id, config, split)]` as a real `datasets.Dataset`; no local data roots."""
-    monkeypatch.setenv("JAXCONTAM_DATA", str(tmp_path))
+    """Serve `rows[(hub_id, config, split)]` as a real `datasets.Dataset`; no local data (the default data root,
+    ../shared/data from the working directory, is empty)."""
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr("jaxcontam.data.registry.data_roots", lambda: [tmp_path])
     served, calls = {}, []
 
     def load_dataset(name, config=None, split=None, **kwargs):

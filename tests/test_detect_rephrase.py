@@ -251,10 +251,8 @@ def test_generation_arguments_are_checked(stories):
 
 @pytest.fixture(scope="module")
 def gsm8k_with_gpt4_rephrasings(shared_data):
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("JAXCONTAM_DATA", str(shared_data))
-        gsm8k = load_benchmark("gsm8k", path=shared_data)
-        return attach_paraphrases(gsm8k, load_paraphrases("gsm8k_rephrase", gsm8k))
+    gsm8k = load_benchmark("gsm8k", path=shared_data)
+    return attach_paraphrases(gsm8k, load_paraphrases("gsm8k_rephrase", gsm8k, roots=(shared_data,)))
 
 
 def test_most_real_gpt4_rephrasings_pass_the_default_gates(gsm8k_with_gpt4_rephrasings):

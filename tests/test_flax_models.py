@@ -244,12 +244,11 @@ def test_greedy_generation_equals_the_direct_forward(audited, tokenizer):
         assert generation.token_ids == seq[len(prompt) :]
 
 
-def test_in_training_audit_equals_the_direct_forward(audited, tokenizer, shared_data, monkeypatch):
+def test_in_training_audit_equals_the_direct_forward(audited, tokenizer, shared_data):
     """`AuditCallback` over the live params, called every step and auditing every other: the likelihood
     detector's mean log-prob of each item's solved text is the direct one."""
     model, direct = audited
-    monkeypatch.setenv("JAXCONTAM_DATA", str(shared_data))
-    copa = load_benchmark("copa", split="test")
+    copa = load_benchmark("copa", split="test", roots=(shared_data,))
     benchmark = dataclasses.replace(copa, items=copa.items[:4])
     logs = []
     callback = AuditCallback(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from jaxcontam.commands.config_file import config_file_options
-from jaxcontam.commands.mesh_options import mesh_options
+from jaxcontam.commands.mesh_options import attention_from_environment, mesh_options
 from jaxcontam.errors import JaxcontamError
 from jaxcontam.training.contaminate import ContaminationSettings
 
@@ -151,6 +151,8 @@ def contaminate(
     """Fully fine-tune MODEL (optax AdamW, float32) on --tokens of general text with a --fraction of each
     benchmark's items mixed in --copies times; write OUT/model (loads in every command), OUT/ground_truth.jsonl,
     OUT/corpus/ (exactly the text trained on), the training curve and the settings."""
+    from jaxcontam.commands.data_options import data_roots_from_environment
+    from jaxcontam.mesh import MeshSettings
     from jaxcontam.training.contaminate import run_contamination
 
     settings = ContaminationSettings(
@@ -166,6 +168,7 @@ def contaminate(
         split=split,
         limit=limit,
         paths=_paths(path_pairs),
+        data_roots=data_roots_from_environment(),
         corpus_field=corpus_field,
         seed=seed,
         batch_size=batch_size,
@@ -173,8 +176,7 @@ def contaminate(
         learning_rate=learning_rate,
         warmup=warmup,
         weight_decay=weight_decay,
-        mesh=mesh,
-        fsdp=bool(fsdp),
+        mesh=MeshSettings.from_option(mesh, bool(fsdp), attention=attention_from_environment()),
         checkpoint_every=checkpoint_every,
         audit_every=audit_every,
     )

@@ -62,9 +62,12 @@ def show(name_or_path, split, path, fields, limit, as_json):
     NAME_OR_PATH is a built-in benchmark name (see `jaxcontam data list`), a Hugging Face id,
     or a .jsonl/.json/.csv/.parquet file read through --field mappings.
     """
+    from jaxcontam.commands.data_options import data_roots_from_environment
     from jaxcontam.data import load_benchmark
 
-    benchmark = load_benchmark(name_or_path, split=split, path=path, fields=parse_fields(fields))
+    benchmark = load_benchmark(
+        name_or_path, split=split, path=path, fields=parse_fields(fields), roots=data_roots_from_environment()
+    )
     shown = benchmark.items[:limit]
     lm_eval = lm_eval_lines(name_or_path)
 
@@ -107,20 +110,22 @@ def show(name_or_path, split, path, fields, limit, as_json):
 def split_sources(spec) -> dict[str, list[str]]:
     """split -> "source (covered of total items)" for each built-in paraphrase source of the benchmark; counted
     on the local data (a split with no local copy says so instead of reaching for the hub)."""
+    from jaxcontam.commands.data_options import data_roots_from_environment
     from jaxcontam.data import load_benchmark, load_paraphrases
     from jaxcontam.data.paraphrases import SOURCE_SPLITS
     from jaxcontam.data.registry import locate
     from jaxcontam.errors import DataError
 
+    roots = data_roots_from_environment()
     found: dict[str, list[str]] = {}
     for source, pairs in SOURCE_SPLITS.items():
         for split in (split for name, split in pairs if name == spec.name):
-            if locate(spec, split, None) is None:
+            if locate(spec, split, None, roots) is None:
                 found.setdefault(split, []).append(f"{source} (no local copy to count)")
                 continue
-            benchmark = load_benchmark(spec.name, split=split)
+            benchmark = load_benchmark(spec.name, split=split, roots=roots)
             try:
-                covered = len(load_paraphrases(source, benchmark))
+                covered = len(load_paraphrases(source, benchmark, roots=roots))
             except DataError as error:  # the source's own files are missing locally
                 found.setdefault(split, []).append(f"{source} (not counted: {error})")
                 continue

@@ -86,6 +86,7 @@ def decontaminate(
     --policy spans cuts each match out with --window characters each side (GPT-3's rule), drop removes the
     document, annotate keeps it with a field naming the items. A rerun skips the shards already done.
     """
+    from jaxcontam.commands.data_options import data_roots_from_environment
     from jaxcontam.data import load_benchmark
     from jaxcontam.decontam.index import DecontIndex, benchmark_items
     from jaxcontam.decontam.run import decontaminate as run
@@ -94,7 +95,8 @@ def decontaminate(
     if path is not None and len(benchmarks) > 1:
         raise DataError("--path names one benchmark's files; give one --benchmark with it, or drop --path")
     options = {"split": split} if split else {}
-    loaded = [load_benchmark(name, path=path, **options) for name in benchmarks]
+    roots = data_roots_from_environment()
+    loaded = [load_benchmark(name, path=path, roots=roots, **options) for name in benchmarks]
     index_settings = IndexSettings(
         unit="tokens" if tokenizer else "words", preset=normalize, n=n, fields=tuple(fields), tokenizer=tokenizer
     )

@@ -75,12 +75,14 @@ def lm_eval(
     from lm_eval.utils import handle_non_serializable, make_table, simple_parse_args_string
 
     import jaxcontam.lm_eval  # noqa: F401  (registers the model "jaxcontam"; raises if lm-eval is missing)
+    from jaxcontam.commands.data_options import data_roots_from_environment
     from jaxcontam.data.lm_eval_tasks import find_local_copy, parse_data_files, task_manager, write_task_overrides
     from jaxcontam.storage import output_folder, publish
 
     names = [name.strip() for name in tasks.split(",") if name.strip()]
     files = parse_data_files(data_files)
-    local = [name for name in names if local_data and name not in files and find_local_copy(name) is not None]
+    roots = data_roots_from_environment()
+    local = [name for name in names if local_data and name not in files and find_local_copy(name, roots) is not None]
     layout, device_mesh = mesh_layout(mesh, fsdp)
     args = {
         "pretrained": model_path,
@@ -93,9 +95,9 @@ def lm_eval(
     with tempfile.TemporaryDirectory(prefix="jaxcontam-lm-eval-") as scratch:
         out_dir = output_folder(out, fill=False) if out is not None else None  # a bucket URL: a local mirror
         folder = out_dir / "tasks" if out_dir is not None else Path(scratch)
-        used = write_task_overrides(folder, files, local) if files or local else {}
+        used = write_task_overrides(folder, files, local, roots) if files or local else {}
         for name, file in used.items():
-            click.echo(f"{name}: documents from {find_local_copy(name) if name in local else file}", err=True)
+            click.echo(f"{name}: documents from {find_local_copy(name, roots) if name in local else file}", err=True)
         manager = task_manager(folder if used else None, stock=not set(names) <= set(used))
         results = simple_evaluate(
             model="jaxcontam",

@@ -93,6 +93,7 @@ def ngram(
     Corpus counts are kept in OUT/counts and reused by reruns with other --mincount/--skip-budget.
     """
     from jaxcontam.cluster import is_writer
+    from jaxcontam.commands.data_options import data_roots_from_environment
     from jaxcontam.data import load_benchmark
     from jaxcontam.data.corpus import open_corpus
     from jaxcontam.errors import DataError
@@ -106,7 +107,8 @@ def ngram(
     settings = NgramSettings(n=n, scope=scope, normalize=normalize)
     units = load_units(tokenizer)
     options = {"split": split} if split else {}
-    loaded = [load_benchmark(name, path=path, **options) for name in benchmarks]
+    roots = data_roots_from_environment()
+    loaded = [load_benchmark(name, path=path, roots=roots, **options) for name in benchmarks]
     opened = [(spec, open_corpus(spec, field=text_field, token_dtype=token_dtype)) for spec in corpora]
     out = output_folder(out)  # a bucket URL: a local mirror whose files are uploaded as they are written
     counted, scanned = ensure_counts(loaded, opened, units, settings, out / "counts", chunk_tokens=chunk_tokens)

@@ -14,7 +14,7 @@ unchanged) and replaces only where the documents come from:
 lm-eval's `TaskManager(include_path=folder)` (CLI: `--include_path`) then finds these under the stock names,
 so results keep their usual keys. A file given by the user must hold the stock task's Hugging Face fields.
 
-`LOCAL_TASKS` maps the copies under jaxcontam's data roots (`../shared/data`, `$JAXCONTAM_DATA`) to those fields,
+`LOCAL_TASKS` maps the copies under jaxcontam's data roots (`jaxcontam.data.roots`) to those fields,
 the one place this mapping lives (task: local file (split) -> what its rows become):
 
 - arc_easy: llm_adapters_commonsense/ARC-Easy/parsed.jsonl (test) -> question, choices {text, label A..},
@@ -42,13 +42,13 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from jaxcontam.data.adapters import COPA_SPLITS, SUPERGLUE_SWAPPED_COPA_IDS
 from jaxcontam.data.item import Benchmark, Item, choice_of
-from jaxcontam.data.registry import data_roots
+from jaxcontam.data.roots import DEFAULT_ROOTS, first_holding, named
 from jaxcontam.errors import DataError
 
 PREFIX = "lm_eval:"
@@ -141,12 +141,10 @@ def parse_data_files(pairs: Iterable[str]) -> dict[str, Path]:
     return found
 
 
-def find_local_copy(task: str) -> Path | None:
-    """jaxcontam's local copy of a `LOCAL_TASKS` task under the first data root holding it, else None."""
+def find_local_copy(task: str, roots: Sequence[Path] = DEFAULT_ROOTS) -> Path | None:
+    """jaxcontam's local copy of a `LOCAL_TASKS` task under the first of `roots` holding it, else None."""
     known = LOCAL_TASKS.get(task)
-    if known is None:
-        return None
-    return next((root / known.relative for root in data_roots() if (root / known.relative).is_file()), None)
+    return None if known is None else first_holding(roots, known.relative, files_only=True)
 
 
 def _convert(task: LocalTask, source: Path, target: Path) -> None:
@@ -173,13 +171,16 @@ def _stock_config(tasks_root: Path, task: str, TaskManager) -> tuple[Path, dict]
 
 
 def write_task_overrides(
-    folder: str | Path, data_files: Mapping[str, str | Path] | None = None, local_tasks: Iterable[str] = ()
+    folder: str | Path,
+    data_files: Mapping[str, str | Path] | None = None,
+    local_tasks: Iterable[str] = (),
+    roots: Sequence[Path] = DEFAULT_ROOTS,
 ) -> dict[str, Path]:
     """Write task YAMLs into `folder` (for `TaskManager(include_path=folder)`) and return {task: data file}.
 
     data_files: {task: file in the stock task's hub fields (.jsonl/.json/.csv/.parquet)}. local_tasks: tasks of
-    `LOCAL_TASKS` to read from jaxcontam's local copy (converted to the hub fields inside `folder`), unless
-    `data_files` names a file for them.
+    `LOCAL_TASKS` to read from jaxcontam's local copy under `roots` (converted to the hub fields inside
+    `folder`), unless `data_files` names a file for them.
     """
     tasks_root, TaskManager = _lm_eval()
     folder = Path(folder)
@@ -193,11 +194,11 @@ def write_task_overrides(
                 f"no local copy of lm-eval task {task!r} is known (known: {', '.join(LOCAL_TASKS)}); "
                 f"pass --data-files {task}=FILE with the task's hub fields"
             )
-        source = find_local_copy(task)
+        source = find_local_copy(task, roots)
         if source is None:
             raise DataError(
                 f"lm-eval task {task}: {LOCAL_TASKS[task].relative} not found under "
-                f"{', '.join(map(str, data_roots()))}; set JAXCONTAM_DATA or pass --data-files"
+                f"{named(roots)}; set JAXCONTAM_DATA or pass --data-files"
             )
         files[task] = (folder / f"{task}.jsonl").resolve()
         _convert(LOCAL_TASKS[task], source, files[task])
@@ -271,11 +272,12 @@ def load_lm_eval_benchmark(
     path: str | Path | None = None,
     limit: int | None = None,
     folder: str | Path | None = None,
+    roots: Sequence[Path] = DEFAULT_ROOTS,
 ) -> Benchmark:
     """An lm-eval task's evaluation documents as a Benchmark named `lm_eval:<task>` (module docstring).
 
     split: None or the split the task evaluates (the task defines it). path: a local file with the task's hub
-    fields; without it a task of `LOCAL_TASKS` reads jaxcontam's local copy when a data root holds one, any other
+    fields; without it a task of `LOCAL_TASKS` reads jaxcontam's local copy when one of `roots` holds one, any other
     task lm-eval's own source (the hub). folder: where the override YAML and converted rows go (default: a
     temporary folder).
     """
@@ -286,9 +288,9 @@ def load_lm_eval_benchmark(
     with tempfile.TemporaryDirectory(prefix="jaxcontam-lm-eval-") as scratch:
         where = Path(folder) if folder is not None else Path(scratch)
         files = {task_name: path} if path is not None else {}
-        local = [task_name] if path is None and find_local_copy(task_name) is not None else []
+        local = [task_name] if path is None and find_local_copy(task_name, roots) is not None else []
         if files or local:
-            write_task_overrides(where, files, local)
+            write_task_overrides(where, files, local, roots)
         manager = task_manager(where, stock=False) if files or local else task_manager()
         try:
             task = manager.load([task_name])["tasks"][task_name]

@@ -1,6 +1,6 @@
 """Paraphrase sources that attach rephrased questions to benchmark items by id (for PaCoST).
 
-Built-in sources (read from the data roots, or `path`):
+Built-in sources (read from `path`, or the first data root holding them: `jaxcontam.data.roots`):
 
 - `gsm8k_rephrase`: LLM-Decontaminator GPT-4 rephrasings, line i <-> `gsm8k/test/i`
   (alignment checked: each line's `#### <final>` must equal the item's gold answer).
@@ -26,6 +26,7 @@ from jaxcontam.data.answers import gsm8k_final_answer, normalize_gsm8k_answer
 from jaxcontam.data.item import Benchmark
 from jaxcontam.data.records import field, position_name, read_csv, read_jsonl, read_rows, require_file, text_field
 from jaxcontam.data.registry import find_local
+from jaxcontam.data.roots import DEFAULT_ROOTS
 from jaxcontam.errors import DataError
 from jaxcontam.storage import as_path
 
@@ -70,9 +71,11 @@ def _add(found: Paraphrases, item_id: str, text: str) -> None:
         found[item_id].append(text)
 
 
-def gsm8k_rephrase(benchmark: Benchmark, path: str | Path | None = None) -> Paraphrases:
+def gsm8k_rephrase(
+    benchmark: Benchmark, path: str | Path | None = None, roots: Sequence[Path] = DEFAULT_ROOTS
+) -> Paraphrases:
     _require(benchmark, "gsm8k_rephrase")
-    file = find_local("llm_decontaminator_rephrase/rephrase_gsm8k.jsonl", path, "gsm8k_rephrase")
+    file = find_local("llm_decontaminator_rephrase/rephrase_gsm8k.jsonl", path, "gsm8k_rephrase", roots)
     items = benchmark.by_id()
     found: Paraphrases = {}
     for index, (line, row) in enumerate(read_jsonl(file)):
@@ -94,9 +97,11 @@ def gsm8k_rephrase(benchmark: Benchmark, path: str | Path | None = None) -> Para
     return found
 
 
-def gsm_plus(benchmark: Benchmark, path: str | Path | None = None) -> Paraphrases:
+def gsm_plus(
+    benchmark: Benchmark, path: str | Path | None = None, roots: Sequence[Path] = DEFAULT_ROOTS
+) -> Paraphrases:
     _require(benchmark, "gsm_plus")
-    file = find_local("gsm_plus/gsmplus_testmini.jsonl", path, "gsm_plus")
+    file = find_local("gsm_plus/gsmplus_testmini.jsonl", path, "gsm_plus", roots)
     by_question = {_squeeze(item.question): item for item in benchmark}
     found: Paraphrases = {}
     for line, row in read_jsonl(file):
@@ -114,9 +119,11 @@ def gsm_plus(benchmark: Benchmark, path: str | Path | None = None) -> Paraphrase
     return found
 
 
-def mmlu_rephrase(benchmark: Benchmark, path: str | Path | None = None) -> Paraphrases:
+def mmlu_rephrase(
+    benchmark: Benchmark, path: str | Path | None = None, roots: Sequence[Path] = DEFAULT_ROOTS
+) -> Paraphrases:
     _require(benchmark, "mmlu_rephrase")
-    folder = find_local("llm_decontaminator_rephrase", path, "mmlu_rephrase")
+    folder = find_local("llm_decontaminator_rephrase", path, "mmlu_rephrase", roots)
     items = benchmark.by_id()
     found: Paraphrases = {}
     for subject in MMLU_REPHRASED_SUBJECTS:
@@ -140,9 +147,11 @@ def mmlu_rephrase(benchmark: Benchmark, path: str | Path | None = None) -> Parap
     return found
 
 
-def xcopa_backtranslation(benchmark: Benchmark, path: str | Path | None = None) -> Paraphrases:
+def xcopa_backtranslation(
+    benchmark: Benchmark, path: str | Path | None = None, roots: Sequence[Path] = DEFAULT_ROOTS
+) -> Paraphrases:
     _require(benchmark, "xcopa_backtranslation")
-    folder = find_local("xcopa/data-gmt", path, "xcopa_backtranslation")
+    folder = find_local("xcopa/data-gmt", path, "xcopa_backtranslation", roots)
     xcopa_split, first_id = ("test", 501) if benchmark.split == "test" else ("val", 401)
     items = benchmark.by_id()
     found: Paraphrases = {}
@@ -191,10 +200,17 @@ _BUILTIN = {
 }
 
 
-def load_paraphrases(source: str | Path, benchmark: Benchmark, *, path: str | Path | None = None) -> Paraphrases:
-    """Paraphrases by item id for `benchmark` from a built-in source name or a user file path."""
+def load_paraphrases(
+    source: str | Path,
+    benchmark: Benchmark,
+    *,
+    path: str | Path | None = None,
+    roots: Sequence[Path] = DEFAULT_ROOTS,
+) -> Paraphrases:
+    """Paraphrases by item id for `benchmark` from a built-in source name (read from `path` or `roots`) or a user
+    file path."""
     if str(source) in _BUILTIN:
-        return _BUILTIN[str(source)](benchmark, path)
+        return _BUILTIN[str(source)](benchmark, path, roots)
     if not as_path(source).exists():
         raise DataError(
             f"paraphrase source {str(source)!r} is neither a built-in source "

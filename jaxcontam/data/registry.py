@@ -1,9 +1,9 @@
 """The benchmark registry: names and hub ids -> adapters, and `load_benchmark`.
 
 Where the data comes from, in order: `path` (a benchmark file, the benchmark's folder, or a
-data root holding it); else the first data root that holds it (`$JAXCONTAM_DATA`, then
-`../shared/data` from the current directory, then `../shared/data` beside the repository);
-else the Hugging Face hub through `datasets.load_dataset`. A path that is not a registered
+data root holding it); else the first of `roots` that holds it (`jaxcontam.data.roots`: by default
+`../shared/data` from the current directory; the commands put `$JAXCONTAM_DATA` first); else the
+Hugging Face hub through `datasets.load_dataset`. A path that is not a registered
 name is read as a table file through a field mapping (`jaxcontam.data.custom`).
 """
 
@@ -11,14 +11,14 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-import os
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 
 from jaxcontam.data import adapters, prompts
 from jaxcontam.data.answers import alias_scorer, normalize_gsm8k_answer, normalize_math_answer
 from jaxcontam.data.custom import parse_field_mapping, read_mapped
 from jaxcontam.data.item import Benchmark, Item, default_continuation, default_prompt
+from jaxcontam.data.roots import DEFAULT_ROOTS, first_holding, named
 from jaxcontam.errors import DataError
 from jaxcontam.storage import as_path
 
@@ -321,14 +321,6 @@ def resolve_spec(name: str) -> BenchmarkSpec | None:
     return ALIASES.get(name.lower())
 
 
-def data_roots() -> list[Path]:
-    """Folders searched for local benchmark data, in order."""
-    roots = [Path(os.environ["JAXCONTAM_DATA"])] if os.environ.get("JAXCONTAM_DATA") else []
-    roots.append(Path("..") / "shared" / "data")
-    roots.append(Path(__file__).resolve().parents[3] / "shared" / "data")
-    return roots
-
-
 def _under(folder: Path, relative: str) -> Path | None:
     """`relative` or one of its tails inside `folder` (a data root or the benchmark's own folder)."""
     parts = Path(relative).parts
@@ -339,24 +331,26 @@ def _under(folder: Path, relative: str) -> Path | None:
     return None
 
 
-def find_local(relative: str, path: str | Path | None, what: str) -> Path:
-    """`relative` under `path` (a file is taken as is) or under the first data root holding it."""
+def find_local(relative: str, path: str | Path | None, what: str, roots: Sequence[Path] = DEFAULT_ROOTS) -> Path:
+    """`relative` under `path` (a file is taken as is) or under the first of `roots` holding it."""
     if path is not None:
         given = as_path(path)
         found = given if given.is_file() else (_under(given, relative) if given.is_dir() else None)
         if found is None:
             raise DataError(f"{what}: {given} is not {relative} nor a folder holding it; check the path")
         return found
-    for root in data_roots():
-        if (root / relative).exists():
-            return root / relative
+    found = first_holding(roots, relative)
+    if found is not None:
+        return found
     raise DataError(
-        f"{what}: {relative} not found under {', '.join(map(str, data_roots()))}; "
+        f"{what}: {relative} not found under {named(roots)}; "
         f"pass its path or set JAXCONTAM_DATA to the folder holding it"
     )
 
 
-def locate(spec: BenchmarkSpec, split: str, path: str | Path | None) -> Path | None:
+def locate(
+    spec: BenchmarkSpec, split: str, path: str | Path | None, roots: Sequence[Path] = DEFAULT_ROOTS
+) -> Path | None:
     """The local file or folder of `spec`'s `split`, or None when it must come from the hub."""
     relative = spec.local.get(split)
     if path is not None:
@@ -373,15 +367,10 @@ def locate(spec: BenchmarkSpec, split: str, path: str | Path | None) -> Path | N
             wanted = f"{relative} (or its tail)" if relative else f"a local copy of split {split!r}"
             raise DataError(f"{spec.name}: {given} holds no {wanted}; local splits: {', '.join(spec.local)}")
         return found
-    if relative is None:
-        return None
-    for root in data_roots():
-        if (root / relative).exists():
-            return root / relative
-    return None
+    return None if relative is None else first_holding(roots, relative)
 
 
-def _hub_rows(spec: BenchmarkSpec, split: str) -> Iterable[dict]:
+def _hub_rows(spec: BenchmarkSpec, split: str, roots: Sequence[Path]) -> Iterable[dict]:
     import datasets
 
     try:
@@ -389,7 +378,7 @@ def _hub_rows(spec: BenchmarkSpec, split: str) -> Iterable[dict]:
         return datasets.load_dataset(spec.hub[0], spec.hub_config, split=split)  # pyright: ignore[reportReturnType]
     except Exception as error:  # network, auth and missing-split errors come as many types
         raise DataError(
-            f"{spec.name}: no local copy of split {split!r} was found (looked in {', '.join(map(str, data_roots()))}) "
+            f"{spec.name}: no local copy of split {split!r} was found (looked in {named(roots)}) "
             f"and loading {spec.hub[0]} ({spec.hub_config or 'default'} config, split {split!r}) from the hub "
             f"failed: {error}. Pass --path to the local files or set JAXCONTAM_DATA"
         ) from None
@@ -432,6 +421,7 @@ def load_benchmark(
     path: str | Path | None = None,
     fields: Mapping[str, str] | None = None,
     limit: int | None = None,
+    roots: Sequence[Path] = DEFAULT_ROOTS,
 ) -> Benchmark:
     """Load a benchmark by registered name, hub id, or local table file.
 
@@ -439,13 +429,16 @@ def load_benchmark(
     .jsonl/.json/.csv/.parquet file. `path`: local data (file, benchmark folder or data root).
     `fields`: column mapping for table files (see `jaxcontam.data.custom`); given with a
     registered name it reads `path` through the mapping but keeps the benchmark's prompt and scorer.
-    `limit`: read only the first items. `lm_eval:TASK` is lm-evaluation-harness's task TASK, documents, prompt
+    `limit`: read only the first items. `roots`: the data roots searched when `path` is None
+    (`jaxcontam.data.roots`). `lm_eval:TASK` is lm-evaluation-harness's task TASK, documents, prompt
     and choices as the task defines them (`jaxcontam.data.lm_eval_tasks`; `path`: a file in its hub fields).
     """
     if str(name).startswith("lm_eval:"):
         from jaxcontam.data.lm_eval_tasks import load_lm_eval_benchmark
 
-        return load_lm_eval_benchmark(str(name).removeprefix("lm_eval:"), split=split, path=path, limit=limit)
+        return load_lm_eval_benchmark(
+            str(name).removeprefix("lm_eval:"), split=split, path=path, limit=limit, roots=roots
+        )
     spec = resolve_spec(str(name))
     if spec is None or fields is not None:
         file = as_path(path) if path is not None else as_path(name)
@@ -465,15 +458,15 @@ def load_benchmark(
         return _benchmark(spec, bench_name, split, _collect(located, bench_name, limit))
 
     split = split or spec.default_split
-    local = locate(spec, split, path)
+    local = locate(spec, split, path, roots)
     if local is not None:
         located = spec.read_local(local, split)
     elif spec.read_hub is not None:
-        located = spec.read_hub(_hub_rows(spec, split), split, spec.hub[0])
+        located = spec.read_hub(_hub_rows(spec, split, roots), split, spec.hub[0])
     else:
         raise DataError(
             f"{spec.name}: split {split!r} not found locally (looked in "
-            f"{', '.join(map(str, data_roots()))}) and it has no hub source; local splits: "
+            f"{named(roots)}) and it has no hub source; local splits: "
             f"{', '.join(spec.local)}. Pass --path or set JAXCONTAM_DATA"
         )
     return _benchmark(spec, spec.name, split, _collect(located, spec.name, limit))

@@ -26,7 +26,9 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from jaxcontam.data.roots import DEFAULT_ROOTS
 from jaxcontam.errors import JaxcontamError
+from jaxcontam.mesh import MeshSettings
 from jaxcontam.storage import output_folder, publish_tree
 
 CURVE = "curve.jsonl"
@@ -37,7 +39,9 @@ AUDIT_CURVE = "audit_curve.jsonl"
 class ContaminationSettings:
     """What one run trains: `tokens` of general text from `corpus`, and a `fraction` of each benchmark's first
     `limit` items `copies` times in `form` (copies 0: the control arm). `paths` maps a benchmark to its local
-    files (e.g. a folder of some MMLU subjects)."""
+    files (e.g. a folder of some MMLU subjects), `data_roots` where the others are looked for
+    (`jaxcontam.data.roots`). `mesh`: where the model trains (the command parses `--mesh`, `--fsdp` and the
+    attention path into it)."""
 
     model: str
     benchmarks: tuple[str, ...]
@@ -51,6 +55,7 @@ class ContaminationSettings:
     split: str | None = None
     limit: int | None = None
     paths: tuple[tuple[str, str], ...] = ()
+    data_roots: tuple[Path, ...] = DEFAULT_ROOTS
     corpus_field: str = "text"
     seed: int = 0
     batch_size: int = 4
@@ -58,16 +63,17 @@ class ContaminationSettings:
     learning_rate: float = 1e-4
     warmup: float = 0.05  # share of the steps
     weight_decay: float = 0.0
-    mesh: str | None = None
-    fsdp: bool = False
+    mesh: MeshSettings = MeshSettings()
     checkpoint_every: int = 25
     audit_every: int = 0
 
     def identity(self) -> dict:
         """The settings that decide the result (a resumed run must match them)."""
-        fields = dataclasses.asdict(self)
-        for name in ("out", "checkpoint_every", "audit_every"):
+        fields = {field.name: getattr(self, field.name) for field in dataclasses.fields(self)}
+        for name in ("out", "data_roots", "checkpoint_every", "audit_every"):
             fields.pop(name)
+        # recorded as the `--mesh` text and `--fsdp` flag the runs before MeshSettings kept, so they resume
+        fields["mesh"], fields["fsdp"] = self.mesh.option_text(), self.mesh.fsdp
         fields["paths"] = [list(pair) for pair in self.paths]
         fields["benchmarks"] = list(self.benchmarks)
         if not self.crossover:  # runs recorded before the crossover option existed resume unchanged
@@ -129,9 +135,11 @@ def _benchmarks(settings: ContaminationSettings):
     from jaxcontam.data import load_benchmark
     from jaxcontam.training.contamination_mix import with_paraphrases
 
-    paths = dict(settings.paths)
+    paths, roots = dict(settings.paths), settings.data_roots
     return [
-        with_paraphrases(load_benchmark(name, split=settings.split, path=paths.get(name), limit=settings.limit))
+        with_paraphrases(
+            load_benchmark(name, split=settings.split, path=paths.get(name), limit=settings.limit, roots=roots), roots
+        )
         for name in settings.benchmarks
     ]
 
@@ -230,7 +238,6 @@ def _audit_callback(model, benchmarks, truth: list[dict], path: Path, resumed: i
 def run_contamination(settings: ContaminationSettings, log: Callable[[str], None] = print) -> Path:
     """Train and write the run (see the module docstring); returns the model folder."""
     import jaxcontam
-    from jaxcontam.commands.mesh_options import mesh_layout
     from jaxcontam.mesh import batch_sharding
     from jaxcontam.models.spec import ModelSpec
     from jaxcontam.training.batches import count_steps, packed_batches
@@ -244,7 +251,8 @@ def run_contamination(settings: ContaminationSettings, log: Callable[[str], None
     if _recorded(out, settings) and (model_dir / "config.json").exists():
         log(f"{settings.out}: this run is finished (its model in model/); nothing to do")
         return model_dir
-    layout, mesh = mesh_layout(settings.mesh, settings.fsdp)
+    layout = settings.mesh
+    mesh = layout.build()
     if settings.batch_size % mesh.shape["data"]:
         raise JaxcontamError(
             f"--batch-size {settings.batch_size} does not split over the mesh's "

@@ -23,12 +23,14 @@ from __future__ import annotations
 import dataclasses
 import json
 import zlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
+from pathlib import Path
 
 import numpy as np
 
 from jaxcontam.data import attach_paraphrases, load_paraphrases
 from jaxcontam.data.paraphrases import SOURCE_SPLITS
+from jaxcontam.data.roots import DEFAULT_ROOTS
 from jaxcontam.engine.chat import chat_prompt, uses_chat
 from jaxcontam.errors import DataError
 from jaxcontam.training.injection import choose_contaminated
@@ -67,10 +69,13 @@ def paraphrase_source(benchmark) -> str | None:
     )
 
 
-def with_paraphrases(benchmark):
-    """The benchmark with its built-in paraphrases attached (unchanged when no source covers it)."""
+def with_paraphrases(benchmark, roots: Sequence[Path] = DEFAULT_ROOTS):
+    """The benchmark with its built-in paraphrases (read under the data `roots`) attached, unchanged when no
+    source covers it."""
     source = paraphrase_source(benchmark)
-    return benchmark if source is None else attach_paraphrases(benchmark, load_paraphrases(source, benchmark))
+    if source is None:
+        return benchmark
+    return attach_paraphrases(benchmark, load_paraphrases(source, benchmark, roots=roots))
 
 
 def draw_contaminated(benchmark, fraction: float, seed: int) -> np.ndarray:

@@ -1,0 +1,21 @@
+"""Where the commands look for local data: the one place the data roots are read from the environment.
+
+Below the commands the roots are a parameter (`jaxcontam.data.roots`, `load_benchmark(..., roots=)`).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+DATA_VARIABLE = "JAXCONTAM_DATA"  # a folder laid out like ../shared/data, searched first
+CHECKOUT_DATA = Path(__file__).resolve().parents[3] / "shared" / "data"  # ../shared/data beside the checkout
+
+
+def data_roots_from_environment() -> tuple[Path, ...]:
+    """$JAXCONTAM_DATA when set, then the library's default roots (../shared/data from the working directory),
+    then ../shared/data beside the checkout."""
+    from jaxcontam.data.roots import DEFAULT_ROOTS
+
+    given = os.environ.get(DATA_VARIABLE)
+    return (*([Path(given)] if given else []), *DEFAULT_ROOTS, CHECKOUT_DATA)

@@ -1,14 +1,15 @@
 """From item rows to verdicts: AUC, the PaCoST pair bookkeeping, ConTAM headline and sweep corrections."""
 
+import dataclasses
 import math
 
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from jaxcontam.audit.summary import sweep_corrections
+from jaxcontam.audit.summary import SweptTest, sweep_decisions
 from jaxcontam.detect.contam import ContamSettings, contam_result
-from jaxcontam.detect.pacost import PacostSettings, paired_verdict
+from jaxcontam.detect.pacost import PacostResult, PacostSettings, SweepDecision, paired_verdict
 from jaxcontam.stats import separation, sweep_resamples
 
 
@@ -66,32 +67,22 @@ def test_contam_headline_is_the_chosen_metrics_selection():
 
 def test_sweep_adjusts_pvalues_and_sets_the_verdict():
     pvalues = [0.01, 0.04, 0.03, float("nan")]
-    runs = [
-        {"model": f"m{i}", "benchmark": "b", "split": "test", "pacost": {"pvalue": p}} for i, p in enumerate(pvalues)
-    ]
-    sweep = sweep_corrections(runs, alpha=0.05, correction="holm")
+    tests = [SweptTest(f"m{i} | b:test", p, bool(p < 0.05), "sweep") for i, p in enumerate(pvalues)] + [None]
+    sweep, decisions = sweep_decisions(tests, alpha=0.05, correction="holm")
     # Holm by hand: sorted 0.01*3, 0.03*2, 0.04*1 -> running max 0.03, 0.06, 0.06
-    np.testing.assert_allclose(sweep["holm"]["adjusted"], [0.03, 0.06, 0.06], rtol=1e-12)
+    np.testing.assert_allclose(sweep.holm.adjusted, [0.03, 0.06, 0.06], rtol=1e-12)
     # BH by hand: sorted 0.01*3/1, 0.03*3/2, 0.04*3/3 -> running min from the top 0.03, 0.04, 0.04
-    np.testing.assert_allclose(sweep["bh"]["adjusted"], [0.03, 0.04, 0.04], rtol=1e-12)
-    assert [r["pacost"]["contaminated"] for r in runs[:3]] == [True, False, False]
-    assert math.isnan(runs[3]["pacost"]["pvalue_adjusted"])
+    np.testing.assert_allclose(sweep.bh.adjusted, [0.03, 0.04, 0.04], rtol=1e-12)
+    assert [d.contaminated for d in decisions[:3]] == [True, False, False]
+    assert [d.correction for d in decisions[:4]] == ["holm", "holm", "holm", "none"]
+    assert math.isnan(decisions[3].pvalue_adjusted) and decisions[4] is None
+    assert sweep.to_dict()["labels"] == ["m0 | b:test", "m1 | b:test", "m2 | b:test"]
 
 
-def paper_and_default_runs():
-    """Two runs per preset, at p = 0.03 and 0.04, as `PacostResult.to_dict` writes them (raw p < alpha verdict)."""
+def paper_and_default_tests():
+    """Two runs per preset, at p = 0.03 and 0.04, with their raw p < alpha verdicts."""
     return [
-        {
-            "model": preset,
-            "benchmark": "b",
-            "split": str(p),
-            "pacost": {
-                "preset": preset,
-                "pvalue": p,
-                "contaminated": p < 0.05,
-                "correction": PacostSettings(preset=preset).correction,
-            },
-        }
+        SweptTest(f"{preset} | b:{p}", p, p < 0.05, PacostSettings(preset=preset).correction)
         for preset in ("paper", "jaxcontam")
         for p in (0.03, 0.04)
     ]
@@ -100,17 +91,28 @@ def paper_and_default_runs():
 def test_the_paper_preset_keeps_its_uncorrected_verdict_in_a_sweep():
     """Paper-preset runs at p = 0.03 and 0.04 are both flagged (raw p < 0.05) with Holm's p beside them; the same
     p-values under the jaxcontam preset take Holm's verdict; with correction "none" every verdict is the raw one."""
-    runs = paper_and_default_runs()
-    sweep_corrections(runs, alpha=0.05, correction="holm")
+    _, decisions = sweep_decisions(paper_and_default_tests(), alpha=0.05, correction="holm")
     # Holm by hand over 0.03, 0.04, 0.03, 0.04: sorted 0.03*4, 0.03*3, 0.04*2, 0.04*1 -> running max 0.12 for all
-    np.testing.assert_allclose([r["pacost"]["pvalue_adjusted"] for r in runs], [0.12] * 4, rtol=1e-12)
-    assert [r["pacost"]["contaminated"] for r in runs] == [True, True, False, False]
-    assert [r["pacost"]["correction"] for r in runs] == ["none", "none", "holm", "holm"]
-    runs = paper_and_default_runs()
-    sweep_corrections(runs, alpha=0.05, correction="none")
-    assert [r["pacost"]["pvalue_adjusted"] for r in runs] == [0.03, 0.04, 0.03, 0.04]
-    assert [r["pacost"]["contaminated"] for r in runs] == [True] * 4
-    assert [r["pacost"]["correction"] for r in runs] == ["none"] * 4
+    np.testing.assert_allclose([d.pvalue_adjusted for d in decisions], [0.12] * 4, rtol=1e-12)
+    assert [d.contaminated for d in decisions] == [True, True, False, False]
+    assert [d.correction for d in decisions] == ["none", "none", "holm", "holm"]
+    _, decisions = sweep_decisions(paper_and_default_tests(), alpha=0.05, correction="none")
+    assert [d.pvalue_adjusted for d in decisions] == [0.03, 0.04, 0.03, 0.04]
+    assert [d.contaminated for d in decisions] == [True] * 4
+    assert [d.correction for d in decisions] == ["none"] * 4
+
+
+def test_a_decided_result_keeps_its_raw_verdict_and_writes_the_decision():
+    records = [record(0.9, 0.5)] * 6
+    settings_ = PacostSettings(test="t")
+    verdict = paired_verdict(records, "p_true", settings_)
+    raw = PacostResult("jaxcontam", "kadavath", "auto", False, verdict, {}, settings_)
+    decided = dataclasses.replace(raw, decision=SweepDecision("holm", 0.5, False))
+    assert raw.decision is None and raw.contaminated == raw.verdict.contaminated
+    assert decided.verdict == raw.verdict and decided.contaminated is False
+    entry = decided.to_dict()
+    assert (entry["correction"], entry["contaminated"], entry["pvalue_adjusted"]) == ("holm", False, 0.5)
+    assert list(entry)[-1] == "pvalue_adjusted" and "pvalue_adjusted" not in raw.to_dict()
 
 
 def test_a_large_sweep_can_flag_every_clearly_contaminated_run():
@@ -121,17 +123,10 @@ def test_a_large_sweep_can_flag_every_clearly_contaminated_run():
     settings_ = PacostSettings(test="permutation", alpha=alpha)
 
     def flagged(resamples):
-        runs = [
-            {
-                "model": f"m{i}",
-                "benchmark": "b",
-                "split": "test",
-                "pacost": paired_verdict(records, "p_true", settings_, seed=i, resamples=resamples).to_dict(),
-            }
-            for i in range(num_runs)
-        ]
-        sweep_corrections(runs, alpha=alpha, correction="holm")
-        return sum(r["pacost"]["contaminated"] for r in runs)
+        verdicts = [paired_verdict(records, "p_true", settings_, seed=i, resamples=resamples) for i in range(num_runs)]
+        tests = [SweptTest(f"m{i}", v.pvalue, v.contaminated, "sweep") for i, v in enumerate(verdicts)]
+        _, decisions = sweep_decisions(tests, alpha=alpha, correction="holm")
+        return sum(d.contaminated for d in decisions)
 
     assert flagged(9_999) == 0
     assert flagged(sweep_resamples(num_runs, alpha, 9_999)) == num_runs

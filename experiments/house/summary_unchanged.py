@@ -16,6 +16,8 @@ the version string. The default pairs bracket each stretch of restructuring comm
 
     python experiments/house/summary_unchanged.py
     python experiments/house/summary_unchanged.py --bisect 727b57e 6515e92
+    python experiments/house/summary_unchanged.py --pair d0a468a HEAD --audit bundled   # issue 39: the whole
+    python experiments/house/summary_unchanged.py --pair d0a468a HEAD --audit smollm2   # audits, timings aside
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ PAIRS = [
     ("95e95f6^", "e3f1fa7"),
     ("5d51d38", "e6bc840"),
 ]
-IGNORED = {"corpora", "jaxcontam_version"}
+IGNORED = {"corpora", "jaxcontam_version", "timings"}  # timings: wall seconds per stage, new in issue 39
 
 
 def copa_audit(worktree: pathlib.Path, out: pathlib.Path) -> dict:
@@ -77,6 +79,46 @@ def copa_audit(worktree: pathlib.Path, out: pathlib.Path) -> dict:
     return json.loads((out / "summary.json").read_text())
 
 
+def whole_audit(worktree: pathlib.Path, out: pathlib.Path, audit: str) -> dict:
+    """`jaxcontam audit` at `worktree`'s code: "bundled", the bundled example as `jaxcontam audit` runs it with no
+    arguments (its own audit.toml), or "smollm2", the README's "An audit" (SmolLM2-135M-Instruct, 100 COPA items,
+    tinyshakespeare as the corpus); its summary.json."""
+    env = {**os.environ, "JAX_PLATFORMS": "cpu", "PYTHONPATH": str(worktree)}
+    options = ["--out", str(out)]
+    if audit == "smollm2":
+        shared = (
+            worktree.parent / "shared" / "data"
+            if (worktree.parent / "shared").exists()
+            else ROOT.parent / "shared" / "data"
+        )
+        config = out.with_suffix(".toml")
+        config.write_text(
+            "\n".join(
+                [
+                    "[[model]]",
+                    f'path = "{shared / "smollm2_135m_instruct"}"',
+                    "[[benchmark]]",
+                    'name = "copa"',
+                    'split = "test"',
+                    'paraphrases = "xcopa_backtranslation"',
+                    "limit = 100",
+                    "[corpus]",
+                    f'paths = ["{shared / "corpus_misc" / "tinyshakespeare"}"]',
+                ]
+            )
+            + "\n"
+        )
+        options += ["--config", str(config)]
+    subprocess.run(
+        [sys.executable, "-m", "jaxcontam.cli", "audit", *options],
+        cwd=worktree,
+        env=env,
+        check=True,
+        capture_output=True,
+    )
+    return json.loads((out / "summary.json").read_text())
+
+
 def differences(a, b, path: str = "") -> list[str]:
     if isinstance(a, dict) and isinstance(b, dict):
         found = []
@@ -95,13 +137,14 @@ def differences(a, b, path: str = "") -> list[str]:
     return [] if a == b else [f"{path}: {str(a)[:80]} -> {str(b)[:80]}"]
 
 
-def at_commit(commit: str, scratch: pathlib.Path) -> dict:
+def at_commit(commit: str, scratch: pathlib.Path, audit: str = "copa") -> dict:
     worktree = scratch / f"wt-{commit.replace('^', '_')}"
     subprocess.run(
         ["git", "worktree", "add", "-f", "--detach", str(worktree), commit], cwd=ROOT, check=True, capture_output=True
     )
+    out = scratch / f"audit-{audit}-{commit.replace('^', '_')}"
     try:
-        return copa_audit(worktree, scratch / f"audit-{commit.replace('^', '_')}")
+        return copa_audit(worktree, out) if audit == "copa" else whole_audit(worktree, out, audit)
     finally:
         subprocess.run(["git", "worktree", "remove", "--force", str(worktree)], cwd=ROOT, capture_output=True)
 
@@ -109,6 +152,14 @@ def at_commit(commit: str, scratch: pathlib.Path) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--bisect", nargs=2, metavar=("OLD", "NEW"))
+    parser.add_argument("--pair", nargs=2, metavar=("BEFORE", "AFTER"), help="compare these two commits only")
+    parser.add_argument(
+        "--audit",
+        choices=("copa", "bundled", "smollm2"),
+        default="copa",
+        help="copa: the bundled example's COPA audit (default); bundled: the whole bundled audit; "
+        "smollm2: the README's SmolLM2 audit",
+    )
     parser.add_argument("--accuracy-is", type=float, help=argparse.SUPPRESS)  # one bisect step (git bisect run)
     parser.add_argument("--worktree", type=pathlib.Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -128,11 +179,16 @@ def main() -> None:
             subprocess.run(["git", "bisect", "run", *step], cwd=worktree)
             subprocess.run(["git", "bisect", "reset"], cwd=worktree)
             return
-        results = []
-        for before, after in PAIRS:
-            found = differences(at_commit(before, scratch), at_commit(after, scratch))
-            results.append({"before": before, "after": after, "differences": found})
-            print(f"{before} -> {after}: {len(found)} difference(s)" + "".join(f"\n  {d}" for d in found))
+        results = json.loads((HERE / "results.json").read_text()) if args.pair else []
+        for before, after in [tuple(args.pair)] if args.pair else PAIRS:
+            found = differences(at_commit(before, scratch, args.audit), at_commit(after, scratch, args.audit))
+            results = [
+                r for r in results if (r["before"], r["after"], r.get("audit", "copa")) != (before, after, args.audit)
+            ]
+            results.append({"before": before, "after": after, "audit": args.audit, "differences": found})
+            print(
+                f"{before} -> {after} ({args.audit}): {len(found)} difference(s)" + "".join(f"\n  {d}" for d in found)
+            )
         (HERE / "results.json").write_text(json.dumps(results, indent=2) + "\n")
 
 

@@ -16,7 +16,7 @@ from jaxcontam import __version__
 from jaxcontam.audit.config import AuditConfig
 from jaxcontam.audit.inputs import AuditBenchmark, AuditInputs, check_inputs
 from jaxcontam.audit.store import StageStore, fingerprint, run_chunked, write_atomic
-from jaxcontam.audit.summary import sweep_corrections
+from jaxcontam.audit.summary import SweptTest, sweep_decisions
 from jaxcontam.cluster import is_writer
 from jaxcontam.report import write_report
 from jaxcontam.report.summary_schema import SCHEMA_VERSION, AuditSummary
@@ -27,6 +27,7 @@ from jaxcontam.storage import output_folder
 
 if TYPE_CHECKING:
     from jaxcontam.detect.audit_core import BenchmarkAudit
+    from jaxcontam.detect.pacost import SweepDecision
 
 
 @dataclasses.dataclass(frozen=True)
@@ -54,6 +55,26 @@ class ModelRun:
 
     model: str
     audit: BenchmarkAudit
+
+    @property
+    def label(self) -> str:
+        return f"{self.model} | {self.audit.benchmark}:{self.audit.split}"
+
+    def swept_test(self) -> SweptTest | None:
+        """This run's PaCoST test as the sweep takes it (None without PaCoST)."""
+        pacost = self.audit.pacost
+        if pacost is None:
+            return None
+        verdict, correction = pacost.verdict, pacost.settings.correction
+        assert correction is not None  # PacostSettings fills it from the preset
+        return SweptTest(self.label, verdict.pvalue, verdict.contaminated, correction)
+
+    def decided(self, decision: SweepDecision | None) -> ModelRun:
+        """This run with the sweep's decision on its PaCoST verdict."""
+        if decision is None or self.audit.pacost is None:
+            return self
+        pacost = dataclasses.replace(self.audit.pacost, decision=decision)
+        return dataclasses.replace(self, audit=dataclasses.replace(self.audit, pacost=pacost))
 
     def to_dict(self) -> dict:
         return {"model": self.model} | self.audit.to_dict()
@@ -223,17 +244,18 @@ def write_outputs(config: AuditConfig, runs: list[ModelRun], items: list[ItemRow
     import pyarrow.parquet as pq
 
     out = output_folder(config.out)
-    entries = [run.to_dict() for run in runs]
-    summary = {
-        "schema_version": SCHEMA_VERSION,
-        "jaxcontam_version": __version__,
-        "alpha": config.alpha,
-        "correction": config.correction,
-        "settings": config.settings(),
-        "runs": entries,
-    }
     with stage("verdicts"):
-        summary["sweep"] = sweep_corrections(entries, config.alpha, config.correction)
+        sweep, decisions = sweep_decisions([run.swept_test() for run in runs], config.alpha, config.correction)
+        runs = [run.decided(decision) for run, decision in zip(runs, decisions, strict=True)]
+        summary = {
+            "schema_version": SCHEMA_VERSION,
+            "jaxcontam_version": __version__,
+            "alpha": config.alpha,
+            "correction": config.correction,
+            "settings": config.settings(),
+            "runs": [run.to_dict() for run in runs],
+            "sweep": sweep.to_dict(),
+        }
         typed = AuditSummary.from_dict(summary)
     if is_writer():
         with stage("report"):

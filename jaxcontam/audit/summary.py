@@ -1,47 +1,87 @@
-"""The sweep's multiple-testing corrections over the per-(model, benchmark) entries of summary.json.
+"""The sweep's multiple-testing corrections over the PaCoST verdicts of every (model, benchmark) of an audit.
 
-Each entry comes from the shared audit core (`detect.audit_core.BenchmarkAudit.to_dict`).
+`sweep_decisions` takes each run's test as a `SweptTest` and returns the sweep (Holm and BH over every p-value
+that exists) and one `detect.pacost.SweepDecision` per run; the audit attaches each decision to a new
+`PacostResult` (`PacostResult.decision`), so no result is changed after it is made.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
+from collections.abc import Sequence
 
-import numpy as np
-
+from jaxcontam.detect.pacost import Correction, SweepDecision
 from jaxcontam.stats import adjust
 
 
-def sweep_corrections(runs: list[dict], alpha: float, correction: str) -> dict:
-    """Holm and BH over the PaCoST p-values of every run with a test; fills each run's `pvalue_adjusted`.
+@dataclasses.dataclass(frozen=True)
+class SweptTest:
+    """One run's PaCoST test as the sweep sees it: its raw p-value and verdict, and whether its preset leaves the
+    verdict to the sweep (`correction` "sweep") or keeps the raw one ("none", the `paper` preset)."""
 
-    `correction` ("holm", "bh" or "none") decides the verdict of runs whose preset leaves it to the sweep
-    (its entry's `correction` is "sweep"); a run whose settings say "none" (the `paper` preset) keeps its raw
-    p < alpha verdict, with the adjusted p-value beside it. Each run then records the correction its verdict
-    used: "holm", "bh" or "none".
-    """
-    tested = [r for r in runs if r["pacost"] is not None and np.isfinite(r["pacost"]["pvalue"])]
-    labels = [f"{r['model']} | {r['benchmark']}:{r['split']}" for r in tested]
-    pvalues = [r["pacost"]["pvalue"] for r in tested]
-    sweep = {"labels": labels, "pvalues": pvalues}
-    for method in ("holm", "bh"):
-        adjusted = adjust(pvalues, method=method, alpha=alpha) if pvalues else None
-        sweep[method] = {
-            "adjusted": [] if adjusted is None else adjusted.pvalues.tolist(),
-            "reject": [] if adjusted is None else adjusted.reject.tolist(),
+    label: str
+    pvalue: float
+    contaminated: bool
+    correction: Correction
+
+
+@dataclasses.dataclass(frozen=True)
+class Adjusted:
+    adjusted: tuple[float, ...]
+    reject: tuple[bool, ...]
+
+
+@dataclasses.dataclass(frozen=True)
+class Sweep:
+    """Holm and BH over the p-values of the runs with a test (`labels` in run order)."""
+
+    labels: tuple[str, ...]
+    pvalues: tuple[float, ...]
+    holm: Adjusted
+    bh: Adjusted
+
+    def to_dict(self) -> dict:
+        methods = {
+            m: {"adjusted": list(a.adjusted), "reject": list(a.reject)}
+            for m, a in (("holm", self.holm), ("bh", self.bh))
         }
-    for index, run in enumerate(tested):
-        pacost = run["pacost"]
-        if correction == "none":
-            pacost["pvalue_adjusted"] = pacost["pvalue"]
+        return {"labels": list(self.labels), "pvalues": list(self.pvalues)} | methods
+
+
+def sweep_decisions(
+    tests: Sequence[SweptTest | None], alpha: float, correction: str
+) -> tuple[Sweep, list[SweepDecision | None]]:
+    """The sweep over `tests` and each run's decision (None where the run has no PaCoST test).
+
+    `correction` ("holm", "bh" or "none") decides the verdict of runs whose preset leaves it to the sweep; a run
+    whose settings say "none" (the `paper` preset) keeps its raw p < alpha verdict, with the adjusted p-value beside
+    it. A run without a p-value keeps its raw verdict, adjusted p NaN.
+    """
+    tested = [i for i, t in enumerate(tests) if t is not None and math.isfinite(t.pvalue)]
+    pvalues = [tests[i].pvalue for i in tested]  # type: ignore[union-attr]
+    adjusted = {}
+    for method in ("holm", "bh"):
+        result = adjust(pvalues, method=method, alpha=alpha) if pvalues else None
+        adjusted[method] = Adjusted(
+            () if result is None else tuple(float(v) for v in result.pvalues),
+            () if result is None else tuple(bool(v) for v in result.reject),
+        )
+    sweep = Sweep(tuple(tests[i].label for i in tested), tuple(pvalues), adjusted["holm"], adjusted["bh"])  # type: ignore[union-attr]
+    position = {run: k for k, run in enumerate(tested)}
+    decisions: list[SweepDecision | None] = []
+    for i, test in enumerate(tests):
+        if test is None:
+            decisions.append(None)
+        elif i not in position:
+            decisions.append(SweepDecision("none", math.nan, test.contaminated))
+        elif correction == "none":
+            decisions.append(SweepDecision("none", test.pvalue, test.contaminated))
         else:
-            pacost["pvalue_adjusted"] = sweep[correction]["adjusted"][index]
-            if pacost.get("correction", "sweep") == "sweep":
-                pacost["contaminated"] = bool(sweep[correction]["reject"][index])
-                pacost["correction"] = correction
-    for run in runs:
-        if run["pacost"] is not None:
-            run["pacost"].setdefault("pvalue_adjusted", math.nan)
-            if run["pacost"].get("correction", "sweep") == "sweep":
-                run["pacost"]["correction"] = "none"  # no test or correction "none": the raw verdict stands
-    return sweep
+            k = position[i]
+            method = adjusted[correction]
+            if test.correction == "sweep":
+                decisions.append(SweepDecision(correction, method.adjusted[k], method.reject[k]))  # type: ignore[arg-type]
+            else:
+                decisions.append(SweepDecision("none", method.adjusted[k], test.contaminated))
+    return sweep, decisions

@@ -326,10 +326,22 @@ class PairedVerdict:
 
 
 @dataclasses.dataclass(frozen=True)
+class SweepDecision:
+    """An audit's decision on one PaCoST verdict (`audit.summary.sweep_decisions`): the correction the verdict used
+    ("holm", "bh", or "none": the raw p < alpha stands), the adjusted p-value (NaN where no test ran) and the
+    verdict."""
+
+    correction: Literal["holm", "bh", "none"]
+    pvalue_adjusted: float
+    contaminated: bool
+
+
+@dataclasses.dataclass(frozen=True)
 class PacostResult:
     """PaCoST on one benchmark: the verdict on the chosen confidence and every other measured confidence as a
-    variant. The entry's `correction` is "none" (the verdict is the raw p < alpha and stays so) or "sweep" (the
-    raw verdict, which an audit's sweep replaces by its multiple-testing decision, `audit.summary`)."""
+    variant. The settings' `correction` is "none" (the verdict is the raw p < alpha and stays so) or "sweep" (an
+    audit's sweep decides it); `decision` is that sweep's decision, once an audit has made it (a new result: none
+    is changed after it is made)."""
 
     preset: str
     template: str
@@ -338,8 +350,22 @@ class PacostResult:
     verdict: PairedVerdict
     variants: dict[str, PairedVerdict]
     settings: PacostSettings = dataclasses.field(repr=False)
+    decision: SweepDecision | None = None
+
+    @property
+    def contaminated(self) -> bool:
+        """The final verdict: the sweep's decision where one was made, else the raw p < alpha."""
+        return self.verdict.contaminated if self.decision is None else self.decision.contaminated
 
     def to_dict(self) -> dict:
+        """summary.json's entry: the verdict's fields with the sweep's correction, verdict and adjusted p."""
+        entry = self._raw_dict()
+        if self.decision is not None:
+            entry |= {"correction": self.decision.correction, "contaminated": self.decision.contaminated}
+            entry["pvalue_adjusted"] = self.decision.pvalue_adjusted
+        return entry
+
+    def _raw_dict(self) -> dict:
         settings = self.settings
         answers = {"answers": settings.answers} | (
             {"seed": settings.seed, "temperature": settings.temperature, "top_p": settings.top_p}

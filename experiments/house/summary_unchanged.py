@@ -86,11 +86,7 @@ def whole_audit(worktree: pathlib.Path, out: pathlib.Path, audit: str) -> dict:
     env = {**os.environ, "JAX_PLATFORMS": "cpu", "PYTHONPATH": str(worktree)}
     options = ["--out", str(out)]
     if audit == "smollm2":
-        shared = (
-            worktree.parent / "shared" / "data"
-            if (worktree.parent / "shared").exists()
-            else ROOT.parent / "shared" / "data"
-        )
+        shared = ROOT.parent / "shared" / "data"
         config = out.with_suffix(".toml")
         config.write_text(
             "\n".join(

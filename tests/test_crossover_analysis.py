@@ -33,9 +33,17 @@ def _twins(rng, effect: float, n: int = 40):
         for arm, seen, shift in (("a", seen_in_a, 0.2), ("b", ~seen_in_a, -0.1)):
             score = level + shift + rng.normal(0, 0.5, n) + effect * seen
             for i in range(n):
-                rows[arm].append({"id": f"{benchmark}/{i}", "benchmark": benchmark, "seen": bool(seen[i]),
-                                  "drawn": bool(seen[i]), "correct": float(rng.random() < 0.4 + 0.3 * seen[i]),
-                                  "mean_logprob": score[i], "zlib_ratio": -score[i]})
+                rows[arm].append(
+                    {
+                        "id": f"{benchmark}/{i}",
+                        "benchmark": benchmark,
+                        "seen": bool(seen[i]),
+                        "drawn": bool(seen[i]),
+                        "correct": float(rng.random() < 0.4 + 0.3 * seen[i]),
+                        "mean_logprob": score[i],
+                        "zlib_ratio": -score[i],
+                    }
+                )
     return {arm: pd.DataFrame(r).set_index("id", drop=False) for arm, r in rows.items()}
 
 
@@ -98,7 +106,8 @@ def test_calibrated_pacost_with_a_stand_in_reference(crossover):
     arms = {arm: crossover.load_arm(crossover.find_arm(results, arm)) for arm in ("control", "verbatim_x4")}
     out = crossover.calibrated_pacost(arms, arms["control"], confidences=("answer_logprob",))
     assert {(r["arm"], r["benchmark"], r["half"]) for r in out["rows"]} == {
-        (arm, b, h) for arm in arms for b in crossover.BENCHMARKS for h in ("contaminated", "clean")}
+        (arm, b, h) for arm in arms for b in crossover.BENCHMARKS for h in ("contaminated", "clean")
+    }
     control = [r for r in out["rows"] if r["arm"] == "control"]
     assert all(r["calibrated_p"] == 1.0 for r in control)  # a model against itself: every difference is 0
     summary = out["summary"]["calibrated_p"]

@@ -48,8 +48,11 @@ def test_reference_permutation_equals_enumeration_and_scipy(alternative):
     result = reference_test(a_o, a_r, r_o, r_r, alternative=alternative)
     assert result.pvalue == pytest.approx(brute, rel=1e-12)
     scipy_p = scipy_stats.permutation_test(
-        (a_o - a_r, r_o - r_r), lambda x, y: np.mean(x - y), permutation_type="samples",
-        alternative=alternative, n_resamples=np.inf,
+        (a_o - a_r, r_o - r_r),
+        lambda x, y: np.mean(x - y),
+        permutation_type="samples",
+        alternative=alternative,
+        n_resamples=np.inf,
     ).pvalue
     assert result.pvalue == pytest.approx(scipy_p, rel=1e-9)
     assert result.design == "reference" and result.n == 11 and result.method == "permutation"
@@ -77,8 +80,11 @@ def test_fresh_permutation_equals_enumeration_and_scipy(alternative):
     assert result.detail == "exact" and result.n == (7, 6)
     assert result.pvalue == pytest.approx(_brute_two_sample(b_o - b_r, f_o - f_r, alternative), rel=1e-12)
     scipy_p = scipy_stats.permutation_test(
-        (b_o - b_r, f_o - f_r), lambda x, y: np.mean(x) - np.mean(y), permutation_type="independent",
-        alternative=alternative, n_resamples=np.inf,
+        (b_o - b_r, f_o - f_r),
+        lambda x, y: np.mean(x) - np.mean(y),
+        permutation_type="independent",
+        alternative=alternative,
+        n_resamples=np.inf,
     ).pvalue
     assert result.pvalue == pytest.approx(scipy_p, rel=1e-9)
 

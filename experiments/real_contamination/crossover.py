@@ -407,7 +407,8 @@ def markdown(report: dict) -> str:
     else:
         lines += [f"Paired AUC = P(score higher where seen), ties half; p: sign-flip null (exact sign test); Holm over "
                   f"the fixed family of {paired['family_size']} (detectors x benchmarks x doses).", "",
-                  "| dose | benchmark | detector | paired AUC | 95% CI | p | Holm p | n |", "|---|---|---|---|---|---|---|---|"]
+                  "| dose | benchmark | detector | paired AUC | 95% CI | p | Holm p | n |",
+                  "|---|---|---|---|---|---|---|---|"]
         for r in paired["rows"]:
             holm = f"{r['pvalue_holm']:.3g}{' *' if r['significant'] else ''}" if "pvalue_holm" in r else "-"
             lines.append(f"| {r['dose']} | {r['benchmark']} | {r['detector']} | {r['value']:.2f} | {_ci(r['ci95'])} | "
@@ -430,8 +431,9 @@ def calibrated_markdown(calibrated: dict | None, reference: str | None) -> list[
     lines = ["", "## Calibrated PaCoST (design a: gap(arm) - gap(reference), sign-flip permutation, p < 0.05)", ""]
     if calibrated is None:
         return lines + ["Waiting on the reference audit (`results/arms/base/audit_jaxcontam/items.parquet`)."]
-    lines += [f"Reference: {reference}.", "", "| test | control: flagged halves (99% band) | power on contaminated halves "
-              "(95% CI) | flagged clean halves of contaminated arms (95% CI) |", "|---|---|---|---|"]
+    lines += [f"Reference: {reference}.", "",
+              "| test | control: flagged halves (99% band) | power on contaminated halves (95% CI) | "
+              "flagged clean halves of contaminated arms (95% CI) |", "|---|---|---|---|"]
     for key, label in (("calibrated_p", "calibrated"), ("uncalibrated_p", "uncalibrated (original vs rephrased)")):
         s = calibrated["summary"][key]
         control, power, clean = (s[k] for k in ("control_all_halves", "power_contaminated_halves",
@@ -439,7 +441,8 @@ def calibrated_markdown(calibrated: dict | None, reference: str | None) -> list[
         cells = [f"{c['flagged']}/{c['n']} ({_ci(c['ci95'])})" if c["n"] else "-" for c in (power, clean)]
         band = f"{control['flagged']}/{control['n']} (band {control['band99']})" if control["n"] else "-"
         lines.append(f"| {label} | {band} | {cells[0]} | {cells[1]} |")
-    lines += ["", "| arm | benchmark | half | confidence | n | calibrated p | uncalibrated p |", "|---|---|---|---|---|---|---|"]
+    lines += ["", "| arm | benchmark | half | confidence | n | calibrated p | uncalibrated p |",
+              "|---|---|---|---|---|---|---|"]
     for r in calibrated["rows"]:
         if "error" in r:
             lines.append(f"| {r['arm']} | {r['benchmark']} | {r['half']} | {r['confidence']} | - | {r['error']} | - |")
@@ -457,7 +460,8 @@ def analyse(results: list[pathlib.Path], use_relative: bool = False, reference_a
     reference = load_arm(reference_folder) if reference_folder else None
     unpaired_arms = arms
     if use_relative:
-        unpaired_arms = {arm: relative(items, reference, base_mean_logprob(folders[arm])) for arm, items in arms.items()}
+        unpaired_arms = {arm: relative(items, reference, base_mean_logprob(folders[arm]))
+                         for arm, items in arms.items()}
     report = {"arms": {arm: str(folder) for arm, folder in folders.items()}, "relative": use_relative,
               "reference": str(reference_folder) if reference_folder else None, "dose": dose_table(folders),
               "paired": paired_table(arms, seed), "unpaired": unpaired_table(unpaired_arms, seed, resamples)}

@@ -152,8 +152,10 @@ def _split_counts(pooled: np.ndarray, n_first: int, observed: float, indices) ->
     first_sums = pooled[indices].sum(axis=1)
     diffs = first_sums / n_first - (total - first_sums) / n_rest
     tolerance = RELATIVE_TOLERANCE * max(np.abs(pooled).sum(), 1e-300)
-    return len(diffs), int(np.count_nonzero(diffs >= observed - tolerance)), int(
-        np.count_nonzero(diffs <= observed + tolerance)
+    return (
+        len(diffs),
+        int(np.count_nonzero(diffs >= observed - tolerance)),
+        int(np.count_nonzero(diffs <= observed + tolerance)),
     )
 
 

@@ -452,6 +452,14 @@ def calibrated_markdown(calibrated: dict | None, reference: str | None) -> list[
     return lines
 
 
+def _shown(folder: pathlib.Path) -> str:
+    """A folder as written in the outputs: relative to the checkout when inside it."""
+    try:
+        return str(folder.resolve().relative_to(HERE.parents[1]))
+    except ValueError:
+        return str(folder)
+
+
 def analyse(results: list[pathlib.Path], use_relative: bool = False, reference_arm: str = "base",
             seed: int = 0, resamples: int = RESAMPLES) -> dict:
     folders = {arm: folder for arm in ARMS if (folder := find_arm(results, arm)) is not None}
@@ -462,8 +470,8 @@ def analyse(results: list[pathlib.Path], use_relative: bool = False, reference_a
     if use_relative:
         unpaired_arms = {arm: relative(items, reference, base_mean_logprob(folders[arm]))
                          for arm, items in arms.items()}
-    report = {"arms": {arm: str(folder) for arm, folder in folders.items()}, "relative": use_relative,
-              "reference": str(reference_folder) if reference_folder else None, "dose": dose_table(folders),
+    report = {"arms": {arm: _shown(folder) for arm, folder in folders.items()}, "relative": use_relative,
+              "reference": _shown(reference_folder) if reference_folder else None, "dose": dose_table(folders),
               "paired": paired_table(arms, seed), "unpaired": unpaired_table(unpaired_arms, seed, resamples)}
     if reference is not None:
         report["calibrated_pacost"] = calibrated_pacost(arms, reference, seed=seed)

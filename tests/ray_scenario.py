@@ -78,6 +78,8 @@ def rows(fs, url: str) -> dict:
 
 
 def main(corpus: str, gsm8k: str) -> None:
+    # no token auth inside the namespace (and no ~/.ray/auth_token of another cluster read or written)
+    os.environ["RAY_AUTH_MODE"] = "disabled"
     import boto3
 
     from jaxcontam.data import load_benchmark
@@ -107,7 +109,9 @@ def main(corpus: str, gsm8k: str) -> None:
                 except Exception:
                     time.sleep(0.5)
             nodes.append(start_node([f"--address=127.0.0.1:{port}"], env))
-            while len([n for n in ray.nodes() if n["Alive"]]) < 2:
+            for _ in range(240):  # the second node joins
+                if len([n for n in ray.nodes() if n["Alive"]]) >= 2:
+                    break
                 time.sleep(0.25)
             cluster_seconds = time.perf_counter() - started
 

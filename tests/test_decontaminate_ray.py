@@ -1,6 +1,6 @@
 """The Ray engine on a local two-node cluster, corpus and outputs on the local S3 server, inside a network namespace
-of its own (tests/ray_scenario.py): the same rows as the one-host engine, and again after a worker is SIGKILLed
-mid-run, with no output object written twice (the bucket keeps every version)."""
+(and process ids) of its own (tests/ray_scenario.py): the same rows as the one-host engine, and again after a worker
+is SIGKILLed mid-run, with no output object written twice (the bucket keeps every version)."""
 
 from __future__ import annotations
 
@@ -16,11 +16,15 @@ import zstandard
 
 pytest.importorskip("ray")
 
+# its own network (loopback only) and its own process ids: when the scenario ends, or is killed at the timeout,
+# the kernel ends every process left in the namespace (Ray's daemons included)
+UNSHARE = ["unshare", "--net", "--pid", "--fork", "--kill-child", "--mount-proc"]
+
 
 def _namespace_works() -> bool:
     if shutil.which("unshare") is None or shutil.which("ip") is None:
         return False
-    probe = subprocess.run(["unshare", "--net", "sh", "-c", "ip link set lo up"], capture_output=True)
+    probe = subprocess.run([*UNSHARE, "sh", "-c", "ip link set lo up"], capture_output=True)
     return probe.returncode == 0
 
 
@@ -50,7 +54,7 @@ def test_ray_matches_one_host_and_survives_a_killed_worker(shared_data, tmp_path
     _corpus(shared_data, tmp_path / "corpus")
     script = Path(__file__).with_name("ray_scenario.py")
     command = f"ip link set lo up && exec {sys.executable} {script} {tmp_path / 'corpus'} {shared_data / 'gsm8k'}"
-    done = subprocess.run(["unshare", "--net", "sh", "-c", command], capture_output=True, text=True, timeout=240)
+    done = subprocess.run([*UNSHARE, "sh", "-c", command], capture_output=True, text=True, timeout=240)
     lines = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")]
     assert done.returncode == 0 and lines, done.stdout[-3000:] + done.stderr[-6000:]
     result = json.loads(lines[-1][len("RESULT ") :])

@@ -8,7 +8,8 @@ task reads its shard and writes its outputs itself. `ray` is imported only here 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import os
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from jaxcontam.decontam.index import DecontIndex
@@ -18,32 +19,28 @@ from jaxcontam.errors import DataError
 MAX_RETRIES = 3
 
 
-def _ray_shard(index: DecontIndex, shard: ShardSpec, settings, out: str) -> dict[str, Any]:
-    from jaxcontam.decontam.run import process_shard
-
-    return process_shard(index, shard, settings, out)
-
-
 def run_ray(
     index: DecontIndex,
     shards: Sequence[ShardSpec],
     settings,
     out: str,
+    process_shard: Callable[[DecontIndex, ShardSpec, Any, str], dict[str, Any]],
     *,
     address: str | None = None,
     max_retries: int = MAX_RETRIES,
 ) -> list[dict[str, Any]]:
-    """Every shard as a Ray task on the cluster at `address` ("auto", "HOST:PORT"; None: RAY_ADDRESS or a new
-    local cluster)."""
+    """Every shard as a Ray task, `process_shard(index, shard, settings, out)` (`decontam.run` passes its own, so
+    this module imports nothing above it), on the cluster at `address` ("auto", "HOST:PORT"; None: RAY_ADDRESS or
+    a new local cluster)."""
     try:
         import ray
         from ray.exceptions import RayTaskError
     except ImportError as error:
         raise DataError(f"--engine ray needs Ray ({error}); pip install 'jaxcontam[ray]'") from None
-    if not ray.is_initialized():
-        ray.init(address=address, log_to_driver=False)
+    if not ray.is_initialized():  # no address and no RAY_ADDRESS: a new local cluster, never a stale one's files
+        ray.init(address=address or os.environ.get("RAY_ADDRESS") or "local", log_to_driver=False)
     index_ref = ray.put(index)  # once: every task reads it from the object store
-    task = ray.remote(max_retries=max_retries, retry_exceptions=False)(_ray_shard)
+    task = ray.remote(max_retries=max_retries, retry_exceptions=False)(process_shard)
     refs = [task.options(name=f"decontaminate:{s.label}").remote(index_ref, s, settings, out) for s in shards]
     try:
         return ray.get(refs)

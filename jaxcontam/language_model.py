@@ -15,6 +15,7 @@ from typing import Any, Protocol, runtime_checkable
 import jax
 import jax.numpy as jnp
 
+from jaxcontam.cache_slots import write_slots
 from jaxcontam.errors import ModelError
 
 NO_LENGTH_LIMIT = 2**31 - 1  # the max_position of a model that states none
@@ -172,8 +173,6 @@ def _recompute_decode(model: LanguageModel, params, tokens, positions, cache, ca
     row, right-padded: one sequence from position 0 (segment 1), so a causal model is exact whether or not it
     reads positions and segment ids. The new tokens' outputs are read back at their positions.
     """
-    from jaxcontam.models.decoder import write_slots
-
     buffer = write_slots(cache["tokens"], tokens.astype(jnp.int32), cache_index, axis=1)
     slot_pos = write_slots(cache["pos"], positions.astype(jnp.int32), cache_index, axis=1)
     filled = slot_pos >= 0

@@ -38,6 +38,7 @@ WORKER = textwrap.dedent(
         os.environ["AWS_ENDPOINT_URL"] = sys.argv[5].split(",")[pid]
     jax.distributed.initialize(coordinator_address=f"127.0.0.1:{port}", num_processes=2, process_id=pid)
     import pathlib
+    import numpy as np
     from jaxcontam.mesh import make_mesh
     from jaxcontam.models import loading
     from jaxcontam.engine.scoring import score_logprobs
@@ -56,12 +57,12 @@ WORKER = textwrap.dedent(
 
         def load():
             reader = GGUFTensorReader(spec)
-            return loading.place_params(spec, index, reader, loading.DTYPES["float32"], mesh, folder, "metadata")
+            return loading.place_params(spec, index, reader, np.float32, mesh, folder, "metadata")
     else:
         files = loading.weight_files(folder)
 
         def load():
-            return loading.load_params(folder, files, spec, loading.DTYPES["float32"], mesh)
+            return loading.load_params(folder, files, spec, np.float32, mesh)
 
     if len(sys.argv) > 5:  # on the wire, counted by the proxy: one load
         params, read = load(), None

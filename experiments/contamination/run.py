@@ -39,7 +39,7 @@ from jaxcontam.training.audit_callback import (  # noqa: E402
     AuditSettings, AuditTarget, audit_model, hf_weights_callback, model_from_weights)
 from jaxcontam.training.batches import count_steps  # noqa: E402
 from jaxcontam.training.checkpoints import TrainCheckpoints  # noqa: E402
-from jaxcontam.training.injection import FORMS, choose_contaminated, injected_documents, item_text  # noqa: E402
+from jaxcontam.training.injection import ITEM_TEXT_FORMS, choose_contaminated, injected_documents, item_text  # noqa: E402
 
 DEFAULT_OUT = pathlib.Path(__file__).resolve().parent / "results"
 PARAPHRASES = {"gsm8k": "gsm8k_rephrase", "copa": "xcopa_backtranslation"}
@@ -111,7 +111,7 @@ class Experiment:
         if (where / "tokenizer.json").is_file():
             return PreTrainedTokenizerFast.from_pretrained(str(where))
         # trained on the base text and every audited item in every form, so all cells tokenize items alike
-        texts = self.base_docs + [item_text(b, it, form) for b in self.benchmarks for it in b for form in FORMS]
+        texts = self.base_docs + [item_text(b, it, form) for b in self.benchmarks for it in b for form in ITEM_TEXT_FORMS]
         tokenizer = train_bpe_tokenizer(texts, vocab_size=self.grid["model"]["vocab_size"])
         tokenizer.save_pretrained(str(where))
         return tokenizer
@@ -213,7 +213,7 @@ def contam_evidence(rows: list[dict]) -> dict:
 
 def run_cell(experiment: Experiment, cell: dict) -> dict:
     grid = experiment.grid
-    rng = np.random.default_rng([cell["seed"], int(cell["rate"] * 1000), cell["copies"], FORMS.index(cell["form"])])
+    rng = np.random.default_rng([cell["seed"], int(cell["rate"] * 1000), cell["copies"], ITEM_TEXT_FORMS.index(cell["form"])])
     masks, injected = {}, []
     for benchmark in experiment.benchmarks:
         masks[benchmark.name] = choose_contaminated(len(benchmark), cell["rate"], rng)

@@ -10,7 +10,8 @@ import os
 
 import click
 
-DTYPES = ("float32", "bfloat16")  # what `load_model` takes (`jaxcontam.models.loading.DTYPES`)
+from jaxcontam.dtypes import DTYPES
+
 ATTENTION_VARIABLE = "JAXCONTAM_ATTENTION"  # forces the attention path of every model a command loads
 MESH_HELP = (
     "Device mesh data=D,model=M: batch rows split over D devices, weights (heads, MLP, vocabulary) over "

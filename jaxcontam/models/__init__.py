@@ -5,7 +5,7 @@ Layers, bottom up: `config` (the typed `DecoderConfig`); the shared core `layers
 `decoder`; `hf_config` and `weight_entries` (config reading and name-table pieces the families share); one module
 per family in `families` (config reader, checkpoint map, GGUF specifics) and its registry; `spec` (`ModelSpec`,
 `from_hf_config`), `checkpoint_map`, `gguf`, `tokenizer_files` (which GGUF file a path names, the fast tokenizer
-loader; the n-gram units use them too), `loading` on top. `tests/test_models_layering.py` holds the order.
+loader; the n-gram units use them too), `loading` on top. `tests/test_layering.py` holds the order.
 
 Interface used by `jaxcontam.engine` (all functions pure and jit-able with `spec` static):
 

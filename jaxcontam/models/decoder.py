@@ -11,6 +11,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
+from jaxcontam.cache_slots import write_slots
 from jaxcontam.models import attention, experts, layers
 from jaxcontam.models.config import DecoderConfig
 
@@ -143,22 +144,6 @@ def init_cache(spec: DecoderConfig, batch: int, max_len: int, dtype) -> dict:
         "v": [jnp.zeros(shape, dtype) for _ in range(spec.num_layers)],
         "pos": jnp.full((batch, max_len), -1, jnp.int32),
     }
-
-
-def write_slots(cache: jax.Array, new: jax.Array, index, axis: int) -> jax.Array:
-    """`cache` [B, ...] with `new` written in place from slot `index` along `axis`: one index for every row, or
-    an int32 [B] of them (rows that entered the cache at different times: one scatter over all rows, so a decode
-    step stays a handful of operations however many rows it has)."""
-    if jnp.ndim(index) == 0:
-        return jax.lax.dynamic_update_slice_in_dim(cache, new, index, axis=axis)
-    count = new.shape[axis]
-    rows = jnp.arange(cache.shape[0])[:, None]
-    slots = index[:, None] + jnp.arange(count)[None, :]  # [B, t]
-    where = (rows,) + (slice(None),) * (axis - 1) + (slots,)
-    # numpy indexing puts the [B, t] advanced-index dimensions first: bring `new`'s t axis next to B
-    return cache.at[where].set(
-        jnp.moveaxis(new, axis, 1).astype(cache.dtype), mode="drop", unique_indices=True, indices_are_sorted=True
-    )
 
 
 def decode(

@@ -19,6 +19,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxcontam.dtypes import DTYPES
 from jaxcontam.errors import ModelError
 from jaxcontam.mesh import check_mesh, make_mesh
 from jaxcontam.models.checkpoint_map import (
@@ -36,7 +37,6 @@ from jaxcontam.models.stop_ids import generation_config_ids, tokenizer_stop_ids,
 from jaxcontam.models.tokenizer_files import fast_tokenizer, gguf_file
 from jaxcontam.storage import as_path, describe_error, is_url, storage_errors
 
-DTYPES = {"float32": np.float32, "bfloat16": jax.numpy.bfloat16}
 PICKLE_PATTERNS = ("*.bin", "*.pt", "*.pth", "*.ckpt")
 TOKENIZER_PATTERNS = ("*.json", "tokenizer*", "*.model", "*.tiktoken", "merges.txt", "vocab.txt", "*.jinja")
 HUB_PATTERNS = ["*.json", "*.safetensors", "tokenizer*", "*.model", "*.tiktoken", "merges.txt", "vocab.txt"]
@@ -259,9 +259,9 @@ def load_model(path_or_id, dtype: str = "float32", mesh=None, fsdp: bool = False
     files = weight_files(directory)  # refuses pickles and weightless directories before reading the config
     mesh = check_mesh(mesh) if mesh is not None else make_mesh()
     if files[0].suffix == ".gguf":
-        return _load_gguf(files[0], DTYPES[dtype], mesh, fsdp, attention)
+        return _load_gguf(files[0], jnp.dtype(dtype), mesh, fsdp, attention)
     spec = read_config(directory, attention)
-    params = load_params(directory, files, spec, DTYPES[dtype], mesh, fsdp)
+    params = load_params(directory, files, spec, jnp.dtype(dtype), mesh, fsdp)
     tokenizer = load_tokenizer(directory)
     spec = with_stop_ids(spec, generation_config_ids(directory), tokenizer_stop_ids(tokenizer))
     return Model(config=spec, params=params, tokenizer=tokenizer, mesh=mesh, path=directory)

@@ -18,7 +18,7 @@ import numpy as np
 
 from jaxcontam.detect.exchangeability import ITEM_SEPARATOR
 
-FORMS = ("question", "question_answer", "prompt_answer", "file")
+ITEM_TEXT_FORMS = ("question", "question_answer", "prompt_answer", "file")
 
 
 def choose_contaminated(num_items: int, rate: float, rng: np.random.Generator) -> np.ndarray:
@@ -38,7 +38,7 @@ def item_text(benchmark, item, form: str) -> str:
         return f"{item.question}\n{item.meta.get('solution', item.answer_text)}"
     if form in ("prompt_answer", "file"):
         return benchmark.solved_text(item)
-    raise ValueError(f"unknown contamination form {form!r}: use one of {', '.join(FORMS)}")
+    raise ValueError(f"unknown contamination form {form!r}: use one of {', '.join(ITEM_TEXT_FORMS)}")
 
 
 def injected_documents(benchmark, items, contaminated: np.ndarray, *, copies: int, form: str) -> list[str]:

@@ -278,7 +278,7 @@ def decontaminate(
     if engine == "ray":
         from jaxcontam.decontam.ray_engine import run_ray
 
-        stats = run_ray(index, shards, settings, out, address=address)
+        stats = run_ray(index, shards, settings, out, process_shard, address=address)
     else:
         stats = run_local(index, shards, settings, out, workers or os.cpu_count() or 1)
     return finish(index, shards, stats, settings, out, corpora, seconds=time.perf_counter() - started, engine=engine)

@@ -77,7 +77,7 @@ def test_fresh_permutation_equals_enumeration_and_scipy(alternative):
     b_o, b_r = rng.uniform(0, 1, (2, 7))
     f_o, f_r = rng.uniform(0, 1, (2, 6))
     result = fresh_items_test(b_o, b_r, f_o, f_r, alternative=alternative)
-    assert result.detail == "exact" and result.n == (7, 6)
+    assert result.detail == "exact" and (result.n, result.n_fresh) == (7, 6)
     assert result.pvalue == pytest.approx(_brute_two_sample(b_o - b_r, f_o - f_r, alternative), rel=1e-12)
     scipy_p = scipy_stats.permutation_test(
         (b_o - b_r, f_o - f_r),
@@ -120,7 +120,7 @@ def test_missing_confidences_are_dropped_and_counted():
     result = reference_test(a_o, a_r, r_o, r_r)
     assert result.n == 2 and result.n_dropped == 3
     fresh = fresh_items_test(a_o, a_r, r_o, r_r)
-    assert fresh.n == (3, 4) and fresh.n_dropped == 3
+    assert (fresh.n, fresh.n_fresh) == (3, 4) and fresh.n_dropped == 3
     with pytest.raises(StatsInputError, match="one entry per item"):
         reference_test([0.1, 0.2], [0.1, 0.2], [0.1], [0.1])
     with pytest.raises(StatsInputError, match="method"):

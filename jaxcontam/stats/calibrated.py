@@ -52,18 +52,20 @@ class CalibratedResult:
     "reference"; for "fresh", the difference of mean gaps ("permutation") or U / (n_benchmark n_fresh), the
     probability that a benchmark gap exceeds a fresh one, ties half ("mannwhitney"). mean_difference: mean of d
     (reference) or mean benchmark gap minus mean fresh gap (fresh); `confidence_interval()` is for it.
-    n: items tested (reference: pairs with both gaps finite; fresh: (n_benchmark, n_fresh)).
+    n: items tested (reference: pairs with both gaps finite; fresh: benchmark items with a finite gap);
+    n_fresh: fresh items with a finite gap (0 for "reference").
     """
 
     design: str
     statistic: float
     pvalue: float
-    n: int | tuple[int, int]
+    n: int
     mean_difference: float
     method: str
     alternative: str
     detail: str
     n_dropped: int
+    n_fresh: int
     samples: tuple[np.ndarray, ...] = dataclasses.field(repr=False, compare=False)
     seed: int = dataclasses.field(default=0, repr=False)
     resamples: int = dataclasses.field(default=DEFAULT_RESAMPLES, repr=False)
@@ -134,6 +136,7 @@ def reference_test(
         alternative=result.alternative,
         detail=result.detail,
         n_dropped=result.n_dropped,
+        n_fresh=0,
         samples=(result.differences,),
         seed=seed,
         resamples=resamples,
@@ -237,7 +240,8 @@ def fresh_items_test(
         design="fresh",
         statistic=statistic,
         pvalue=float(pvalue),
-        n=(len(benchmark), len(fresh)),
+        n=len(benchmark),
+        n_fresh=len(fresh),
         mean_difference=mean_difference,
         method=method,
         alternative=alternative,

@@ -22,9 +22,9 @@ _running: list[StageClock] = []  # the clock that records, innermost last
 _listening = False
 
 
-def _on_event(event: str, duration: float, **_) -> None:
+def _on_event(event: str, duration_secs: float, **_: str | int) -> None:
     if event in _COMPILE_EVENTS and _running:
-        _running[-1].move_to_compile(duration)
+        _running[-1].move_to_compile(duration_secs)
 
 
 class StageClock:

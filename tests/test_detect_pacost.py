@@ -229,7 +229,7 @@ def test_the_audit_command_line_sets_the_preset_over_the_config(tmp_path):
         preset="paper"
     )
     path.write_text('correction = "bonferroni"\n[[model]]\npath = "m"\n[[benchmark]]\nname = "copa"\n')
-    with pytest.raises(JaxcontamError, match="correction.*holm, bh, none"):
+    with pytest.raises(JaxcontamError, match="correction.*'holm', 'bh', 'none'"):
         load_config(path)
 
 
@@ -264,3 +264,39 @@ def test_jaxcontam_audit_takes_the_preset_from_its_option(tmp_path, monkeypatch)
     result = CliRunner().invoke(command.audit, ["--config", str(path), "--preset", "paper", "--out", str(tmp_path)])
     assert result.exit_code == 0, result.output
     assert seen[0].pacost == PacostSettings(preset="paper", seed=4)
+
+
+def test_the_calibrated_verdict_tests_the_gap_against_the_reference_models_gap():
+    """Both models prefer every original by the same rephrasing bias: the authors' test flags the audited model, the
+    calibrated one does not; an extra gap in the audited model alone is flagged (p from the sign-flip test of d)."""
+    from jaxcontam.detect.pacost import calibrated_verdict
+    from jaxcontam.stats.calibrated import reference_test
+
+    rng = np.random.default_rng(3)
+    bias = rng.uniform(0.1, 0.3, 24)
+
+    def records(extra):
+        rephrased = rng.uniform(0.2, 0.6, 24)
+        return [
+            {
+                "rephrase": "r",
+                "answer_original": "a",
+                "answer_rephrased": "a",
+                "p_true_original": r + b + e,
+                "p_true_rephrased": r,
+            }
+            for r, b, e in zip(rephrased, bias, extra)
+        ]
+
+    settings_ = PacostSettings(test="permutation")
+    reference, clean, seen = records(np.zeros(24)), records(np.zeros(24)), records(np.full(24, 0.2))
+    assert paired_verdict(clean, "p_true", settings_).contaminated  # the biased null the calibration removes
+    calm = calibrated_verdict(clean, reference, "base", settings_)
+    assert calm.pvalue > 0.5 and not calm.contaminated and abs(calm.mean_difference) < 1e-12  # d = 0 up to rounding
+    flagged = calibrated_verdict(seen, reference, "base", settings_)
+    expected = reference_test(
+        *[[r[f"p_true_{s}"] for r in rows] for rows in (seen, reference) for s in ("original", "rephrased")],
+        method="permutation",
+    )
+    assert flagged.contaminated and flagged.pvalue == expected.pvalue and flagged.reference == "base"
+    assert flagged.to_dict()["test"] == "permutation"

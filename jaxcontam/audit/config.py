@@ -16,7 +16,8 @@ Relative paths in a TOML file are read from the file's folder. Example (the bund
     confidence = "answer_logprob"            # or preset = "paper": PaCoST as its authors ran it (detect.pacost)
 
 Each table's keys are the fields of its settings dataclass (defaults there): [pacost] `PacostSettings` (plus
-rephrase_model, rephrase_dtype, rephrase_mesh and `gates`, `RephraseGates`), [likelihood] `LikelihoodSettings`,
+rephrase_model, rephrase_dtype, rephrase_mesh, `gates` (`RephraseGates`) and `reference`, a model believed clean on the
+benchmarks for PaCoST's calibrated verdict), [likelihood] `LikelihoodSettings`,
 [ngram] `NgramSettings` and `NgramScoring` (plus tokenizer), [contam] `ContamSettings` (its alpha is the top
 level's); unknown keys and wrong types are refused. The command line's `--set pacost.k=0.3` overrides a key
 before the file is read (`jaxcontam.dataclass_config`).
@@ -91,6 +92,7 @@ class AuditConfig:
     chunk_size: int = 64  # items per resumable chunk; a multiple of the 16-row batches, so none runs part-empty
     pacost: PacostSettings = PacostSettings()
     rephrase_model: str | None = None
+    pacost_reference: str | None = None  # a model believed clean on the benchmarks: PaCoST's calibrated verdict
     rephrase_dtype: str = "float32"
     rephrase_mesh: MeshSettings | None = None  # None: the audited models' `mesh`
     mesh: MeshSettings = MeshSettings()  # where the audited models' weights go (default: every device on "data")
@@ -140,11 +142,17 @@ class AuditConfig:
             "exchangeability": self.exchangeability,
             "corpora": list(self.corpora),
             "counts": self.counts,
-        }
+        } | ({"pacost_reference": self.pacost_reference} if self.pacost_reference else {})
 
 
 TABLES = ("model", "benchmark", "corpus", "pacost", "likelihood", "exchangeability", "ngram", "contam", "mesh")
-PACOST_EXTRAS = ("rephrase_model", "rephrase_dtype", "rephrase_mesh", "gates")  # [pacost] keys beside PacostSettings
+PACOST_EXTRAS = (
+    "rephrase_model",
+    "rephrase_dtype",
+    "rephrase_mesh",
+    "gates",
+    "reference",
+)  # [pacost] keys beside PacostSettings
 
 
 @dataclasses.dataclass(frozen=True)
@@ -270,6 +278,9 @@ def config_from_toml(raw: dict, base: Path, where: str) -> AuditConfig:
     corpus = _table(raw, "corpus", [_CorpusKeys], where)
     pacost = _table(raw, "pacost", [PacostSettings], where, PACOST_EXTRAS)
     rephrase_model = _resolve(base, pacost.pop("rephrase_model", None))
+    reference = pacost.pop("reference", None)
+    if reference is not None and not isinstance(reference, str):
+        raise JaxcontamError(f'{where} [pacost] reference = {reference!r}: name a model, e.g. reference = "base-model"')
     rephrase_dtype = _dtype(
         pacost.pop("rephrase_dtype", AuditConfig.rephrase_dtype), f"{where} [pacost] rephrase_dtype"
     )
@@ -299,6 +310,7 @@ def config_from_toml(raw: dict, base: Path, where: str) -> AuditConfig:
         chunk_size=int(raw.get("chunk_size", AuditConfig.chunk_size)),
         pacost=PacostSettings(**pacost),
         rephrase_model=rephrase_model,
+        pacost_reference=_resolve(base, reference),
         rephrase_dtype=rephrase_dtype,
         rephrase_mesh=rephrase_mesh,
         mesh=mesh,
@@ -340,6 +352,7 @@ def with_overrides(
     limit: int | None = None,
     paraphrases: str | None = None,
     rephrase_model: str | None = None,
+    reference_model: str | None = None,
     rephrase_dtype: str | None = None,
     rephrase_mesh: str | None = None,
     pacost: dict | None = None,
@@ -394,6 +407,8 @@ def with_overrides(
         changes["mesh"] = dataclasses.replace(layout, fsdp=base.mesh.fsdp if fsdp is None else fsdp)
     if rephrase_model is not None:
         changes["rephrase_model"] = rephrase_model
+    if reference_model is not None:
+        changes["pacost_reference"] = reference_model
     if rephrase_dtype is not None:
         changes["rephrase_dtype"] = _dtype(rephrase_dtype, "--rephrase-dtype")
     if rephrase_mesh is not None:

@@ -168,6 +168,7 @@ def audit_one(
     ngram: dict | None,
     resamples: int,
     out: Path,
+    reference=None,
 ) -> tuple[ModelRun, list[ItemRow]]:
     """The audit and the per-item rows of one (model, benchmark), through the shared audit core; per-item work is
     stored in resumable chunks."""
@@ -182,6 +183,9 @@ def audit_one(
         [rephrase_of[item.id] for item in items],
         None if truth is None else [truth.get(item.id) for item in items],
         None if ngram is None else {item.id: ngram[(benchmark.name, item.id)] for item in items},
+        None
+        if reference is None or config.pacost_reference is None
+        else (config.pacost_reference, reference_records(config, reference, bench, choices, out)),
     )
     settings = AuditSettings(
         detectors=config.stages,
@@ -223,6 +227,29 @@ def audit_one(
         for item, choice, row in zip(items, choices, result.rows)
     ]
     return ModelRun(entry.name, result), rows
+
+
+def reference_records(config: AuditConfig, model, bench: AuditBenchmark, choices: list[dict], out: Path) -> list[dict]:
+    """The reference model's PaCoST records of the benchmark's items, stored and resumed as an audited model's."""
+    from jaxcontam.detect.pacost import pacost_records
+
+    items = list(bench.benchmark)
+    rephrase_of = {c["item_id"]: c["rephrase"] for c in choices}
+    path = str(config.pacost_reference)
+    key = {
+        "model": str(Path(path).resolve()) if Path(path).exists() else path,
+        "dtype": "float32",
+        "benchmark": bench.entry.label,
+        "chunk_size": config.chunk_size,
+        "settings": config.pacost.to_dict(),
+        "rephrasings": fingerprint(rephrase_of),
+    }
+    store = StageStore(out / "state", "pacost", key)
+
+    def compute(chunk):
+        return pacost_records(model, bench.benchmark, chunk, [rephrase_of[it.id] for it in chunk], config.pacost)
+
+    return run_chunked(store, items, config.chunk_size, compute, _progress(f"pacost reference | {bench.entry.label}"))
 
 
 def json_ready(value):
@@ -290,6 +317,16 @@ def run_audit(config: AuditConfig) -> AuditSummary:
             choices = {b.entry.label: rephrasings(config, b, out) for b in benchmarks}
         rows, runs = [], []
         resamples = sweep_resamples(len(config.models) * len(benchmarks), config.alpha, DEFAULT_RESAMPLES)
+        reference = None
+        if config.pacost_reference is not None:
+            _say(f"reference model (calibrated PaCoST) {config.pacost_reference}")
+            with stage("load"):
+                reference = jaxcontam.load_model(
+                    config.pacost_reference,
+                    mesh=config.mesh.build(),
+                    fsdp=config.mesh.fsdp,
+                    attention=config.mesh.attention,
+                )
         for entry in config.models:
             _say(f"model {entry.name} ({entry.path})")
             layout = config.mesh
@@ -299,7 +336,15 @@ def run_audit(config: AuditConfig) -> AuditSummary:
                 )
             for audit_benchmark in benchmarks:
                 run, run_rows = audit_one(
-                    config, entry, model, audit_benchmark, choices[audit_benchmark.entry.label], ngram, resamples, out
+                    config,
+                    entry,
+                    model,
+                    audit_benchmark,
+                    choices[audit_benchmark.entry.label],
+                    ngram,
+                    resamples,
+                    out,
+                    reference,
                 )
                 runs.append(run)
                 rows += run_rows

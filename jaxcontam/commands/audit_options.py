@@ -88,6 +88,13 @@ def audit_options(command):
             "--rephrase-model", default=None, help="A model that rephrases items lacking an accepted rephrasing."
         ),
         click.option(
+            "--reference-model",
+            default=None,
+            help="A model believed clean on the benchmarks (a base checkpoint, another family): PaCoST's calibrated "
+            "verdict tests the audited model's original-minus-rephrased confidence gap against this model's "
+            "(summary.json: pacost.calibrated). Default: the config's [pacost] reference, else none.",
+        ),
+        click.option(
             "--rephrase-dtype",
             type=click.Choice(DTYPES),
             default=None,
@@ -137,6 +144,7 @@ def audit_config(options: dict, stages: tuple[str, ...] | None = None):
         limit=options["limit"],
         paraphrases=options["paraphrases"],
         rephrase_model=options["rephrase_model"],
+        reference_model=options["reference_model"],
         rephrase_dtype=options["rephrase_dtype"],
         rephrase_mesh=options["rephrase_mesh"],
         pacost=pacost,

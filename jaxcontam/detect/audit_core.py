@@ -27,7 +27,14 @@ from jaxcontam.detect.exchangeability import (
     fitting_chunks,
 )
 from jaxcontam.detect.likelihood import LikelihoodSettings, detector_scores
-from jaxcontam.detect.pacost import PacostResult, PacostSettings, needs_answer, pacost_records, pacost_result
+from jaxcontam.detect.pacost import (
+    PacostResult,
+    PacostSettings,
+    calibrated_verdict,
+    needs_answer,
+    pacost_records,
+    pacost_result,
+)
 from jaxcontam.detect.status import TestOutcome
 from jaxcontam.detect.summaries import (
     Accuracy,
@@ -52,13 +59,15 @@ DETECTORS = ("pacost", "likelihood", "exchangeability")
 class AuditTarget:
     """One benchmark: its items in order, each item's accepted rephrasing (or None), optional evidence and truth.
 
-    `ngram`: item id -> ConTAM metrics (`ngram.audit.item_rows`); `contaminated`: True / False / None per item.
+    `ngram`: item id -> ConTAM metrics (`ngram.audit.item_rows`); `contaminated`: True / False / None per item;
+    `reference`: a reference model's PaCoST records of the same items (`pacost_records`), for the calibrated verdict.
     """
 
     benchmark: Benchmark
     rephrasings: Sequence[str | None]
     contaminated: Sequence[bool | None] | None = None
     ngram: Mapping[str, dict] | None = None
+    reference: tuple[str, Sequence[dict]] | None = None  # (its name, a clean reference model's PaCoST records)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -190,6 +199,16 @@ def _pacost_columns(record: dict, confidence: str) -> dict:
     }
 
 
+def _pacost(rows: list[dict], target: AuditTarget, settings: AuditSettings) -> PacostResult:
+    """The authors' verdict, and beside it the calibrated one when the target has a reference model's records."""
+    result = pacost_result(rows, settings.pacost, settings.seed, settings.resamples)
+    if target.reference is None:
+        return result
+    name, records = target.reference
+    calibrated = calibrated_verdict(rows, records, name, settings.pacost, settings.seed, settings.resamples)
+    return dataclasses.replace(result, calibrated=calibrated)
+
+
 def _whole(name, items, compute):
     return compute(items)
 
@@ -257,7 +276,7 @@ def audit_benchmark(
             split=benchmark.split,
             rows=rows,
             accuracy=accuracy(rows) if ran_pacost else None,
-            pacost=pacost_result(rows, pacost_settings, settings.seed, settings.resamples) if ran_pacost else None,
+            pacost=_pacost(rows, target, settings) if ran_pacost else None,
             likelihood=likelihood_result(rows) if ran_likelihood else None,
             exchangeability=exchangeability,
             contam=contam,

@@ -326,6 +326,66 @@ class PairedVerdict:
 
 
 @dataclasses.dataclass(frozen=True)
+class CalibratedVerdict:
+    """PaCoST calibrated against a reference model believed clean on the benchmark (docs/methods.md, "Calibrated
+    PaCoST"): a one-sided paired test on gap(audited) - gap(reference) per item, gap = original minus rephrased
+    confidence, so the bias a rephrasing carries for any model cancels. `contaminated`: p < alpha, uncorrected."""
+
+    reference: str
+    test: str
+    confidence: str
+    pvalue: float
+    contaminated: bool
+    n_pairs: int
+    mean_difference: float
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+def calibrated_verdict(
+    records,
+    reference_records,
+    reference: str,
+    settings: PacostSettings,
+    seed: int = 0,
+    resamples: int = DEFAULT_RESAMPLES,
+) -> CalibratedVerdict:
+    """The calibrated test of the chosen confidence over the items both models answered with a rephrasing (the
+    audit's paired test where `stats.calibrated.reference_test` has it, else the sign-flip permutation test)."""
+    from jaxcontam.stats.calibrated import REFERENCE_METHODS, reference_test
+
+    confidence = settings.confidence
+    assert confidence is not None  # PacostSettings fills it from the preset
+    kept = [
+        i for i, (a, b) in enumerate(zip(records, reference_records, strict=True)) if a["rephrase"] and b["rephrase"]
+    ]
+    method = settings.test if settings.test in REFERENCE_METHODS else "permutation"
+    values = [
+        [float(source[i][f"{confidence}_{side}"]) for i in kept]
+        for source in (records, reference_records)
+        for side in ("original", "rephrased")
+    ]
+    if len(kept) < 2:
+        return CalibratedVerdict(reference, method, confidence, math.nan, False, len(kept), math.nan)
+    try:
+        result = reference_test(
+            *values, method=method, alternative=settings.alternative, seed=seed, resamples=resamples
+        )
+    except JaxcontamError:  # too few finite pairs: no test
+        return CalibratedVerdict(reference, method, confidence, math.nan, False, 0, math.nan)
+    return CalibratedVerdict(
+        reference,
+        method,
+        confidence,
+        float(result.pvalue),
+        bool(result.pvalue < settings.alpha),
+        int(result.n),
+        float(result.mean_difference),
+    )
+
+
+@dataclasses.dataclass(frozen=True)
 class SweepDecision:
     """An audit's decision on one PaCoST verdict (`audit.summary.sweep_decisions`): the correction the verdict used
     ("holm", "bh", or "none": the raw p < alpha stands), the adjusted p-value (NaN where no test ran) and the
@@ -351,6 +411,7 @@ class PacostResult:
     variants: dict[str, PairedVerdict]
     settings: PacostSettings = dataclasses.field(repr=False)
     decision: SweepDecision | None = None
+    calibrated: CalibratedVerdict | None = None  # with a reference model (`[pacost] reference`)
 
     @property
     def contaminated(self) -> bool:
@@ -363,6 +424,8 @@ class PacostResult:
         if self.decision is not None:
             entry |= {"correction": self.decision.correction, "contaminated": self.decision.contaminated}
             entry["pvalue_adjusted"] = self.decision.pvalue_adjusted
+        if self.calibrated is not None:
+            entry["calibrated"] = self.calibrated.to_dict()
         return entry
 
     def _raw_dict(self) -> dict:

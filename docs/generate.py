@@ -108,6 +108,153 @@ def corpus_storage() -> str:
     return experiment_module("perf/corpus_storage.py").markdown(record)
 
 
+# ---- performance: every dated figure, and the README's current ones
+
+PERF = EXPERIMENTS / "perf"
+# Each figure's key, in the order docs/performance.md lists them; a key not here is an error, so a new figure gets
+# a place. The README's Performance table shows the latest row of each key in README_PERF.
+PERF_KEYS = (
+    "scoring-16x512", "scoring-ceiling", "scoring-4x2048", "scoring-60m", "scoring-memory",
+    "generation-16x64", "decode-ceiling", "generation-64x96", "generation-32x256",
+    "pacost-audit", "smollm2-audit", "bundled-audit", "lm-eval",
+    "ngram-count-50m", "ngram-infinigram", "ngram-count-8m", "ngram-text", "ngram-text-views",
+    "ngram-tokenizers-smollm2", "ngram-tokenizers-llama3-style", "ngram-tokenizers-qwen2-style",
+    "ngram-tokenizers-llama2-style", "corpus-storage", "decontaminate", "matmul-rate", "ci",
+)
+README_PERF = ("scoring-16x512", "generation-16x64", "lm-eval", "ngram-count-50m", "ngram-text",
+               "ngram-tokenizers-smollm2", "corpus-storage", "pacost-audit")
+TOKENIZER_NAMES = {"smollm2": "SmolLM2's own (49k byte-level BPE, from its GGUF)",
+                   "llama3-style": "a Llama-3-style one (its split regex, byte level, `ignore_merges`; 106k trained "
+                                   "here on the books, Llama 3's own file is not reachable offline)",
+                   "qwen2-style": "a Qwen2-style one (its regex, NFC; 105k trained here)",
+                   "llama2-style": "a SentencePiece-style BPE (Metaspace `▁`, byte fallback; the Llama 2 / Gemma "
+                                   "shape; 32k trained here; batches of two files encoded at once, 0.34M tokens/s and "
+                                   "1.06 cores one at a time; slower than the peer, which hands `tokenizers` every "
+                                   "document in one call)"}
+
+
+def jsonl_rows(path: Path) -> list[dict]:
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def perf_rows() -> list[dict]:
+    """Every dated figure as {key, date, what, jaxcontam, peer, ratio, machine, command, source, note}: the rows of
+    perf/history.jsonl (figures measured before their scripts wrote result files) and of the result files."""
+    rows = [{**r, "source": f"`history.jsonl`, {r['commit']}" if r["commit"] else "`history.jsonl`"}
+            for r in jsonl_rows(PERF / "history.jsonl")]
+    for r in jsonl_rows(PERF / "ngram_tokenizers.jsonl"):
+        name = r["tokenizer"]
+        owner = "SmolLM2" if name == "smollm2" else f"a {name} tokenizer"
+        rows.append({
+            "key": f"ngram-tokenizers-{name}", "date": r["date"],
+            "what": f"raw text to counts in {owner}'s `tokenizer.json` ids, "
+                    f"{r['characters'] / 1e6:.1f}M characters",
+            "jaxcontam": f"{r['jaxcontam_tokens_per_s'] / 1e6:.2f}M tokens/s",
+            "peer": f"`tokenizers` batch encoding + counting: {r['peer_tokens_per_s'] / 1e6:.2f}M tokens/s",
+            "ratio": f"{r['ratio']:.2f}x", "machine": f"2 cores, load average {r['load_average']}",
+            "command": "python experiments/perf/ngram_tokenizers.py"
+                       + ("" if name == "smollm2" else f" --tokenizers {name}"),
+            "source": "`ngram_tokenizers.jsonl`",
+            "note": f"{TOKENIZER_NAMES.get(name, name)}, vocab {r['vocab']:,}; the 15 Gutenberg books x 4, a book "
+                    f"per `.txt` document, the 8-gram table in those ids; {r['jaxcontam_s']} s, "
+                    f"{r['cores_busy']} cores busy, through "
+                    + ("the tiktoken twin (`jaxcontam/ngram/tiktoken_twin.py`)" if r["engine"] == "tiktoken" else
+                       "`tokenizers` (no tiktoken twin: whole documents are not cut into pieces, a merge may cross "
+                       "a `▁`)")
+                    + f"; ids equal to `tokenizers`': {'yes' if r['ids_equal'] else 'no'}; goal >= 2.5M tokens/s: "
+                      f"{'met' if r['jaxcontam_tokens_per_s'] >= 2.5e6 else 'not met'}. The peer: "
+                      "`encode_batch_fast` over all documents in one call (a thread per core), then jaxcontam's "
+                      "counter on the ids"})
+    for r in jsonl_rows(PERF / "corpus_storage.jsonl"):
+        tokens, seconds = r["tokens"], r["seconds"]
+        rows.append({
+            "key": "corpus-storage", "date": r["date"],
+            "what": f"corpus counting from {r['shards']} `.jsonl.zst` shards, {tokens / 1e6:.1f}M SmolLM2 tokens",
+            "jaxcontam": f"{tokens / seconds['zstd'] / 1e6:.2f}M tokens/s; from an S3 server: "
+                         f"{tokens / seconds['bucket'] / 1e6:.2f}M",
+            "peer": f"the same shards as plain JSONL: {tokens / seconds['plain'] / 1e6:.2f}M tokens/s",
+            "ratio": f"{seconds['plain'] / seconds['zstd']:.2f}x; {seconds['plain'] / seconds['bucket']:.2f}x",
+            "machine": f"{r['cores']} cores", "command": "python experiments/perf/corpus_storage.py",
+            "source": "`corpus_storage.jsonl`", "note": "the whole run: [storage.md](storage.md)"})
+    decontaminate = PERF / "decontaminate_vs_peers.json"
+    if decontaminate.exists():
+        r = json.loads(decontaminate.read_text(encoding="utf-8"))
+        per_core = {name: row["words_per_s_per_core"] for name, row in r["rows"].items()}
+        rows.append({
+            "key": "decontaminate", "date": r.get("date", ""),
+            "what": "decontamination, GPT-3's rule (words, 13-grams), per core",
+            "jaxcontam": f"{per_core['jaxcontam words gpt3 (find_batch)'] / 1e6:.2f}M words/s",
+            "peer": f"datatrove's filter: {per_core['datatrove NGramsDecontFilter (NLTK words)'] / 1e3:.0f}k "
+                    f"words/s; lm-eval's Janitor: {per_core['lm-eval Janitor (Python mode)'] / 1e3:.0f}k",
+            "ratio": f"{r['summary']['ratio_vs_datatrove']}x; {r['summary']['ratio_vs_janitor']}x",
+            "machine": r["machine"], "command": "python experiments/perf/decontaminate_vs_peers.py",
+            "source": "`decontaminate_vs_peers.json`",
+            "note": "every row: [decontamination.md](decontamination.md)"})
+    for r in jsonl_rows(PERF / "bundled_audit.jsonl"):
+        rows.append({
+            "key": "bundled-audit", "date": r["date"][:16].replace("T", " "),
+            "what": "`jaxcontam audit` of the bundled example, as a new user runs it",
+            "jaxcontam": f"median {r['median_s']:.0f} s of {len(r['walls_s'])} runs", "peer": "", "ratio": "",
+            "machine": r["machine"], "command": "python experiments/perf/bundled_audit.py",
+            "source": f"`bundled_audit.jsonl`, {r['commit']}",
+            "note": f"walls {', '.join(f'{w:.1f}' for w in r['walls_s'])} s"
+                    + (f"; fresh install {r['fresh_install_s']:.0f} s" if r.get("fresh_install_s") else "")})
+    unknown = sorted({r["key"] for r in rows} - set(PERF_KEYS))
+    if unknown:
+        raise SystemExit(f"performance figures with no place in PERF_KEYS (docs/generate.py): {', '.join(unknown)}")
+    return sorted(rows, key=lambda r: (PERF_KEYS.index(r["key"]), r["date"]))  # stable: file order within a date
+
+
+def cell(text: str) -> str:
+    return text.replace("|", "\\|")
+
+
+def performance_history() -> str:
+    """docs/performance.md: every figure's dated rows, oldest first, a table per figure."""
+    rows, parts = perf_rows(), []
+    for key in PERF_KEYS:
+        group = [r for r in rows if r["key"] == key]
+        if not group:
+            continue
+        columns = [c for c in ("date", "jaxcontam", "peer", "ratio", "machine", "note", "command", "source")
+                   if any(r.get(c) for r in group)]
+        lines = [f"**{group[-1]['what']}** (`{key}`)", "", "| " + " | ".join(columns) + " |",
+                 "|" + "---|" * len(columns)]
+        for r in group:
+            lines.append("| " + " | ".join(cell(f"`{r[c]}`" if c == "command" else r.get(c) or "")
+                                           for c in columns) + " |")
+        parts.append("\n".join(lines) + "\n")
+    return "\n".join(parts)
+
+
+def performance_current() -> str:
+    """README.md: the latest row of each figure in README_PERF, and the TPU estimate from experiments/plan."""
+    rows = perf_rows()
+    current = [[r for r in rows if r["key"] == key][-1] for key in README_PERF]
+    dates = sorted(r["date"][:10] for r in current)
+    lines = [f"Measured {dates[0]} to {dates[-1]}; each row's date and machine load, and every earlier figure: "
+             "[docs/performance.md](docs/performance.md).", "",
+             "| what | jaxcontam | peer | ratio | command |", "|---|---|---|---|---|"]
+    for r in current:
+        lines.append(f"| {cell(r['what'])} | {cell(r['jaxcontam'])} | {cell(r['peer'])} | {cell(r['ratio'])} | "
+                     f"`{cell(r['command'])}` |")
+    plan = jsonl_rows(EXPERIMENTS / "plan" / "readme_table.jsonl")
+    found = [r for r in plan if (r["model"], r["slice"], r["seq"]) == ("Llama-3.1-8B", "v5e-8", 2048)]
+    if found:
+        r = found[0]
+        estimate = experiment_module("plan/readme_table.py").estimate(r, "large")
+        lines.append(
+            f"| TPU scoring, {r['model']} bf16, {r['batch']} x {r['seq']} tokens on {r['slice']} (compiled for the "
+            f"topology, not run) | est. {estimate.tokens_per_second:,.0f} tokens/s, {estimate.mfu:.0%} MFU "
+            f"(roofline upper bound: {r['tokens_per_second_upper_bound']:,.0f} tokens/s, "
+            f"{r['mfu_upper_bound']:.0%} MFU) | best published {r['chip']} MFU: {estimate.best_published_mfu:.2%} "
+            f"(MaxText, 32B training) | | `jaxcontam plan --model experiments/plan/configs/{r['model']}.json "
+            f"--topology {r['topology']} --steps score --batch {r['batch']} --seq {r['seq']}` |")
+    return "\n".join(lines) + "\n"
+
+
 EPG_SIZES = (100, 500, 2000, 14042)
 
 
@@ -318,6 +465,8 @@ TABLES: dict[str, Callable[[], str]] = {
     "epg-null-flags": epg_null_flags,
     "lm-eval-parity": lm_eval_parity,
     "corpus-storage": corpus_storage,
+    "performance-history": performance_history,
+    "performance-current": performance_current,
     "config-reference": config_reference,
     "pacost-presets": pacost_presets,
     "environment-variables": environment_variables,

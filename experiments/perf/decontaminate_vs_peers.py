@@ -19,6 +19,7 @@ Writes experiments/perf/decontaminate_vs_peers.json. Usage:
 from __future__ import annotations
 
 import argparse
+import datetime
 import gzip
 import json
 import os
@@ -219,6 +220,7 @@ def main() -> None:
     }
     print(summary)
     result = {
+        "date": datetime.date.today().isoformat(),
         "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
         f"load average {os.getloadavg()[0]:.1f} at the end",
         "corpus_documents": len(texts),

@@ -22,6 +22,8 @@ import inspect
 import json
 import re
 import sys
+import types
+import typing
 from collections.abc import Callable
 from pathlib import Path
 
@@ -348,19 +350,35 @@ def default_text(field: dataclasses.Field) -> str:
     return f"`{value!r}`"
 
 
+def type_text(hint, written: str) -> str:
+    """A field's type as written, but a `Literal` (or an optional one) spelled out as its allowed values."""
+    options = typing.get_args(hint) if typing.get_origin(hint) in (typing.Union, types.UnionType) else (hint,)
+    if not any(typing.get_origin(o) is typing.Literal for o in options):
+        return str(written)
+    parts = []
+    for option in options:
+        if typing.get_origin(option) is typing.Literal:
+            parts += [repr(value) for value in typing.get_args(option)]
+        else:
+            parts.append("None" if option is type(None) else getattr(option, "__name__", str(option)))
+    return " | ".join(parts)
+
+
 def config_table(table: str, target: str, keys: dict[str, str] | None) -> str:
     source = resolve(target)
     if isinstance(source, dict):
         lines = ["| key | default |", "|---|---|"]
         return "\n".join(lines + [f"| `{k}` | `{v!r}` |" for k, v in source.items() if keys is None or k in keys])
     fields = {f.name: f for f in dataclasses.fields(source) if f.init}
+    hints = typing.get_type_hints(source)
     comments = field_comments(source)
     keys = keys or {name: name for name in fields}
     lines = ["| key | type | default | note |", "|---|---|---|---|"]
     for key, name in keys.items():
         field = fields[name]
         note = comments.get(name, "")
-        cells = (f"`{field.type}`", READER_DEFAULTS.get((table, key)) or default_text(field), note)
+        written = type_text(hints[name], field.type)
+        cells = (f"`{written}`", READER_DEFAULTS.get((table, key)) or default_text(field), note)
         lines.append(f"| `{key}` | " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |")
     return "\n".join(lines)
 

@@ -191,10 +191,3 @@ def test_required_options_can_come_from_the_config_file_and_limit_cuts_the_texts
     rows = [json.loads(line) for line in (tmp_path / "s.jsonl").read_text().splitlines()]
     # k = 1 (from --set): Min-K% is the mean over every token
     assert len(rows) == 2 and all(abs(r["min_k"] - r["mean_logprob"]) < 1e-9 for r in rows)
-
-
-def test_the_commands_dtype_choices_are_what_load_model_takes():
-    from jaxcontam.commands.mesh_options import DTYPES
-    from jaxcontam.models import loading
-
-    assert DTYPES == tuple(loading.DTYPES)

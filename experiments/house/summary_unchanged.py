@@ -145,6 +145,12 @@ def at_commit(commit: str, scratch: pathlib.Path, audit: str = "copa") -> dict:
         subprocess.run(["git", "worktree", "remove", "--force", str(worktree)], cwd=ROOT, capture_output=True)
 
 
+def commit_name(commit: str) -> str:
+    """A symbolic name (HEAD, a branch) as its short hash, so results.json says what ran."""
+    resolved = subprocess.run(["git", "rev-parse", "--short", commit], cwd=ROOT, capture_output=True, text=True)
+    return resolved.stdout.strip() or commit
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--bisect", nargs=2, metavar=("OLD", "NEW"))
@@ -176,7 +182,8 @@ def main() -> None:
             subprocess.run(["git", "bisect", "reset"], cwd=worktree)
             return
         results = json.loads((HERE / "results.json").read_text()) if args.pair else []
-        for before, after in [tuple(args.pair)] if args.pair else PAIRS:
+        pairs = [tuple(commit_name(c) for c in args.pair)] if args.pair else PAIRS
+        for before, after in pairs:
             found = differences(at_commit(before, scratch, args.audit), at_commit(after, scratch, args.audit))
             results = [
                 r for r in results if (r["before"], r["after"], r.get("audit", "copa")) != (before, after, args.audit)

@@ -58,7 +58,8 @@ def mmlu_folder(out: Path, per_subject: int) -> Path:
 
 
 def audit_config(args, out: Path):
-    from jaxcontam.audit.config import STAGES, AuditConfig, BenchmarkEntry, ModelEntry
+    from jaxcontam.audit.config import AuditConfig, BenchmarkEntry, ModelEntry
+    from jaxcontam.detect.audit_core import DEFAULT_DETECTORS
     from jaxcontam.detect.pacost import PacostSettings
 
     benchmarks = (
@@ -75,7 +76,7 @@ def audit_config(args, out: Path):
                               **({"judge_max_new_tokens": args.judge_max_new_tokens}
                                  if args.judge_max_new_tokens else {})),
         **({"stages": ("pacost",)} if paper else {}),
-        **({"stages": STAGES + ("exchangeability",),
+        **({"stages": DEFAULT_DETECTORS + ("exchangeability",),
             "exchangeability": {"chunks": args.chunks, "permutations": args.permutations}}
            if args.exchangeability else {}),
     )
@@ -103,9 +104,9 @@ def bootstrap_auc(scores: np.ndarray, labels: np.ndarray, resamples: int = 2000,
 def membership(args, out: Path) -> dict:
     """Likelihood detectors on GSM8K train (possibly seen) vs test items."""
     import jaxcontam
+    from jaxcontam.data import load_benchmark
     from jaxcontam.detect.audit_core import likelihood_records
     from jaxcontam.detect.likelihood import LIKELIHOOD_DETECTORS, LOWER_MEANS_SEEN
-    from jaxcontam.data import load_benchmark
     from jaxcontam.stats import separation
 
     start = time.perf_counter()

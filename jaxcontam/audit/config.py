@@ -39,7 +39,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
+from jaxcontam.data.roots import DEFAULT_ROOTS
 from jaxcontam.dataclass_config import apply_overrides, table_values
+from jaxcontam.detect.audit_core import DEFAULT_DETECTORS
 from jaxcontam.detect.contam import ContamSettings
 from jaxcontam.detect.likelihood import LikelihoodSettings
 from jaxcontam.detect.pacost import PacostSettings
@@ -54,7 +56,6 @@ EXAMPLE_CONFIG = Path(__file__).resolve().parents[1] / "examples" / "tiny_contam
 DEFAULT_OUT = "jaxcontam-audit"
 SweepCorrection = Literal["holm", "bh", "none"]  # how the sweep turns PaCoST p-values into verdicts
 CORRECTIONS: tuple[SweepCorrection, ...] = typing.get_args(SweepCorrection)
-STAGES = ("pacost", "likelihood")  # the default model-based stages; [exchangeability] adds Oren et al.'s test
 
 
 @dataclasses.dataclass(frozen=True)
@@ -100,8 +101,9 @@ class AuditConfig:
     k: float = LikelihoodSettings.k
     ngram: dict = dataclasses.field(default_factory=dict)  # the [ngram] table: NgramSettings, NgramScoring, tokenizer
     contam: dict = dataclasses.field(default_factory=dict)  # the [contam] table: ContamSettings but alpha
-    stages: tuple[str, ...] = STAGES  # which model-based stages run ("pacost", "likelihood", "exchangeability")
+    stages: tuple[str, ...] = DEFAULT_DETECTORS  # model-based stages: some of detect.audit_core.DETECTORS
     exchangeability: dict = dataclasses.field(default_factory=dict)  # chunks, permutations (when the stage runs)
+    data_roots: tuple[Path, ...] = DEFAULT_ROOTS  # where local benchmark data is looked for (the command's roots)
 
     def __post_init__(self):
         if self.correction not in CORRECTIONS:
@@ -333,7 +335,7 @@ def _exchangeability(raw: dict, where: str) -> dict:
                 f"{where} [exchangeability] {key} = {value!r}: use an integer >= "
                 f"{2 if key == 'chunks' else 1}, e.g. chunks = 10, permutations = 10"
             )
-    return {"stages": STAGES + ("exchangeability",), "exchangeability": table}
+    return {"stages": DEFAULT_DETECTORS + ("exchangeability",), "exchangeability": table}
 
 
 def with_overrides(
@@ -357,6 +359,7 @@ def with_overrides(
     rephrase_mesh: str | None = None,
     pacost: dict | None = None,
     stages: tuple[str, ...] | None = None,
+    data_roots: tuple[Path, ...] | None = None,
 ) -> AuditConfig:
     """The config with the command line's named options taking precedence: models, benchmarks (their --path,
     --split, --paraphrases, --limit), corpora, output folder, --dtype of every model, mesh (`--mesh
@@ -416,6 +419,8 @@ def with_overrides(
         changes["rephrase_mesh"] = MeshSettings.from_option(rephrase_mesh, fsdp_of, "--rephrase-mesh")
     if stages is not None:
         changes["stages"] = stages
+    if data_roots is not None:
+        changes["data_roots"] = data_roots
     config = dataclasses.replace(base, **changes)
     if not (config.models and config.benchmarks):
         raise JaxcontamError(

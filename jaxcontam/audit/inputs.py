@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import sys
 import warnings
+from collections.abc import Sequence
 from pathlib import Path
 
 from jaxcontam.audit.config import AuditConfig, BenchmarkEntry
@@ -16,6 +17,7 @@ from jaxcontam.data.item import Benchmark
 from jaxcontam.data.paraphrases import covered_splits
 from jaxcontam.data.records import field, position_name, read_rows, require_file
 from jaxcontam.data.registry import resolve_spec
+from jaxcontam.data.roots import DEFAULT_ROOTS
 from jaxcontam.errors import DataError, JaxcontamError, JaxcontamWarning
 from jaxcontam.storage import as_path, has_glob, is_url
 
@@ -60,11 +62,12 @@ def _check_answers(benchmark: Benchmark, entry: BenchmarkEntry) -> None:
         )
 
 
-def _selected(entry: BenchmarkEntry) -> Benchmark:
-    """The benchmark with its rephrasings attached (matched on the whole split, then cut to `limit`)."""
-    benchmark = load_benchmark(entry.name, split=entry.split, path=entry.path, fields=entry.fields)
+def _selected(entry: BenchmarkEntry, roots: Sequence[Path]) -> Benchmark:
+    """The benchmark with its rephrasings attached (matched on the whole split, then cut to `limit`); local data
+    is looked for under `roots`."""
+    benchmark = load_benchmark(entry.name, split=entry.split, path=entry.path, fields=entry.fields, roots=roots)
     if entry.paraphrases is not None:
-        benchmark = attach_paraphrases(benchmark, load_paraphrases(entry.paraphrases, benchmark))
+        benchmark = attach_paraphrases(benchmark, load_paraphrases(entry.paraphrases, benchmark, roots=roots))
     if entry.limit is not None:
         benchmark = benchmark.replace_items(benchmark.items[: entry.limit])
     return benchmark
@@ -78,11 +81,11 @@ def _covers_enough(benchmark: Benchmark) -> bool:
     return _covered(benchmark) >= MIN_PARAPHRASE_SHARE * len(benchmark)
 
 
-def _coverage_problem(entry: BenchmarkEntry, benchmark: Benchmark) -> DataError:
+def _coverage_problem(entry: BenchmarkEntry, benchmark: Benchmark, roots: Sequence[Path]) -> DataError:
     """What the paraphrase source covers instead of the selection, and how to select that."""
     where = []
     for split in covered_splits(entry.paraphrases, benchmark.name) or (benchmark.split,):
-        whole = _selected(dataclasses.replace(entry, split=split, limit=None))
+        whole = _selected(dataclasses.replace(entry, split=split, limit=None), roots)
         first = next((item.id for item in whole if item.paraphrases), None)
         where.append(
             f"split {split!r}: {_covered(whole)} of {len(whole)} items"
@@ -108,13 +111,13 @@ def _candidate_splits(entry: BenchmarkEntry) -> tuple[str | None, list[str | Non
     return spec.default_split, first + [s for s in splits if s != spec.default_split]
 
 
-def _with_rephrasings(entry: BenchmarkEntry) -> tuple[BenchmarkEntry, Benchmark]:
+def _with_rephrasings(entry: BenchmarkEntry, roots: Sequence[Path]) -> tuple[BenchmarkEntry, Benchmark]:
     """The entry and its selection, refused (before any model work) when the paraphrase source covers too few
     of the selected items; with no split given, a split the source covers is chosen instead, and said so."""
     default, splits = _candidate_splits(entry)
     for split in splits:
         chosen = dataclasses.replace(entry, split=split)
-        benchmark = _selected(chosen)
+        benchmark = _selected(chosen, roots)
         if _covers_enough(benchmark):
             if split != entry.split:
                 warnings.warn(
@@ -125,19 +128,21 @@ def _with_rephrasings(entry: BenchmarkEntry) -> tuple[BenchmarkEntry, Benchmark]
                     stacklevel=2,
                 )
             return chosen, benchmark
-    raise _coverage_problem(chosen, benchmark)
+    raise _coverage_problem(chosen, benchmark, roots)
 
 
-def load_audit_benchmark(entry: BenchmarkEntry, *, needs_rephrasings: bool = False) -> AuditBenchmark:
+def load_audit_benchmark(
+    entry: BenchmarkEntry, *, needs_rephrasings: bool = False, roots: Sequence[Path] = DEFAULT_ROOTS
+) -> AuditBenchmark:
     """The benchmark with its rephrasings attached (matched on the whole split, then cut to `limit`).
 
     `needs_rephrasings`: the paraphrase source is the only source of rephrasings (PaCoST runs without a
     rephrase model), so it must cover at least `MIN_PARAPHRASE_SHARE` of the selected items.
     """
     if needs_rephrasings and entry.paraphrases is not None:
-        entry, benchmark = _with_rephrasings(entry)
+        entry, benchmark = _with_rephrasings(entry, roots)
     else:
-        benchmark = _selected(entry)
+        benchmark = _selected(entry, roots)
     _check_answers(benchmark, entry)
     truth = _ground_truth(entry.ground_truth, benchmark) if entry.ground_truth else None
     return AuditBenchmark(entry, benchmark, truth)
@@ -191,5 +196,8 @@ def check_inputs(config: AuditConfig) -> AuditInputs:
             "([corpus] paths or --corpus) so the saved counts can be checked against them"
         )
     needs_rephrasings = "pacost" in config.stages and config.rephrase_model is None
-    benchmarks = [load_audit_benchmark(entry, needs_rephrasings=needs_rephrasings) for entry in config.benchmarks]
+    benchmarks = [
+        load_audit_benchmark(entry, needs_rephrasings=needs_rephrasings, roots=config.data_roots)
+        for entry in config.benchmarks
+    ]
     return AuditInputs(benchmarks, {spec: corpus for spec, corpus in corpora.items() if corpus is not None})

@@ -116,6 +116,7 @@ def audit_options(command):
 def audit_config(options: dict, stages: tuple[str, ...] | None = None):
     """The `AuditConfig` of the shared options (as click passes them), with `stages` forced when given."""
     from jaxcontam.audit.config import EXAMPLE_CONFIG, config_from_toml, load_config, with_overrides
+    from jaxcontam.commands.data_options import data_roots_from_environment
     from jaxcontam.dataclass_config import apply_overrides
 
     config_path, overrides = options["config_path"], options["overrides"]
@@ -145,6 +146,7 @@ def audit_config(options: dict, stages: tuple[str, ...] | None = None):
         paraphrases=options["paraphrases"],
         rephrase_model=options["rephrase_model"],
         reference_model=options["reference_model"],
+        data_roots=data_roots_from_environment(),
         rephrase_dtype=options["rephrase_dtype"],
         rephrase_mesh=options["rephrase_mesh"],
         pacost=pacost,

@@ -53,6 +53,7 @@ if TYPE_CHECKING:
     from jaxcontam.data.item import Benchmark
 
 DETECTORS = ("pacost", "likelihood", "exchangeability")
+DEFAULT_DETECTORS = ("pacost", "likelihood")  # an audit's model-based stages unless [exchangeability] adds its test
 
 
 @dataclasses.dataclass(frozen=True)
@@ -72,7 +73,7 @@ class AuditTarget:
 
 @dataclasses.dataclass(frozen=True)
 class AuditSettings:
-    detectors: tuple[str, ...] = ("pacost", "likelihood")
+    detectors: tuple[str, ...] = DEFAULT_DETECTORS
     pacost: PacostSettings = PacostSettings()
     k: float = LikelihoodSettings.k  # Min-K% and Min-K%++ fraction
     chunks: int = 10  # exchangeability test: at least this many contiguous chunks (more if needed to fit)

@@ -12,11 +12,11 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+from jaxcontam.ngram.audit import METRICS
 from jaxcontam.report.formatting import number
 from jaxcontam.report.summary_schema import RunEntry
 from jaxcontam.storage import publish
 
-METRIC_ORDER = ("token_match", "ngram_match", "token_extend", "longest_match")
 CONTAMINATED_COLOR, CLEAN_COLOR, UNKNOWN_COLOR = "#c0392b", "#2471a3", "#999999"
 EPG_COLOR, Z_COLOR, THRESHOLD_COLOR = "#2471a3", "#7d3c98", "#c0392b"
 MAX_LABEL = 60
@@ -73,7 +73,7 @@ def contam_curve_png(run: RunEntry, path) -> Path:
     contam = run.contam
     assert contam is not None  # drawn for runs where ConTAM ran
     metrics = contam.get("metrics") or {}
-    names = [m for m in METRIC_ORDER if m in metrics] + sorted(set(metrics) - set(METRIC_ORDER))
+    names = [m for m in METRICS if m in metrics] + sorted(set(metrics) - set(METRICS))
     n_rows = max(1, math.ceil(len(names) / 2))
     figure = _figure(9.5, 1.0 + 3.0 * n_rows)
     axes = figure.subplots(n_rows, 2, squeeze=False, sharex=True, sharey=True).ravel()

@@ -1,3 +1,4 @@
+# pyright: standard
 """What an audit runs: models x benchmarks (+ corpora), from a TOML file and/or the command line.
 
 Relative paths in a TOML file are read from the file's folder. Example (the bundled example's audit.toml):

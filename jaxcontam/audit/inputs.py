@@ -1,3 +1,4 @@
+# pyright: standard
 """Everything an audit reads before computing: benchmarks with rephrasings and ground truth, models, corpora.
 
 All of it is checked up front, so a bad path or an unusable benchmark is reported before any model runs.
@@ -115,9 +116,11 @@ def _with_rephrasings(entry: BenchmarkEntry, roots: Sequence[Path]) -> tuple[Ben
     """The entry and its selection, refused (before any model work) when the paraphrase source covers too few
     of the selected items; with no split given, a split the source covers is chosen instead, and said so."""
     default, splits = _candidate_splits(entry)
+    tried: tuple[BenchmarkEntry, Benchmark] | None = None
     for split in splits:
         chosen = dataclasses.replace(entry, split=split)
         benchmark = _selected(chosen, roots)
+        tried = (chosen, benchmark)
         if _covers_enough(benchmark):
             if split != entry.split:
                 warnings.warn(
@@ -128,7 +131,8 @@ def _with_rephrasings(entry: BenchmarkEntry, roots: Sequence[Path]) -> tuple[Ben
                     stacklevel=2,
                 )
             return chosen, benchmark
-    raise _coverage_problem(chosen, benchmark, roots)
+    assert tried is not None  # _candidate_splits gives at least one split to try
+    raise _coverage_problem(*tried, roots)
 
 
 def load_audit_benchmark(

@@ -1,3 +1,4 @@
+# pyright: standard
 """`run_audit`: n-gram evidence, rephrasings, then per model and benchmark the shared audit core
 (`detect.audit_core`: PaCoST, likelihood detectors, ConTAM's EPG verdict), each stage resumable; then the
 sweep's corrections, items.parquet, summary.json, plots and report.html."""

@@ -1,3 +1,4 @@
+# pyright: standard
 """Resumable results: records persisted per (model, benchmark, stage) in fixed chunks of items.
 
 Each stage appends one JSON line per finished chunk of items (flushed and fsynced), in a file named by a hash

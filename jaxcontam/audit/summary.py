@@ -1,3 +1,4 @@
+# pyright: standard
 """The sweep's multiple-testing corrections over the PaCoST verdicts of every (model, benchmark) of an audit.
 
 `sweep_decisions` takes each run's test as a `SweptTest` and returns the sweep (Holm and BH over every p-value

@@ -1,3 +1,4 @@
+# pyright: standard
 """The model under test answers benchmark items: chosen option for multiple choice, generated text otherwise.
 
 Each item takes its own path (`item.choices is not None` is multiple choice), so a mixed list is

@@ -1,3 +1,4 @@
+# pyright: standard
 """Contamination detectors run on a model's current weights inside the training process.
 
 `AuditCallback` (also `jaxcontam.AuditCallback`) plugs into a training loop (`jaxcontam.training.train(...,

@@ -1,3 +1,4 @@
+# pyright: standard
 """The audit of one model on one benchmark, shared by `jaxcontam audit` and the in-training `AuditCallback`.
 
     result = audit_benchmark(model, AuditTarget(benchmark, rephrasings), AuditSettings())

@@ -1,3 +1,4 @@
+# pyright: standard
 """ConTAM's verdict on one benchmark (arXiv 2411.03923): EPG curve, selected threshold and the max-z test.
 
 Per n-gram metric: the EPG curve over thresholds, the paper's threshold (largest z above z_crit with enough

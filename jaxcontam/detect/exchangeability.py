@@ -1,3 +1,4 @@
+# pyright: standard
 """The exchangeability test of Oren et al. 2023 ("Proving test set contamination in black box language models").
 
 A model that saw a benchmark file during training prefers its canonical order: the examples concatenated in

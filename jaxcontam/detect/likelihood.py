@@ -1,3 +1,4 @@
+# pyright: standard
 """Per-text membership scores from token log-probs (reference-free and reference-based).
 
 All functions take the per-token log-probs of one text (log p(x_t | x_<t), the

@@ -1,3 +1,4 @@
+# pyright: standard
 """PaCoST (Zhang et al. 2024, arXiv 2406.18326): is the model more confident on the original than on a rephrasing?
 
 For each item with an accepted rephrasing, the model under test answers the original and the rephrased

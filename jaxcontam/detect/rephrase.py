@@ -1,3 +1,4 @@
+# pyright: standard
 """PaCoST's rephrasing step: one rephrased question per benchmark item, behind quality gates.
 
 PaCoST (arXiv 2406.18326) compares a model's confidence on an item with its

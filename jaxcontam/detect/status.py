@@ -1,3 +1,4 @@
+# pyright: standard
 """Whether a test ran: `TestStatus` with the reason when it did not, instead of a string callers parse.
 
 summary.json keeps its text form, `TestOutcome.label`: "tested", or "no test: <reason>" (no test is no verdict,

@@ -1,3 +1,4 @@
+# pyright: standard
 """Per-benchmark summaries of per-item rows: accuracy, the likelihood detectors, and results against known labels.
 
 Rows are the per-item records of `detect.audit_core` (`correct`, `correct_norm`, each detector's score,

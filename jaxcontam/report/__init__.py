@@ -1,3 +1,4 @@
+# pyright: standard
 """The report of `jaxcontam audit`: PNG plots and a self-contained report.html.
 
     from jaxcontam.report import write_report

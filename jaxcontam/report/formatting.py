@@ -1,3 +1,4 @@
+# pyright: standard
 """How numbers read in the report: one place, so the tables and the plots agree.
 
 Values come from summary.json, so any of them may be None, NaN or +-Infinity;

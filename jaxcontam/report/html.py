@@ -1,3 +1,4 @@
+# pyright: standard
 """report.html: one self-contained page per audit (inline CSS, PNGs as data URIs, no scripts, no links out).
 
 Reads the summary.json dict and the per-item rows of `jaxcontam audit`, writes

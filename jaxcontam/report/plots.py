@@ -1,3 +1,4 @@
+# pyright: standard
 """PNG figures of one audit: ConTAM EPG curves, PaCoST confidence pairs, the sweep's p-values, and the model x
 benchmark heatmaps of a sweep over several models.
 

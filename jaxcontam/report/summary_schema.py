@@ -1,3 +1,4 @@
+# pyright: standard
 """summary.json's versioned schema: `AuditSummary.from_dict` / `read_summary` read it for the report and the
 console verdicts, refusing a version this jaxcontam does not know.
 

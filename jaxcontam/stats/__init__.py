@@ -1,3 +1,4 @@
+# pyright: standard
 """Statistics for contamination verdicts: paired tests, corrections, power, EPG and thresholds.
 
     result = paired_test(p_true_original, p_true_rephrased)           # default: permutation

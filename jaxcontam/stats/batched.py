@@ -1,3 +1,4 @@
+# pyright: standard
 """The four paired tests as p-values over the last axis of a [datasets, n] array of differences.
 
 Vectorised so that calibration and power studies can run thousands of data

@@ -1,3 +1,4 @@
+# pyright: standard
 """Nonparametric bootstrap over items: multinomial resampling weights and percentile intervals.
 
 A resample of n items is represented by its counts (how often each item was

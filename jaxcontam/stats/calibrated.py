@@ -1,3 +1,4 @@
+# pyright: standard
 """Calibrated PaCoST: compare the original-minus-rephrased confidence gap with the same gap where contamination
 is ruled out.
 

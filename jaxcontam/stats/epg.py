@@ -1,3 +1,4 @@
+# pyright: standard
 """ConTAM's Estimated Performance Gain (Singh et al. 2024, arXiv 2411.03923), threshold selection, and a
 calibrated test of "some threshold shows a gain".
 

@@ -1,3 +1,4 @@
+# pyright: standard
 """The exchangeability statistic of Oren et al. (2023), "Proving test set contamination in black box language
 models" (their "sharded likelihood comparison"; chunks here, since "sharded" in jaxcontam means device sharding).
 

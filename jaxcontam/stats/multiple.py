@@ -1,3 +1,4 @@
+# pyright: standard
 """Multiple-testing corrections across a sweep (many models x benchmarks).
 
 Holm (1979) controls the family-wise error rate under any dependence;

@@ -1,3 +1,4 @@
+# pyright: standard
 """`paired_test`: is the model more confident on the original question than on its rephrasing?
 
 One call filters the pairs (reasons recorded), runs one of four tests on the

@@ -1,3 +1,4 @@
+# pyright: standard
 """Pair filtering: drop pairs that cannot enter a paired test, and record why.
 
 A pair is dropped when the model gave no answer to either question (its

@@ -1,3 +1,4 @@
+# pyright: standard
 """Power of the paired tests: sample size for an effect, and the minimum detectable effect for n pairs.
 
 Effects are standardised, d_z = mean difference / sd of the differences

@@ -1,3 +1,4 @@
+# pyright: standard
 """How well a per-item score separates known-contaminated from clean items: AUC and Mann-Whitney p."""
 
 from __future__ import annotations

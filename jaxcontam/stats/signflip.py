@@ -1,3 +1,4 @@
+# pyright: standard
 """Sign-flip (paired permutation) p-values for the sum of paired differences.
 
 Under the null that the two members of each pair are exchangeable, every

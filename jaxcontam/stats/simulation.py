@@ -1,3 +1,4 @@
+# pyright: standard
 """Synthetic P(True) pairs and ConTAM benchmarks for calibration and power studies.
 
 Real P(True) confidences live in [0, 1], are skewed, and pile up at exactly 0

@@ -1,3 +1,4 @@
+# pyright: standard
 """Input checks shared by the statistics functions, raising `StatsInputError` with a fix."""
 
 from __future__ import annotations

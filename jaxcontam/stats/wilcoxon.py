@@ -1,3 +1,4 @@
+# pyright: standard
 """Wilcoxon signed-rank test, reproducing `scipy.stats.wilcoxon` defaults row by row.
 
 scipy's defaults (zero_method="wilcox", correction=False, method="auto"):

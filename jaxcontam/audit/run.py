@@ -19,6 +19,7 @@ from jaxcontam.audit.inputs import AuditBenchmark, AuditInputs, check_inputs
 from jaxcontam.audit.store import StageStore, fingerprint, run_chunked, write_atomic
 from jaxcontam.audit.summary import SweptTest, sweep_decisions
 from jaxcontam.cluster import is_writer
+from jaxcontam.detect.audit_core import AuditSettings
 from jaxcontam.report import write_report
 from jaxcontam.report.summary_schema import SCHEMA_VERSION, AuditSummary
 from jaxcontam.stage_clock import StageClock, stage
@@ -167,13 +168,13 @@ def audit_one(
     bench: AuditBenchmark,
     choices: list[dict],
     ngram: dict | None,
-    resamples: int,
+    settings: AuditSettings,
     out: Path,
     reference=None,
 ) -> tuple[ModelRun, list[ItemRow]]:
     """The audit and the per-item rows of one (model, benchmark), through the shared audit core; per-item work is
     stored in resumable chunks."""
-    from jaxcontam.detect.audit_core import AuditSettings, AuditTarget, audit_benchmark
+    from jaxcontam.detect.audit_core import AuditTarget, audit_benchmark
 
     benchmark = bench.benchmark
     items = list(benchmark)
@@ -187,14 +188,6 @@ def audit_one(
         None
         if reference is None or config.pacost_reference is None
         else (config.pacost_reference, reference_records(config, reference, bench, choices, out)),
-    )
-    settings = AuditSettings(
-        detectors=config.stages,
-        pacost=config.pacost,
-        k=config.k,
-        contam=config.contam_settings(),
-        resamples=resamples,
-        **config.exchangeability,
     )
     key = {
         "model": str(Path(entry.path).resolve()) if Path(entry.path).exists() else entry.path,
@@ -318,6 +311,14 @@ def run_audit(config: AuditConfig) -> AuditSummary:
             choices = {b.entry.label: rephrasings(config, b, out) for b in benchmarks}
         rows, runs = [], []
         resamples = sweep_resamples(len(config.models) * len(benchmarks), config.alpha, DEFAULT_RESAMPLES)
+        settings = AuditSettings(  # once per audit: every (model, benchmark) runs the same detectors the same way
+            detectors=config.stages,
+            pacost=config.pacost,
+            k=config.k,
+            contam=config.contam_settings(),
+            resamples=resamples,
+            **config.exchangeability,
+        )
         reference = None
         if config.pacost_reference is not None:
             _say(f"reference model (calibrated PaCoST) {config.pacost_reference}")
@@ -343,7 +344,7 @@ def run_audit(config: AuditConfig) -> AuditSummary:
                     audit_benchmark,
                     choices[audit_benchmark.entry.label],
                     ngram,
-                    resamples,
+                    settings,
                     out,
                     reference,
                 )

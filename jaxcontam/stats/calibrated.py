@@ -29,7 +29,7 @@ from scipy import stats as scipy_stats
 
 from jaxcontam.stats.bootstrap import percentile_interval, resample_counts
 from jaxcontam.stats.paired import ConfidenceInterval, PairedTestResult, paired_test
-from jaxcontam.stats.signflip import DEFAULT_RESAMPLES, RELATIVE_TOLERANCE
+from jaxcontam.stats.signflip import DEFAULT_RESAMPLES, RELATIVE_TOLERANCE, combine_tails, tail_counts
 from jaxcontam.stats.validation import (
     StatsInputError,
     check_alternative,
@@ -156,19 +156,7 @@ def _split_counts(pooled: np.ndarray, n_first: int, observed: float, indices) ->
     first_sums = pooled[indices].sum(axis=1)
     diffs = first_sums / n_first - (total - first_sums) / n_rest
     tolerance = RELATIVE_TOLERANCE * max(np.abs(pooled).sum(), 1e-300)
-    return (
-        len(diffs),
-        int(np.count_nonzero(diffs >= observed - tolerance)),
-        int(np.count_nonzero(diffs <= observed + tolerance)),
-    )
-
-
-def _combine(greater: float, less: float, alternative: str) -> float:
-    if alternative == "greater":
-        return greater
-    if alternative == "less":
-        return less
-    return min(1.0, 2.0 * min(greater, less))
+    return (len(diffs), *tail_counts(diffs, observed, tolerance))
 
 
 def mean_difference_pvalue(
@@ -185,7 +173,7 @@ def mean_difference_pvalue(
     if math.comb(len(pooled), n_first) <= EXACT_SPLITS_MAX:
         indices = np.array(list(itertools.combinations(range(len(pooled)), n_first)), dtype=np.int64)
         total, above, below = _split_counts(pooled, n_first, observed, indices)
-        return _combine(above / total, below / total, alternative), "exact"
+        return combine_tails(above / total, below / total, alternative), "exact"
     rng = np.random.default_rng(seed)
     above = below = 0
     chunk = max(1, 2_000_000 // len(pooled))
@@ -195,7 +183,7 @@ def mean_difference_pvalue(
         _, up, down = _split_counts(pooled, n_first, observed, indices)
         above, below = above + up, below + down
     p_greater, p_less = (1.0 + above) / (1.0 + resamples), (1.0 + below) / (1.0 + resamples)
-    return _combine(p_greater, p_less, alternative), f"monte carlo ({resamples} splits)"
+    return combine_tails(p_greater, p_less, alternative), f"monte carlo ({resamples} splits)"
 
 
 def fresh_items_test(

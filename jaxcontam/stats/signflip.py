@@ -19,7 +19,7 @@ ENUMERATION_CHUNK = 1 << 16
 RELATIVE_TOLERANCE = 1e-10  # sums closer than this (relative to sum |d|) count as ties
 
 
-def _tail_counts(null_sums: np.ndarray, observed: float, tolerance: float) -> tuple[int, int]:
+def tail_counts(null_sums: np.ndarray, observed: float, tolerance: float) -> tuple[int, int]:
     """How many null sums are >= and <= the observed sum (ties within tolerance count on both sides)."""
     return (
         int(np.count_nonzero(null_sums >= observed - tolerance)),
@@ -27,7 +27,8 @@ def _tail_counts(null_sums: np.ndarray, observed: float, tolerance: float) -> tu
     )
 
 
-def _combine(greater: float, less: float, alternative: str) -> float:
+def combine_tails(greater: float, less: float, alternative: str) -> float:
+    """The p-value of `alternative` from the two one-sided tail probabilities (two-sided: twice the smaller)."""
     if alternative == "greater":
         return greater
     if alternative == "less":
@@ -46,10 +47,10 @@ def exact_pvalue(differences: np.ndarray, alternative: str) -> float:
     for start in range(0, 1 << m, ENUMERATION_CHUNK):
         patterns = np.arange(start, min(start + ENUMERATION_CHUNK, 1 << m))
         flipped = ((patterns[:, None] >> powers) & 1).astype(np.float64)
-        above, below = _tail_counts(observed - 2.0 * (flipped @ values), observed, tolerance)
+        above, below = tail_counts(observed - 2.0 * (flipped @ values), observed, tolerance)
         greater, less = greater + above, less + below
     total = float(1 << m)
-    return _combine(greater / total, less / total, alternative)
+    return combine_tails(greater / total, less / total, alternative)
 
 
 def monte_carlo_pvalues(differences: np.ndarray, alternative: str, resamples: int, rng: np.random.Generator):
@@ -64,12 +65,12 @@ def monte_carlo_pvalues(differences: np.ndarray, alternative: str, resamples: in
         for start in range(0, resamples, chunk):
             flipped = (rng.random((min(chunk, resamples - start), n)) < 0.5).astype(np.float64)
             sums = observed[row] - 2.0 * (flipped @ differences[row])
-            above, below = _tail_counts(sums, observed[row], tolerance[row])
+            above, below = tail_counts(sums, observed[row], tolerance[row])
             greater[row] += above
             less[row] += below
     p_greater = (1.0 + greater) / (1.0 + resamples)
     p_less = (1.0 + less) / (1.0 + resamples)
-    return np.array([_combine(upper, lower, alternative) for upper, lower in zip(p_greater, p_less)])
+    return np.array([combine_tails(upper, lower, alternative) for upper, lower in zip(p_greater, p_less)])
 
 
 def sign_flip_pvalues(

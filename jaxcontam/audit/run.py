@@ -161,6 +161,17 @@ def rephrasings(config: AuditConfig, audit_benchmark: AuditBenchmark, out: Path)
     return run_chunked(store, items, config.chunk_size, compute, _progress(f"rephrase {audit_benchmark.entry.label}"))
 
 
+def _stage_key(config: AuditConfig, model_path: str, dtype: str, bench: AuditBenchmark) -> dict:
+    """What every stage's stored chunks of one (model, benchmark) depend on."""
+    model = str(Path(model_path).resolve()) if Path(model_path).exists() else model_path
+    return {"model": model, "dtype": dtype, "benchmark": bench.entry.label, "chunk_size": config.chunk_size}
+
+
+def _pacost_key(config: AuditConfig, rephrase_of: dict) -> dict:
+    """What PaCoST's stored chunks depend on beyond the model and benchmark."""
+    return {"settings": config.pacost.to_dict(), "rephrasings": fingerprint(rephrase_of)}
+
+
 def audit_one(
     config: AuditConfig,
     entry,
@@ -187,16 +198,11 @@ def audit_one(
         None if ngram is None else {item.id: ngram[(benchmark.name, item.id)] for item in items},
         None
         if reference is None or config.pacost_reference is None
-        else (config.pacost_reference, reference_records(config, reference, bench, choices, out)),
+        else (config.pacost_reference, reference_records(config, reference, bench, rephrase_of, out)),
     )
-    key = {
-        "model": str(Path(entry.path).resolve()) if Path(entry.path).exists() else entry.path,
-        "dtype": entry.dtype,
-        "benchmark": bench.entry.label,
-        "chunk_size": config.chunk_size,
-    }
+    key = _stage_key(config, entry.path, entry.dtype, bench)
     stage_keys = {
-        "pacost": {"settings": config.pacost.to_dict(), "rephrasings": fingerprint(rephrase_of)},
+        "pacost": _pacost_key(config, rephrase_of),
         "likelihood": {"k": config.k},
     }
     label = f"{entry.name} | {bench.entry.label}"
@@ -223,21 +229,13 @@ def audit_one(
     return ModelRun(entry.name, result), rows
 
 
-def reference_records(config: AuditConfig, model, bench: AuditBenchmark, choices: list[dict], out: Path) -> list[dict]:
+def reference_records(config: AuditConfig, model, bench: AuditBenchmark, rephrase_of: dict, out: Path) -> list[dict]:
     """The reference model's PaCoST records of the benchmark's items, stored and resumed as an audited model's."""
     from jaxcontam.detect.pacost import pacost_records
 
     items = list(bench.benchmark)
-    rephrase_of = {c["item_id"]: c["rephrase"] for c in choices}
     path = str(config.pacost_reference)
-    key = {
-        "model": str(Path(path).resolve()) if Path(path).exists() else path,
-        "dtype": "float32",
-        "benchmark": bench.entry.label,
-        "chunk_size": config.chunk_size,
-        "settings": config.pacost.to_dict(),
-        "rephrasings": fingerprint(rephrase_of),
-    }
+    key = _stage_key(config, path, "float32", bench) | _pacost_key(config, rephrase_of)
     store = StageStore(out / "state", "pacost", key)
 
     def compute(chunk):

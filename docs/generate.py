@@ -310,8 +310,7 @@ CONFIG_TABLES = [
      {"rephrase_model": "rephrase_model", "rephrase_dtype": "rephrase_dtype", "rephrase_mesh": "rephrase_mesh"}),
     ("[pacost.gates]", "jaxcontam.detect.rephrase:RephraseGates", None),
     ("[likelihood]", "jaxcontam.detect.likelihood:LikelihoodSettings", None),
-    ("[exchangeability]", "jaxcontam.detect.audit_core:AuditSettings",
-     {"chunks": "chunks", "permutations": "permutations"}),
+    ("[exchangeability]", "jaxcontam.detect.exchangeability:ExchangeabilitySettings", None),
     ("[ngram]", "jaxcontam.ngram.audit:NgramSettings", None),
     ("[ngram] (scoring)", "jaxcontam.ngram.audit:NgramScoring", None),
     ("[contam]", "jaxcontam.detect.contam:ContamSettings",  # alpha is the top-level key

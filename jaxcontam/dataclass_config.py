@@ -149,3 +149,13 @@ def apply_overrides(raw: dict, overrides: Iterable[str]) -> dict:
         for node in nodes:
             node[path[-1]] = value
     return raw
+
+
+def non_default_values(settings) -> dict:
+    """The fields of a settings dataclass that differ from their defaults: what a config table set (summary.json's
+    record of it, and resume keys, stay those of the table as written)."""
+    return {
+        f.name: getattr(settings, f.name)
+        for f in dataclasses.fields(settings)
+        if f.init and getattr(settings, f.name) != f.default
+    }

@@ -211,7 +211,7 @@ def test_counts_from_another_tokenizer_are_refused(tmp_path, shared_data):
 
     config = config_with(
         tmp_path,
-        ngram={"tokenizer": str(shared_data / "gpt2_tokenizer_whisper" / "gpt2.tiktoken")},
+        ngram_tokenizer=str(shared_data / "gpt2_tokenizer_whisper" / "gpt2.tiktoken"),
         counts=str(tmp_path / "counts"),
     )
     from jaxcontam.audit.inputs import check_inputs
@@ -219,7 +219,9 @@ def test_counts_from_another_tokenizer_are_refused(tmp_path, shared_data):
 
     ngram_rows(config, check_inputs(config), tmp_path / "out")  # counts with the GPT-2 tokenizer
     with pytest.raises(JaxcontamError, match="tokenizer"):
-        run_audit(dataclasses.replace(config, ngram={}))  # the model's own tokenizer: the saved counts do not match
+        run_audit(
+            dataclasses.replace(config, ngram_tokenizer=None)
+        )  # the model's own tokenizer: the saved counts do not match
 
 
 @pytest.mark.parametrize(

@@ -4,11 +4,13 @@ runs in summary.json, and the report adds the model x benchmark table and heatma
 import json
 import shutil
 from html.parser import HTMLParser
+from types import SimpleNamespace
 
 import pytest
 
 from jaxcontam.audit.config import load_config
 from jaxcontam.audit.run import run_audit
+from jaxcontam.detect.summaries import Accuracy
 from jaxcontam.training import init_hf_tensors, save_hf_model
 
 BUNDLED = __import__("pathlib").Path(__file__).resolve().parents[1] / "jaxcontam" / "examples" / "tiny_contaminated"
@@ -77,7 +79,7 @@ def test_each_model_runs_on_each_benchmark(sweep):
     assert sorted((r.model, r.benchmark) for r in summary.runs) == sorted(
         (m, b) for m in ("llama-4x128", "llama-2x64") for b in ("gsm8k", "copa")
     )
-    assert len(summary.sweep["labels"]) == 4  # PaCoST's p-values adjusted across both models
+    assert len(summary.sweep.labels) == 4  # PaCoST's p-values adjusted across both models
 
 
 def test_the_report_shows_the_models_by_benchmarks_table_and_heatmap(sweep):
@@ -90,7 +92,7 @@ def test_the_report_shows_the_models_by_benchmarks_table_and_heatmap(sweep):
     assert set(rows) == {"llama-4x128", "llama-2x64"}
     for run in summary.runs:
         column = ["gsm8k", "copa"].index(run.benchmark)
-        accuracy = run.accuracy["acc"]
+        accuracy = run.accuracy.acc
         assert f"acc {accuracy:.3g}" in rows[run.model][column]
 
 
@@ -100,7 +102,9 @@ def test_one_model_has_no_sweep_view(tmp_path):
     class Run:
         def __init__(self, benchmark):
             self.model, self.benchmark = "m", benchmark
-            self.pacost, self.contam, self.accuracy = {"pvalue": 0.2}, {"epg": 0.1}, {"acc": 0.5}
+            self.pacost = SimpleNamespace(verdict=SimpleNamespace(pvalue=0.2), pvalue_adjusted=None)  # no sweep yet
+            self.contam = SimpleNamespace(headline=SimpleNamespace(epg=0.1))
+            self.accuracy = Accuracy(0.5, None)
 
     models, benchmarks, grids = plots.sweep_grid([Run("a"), Run("b")])
     assert models == ["m"] and benchmarks == ["a", "b"]

@@ -4,6 +4,7 @@ import json
 
 import pytest
 
+from jaxcontam.detect.summaries import Accuracy
 from jaxcontam.errors import JaxcontamError
 from jaxcontam.report.summary_schema import SCHEMA_VERSION, AuditSummary, read_summary
 
@@ -35,7 +36,7 @@ def test_reads_a_versioned_summary_from_its_file_or_folder(tmp_path):
     for source in (tmp_path, tmp_path / "summary.json"):
         read = read_summary(source)
         assert (read.schema_version, read.alpha, read.correction, read.settings) == (1, 0.01, "bh", {"k": 0.2})
-        assert read.runs[0].label == "m | copa" and read.runs[0].accuracy == RUN["accuracy"]
+        assert read.runs[0].label == "m | copa" and read.runs[0].accuracy == Accuracy(0.5, 0.5)
 
 
 def test_a_summary_from_before_the_version_reads_as_version_1():
@@ -56,3 +57,17 @@ def test_broken_files_and_entries_are_refused(tmp_path):
         read_summary(tmp_path)
     with pytest.raises(JaxcontamError, match=r"runs\[0\]: a run entry needs 'model' and 'benchmark'"):
         AuditSummary.from_dict({"runs": [{"model": "m"}]})
+
+
+@pytest.mark.parametrize(
+    ("summary", "where"),
+    [
+        ({"runs": [RUN | {"pacost": {"pvalue": 0.1}}]}, r"runs\[0\] pacost"),
+        ({"runs": [RUN | {"accuracy": {"acc": "high", "acc_norm": None}}]}, r"runs\[0\] accuracy"),
+        ({"runs": [RUN | {"likelihood": {"min_k": {"mean": 1.0}}}]}, r"runs\[0\] likelihood"),
+        ({"runs": [], "sweep": {"labels": []}}, "sweep"),
+    ],
+)
+def test_a_result_entry_it_cannot_read_is_refused_naming_it(summary, where):
+    with pytest.raises(JaxcontamError, match=rf"summary.json {where}: not an entry this jaxcontam writes \(.+\)"):
+        AuditSummary.from_dict(summary)

@@ -48,9 +48,9 @@ def test_the_bundled_config_with_overrides():
             "pacost.confidence=p_true",
         ],
     )
-    assert (config.pacost.k, config.k, config.alpha) == (0.3, 0.1, 0.01)
+    assert (config.pacost.k, config.likelihood.k, config.alpha) == (0.3, 0.1, 0.01)
     assert config.pacost.confidence == "p_true" and config.pacost.max_new_tokens == 200  # the file's value stays
-    assert config.ngram_settings()[1].mincount == 2 and config.contam_settings().min_clean == 5
+    assert config.ngram_scoring.mincount == 2 and config.contam_settings().min_clean == 5
     assert config.contam_settings().alpha == 0.01 and {b.limit for b in config.benchmarks} == {8}
 
 

@@ -16,11 +16,11 @@ import pytest
 import jaxcontam
 from helpers import MODEL_LOAD_REACHED
 from jaxcontam import cli
-from jaxcontam.audit.run import json_ready
 from jaxcontam.commands.verdicts import echo_verdicts
 from jaxcontam.data import registry
-from jaxcontam.detect.contam import ContamSettings, contam_result
-from jaxcontam.detect.pacost import PacostSettings, paired_verdict
+from jaxcontam.detect.contam import ContamSettings, MetricVerdict, contam_result
+from jaxcontam.detect.pacost import PacostResult, PacostSettings, paired_verdict
+from jaxcontam.detect.summary_values import json_ready
 from jaxcontam.report import write_report
 from jaxcontam.report.formatting import gain_verdict, pacost_verdict
 from jaxcontam.report.summary_schema import AuditSummary
@@ -166,7 +166,8 @@ def test_the_out_folder_is_created_before_the_model(jaxcontam_cli, tmp_path, com
 
 
 def no_test_summary() -> dict:
-    """A run whose paraphrases were all rejected: the real paired_verdict, round-tripped through summary.json."""
+    """A run whose paraphrases were all rejected: the real paired_verdict, round-tripped through summary.json (no
+    sweep has decided it)."""
     records = [
         {
             "rephrase": None,
@@ -177,8 +178,9 @@ def no_test_summary() -> dict:
         }
         for _ in range(5)
     ]
-    pacost = json.loads(json.dumps(json_ready(paired_verdict(records, "p_true", PacostSettings()).to_dict())))
-    pacost |= {"pvalue_adjusted": None, "variants": {}}
+    verdict = paired_verdict(records, "p_true", PacostSettings())
+    result = PacostResult("jaxcontam", "kadavath", "auto", False, verdict, {}, PacostSettings())
+    pacost = json.loads(json.dumps(json_ready(result.to_dict())))
     run = {
         "model": "m",
         "benchmark": "copa",
@@ -206,12 +208,16 @@ def no_test_summary() -> dict:
 def test_no_test_reads_as_no_test_in_the_console_and_the_report(tmp_path):
     summary = no_test_summary()
     pacost = summary["runs"][0]["pacost"]
-    assert pacost_verdict(pacost) == "no test: only 0 item(s) have an accepted rephrasing"
-    assert pacost_verdict({**pacost, "status": "no test: every pair tied"}) == "no test: every pair tied"
+
+    def verdict_of(entry: dict) -> str:
+        return pacost_verdict(PacostResult.from_dict(entry))
+
+    assert verdict_of(pacost) == "no test: only 0 item(s) have an accepted rephrasing"
+    assert verdict_of({**pacost, "status": "no test: every pair tied"}) == "no test: every pair tied"
     older = {k: v for k, v in pacost.items() if k != "status"}  # a summary written before `status` existed
-    assert pacost_verdict(older) == "no test: only 0 item(s) have an accepted rephrasing: no test"
-    assert pacost_verdict({"status": "tested", "pvalue": 0.01, "contaminated": True}) == "CONTAMINATED"
-    assert pacost_verdict({"pvalue": 0.4, "contaminated": False}) == "not flagged"
+    assert verdict_of(older) == "no test: only 0 item(s) have an accepted rephrasing: no test"
+    assert verdict_of({**pacost, "status": "tested", "pvalue": 0.01, "contaminated": True}) == "CONTAMINATED"
+    assert verdict_of({**older, "pvalue": 0.4, "contaminated": False}) == "not flagged"
     page = write_report(AuditSummary.from_dict(summary), [], tmp_path).read_text(encoding="utf-8")
     assert "no test: only 0 item(s) have an accepted rephrasing" in page
     assert "not detected" not in page and "badge bad" not in page
@@ -230,14 +236,16 @@ def contam_rows(n: int) -> list[dict]:
 
 def test_contam_without_a_sized_threshold_reads_as_no_test_not_as_no_gain(tmp_path, capsys):
     # 15 items: never 10 clean and 10 marked
-    small = contam_result(contam_rows(15), ContamSettings(resamples=99)).to_dict()
+    result = contam_result(contam_rows(15), ContamSettings(resamples=99))
+    small = result.to_dict()
     reason = "no test: no threshold leaves >= 10 clean and >= 10 contaminated items (15 items)"
     assert small["status"] == reason and math.isnan(small["pvalue"]) and small["significant"] is False
     assert all(m["status"] == reason for m in small["metrics"].values())
-    assert gain_verdict(small) == reason
+    assert gain_verdict(result.headline) == reason
     assert contam_result(contam_rows(40), ContamSettings(resamples=99)).to_dict()["status"] == "tested"
-    assert gain_verdict({"pvalue": float("nan"), "reason": "r"}) == "no test: r"  # a summary from before `status`
-    assert gain_verdict({"pvalue": 0.2, "significant": False}) == "no significant gain"
+    older = {k: v for k, v in small["metrics"]["longest_match"].items() if k != "status"}  # from before `status`
+    assert gain_verdict(MetricVerdict.from_dict({**older, "reason": "r"})) == "no test: r"
+    assert gain_verdict(MetricVerdict.from_dict({**older, "pvalue": 0.2})) == "no significant gain"
 
     summary = no_test_summary()
     summary["runs"][0]["contam"] = json.loads(json.dumps(json_ready(small)))

@@ -2,6 +2,7 @@
 PNGs and a self-contained report.html."""
 
 import base64
+import dataclasses
 import json
 import math
 import subprocess
@@ -11,10 +12,11 @@ from html.parser import HTMLParser
 import numpy as np
 import pytest
 
+from jaxcontam.detect.contam import ContamResult, ContamSettings, metric_verdict
 from jaxcontam.report import write_report
 from jaxcontam.report.formatting import interval, number, percent, value
 from jaxcontam.report.summary_schema import AuditSummary
-from jaxcontam.stats import adjust, epg_curve, minimum_detectable_effect, paired_test, select_threshold
+from jaxcontam.stats import EPGRow, adjust, minimum_detectable_effect, paired_test
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 ALPHA = 0.05
@@ -23,6 +25,14 @@ CONTAMINATED_MODEL = "runs/a/checkpoint-1000"
 CLEAN_MODEL = "runs/b/checkpoint-1000"  # same basename as CONTAMINATED_MODEL
 HOSTILE_MODEL = "org/<script>alert(1)</script>"
 METRICS = ("token_match", "ngram_match", "token_extend", "longest_match")
+PACOST_SETTINGS = {  # the settings a PaCoST entry records (`PacostResult.to_dict`)
+    "preset": "jaxcontam",
+    "template": "kadavath",
+    "chat_template": "auto",
+    "chat_used": False,
+    "answers": "greedy",
+    "correction": "sweep",
+}
 
 
 def synthetic_run(seed: int, planted_gain: float):
@@ -39,22 +49,8 @@ def synthetic_run(seed: int, planted_gain: float):
     return planted, scores, correct, original, rephrased
 
 
-def contam_metric(scores, correct) -> dict:
-    curve = epg_curve(scores, correct, resamples=200)
-    chosen = select_threshold(curve)
-    row = chosen.row
-    return {
-        "threshold": row and row.threshold,
-        "frac_contaminated": row and row.frac_contaminated,
-        "epg": row and row.epg,
-        "epg_ci": row and [row.epg_ci_low, row.epg_ci_high],
-        "z": row and row.z,
-        "reason": chosen.reason,
-        "curve": curve.to_dicts(),
-    }
-
-
 def pacost_result(original, rephrased, confidence: str) -> dict:
+    """A paired test's entry (`PairedVerdict.to_dict`), its verdict the raw p < alpha."""
     result = paired_test(original, rephrased, resamples=2000)
     ci = result.confidence_interval()
     mde = minimum_detectable_effect(result.n)
@@ -62,15 +58,15 @@ def pacost_result(original, rephrased, confidence: str) -> dict:
         "test": result.method,
         "confidence": confidence,
         "alternative": result.alternative,
+        "status": "tested",
         "pvalue": result.pvalue,
-        "pvalue_adjusted": None,
         "n_pairs": result.n,
         "n_dropped": result.n_dropped,
         "dropped_reasons": dict(result.drop_reasons),
         "mean_difference": result.mean_difference,
         "effect_size": result.effect_size,
         "ci": [ci.low, ci.high],
-        "contaminated": None,
+        "contaminated": bool(result.pvalue < ALPHA),
         "power_note": f"with {result.n} pairs the minimum detectable effect at 80% power is d_z = {mde:.2g}",
     }
 
@@ -78,11 +74,11 @@ def pacost_result(original, rephrased, confidence: str) -> dict:
 def audited_run(model: str, seed: int, planted_gain: float, with_ground_truth: bool):
     """(run dict, item rows) for one model on a synthetic benchmark with PaCoST and ConTAM."""
     planted, scores, correct, original, rephrased = synthetic_run(seed, planted_gain)
-    pacost = pacost_result(original, rephrased, "p_true")
+    pacost = PACOST_SETTINGS | pacost_result(original, rephrased, "p_true")
     pacost["variants"] = {
         "answer_logprob": pacost_result(np.log(original + 1e-3), np.log(rephrased + 1e-3), "answer_logprob")
     }
-    metrics = {m: contam_metric(scores[m], correct) for m in METRICS}
+    metrics = {m: metric_verdict(scores[m], correct, ContamSettings(resamples=99)) for m in METRICS}
     run = {
         "model": model,
         "benchmark": "gsm8k",
@@ -96,11 +92,7 @@ def audited_run(model: str, seed: int, planted_gain: float, with_ground_truth: b
             "min_k": {"mean": -5.2, "median": -5.0},
             "min_k_plus_plus": {"mean": -0.4, "median": -0.3},
         },
-        "contam": {
-            "metric": "longest_match",
-            **{k: v for k, v in metrics["longest_match"].items() if k != "curve"},
-            "metrics": metrics,
-        },
+        "contam": ContamResult("longest_match", ALPHA, metrics).to_dict(),
         "ground_truth": None,
     }
     if with_ground_truth:
@@ -113,7 +105,8 @@ def audited_run(model: str, seed: int, planted_gain: float, with_ground_truth: b
                     "accuracy": float(correct[mask].mean()),
                 }
                 for name, mask in (("contaminated", planted), ("clean", ~planted))
-            }
+            },
+            "auc": {},
         }
     items = [
         {
@@ -139,7 +132,10 @@ def hostile_run():
         "n_items": 50,
         "accuracy": {"acc": 0.42, "acc_norm": math.nan},
         "pacost": None,
-        "likelihood": {"mean_logprob": {"mean": math.nan, "median": -math.inf}, "min_k": {"mean": None}},
+        "likelihood": {
+            "mean_logprob": {"mean": math.nan, "median": -math.inf},
+            "min_k": {"mean": None, "median": None},
+        },
         "contam": None,
         "ground_truth": None,
     }
@@ -154,10 +150,8 @@ def audit_summary():
     tested = [contaminated, clean]
     pvalues = [run["pacost"]["pvalue"] for run in tested]
     holm, bh = adjust(pvalues, "holm", ALPHA), adjust(pvalues, "bh", ALPHA)
-    for run, adjusted, reject in zip(tested, holm.pvalues, holm.reject):
-        run["pacost"].update(pvalue_adjusted=float(adjusted), contaminated=bool(reject))
-        for variant in run["pacost"]["variants"].values():
-            variant.update(pvalue_adjusted=min(1.0, 2 * variant["pvalue"]), contaminated=variant["pvalue"] < ALPHA)
+    for run, adjusted, reject in zip(tested, holm.pvalues, holm.reject):  # the sweep's decisions
+        run["pacost"].update(correction="holm", pvalue_adjusted=float(adjusted), contaminated=bool(reject))
     summary = {
         "jaxcontam_version": "0.1.0",
         "alpha": ALPHA,
@@ -290,21 +284,52 @@ def test_importing_the_report_package_does_not_import_matplotlib():
     assert result.stdout.strip() == "False"
 
 
+def untested_metric(threshold, curve: list[dict]) -> dict:
+    """A ConTAM metric entry (`MetricVerdict.to_dict`) whose max-z test could not run."""
+    selected = dict.fromkeys(("frac_contaminated", "epg", "epg_ci", "z", "accuracy_difference", "max_z_threshold"))
+    return selected | {
+        "threshold": threshold,
+        "reason": "no threshold qualifies",
+        "max_z": math.nan,
+        "pvalue": math.nan,
+        "significant": False,
+        "n_resamples": 0,
+        "status": "no test: too few items",
+        "curve": curve,
+    }
+
+
 def test_degenerate_inputs_still_render(tmp_path):
     """A p-value of 0 and a missing one, a metric without a curve, NaN rows and a PaCoST run without kept pairs."""
-    nan_row = dict.fromkeys(("threshold", "epg", "epg_ci_low", "epg_ci_high", "z"), math.nan)
+    nan_row = {f.name: math.nan for f in dataclasses.fields(EPGRow)} | {"n_contaminated": 0, "n_clean": 0}
+    pacost = PACOST_SETTINGS | {
+        "test": "permutation",
+        "confidence": "p_true",
+        "alternative": "greater",
+        "status": "no test: no pairs kept",
+        "pvalue": math.nan,
+        "n_pairs": 0,
+        "n_dropped": 1,
+        "dropped_reasons": {},
+        "mean_difference": math.nan,
+        "effect_size": math.nan,
+        "ci": [math.nan, math.inf],
+        "contaminated": False,
+        "power_note": "no pairs kept: no test",
+        "variants": {},
+    }
     run = {
         "model": "m",
         "benchmark": "b",
         "n_items": 3,
-        "accuracy": {"acc": None},
-        "pacost": {"pvalue": math.nan, "ci": [math.nan, math.inf], "dropped_reasons": {}},
+        "accuracy": {"acc": None, "acc_norm": None},
+        "pacost": pacost,
         "contam": {
             "metric": "longest_match",
-            "threshold": None,
+            "alpha": ALPHA,
             "metrics": {
-                "longest_match": {"threshold": None, "curve": [nan_row, {**nan_row, "threshold": 0.5, "epg": 0.1}]},
-                "token_match": {"threshold": 0.4, "curve": []},
+                "longest_match": untested_metric(None, [nan_row, {**nan_row, "threshold": 0.5, "epg": 0.1}]),
+                "token_match": untested_metric(0.4, []),
             },
         },
     }

@@ -32,11 +32,17 @@ from build_example import SHARED, public_text, sample  # noqa: E402
 
 from jaxcontam.data import attach_paraphrases, load_benchmark, load_paraphrases  # noqa: E402
 from jaxcontam.detect.pacost import PacostSettings  # noqa: E402
+from jaxcontam.detect.exchangeability import ExchangeabilitySettings  # noqa: E402
 from jaxcontam.detect.rephrase import choose_attached  # noqa: E402
 from jaxcontam.stats import separation  # noqa: E402
 from jaxcontam.training import init_hf_tensors, packed_batches, save_hf_model, train, train_bpe_tokenizer  # noqa: E402
 from jaxcontam.training.audit_callback import (  # noqa: E402
-    AuditSettings, AuditTarget, audit_model, hf_weights_callback, model_from_weights)
+    AuditSettings,
+    AuditTarget,
+    audit_model,
+    hf_weights_callback,
+    model_from_weights,
+)
 from jaxcontam.training.batches import count_steps  # noqa: E402
 from jaxcontam.training.checkpoints import TrainCheckpoints  # noqa: E402
 from jaxcontam.training.injection import ITEM_TEXT_FORMS, choose_contaminated, injected_documents, item_text  # noqa: E402
@@ -72,8 +78,11 @@ def audited_benchmarks(data: dict, shared: pathlib.Path) -> list:
     for name in ("gsm8k", "copa"):
         benchmark = load_benchmark(name, "test", path=shared)
         benchmark = attach_paraphrases(benchmark, load_paraphrases(PARAPHRASES[name], benchmark, path=shared))
-        fits = (lambda it, b=benchmark: len(b.solved_text(it)) <= data["gsm8k_max_chars"]) if name == "gsm8k" \
+        fits = (
+            (lambda it, b=benchmark: len(b.solved_text(it)) <= data["gsm8k_max_chars"])
+            if name == "gsm8k"
             else (lambda it: True)
+        )
         chosen.append(benchmark.replace_items(sample(benchmark, data["items"], rng, fits)))
     return chosen
 
@@ -81,8 +90,11 @@ def audited_benchmarks(data: dict, shared: pathlib.Path) -> list:
 def base_documents(data: dict, shared: pathlib.Path) -> list[str]:
     gsm8k_train = load_benchmark("gsm8k", "train", path=shared, limit=data["gsm8k_train_items"])
     copa_dev = load_benchmark("copa", "dev", path=shared)
-    docs = public_text() + [gsm8k_train.solved_text(it) for it in gsm8k_train] + \
-        [copa_dev.solved_text(it) for it in copa_dev]
+    docs = (
+        public_text()
+        + [gsm8k_train.solved_text(it) for it in gsm8k_train]
+        + [copa_dev.solved_text(it) for it in copa_dev]
+    )
     return [docs[i] for i in np.random.default_rng(data["seed"]).permutation(len(docs))]
 
 
@@ -95,8 +107,12 @@ class Experiment:
         self.rephrasings = {b.name: tuple(c.rephrase for c in choose_attached(b.items)) for b in self.benchmarks}
         self.base_docs = base_documents(grid["data"], shared)
         self.tokenizer = self._tokenizer()
-        self.config = dict(grid["model"], bos_token_id=self.tokenizer.bos_token_id,
-                           eos_token_id=self.tokenizer.eos_token_id, pad_token_id=self.tokenizer.pad_token_id)
+        self.config = dict(
+            grid["model"],
+            bos_token_id=self.tokenizer.bos_token_id,
+            eos_token_id=self.tokenizer.eos_token_id,
+            pad_token_id=self.tokenizer.pad_token_id,
+        )
         self.base_tokens = self.encode(self.base_docs)
         self.base_weights = self._base()
 
@@ -111,7 +127,9 @@ class Experiment:
         if (where / "tokenizer.json").is_file():
             return PreTrainedTokenizerFast.from_pretrained(str(where))
         # trained on the base text and every audited item in every form, so all cells tokenize items alike
-        texts = self.base_docs + [item_text(b, it, form) for b in self.benchmarks for it in b for form in ITEM_TEXT_FORMS]
+        texts = self.base_docs + [
+            item_text(b, it, form) for b in self.benchmarks for it in b for form in ITEM_TEXT_FORMS
+        ]
         tokenizer = train_bpe_tokenizer(texts, vocab_size=self.grid["model"]["vocab_size"])
         tokenizer.save_pretrained(str(where))
         return tokenizer
@@ -123,28 +141,46 @@ class Experiment:
         epochs = -(-base["steps"] // per_epoch)
         checkpoints = TrainCheckpoints(self.out / "base" / "checkpoints", every=base["checkpoint_every"])
         if checkpoints.latest_step() != base["steps"]:
-            log(f"base: {len(self.base_docs)} documents, {sum(map(len, self.base_tokens)):,} tokens per epoch, "
-                f"{base['steps']} steps")
+            log(
+                f"base: {len(self.base_docs)} documents, {sum(map(len, self.base_tokens)):,} tokens per epoch, "
+                f"{base['steps']} steps"
+            )
             start = time.perf_counter()
-            result = train(self.config, init_hf_tensors(self.config, seed=self.grid["data"]["seed"]),
-                           packed_batches(self.base_tokens, epochs=epochs, **shape), steps=base["steps"],
-                           learning_rate=base["learning_rate"], warmup=base["warmup"], checkpoints=checkpoints,
-                           log=log)
+            result = train(
+                self.config,
+                init_hf_tensors(self.config, seed=self.grid["data"]["seed"]),
+                packed_batches(self.base_tokens, epochs=epochs, **shape),
+                steps=base["steps"],
+                learning_rate=base["learning_rate"],
+                warmup=base["warmup"],
+                checkpoints=checkpoints,
+                log=log,
+            )
             save_hf_model(self.out / "base" / "model", self.config, result.tensors, self.tokenizer)
-            write_json(self.out / "base" / "training.json", {"seconds": time.perf_counter() - start,
-                                                             "losses": result.losses, "steps": base["steps"],
-                                                             "tokens_per_second": result.tokens_per_second})
+            write_json(
+                self.out / "base" / "training.json",
+                {
+                    "seconds": time.perf_counter() - start,
+                    "losses": result.losses,
+                    "steps": base["steps"],
+                    "tokens_per_second": result.tokens_per_second,
+                },
+            )
         return checkpoints.restore_weights(base["steps"])
 
     def targets(self, masks: dict | None) -> list[AuditTarget]:
-        return [AuditTarget(b, self.rephrasings[b.name], None if masks is None else tuple(masks[b.name].tolist()))
-                for b in self.benchmarks]
+        return [
+            AuditTarget(b, self.rephrasings[b.name], None if masks is None else tuple(masks[b.name].tolist()))
+            for b in self.benchmarks
+        ]
 
     def settings(self, detectors=("likelihood", "pacost", "exchangeability")) -> AuditSettings:
         audit = self.grid["audit"]
-        return AuditSettings(detectors=tuple(detectors), chunks=audit["chunks"], permutations=audit["permutations"],
-                             pacost=PacostSettings(confidence=audit["confidence"],
-                                                   max_new_tokens=audit["max_new_tokens"]))
+        pacost = PacostSettings(confidence=audit["confidence"], max_new_tokens=audit["max_new_tokens"])
+        exchangeability = ExchangeabilitySettings(chunks=audit["chunks"], permutations=audit["permutations"])
+        return AuditSettings(
+            detectors=tuple(detectors), detector_settings={"pacost": pacost, "exchangeability": exchangeability}
+        )
 
 
 def expand_cells(arms: list[dict]) -> list[dict]:
@@ -155,8 +191,13 @@ def expand_cells(arms: list[dict]) -> list[dict]:
             for rate in arm["rates"]:
                 for copies in arm["copies"]:
                     for form in arm["forms"]:
-                        cell = {"rate": rate, "copies": 0 if rate == 0 else copies, "form": form,
-                                "decontaminate": bool(arm.get("decontaminate", False)), "seed": seed}
+                        cell = {
+                            "rate": rate,
+                            "copies": 0 if rate == 0 else copies,
+                            "form": form,
+                            "decontaminate": bool(arm.get("decontaminate", False)),
+                            "seed": seed,
+                        }
                         key = cell_id(cell)
                         cells.setdefault(key, cell | {"id": key, "arms": []})["arms"].append(arm["name"])
     return sorted(cells.values(), key=lambda c: (c["seed"], c["decontaminate"], c["rate"], c["copies"], c["form"]))
@@ -181,8 +222,7 @@ def decontaminate(experiment: Experiment, docs: list[list[int]], n: int) -> tupl
     return [doc for doc, drop in zip(docs, dropped) if not drop], dropped
 
 
-def ngram_evidence(experiment: Experiment, corpus_files: list[pathlib.Path], counts_dir: pathlib.Path,
-                   n: int) -> dict:
+def ngram_evidence(experiment: Experiment, corpus_files: list[pathlib.Path], counts_dir: pathlib.Path, n: int) -> dict:
     """ConTAM metrics of every audited item over everything the cell's model was trained on."""
     from jaxcontam.data.corpus import open_corpus
     from jaxcontam.ngram.audit import NgramSettings, ensure_counts, item_rows
@@ -213,12 +253,15 @@ def contam_evidence(rows: list[dict]) -> dict:
 
 def run_cell(experiment: Experiment, cell: dict) -> dict:
     grid = experiment.grid
-    rng = np.random.default_rng([cell["seed"], int(cell["rate"] * 1000), cell["copies"], ITEM_TEXT_FORMS.index(cell["form"])])
+    rng = np.random.default_rng(
+        [cell["seed"], int(cell["rate"] * 1000), cell["copies"], ITEM_TEXT_FORMS.index(cell["form"])]
+    )
     masks, injected = {}, []
     for benchmark in experiment.benchmarks:
         masks[benchmark.name] = choose_contaminated(len(benchmark), cell["rate"], rng)
-        injected += injected_documents(benchmark, list(benchmark), masks[benchmark.name], copies=cell["copies"],
-                                       form=cell["form"])
+        injected += injected_documents(
+            benchmark, list(benchmark), masks[benchmark.name], copies=cell["copies"], form=cell["form"]
+        )
     replay, total = [], 0
     for index in rng.permutation(len(experiment.base_docs)):
         if total >= grid["finetune"]["replay_tokens"]:
@@ -227,43 +270,74 @@ def run_cell(experiment: Experiment, cell: dict) -> dict:
         total += len(experiment.base_tokens[index])
     docs = [experiment.base_tokens[i] for i in replay] + experiment.encode(injected)
     texts = [experiment.base_docs[i] for i in replay] + injected
-    record = {"cell": cell, "n_injected_documents": len(injected), "n_replay_documents": len(replay),
-              "contaminated_items": {name: int(m.sum()) for name, m in masks.items()}}
+    record = {
+        "cell": cell,
+        "n_injected_documents": len(injected),
+        "n_replay_documents": len(replay),
+        "contaminated_items": {name: int(m.sum()) for name, m in masks.items()},
+    }
     if cell["decontaminate"]:
         docs, dropped = decontaminate(experiment, docs, grid["audit"]["ngram_n"])
         texts = [t for t, d in zip(texts, dropped) if not d]
-        record["filter"] = {"dropped_injected": int(dropped[len(replay):].sum()),
-                            "dropped_replay": int(dropped[:len(replay)].sum())}
+        record["filter"] = {
+            "dropped_injected": int(dropped[len(replay) :].sum()),
+            "dropped_replay": int(dropped[: len(replay)].sum()),
+        }
     corpus_file = experiment.out / "cells" / cell["id"] / "finetune.jsonl.gz"
     write_jsonl_gz(corpus_file, texts)
 
     base, finetune = grid["base"], grid["finetune"]
     shape = dict(seq_len=base["seq_len"], batch_size=base["batch_size"], seed=cell["seed"])
     steps = count_steps(docs, **shape)
-    callback = hf_weights_callback(experiment.config, experiment.tokenizer, experiment.targets(masks),
-                                   experiment.settings(["likelihood"]), log=log)
+    callback = hf_weights_callback(
+        experiment.config, experiment.tokenizer, experiment.targets(masks), experiment.settings(["likelihood"]), log=log
+    )
     start = time.perf_counter()
-    result = train(experiment.config, experiment.base_weights, packed_batches(docs, **shape), steps=steps,
-                   learning_rate=finetune["learning_rate"], warmup=finetune["warmup"], log=log, log_every=steps,
-                   callback=callback, callback_every=max(1, steps // finetune["audits"]))
-    record["training"] = {"steps": steps, "tokens": steps * base["seq_len"] * base["batch_size"],
-                          "seconds": time.perf_counter() - start, "final_loss": result.losses[-1]}
-    record["in_training"] = [{"step": h["step"], "seconds": h["seconds"], "min_k_plus_plus_auc": {
-        name: r.likelihood["min_k_plus_plus"].auc for name, r in h["results"].items()}}
-        for h in callback.history]
+    result = train(
+        experiment.config,
+        experiment.base_weights,
+        packed_batches(docs, **shape),
+        steps=steps,
+        learning_rate=finetune["learning_rate"],
+        warmup=finetune["warmup"],
+        log=log,
+        log_every=steps,
+        callback=callback,
+        callback_every=max(1, steps // finetune["audits"]),
+    )
+    record["training"] = {
+        "steps": steps,
+        "tokens": steps * base["seq_len"] * base["batch_size"],
+        "seconds": time.perf_counter() - start,
+        "final_loss": result.losses[-1],
+    }
+    record["in_training"] = [
+        {
+            "step": h["step"],
+            "seconds": h["seconds"],
+            "min_k_plus_plus_auc": {name: r.likelihood["min_k_plus_plus"].auc for name, r in h["results"].items()},
+        }
+        for h in callback.history
+    ]
 
     start = time.perf_counter()
     model = model_from_weights(experiment.config, result.tensors, experiment.tokenizer)
     audit = audit_model(model, experiment.targets(masks), experiment.settings())
     record["audit_seconds"] = time.perf_counter() - start
     start = time.perf_counter()
-    evidence = ngram_evidence(experiment, [experiment.out / "base" / "corpus.jsonl.gz", corpus_file],
-                              experiment.out / "cells" / cell["id"] / "counts", grid["audit"]["ngram_n"])
+    evidence = ngram_evidence(
+        experiment,
+        [experiment.out / "base" / "corpus.jsonl.gz", corpus_file],
+        experiment.out / "cells" / cell["id"] / "counts",
+        grid["audit"]["ngram_n"],
+    )
     record["ngram_seconds"] = time.perf_counter() - start
     record["benchmarks"] = {}
     for name, result in audit.items():
-        rows = [row | {k: v for k, v in evidence[(name, row["id"])].items() if k not in ("benchmark", "id", "span_text")}
-                for row in result.rows]
+        rows = [
+            row | {k: v for k, v in evidence[(name, row["id"])].items() if k not in ("benchmark", "id", "span_text")}
+            for row in result.rows
+        ]
         record["benchmarks"][name] = result.to_dict() | {"contam": contam_evidence(rows), "seconds": result.seconds}
     return record
 

@@ -49,8 +49,9 @@ def mmlu_folder(out: Path, per_subject: int) -> Path:
     folder = root / "mmlu" / "test"
     folder.mkdir(parents=True, exist_ok=True)
     for subject in MMLU_SUBJECTS:
-        rows = list(csv.reader(io.StringIO((SHARED / "mmlu" / "test" / f"{subject}_test.csv").read_text(
-            encoding="utf-8"))))
+        rows = list(
+            csv.reader(io.StringIO((SHARED / "mmlu" / "test" / f"{subject}_test.csv").read_text(encoding="utf-8")))
+        )
         buffer = io.StringIO()
         csv.writer(buffer, lineterminator="\n").writerows(rows[: per_subject + 1])  # header + items
         (folder / f"{subject}_test.csv").write_text(buffer.getvalue(), encoding="utf-8")
@@ -60,25 +61,36 @@ def mmlu_folder(out: Path, per_subject: int) -> Path:
 def audit_config(args, out: Path):
     from jaxcontam.audit.config import AuditConfig, BenchmarkEntry, ModelEntry
     from jaxcontam.detect.audit_core import DEFAULT_DETECTORS
+    from jaxcontam.detect.exchangeability import ExchangeabilitySettings
     from jaxcontam.detect.pacost import PacostSettings
 
     benchmarks = (
         BenchmarkEntry(name="gsm8k", split="test", path=str(SHARED), paraphrases="gsm8k_rephrase", limit=args.gsm8k),
-        BenchmarkEntry(name="copa", split="test", path=str(SHARED), paraphrases="xcopa_backtranslation",
-                       limit=args.copa),
+        BenchmarkEntry(
+            name="copa", split="test", path=str(SHARED), paraphrases="xcopa_backtranslation", limit=args.copa
+        ),
         BenchmarkEntry(name="mmlu", split="test", path=str(mmlu_folder(out, args.mmlu)), paraphrases="mmlu_rephrase"),
     )
     paper = args.preset == "paper"  # PaCoST alone: the other stages do not depend on the preset
     return AuditConfig(
-        models=(ModelEntry(path=str(MODEL), name="SmolLM2-135M-Instruct-Q4_1"),), benchmarks=benchmarks,
-        corpora=() if paper else tuple(str(SHARED / c) for c in CORPORA), out=str(out / audit_folder(args.preset)),
-        pacost=PacostSettings(preset=args.preset, max_new_tokens=args.max_new_tokens,
-                              **({"judge_max_new_tokens": args.judge_max_new_tokens}
-                                 if args.judge_max_new_tokens else {})),
+        models=(ModelEntry(path=str(MODEL), name="SmolLM2-135M-Instruct-Q4_1"),),
+        benchmarks=benchmarks,
+        corpora=() if paper else tuple(str(SHARED / c) for c in CORPORA),
+        out=str(out / audit_folder(args.preset)),
+        pacost=PacostSettings(
+            preset=args.preset,
+            max_new_tokens=args.max_new_tokens,
+            **({"judge_max_new_tokens": args.judge_max_new_tokens} if args.judge_max_new_tokens else {}),
+        ),
         **({"stages": ("pacost",)} if paper else {}),
-        **({"stages": DEFAULT_DETECTORS + ("exchangeability",),
-            "exchangeability": {"chunks": args.chunks, "permutations": args.permutations}}
-           if args.exchangeability else {}),
+        **(
+            {
+                "stages": DEFAULT_DETECTORS + ("exchangeability",),
+                "exchangeability": ExchangeabilitySettings(chunks=args.chunks, permutations=args.permutations),
+            }
+            if args.exchangeability
+            else {}
+        ),
     )
 
 
@@ -105,7 +117,7 @@ def membership(args, out: Path) -> dict:
     """Likelihood detectors on GSM8K train (possibly seen) vs test items."""
     import jaxcontam
     from jaxcontam.data import load_benchmark
-    from jaxcontam.detect.audit_core import likelihood_records
+    from jaxcontam.detect.stages.likelihood import likelihood_records
     from jaxcontam.detect.likelihood import LIKELIHOOD_DETECTORS, LOWER_MEANS_SEEN
     from jaxcontam.stats import separation
 
@@ -119,17 +131,25 @@ def membership(args, out: Path) -> dict:
         groups[split] = (benchmark, [benchmark.items[i] for i in picks])
     records = {split: likelihood_records(model, b, items, 0.2) for split, (b, items) in groups.items()}
     labels = np.array([True] * len(records["train"]) + [False] * len(records["test"]))
-    result = {"model": MODEL.name, "n_train": len(records["train"]), "n_test": len(records["test"]),
-              "note": "train items are possibly seen (reported, not verified); test items' status is unknown",
-              "detectors": {}}
+    result = {
+        "model": MODEL.name,
+        "n_train": len(records["train"]),
+        "n_test": len(records["test"]),
+        "note": "train items are possibly seen (reported, not verified); test items' status is unknown",
+        "detectors": {},
+    }
     for detector in LIKELIHOOD_DETECTORS:
         scores = np.array([r[detector] for r in records["train"] + records["test"]], np.float64)
         sign = -1.0 if detector in LOWER_MEANS_SEEN else 1.0
         found = separation(sign * scores, labels)
         low, high = bootstrap_auc(sign * scores, labels)
-        result["detectors"][detector] = {"auc": found["auc"], "auc_ci95": [low, high], "pvalue": found["pvalue"],
-                                         "mean_train": float(np.nanmean(scores[labels])),
-                                         "mean_test": float(np.nanmean(scores[~labels]))}
+        result["detectors"][detector] = {
+            "auc": found["auc"],
+            "auc_ci95": [low, high],
+            "pvalue": found["pvalue"],
+            "mean_train": float(np.nanmean(scores[labels])),
+            "mean_test": float(np.nanmean(scores[~labels])),
+        }
     result["seconds"] = time.perf_counter() - start
     (out / "membership.json").write_text(json.dumps(result, indent=2) + "\n")
     return result
@@ -142,15 +162,26 @@ def main() -> None:
     parser.add_argument("--mmlu", type=int, default=30, help="items per MMLU subject")
     parser.add_argument("--membership", type=int, default=200, help="GSM8K items per split")
     parser.add_argument("--max-new-tokens", type=int, default=256)
-    parser.add_argument("--judge-max-new-tokens", type=int, default=None,
-                        help="paper preset: the judge's reply cap (default: the authors' 1,024; on 2 CPU cores a "
-                             "135M model's rambling replies make that hours)")
-    parser.add_argument("--exchangeability", action="store_true",
-                        help="also run Oren et al.'s test (chunks x (1 + permutations) long sequences: slow on CPU)")
+    parser.add_argument(
+        "--judge-max-new-tokens",
+        type=int,
+        default=None,
+        help="paper preset: the judge's reply cap (default: the authors' 1,024; on 2 CPU cores a "
+        "135M model's rambling replies make that hours)",
+    )
+    parser.add_argument(
+        "--exchangeability",
+        action="store_true",
+        help="also run Oren et al.'s test (chunks x (1 + permutations) long sequences: slow on CPU)",
+    )
     parser.add_argument("--chunks", type=int, default=10, help="exchangeability test: chunks of consecutive items")
     parser.add_argument("--permutations", type=int, default=25, help="exchangeability test: shuffles per chunk")
-    parser.add_argument("--preset", choices=("jaxcontam", "paper"), default="jaxcontam",
-                        help="PaCoST preset; 'paper' runs PaCoST alone into audit-paper/")
+    parser.add_argument(
+        "--preset",
+        choices=("jaxcontam", "paper"),
+        default="jaxcontam",
+        help="PaCoST preset; 'paper' runs PaCoST alone into audit-paper/",
+    )
     parser.add_argument("--skip-audit", action="store_true")
     parser.add_argument("--skip-membership", action="store_true")
     parser.add_argument("--out", type=Path, default=Path(__file__).resolve().parent / "results")
@@ -168,8 +199,10 @@ def main() -> None:
         return
     found = membership(args, args.out)
     for name, entry in found["detectors"].items():
-        print(f"membership train vs test {name}: AUC {entry['auc']:.3f} "
-              f"[{entry['auc_ci95'][0]:.3f}, {entry['auc_ci95'][1]:.3f}] p={entry['pvalue']:.3g}")
+        print(
+            f"membership train vs test {name}: AUC {entry['auc']:.3f} "
+            f"[{entry['auc_ci95'][0]:.3f}, {entry['auc_ci95'][1]:.3f}] p={entry['pvalue']:.3g}"
+        )
     print(f"membership: {found['seconds']:.0f} s")
 
 

@@ -41,9 +41,10 @@ from pathlib import Path
 from typing import Any, Literal
 
 from jaxcontam.data.roots import DEFAULT_ROOTS
-from jaxcontam.dataclass_config import apply_overrides, table_values
-from jaxcontam.detect.audit_core import DEFAULT_DETECTORS
+from jaxcontam.dataclass_config import apply_overrides, non_default_values, table_values
+from jaxcontam.detect.audit_core import DEFAULT_DETECTORS, AuditSettings
 from jaxcontam.detect.contam import ContamSettings
+from jaxcontam.detect.exchangeability import ExchangeabilitySettings
 from jaxcontam.detect.likelihood import LikelihoodSettings
 from jaxcontam.detect.pacost import PacostSettings
 from jaxcontam.detect.rephrase import RephraseGates
@@ -98,35 +99,44 @@ class AuditConfig:
     rephrase_dtype: str = "float32"
     rephrase_mesh: MeshSettings | None = None  # None: the audited models' `mesh`
     mesh: MeshSettings = MeshSettings()  # where the audited models' weights go (default: every device on "data")
-    gates: dict = dataclasses.field(default_factory=dict)
-    k: float = LikelihoodSettings.k
-    ngram: dict = dataclasses.field(default_factory=dict)  # the [ngram] table: NgramSettings, NgramScoring, tokenizer
-    contam: dict = dataclasses.field(default_factory=dict)  # the [contam] table: ContamSettings but alpha
-    stages: tuple[str, ...] = DEFAULT_DETECTORS  # model-based stages: some of detect.audit_core.DETECTORS
-    exchangeability: dict = dataclasses.field(default_factory=dict)  # chunks, permutations (when the stage runs)
+    gates: RephraseGates = RephraseGates()
+    likelihood: LikelihoodSettings = LikelihoodSettings()
+    ngram: NgramSettings = NgramSettings()
+    ngram_scoring: NgramScoring = NgramScoring()
+    ngram_tokenizer: str | None = None  # None: the first model's
+    contam: ContamSettings = ContamSettings()  # its alpha is the audit's (`contam_settings`)
+    stages: tuple[str, ...] = DEFAULT_DETECTORS  # model-based stages: some of detect.stages.DETECTORS
+    exchangeability: ExchangeabilitySettings = ExchangeabilitySettings()  # when the stage runs
     data_roots: tuple[Path, ...] = DEFAULT_ROOTS  # where local benchmark data is looked for (the command's roots)
 
     def __post_init__(self):
         if self.correction not in CORRECTIONS:
             raise JaxcontamError(f"correction = {self.correction!r} is unknown: use one of {', '.join(CORRECTIONS)}")
-        self.contam_settings()  # their own checks, before any work starts
-        self.ngram_settings()
-
-    def ngram_settings(self) -> tuple[NgramSettings, NgramScoring, str | None]:
-        """The [ngram] table as (counting settings, scoring settings, tokenizer or None: the first model's)."""
-        options = dict(self.ngram)
-        tokenizer = options.pop("tokenizer", None)
-        counting = {f.name for f in dataclasses.fields(NgramSettings)}
-        return (
-            NgramSettings(**{k: v for k, v in options.items() if k in counting}),
-            NgramScoring(**{k: v for k, v in options.items() if k not in counting}),
-            tokenizer,
-        )
+        self.contam_settings()  # its own checks, before any work starts
 
     def contam_settings(self) -> ContamSettings:
-        """ConTAM's settings: the [contam] table over the audit's alpha."""
-        options: dict[str, Any] = {"alpha": self.alpha, **self.contam}
-        return ContamSettings(**options)
+        """ConTAM's settings at the audit's alpha."""
+        return dataclasses.replace(self.contam, alpha=self.alpha)
+
+    def audit_settings(self, resamples: int) -> AuditSettings:
+        """What every (model, benchmark) of the audit runs: the stages with their settings, ConTAM's, and the Monte
+        Carlo `resamples` sized to the sweep."""
+        detector_settings = {
+            "pacost": self.pacost,
+            "likelihood": self.likelihood,
+            "exchangeability": self.exchangeability,
+        }
+        return AuditSettings(
+            detectors=self.stages,
+            detector_settings=detector_settings,
+            contam=self.contam_settings(),
+            resamples=resamples,
+        )
+
+    def ngram_table(self) -> dict:
+        """The [ngram] table's settings that differ from the defaults, the tokenizer included when named."""
+        tokenizer = {} if self.ngram_tokenizer is None else {"tokenizer": self.ngram_tokenizer}
+        return non_default_values(self.ngram) | non_default_values(self.ngram_scoring) | tokenizer
 
     def settings(self) -> dict:
         """Everything that changes results (for the summary and for resuming only matching work)."""
@@ -137,12 +147,12 @@ class AuditConfig:
             "pacost": self.pacost.to_dict(),
             "rephrase_model": self.rephrase_model,
             "rephrase_dtype": self.rephrase_dtype,
-            "gates": self.gates,
-            "k": self.k,
-            "ngram": self.ngram,
-            "contam": self.contam,
+            "gates": non_default_values(self.gates),
+            "k": self.likelihood.k,
+            "ngram": self.ngram_table(),
+            "contam": {k: v for k, v in non_default_values(self.contam).items() if k != "alpha"},
             "stages": list(self.stages),
-            "exchangeability": self.exchangeability,
+            "exchangeability": non_default_values(self.exchangeability) if "exchangeability" in self.stages else {},
             "corpora": list(self.corpora),
             "counts": self.counts,
         } | ({"pacost_reference": self.pacost_reference} if self.pacost_reference else {})
@@ -175,12 +185,6 @@ class _CorpusKeys:
     paths: tuple[str, ...]
     text_field: str
     counts: str
-
-
-@dataclasses.dataclass(frozen=True)
-class _ExchangeabilityKeys:
-    chunks: int
-    permutations: int
 
 
 def _path(base: Path, value: str) -> str:
@@ -293,8 +297,7 @@ def config_from_toml(raw: dict, base: Path, where: str) -> AuditConfig:
     mesh = mesh_settings(raw.get("mesh", {}), f"{where} [mesh]")
     gates = table_values(pacost.pop("gates", {}), [RephraseGates], f"{where} [pacost] gates")
     ngram = _table(raw, "ngram", [NgramSettings, NgramScoring], where, ["tokenizer"])
-    if "tokenizer" in ngram:
-        ngram["tokenizer"] = _resolve(base, ngram["tokenizer"])
+    counting = {f.name for f in dataclasses.fields(NgramSettings)}
     contam = _table(raw, "contam", [ContamSettings], where)
     if "alpha" in contam:
         raise JaxcontamError(
@@ -317,10 +320,12 @@ def config_from_toml(raw: dict, base: Path, where: str) -> AuditConfig:
         rephrase_dtype=rephrase_dtype,
         rephrase_mesh=rephrase_mesh,
         mesh=mesh,
-        gates=gates,
-        k=float(likelihood.get("k", AuditConfig.k)),
-        ngram=ngram,
-        contam=contam,
+        gates=RephraseGates(**gates),
+        likelihood=LikelihoodSettings(k=float(likelihood.get("k", LikelihoodSettings.k))),
+        ngram=NgramSettings(**{k: v for k, v in ngram.items() if k in counting}),
+        ngram_scoring=NgramScoring(**{k: v for k, v in ngram.items() if k not in counting and k != "tokenizer"}),
+        ngram_tokenizer=_resolve(base, ngram.get("tokenizer")),
+        contam=ContamSettings(**contam),
         **_exchangeability(raw, where),
     )
 
@@ -329,14 +334,12 @@ def _exchangeability(raw: dict, where: str) -> dict:
     """An [exchangeability] table turns on Oren et al.'s test of the items in benchmark order."""
     if "exchangeability" not in raw:
         return {}
-    table = _table(raw, "exchangeability", [_ExchangeabilityKeys], where)
-    for key, value in table.items():
-        if not isinstance(value, int) or value < (2 if key == "chunks" else 1):
-            raise JaxcontamError(
-                f"{where} [exchangeability] {key} = {value!r}: use an integer >= "
-                f"{2 if key == 'chunks' else 1}, e.g. chunks = 10, permutations = 10"
-            )
-    return {"stages": DEFAULT_DETECTORS + ("exchangeability",), "exchangeability": table}
+    table = _table(raw, "exchangeability", [ExchangeabilitySettings], where)
+    try:
+        settings = ExchangeabilitySettings(**table)
+    except JaxcontamError as error:
+        raise JaxcontamError(f"{where} [exchangeability] {str(error).removeprefix('exchangeability ')}") from None
+    return {"stages": DEFAULT_DETECTORS + ("exchangeability",), "exchangeability": settings}
 
 
 def with_overrides(

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import math
 import sys
 import time
 from pathlib import Path
@@ -16,12 +15,15 @@ from typing import TYPE_CHECKING
 from jaxcontam import __version__
 from jaxcontam.audit.config import AuditConfig
 from jaxcontam.audit.inputs import AuditBenchmark, AuditInputs, check_inputs
-from jaxcontam.audit.store import StageStore, fingerprint, run_chunked, write_atomic
+from jaxcontam.audit.store import StageStore, run_chunked, write_atomic
 from jaxcontam.audit.summary import SweptTest, sweep_decisions
 from jaxcontam.cluster import is_writer
+from jaxcontam.dataclass_config import non_default_values
 from jaxcontam.detect.audit_core import AuditSettings
+from jaxcontam.detect.stage import AuditTarget, StageInput, fingerprint
+from jaxcontam.detect.summary_values import json_ready
 from jaxcontam.report import write_report
-from jaxcontam.report.summary_schema import SCHEMA_VERSION, AuditSummary
+from jaxcontam.report.summary_schema import SCHEMA_VERSION, AuditSummary, RunEntry
 from jaxcontam.stage_clock import StageClock, stage
 from jaxcontam.stats import sweep_resamples
 from jaxcontam.stats.paired import DEFAULT_RESAMPLES
@@ -76,10 +78,23 @@ class ModelRun:
         if decision is None or self.audit.pacost is None:
             return self
         pacost = dataclasses.replace(self.audit.pacost, decision=decision)
-        return dataclasses.replace(self, audit=dataclasses.replace(self.audit, pacost=pacost))
+        return dataclasses.replace(self, audit=self.audit.with_result("pacost", pacost))
 
-    def to_dict(self) -> dict:
-        return {"model": self.model} | self.audit.to_dict()
+    def entry(self) -> RunEntry:
+        """This run as summary.json's run entry."""
+        audit = self.audit
+        return RunEntry(
+            self.model,
+            audit.benchmark,
+            audit.split,
+            len(audit.rows),
+            accuracy=audit.accuracy,
+            pacost=audit.pacost,
+            likelihood=audit.likelihood,
+            exchangeability=audit.exchangeability,
+            contam=audit.contam,
+            ground_truth=audit.ground_truth,
+        )
 
 
 def _say(message: str) -> None:
@@ -104,8 +119,8 @@ def ngram_rows(config: AuditConfig, inputs: AuditInputs, out: Path) -> dict | No
     from jaxcontam.ngram.audit import ensure_counts, item_rows
     from jaxcontam.ngram.units import load_units
 
-    settings, scoring, tokenizer = config.ngram_settings()
-    tokenizer = tokenizer or config.models[0].path
+    settings, scoring = config.ngram, config.ngram_scoring
+    tokenizer = config.ngram_tokenizer or config.models[0].path
     units = load_units(tokenizer)
     corpora = [(c, inputs.corpora.get(c) or open_corpus(c, field=config.corpus_text_field)) for c in config.corpora]
     counts_dir = (
@@ -125,9 +140,8 @@ def ngram_rows(config: AuditConfig, inputs: AuditInputs, out: Path) -> dict | No
 
 def rephrasings(config: AuditConfig, audit_benchmark: AuditBenchmark, out: Path) -> list[dict]:
     """The accepted rephrasing (or the reason there is none) of each item; generated ones are stored."""
-    from jaxcontam.detect.rephrase import RephraseGates, rephrase_items
+    from jaxcontam.detect.rephrase import rephrase_items
 
-    gates = RephraseGates(**config.gates)
     items = list(audit_benchmark.benchmark)
     model = None
     if config.rephrase_model is not None:
@@ -143,7 +157,7 @@ def rephrasings(config: AuditConfig, audit_benchmark: AuditBenchmark, out: Path)
         )
 
     def compute(chunk):
-        return [dataclasses.asdict(c) for c in rephrase_items(chunk, gates, model=model)]
+        return [dataclasses.asdict(c) for c in rephrase_items(chunk, config.gates, model=model)]
 
     if model is None:
         return compute(items)
@@ -154,7 +168,7 @@ def rephrasings(config: AuditConfig, audit_benchmark: AuditBenchmark, out: Path)
             "benchmark": audit_benchmark.entry.label,
             "model": config.rephrase_model,
             "dtype": config.rephrase_dtype,
-            "gates": config.gates,
+            "gates": non_default_values(config.gates),
             "chunk_size": config.chunk_size,
         },
     )
@@ -165,11 +179,6 @@ def _stage_key(config: AuditConfig, model_path: str, dtype: str, bench: AuditBen
     """What every stage's stored chunks of one (model, benchmark) depend on."""
     model = str(Path(model_path).resolve()) if Path(model_path).exists() else model_path
     return {"model": model, "dtype": dtype, "benchmark": bench.entry.label, "chunk_size": config.chunk_size}
-
-
-def _pacost_key(config: AuditConfig, rephrase_of: dict) -> dict:
-    """What PaCoST's stored chunks depend on beyond the model and benchmark."""
-    return {"settings": config.pacost.to_dict(), "rephrasings": fingerprint(rephrase_of)}
 
 
 def audit_one(
@@ -185,7 +194,7 @@ def audit_one(
 ) -> tuple[ModelRun, list[ItemRow]]:
     """The audit and the per-item rows of one (model, benchmark), through the shared audit core; per-item work is
     stored in resumable chunks."""
-    from jaxcontam.detect.audit_core import AuditTarget, audit_benchmark
+    from jaxcontam.detect.audit_core import audit_benchmark
 
     benchmark = bench.benchmark
     items = list(benchmark)
@@ -196,19 +205,15 @@ def audit_one(
         [rephrase_of[item.id] for item in items],
         None if truth is None else [truth.get(item.id) for item in items],
         None if ngram is None else {item.id: ngram[(benchmark.name, item.id)] for item in items},
-        None
-        if reference is None or config.pacost_reference is None
-        else (config.pacost_reference, reference_records(config, reference, bench, rephrase_of, out)),
     )
+    if reference is not None and config.pacost_reference is not None:
+        records = reference_records(config, reference, bench, target, settings, out)
+        target = dataclasses.replace(target, reference=(config.pacost_reference, records))
     key = _stage_key(config, entry.path, entry.dtype, bench)
-    stage_keys = {
-        "pacost": _pacost_key(config, rephrase_of),
-        "likelihood": {"k": config.k},
-    }
     label = f"{entry.name} | {bench.entry.label}"
 
-    def run_stage(name, stage_items, compute):
-        store = StageStore(out / "state", name, key | stage_keys[name])
+    def run_stage(name, stage_key, stage_items, compute):
+        store = StageStore(out / "state", name, key | stage_key)
         return run_chunked(store, stage_items, config.chunk_size, compute, _progress(f"{name} {label}"))
 
     result = audit_benchmark(model, target, settings, run_stage)
@@ -229,30 +234,21 @@ def audit_one(
     return ModelRun(entry.name, result), rows
 
 
-def reference_records(config: AuditConfig, model, bench: AuditBenchmark, rephrase_of: dict, out: Path) -> list[dict]:
-    """The reference model's PaCoST records of the benchmark's items, stored and resumed as an audited model's."""
-    from jaxcontam.detect.pacost import pacost_records
+def reference_records(
+    config: AuditConfig, model, bench: AuditBenchmark, target: AuditTarget, settings: AuditSettings, out: Path
+) -> list[dict]:
+    """The reference model's PaCoST records of the benchmark's items, stored and resumed as an audited model's
+    (the PaCoST stage's records and resume key)."""
+    from jaxcontam.detect.stages import STAGES
 
-    items = list(bench.benchmark)
-    path = str(config.pacost_reference)
-    key = _stage_key(config, path, "float32", bench) | _pacost_key(config, rephrase_of)
-    store = StageStore(out / "state", "pacost", key)
-
-    def compute(chunk):
-        return pacost_records(model, bench.benchmark, chunk, [rephrase_of[it.id] for it in chunk], config.pacost)
-
-    return run_chunked(store, items, config.chunk_size, compute, _progress(f"pacost reference | {bench.entry.label}"))
-
-
-def json_ready(value):
-    """NaN -> null and +-inf -> "inf"/"-inf", so summary.json is strict JSON."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return None if math.isnan(value) else ("inf" if value > 0 else "-inf")
-    if isinstance(value, dict):
-        return {k: json_ready(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [json_ready(v) for v in value]
-    return value
+    work = STAGES["pacost"].per_item
+    assert work is not None  # PaCoST answers per item
+    stage_input = StageInput(model, target, settings.seed, settings.resamples)
+    key = _stage_key(config, str(config.pacost_reference), "float32", bench)
+    store = StageStore(out / "state", "pacost", key | work.resume_key(stage_input, settings.pacost))
+    progress = _progress(f"pacost reference | {bench.entry.label}")
+    compute = work.compute(stage_input, settings.pacost)
+    return run_chunked(store, list(bench.benchmark), config.chunk_size, compute, progress)
 
 
 def write_outputs(config: AuditConfig, runs: list[ModelRun], items: list[ItemRow], clock: StageClock) -> AuditSummary:
@@ -266,32 +262,31 @@ def write_outputs(config: AuditConfig, runs: list[ModelRun], items: list[ItemRow
     with stage("verdicts"):
         sweep, decisions = sweep_decisions([run.swept_test() for run in runs], config.alpha, config.correction)
         runs = [run.decided(decision) for run, decision in zip(runs, decisions, strict=True)]
-        summary = {
-            "schema_version": SCHEMA_VERSION,
-            "jaxcontam_version": __version__,
-            "alpha": config.alpha,
-            "correction": config.correction,
-            "settings": config.settings(),
-            "runs": [run.to_dict() for run in runs],
-            "sweep": sweep.to_dict(),
-        }
-        typed = AuditSummary.from_dict(summary)
+        summary = AuditSummary(
+            schema_version=SCHEMA_VERSION,
+            jaxcontam_version=__version__,
+            alpha=config.alpha,
+            correction=config.correction,
+            settings=config.settings(),
+            runs=tuple(run.entry() for run in runs),
+            sweep=sweep,
+        )
     if is_writer():
         with stage("report"):
             rows = [item.to_row() for item in items]
             columns = list(dict.fromkeys(key for row in rows for key in row))
             table = pa.table({c: [row.get(c) for row in rows] for c in columns})
             write_atomic(out / "items.parquet", lambda path: pq.write_table(table, path))
-            write_report(typed, rows, out)
-    summary["timings"] = clock.to_dict()
-    typed = dataclasses.replace(typed, timings=summary["timings"])
+            write_report(summary, rows, out)
+    summary = dataclasses.replace(summary, timings=clock.to_dict())
     if not is_writer():
-        return typed
+        return summary
+    written = summary.to_dict()
     write_atomic(  # last: a summary.json on disk (or in the bucket) means every other output is there
         out / "summary.json",
-        lambda path: path.write_text(json.dumps(json_ready(summary), indent=2) + "\n", encoding="utf-8"),
+        lambda path: path.write_text(json.dumps(json_ready(written), indent=2) + "\n", encoding="utf-8"),
     )
-    return typed
+    return summary
 
 
 def run_audit(config: AuditConfig) -> AuditSummary:
@@ -309,14 +304,7 @@ def run_audit(config: AuditConfig) -> AuditSummary:
             choices = {b.entry.label: rephrasings(config, b, out) for b in benchmarks}
         rows, runs = [], []
         resamples = sweep_resamples(len(config.models) * len(benchmarks), config.alpha, DEFAULT_RESAMPLES)
-        settings = AuditSettings(  # once per audit: every (model, benchmark) runs the same detectors the same way
-            detectors=config.stages,
-            pacost=config.pacost,
-            k=config.k,
-            contam=config.contam_settings(),
-            resamples=resamples,
-            **config.exchangeability,
-        )
+        settings = config.audit_settings(resamples)  # every (model, benchmark) runs the same detectors the same way
         reference = None
         if config.pacost_reference is not None:
             _say(f"reference model (calibrated PaCoST) {config.pacost_reference}")

@@ -13,19 +13,15 @@ from process 0 and keep the chunks they compute (the same records) in memory.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from jaxcontam.cluster import from_writer, is_writer
+from jaxcontam.detect.stage import fingerprint
 from jaxcontam.errors import JaxcontamError
 from jaxcontam.storage import publish
-
-
-def fingerprint(key: dict) -> str:
-    return hashlib.sha256(json.dumps(key, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
 class StageStore:

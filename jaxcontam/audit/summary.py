@@ -1,9 +1,9 @@
 # pyright: standard
 """The sweep's multiple-testing corrections over the PaCoST verdicts of every (model, benchmark) of an audit.
 
-`sweep_decisions` takes each run's test as a `SweptTest` and returns the sweep (Holm and BH over every p-value
-that exists) and one `detect.pacost.SweepDecision` per run; the audit attaches each decision to a new
-`PacostResult` (`PacostResult.decision`), so no result is changed after it is made.
+`sweep_decisions` takes each run's test as a `SweptTest` and returns the sweep (`detect.sweep.Sweep`: Holm and BH
+over every p-value that exists) and one `detect.pacost.SweepDecision` per run; the audit attaches each decision to a
+new `PacostResult` (`PacostResult.decision`), so no result is changed after it is made.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import math
 from collections.abc import Sequence
 
 from jaxcontam.detect.pacost import Correction, SweepDecision
+from jaxcontam.detect.sweep import Adjusted, Sweep
 from jaxcontam.stats import adjust
 
 
@@ -25,29 +26,6 @@ class SweptTest:
     pvalue: float
     contaminated: bool
     correction: Correction
-
-
-@dataclasses.dataclass(frozen=True)
-class Adjusted:
-    adjusted: tuple[float, ...]
-    reject: tuple[bool, ...]
-
-
-@dataclasses.dataclass(frozen=True)
-class Sweep:
-    """Holm and BH over the p-values of the runs with a test (`labels` in run order)."""
-
-    labels: tuple[str, ...]
-    pvalues: tuple[float, ...]
-    holm: Adjusted
-    bh: Adjusted
-
-    def to_dict(self) -> dict:
-        methods = {
-            m: {"adjusted": list(a.adjusted), "reject": list(a.reject)}
-            for m, a in (("holm", self.holm), ("bh", self.bh))
-        }
-        return {"labels": list(self.labels), "pvalues": list(self.pvalues)} | methods
 
 
 def sweep_decisions(

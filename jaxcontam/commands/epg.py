@@ -58,9 +58,9 @@ def epg(items_path, metric, z_crit, min_clean, min_contaminated, alpha, resample
     threshold search, per (model, benchmark) in ITEMS."""
     import json
 
-    from jaxcontam.audit.run import json_ready
     from jaxcontam.data.records import read_parquet, require_file
     from jaxcontam.detect.contam import contam_result
+    from jaxcontam.detect.summary_values import json_ready
     from jaxcontam.errors import DataError
     from jaxcontam.report.plots import contam_curve_png
     from jaxcontam.report.summary_schema import RunEntry
@@ -98,7 +98,8 @@ def epg(items_path, metric, z_crit, min_clean, min_contaminated, alpha, resample
             "n_items": len(group),
             "contam": result.to_dict(),
         }
-        contam_curve_png(RunEntry.from_dict(run), out / "plots" / f"contam-{index}.png")
+        entry = RunEntry(model, benchmark, split, len(group), contam=result)
+        contam_curve_png(entry, out / "plots" / f"contam-{index}.png")
         runs.append(run)
         c = result.headline
         selected = (

@@ -10,44 +10,43 @@ from jaxcontam.report.summary_schema import AuditSummary
 def echo_verdicts(summary: AuditSummary, out) -> None:
     """One line per (model, benchmark): PaCoST p (adjusted) and the correction its verdict used, and the headline
     ConTAM EPG when there is one; a test that could not run reads "no test: <reason>", never as a verdict."""
-    from jaxcontam.detect.status import TestOutcome
     from jaxcontam.report.formatting import gain_verdict, number, pacost_verdict
 
     for run in summary.runs:
-        accuracy = "acc -" if run.accuracy is None else f"acc {run.accuracy['acc']:.3f}"  # None: a run without one
+        accuracy = "acc -" if run.accuracy is None else f"acc {run.accuracy.acc:.3f}"  # None: a run without one
         parts = [f"{run.model} | {run.benchmark}:{run.split} ({run.n_items} items)", accuracy]
         pacost = run.pacost
         if pacost is not None:
-            outcome = TestOutcome.from_summary(pacost)
+            verdict = pacost.verdict
             parts.append(
-                f"PaCoST[{pacost['confidence']}] p={number(pacost['pvalue'])} "
-                f"adj={number(pacost['pvalue_adjusted'])} {pacost_verdict(pacost)} "
-                f"(correction {pacost['correction']})"
-                if outcome.ran
-                else f"PaCoST[{pacost['confidence']}]: {outcome.label}"
+                f"PaCoST[{verdict.confidence}] p={number(verdict.pvalue)} "
+                f"adj={number(pacost.pvalue_adjusted)} {pacost_verdict(pacost)} "
+                f"(correction {pacost.correction})"
+                if verdict.status.ran
+                else f"PaCoST[{verdict.confidence}]: {verdict.status.label}"
             )
         exchangeability = run.exchangeability
         if exchangeability is not None:
-            outcome = TestOutcome.from_summary(exchangeability)
+            outcome = exchangeability.status
             parts.append(
-                f"exchangeability p={number(exchangeability['pvalue'])}"
+                f"exchangeability p={number(exchangeability.pvalue)}"
                 if outcome.ran
                 else f"exchangeability {outcome.label}"
             )
         contam = run.contam
         if contam is not None:
-            outcome = TestOutcome.from_summary(contam)
+            headline = contam.headline
             test = (
-                f"max-z test p={number(contam['pvalue'])} {gain_verdict(contam)}"
-                if outcome.ran
-                else f"max-z test: {outcome.label}"
+                f"max-z test p={number(headline.pvalue)} {gain_verdict(headline)}"
+                if headline.status.ran
+                else f"max-z test: {headline.status.label}"
             )
             parts.append(
-                f"ConTAM {contam['metric']}: "
+                f"ConTAM {contam.metric}: "
                 + (
-                    f"EPG={contam['epg']:+.3f} z={contam['z']:.2f} at >= {contam['threshold']:.2f} "
-                    f"({contam['frac_contaminated']:.0%} contaminated)"
-                    if contam["threshold"] is not None
+                    f"EPG={headline.epg:+.3f} z={headline.z:.2f} at >= {headline.threshold:.2f} "
+                    f"({headline.frac_contaminated:.0%} contaminated)"
+                    if headline.threshold is not None
                     else "no threshold qualifies"
                 )
                 + f"; {test}"

@@ -13,9 +13,10 @@ import dataclasses
 import math
 
 from jaxcontam.detect.status import TestOutcome
+from jaxcontam.detect.summary_values import json_float, json_optional_float
 from jaxcontam.errors import JaxcontamError
 from jaxcontam.ngram.audit import METRICS
-from jaxcontam.stats import EPGCurve, epg_curve, max_z_test, select_threshold
+from jaxcontam.stats import EPGRow, epg_curve, max_z_test, select_threshold
 from jaxcontam.stats.multiple import DEFAULT_ALPHA
 from jaxcontam.stats.paired import DEFAULT_RESAMPLES
 
@@ -44,9 +45,20 @@ class ContamSettings:
             raise JaxcontamError(f"ConTAM metric {self.metric!r} is unknown: use one of {', '.join(METRICS)}")
 
 
+_SELECTED_ROW = ("threshold", "frac_contaminated", "epg", "z", "accuracy_difference")  # the selected row's numbers
+
+
+def _epg_row(entry: dict) -> EPGRow:
+    """A row of an EPG curve as summary.json holds it: two counts, the rest floats."""
+    counts = ("n_contaminated", "n_clean")
+    numbers = {key: json_float(value) for key, value in entry.items() if key not in counts}
+    return EPGRow(**numbers, n_contaminated=entry["n_contaminated"], n_clean=entry["n_clean"])
+
+
 @dataclasses.dataclass(frozen=True)
 class MetricVerdict:
-    """One metric: the selected threshold's row (None when none qualifies, with `reason`) and the max-z test.
+    """One metric: the selected threshold's row (None when none qualifies, with `reason`), the max-z test and the
+    EPG curve's rows (`curve`, as summary.json records them).
 
     `status`: no test when no threshold is sized for the max-z test (then `pvalue` is NaN and `significant`
     False, which is no verdict).
@@ -65,13 +77,30 @@ class MetricVerdict:
     significant: bool
     n_resamples: int
     status: TestOutcome
-    curve: EPGCurve = dataclasses.field(repr=False, compare=False)
+    curve: tuple[EPGRow, ...] = dataclasses.field(repr=False, compare=False)
 
     def to_dict(self, with_curve: bool = True) -> dict:
         fields = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "curve"}
         fields["epg_ci"] = None if self.epg_ci is None else list(self.epg_ci)
         fields["status"] = self.status.label
-        return fields | ({"curve": self.curve.to_dicts()} if with_curve else {})
+        return fields | ({"curve": [dataclasses.asdict(row) for row in self.curve]} if with_curve else {})
+
+    @classmethod
+    def from_dict(cls, entry: dict) -> MetricVerdict:
+        """The verdict `to_dict` wrote; the selected row's nulls read as None (NaN and None are both written null)."""
+        epg_ci = entry["epg_ci"]
+        return cls(
+            **{key: json_optional_float(entry[key]) for key in _SELECTED_ROW},
+            epg_ci=None if epg_ci is None else (json_float(epg_ci[0]), json_float(epg_ci[1])),
+            reason=entry["reason"],
+            max_z=json_float(entry["max_z"]),
+            max_z_threshold=json_optional_float(entry["max_z_threshold"]),
+            pvalue=json_float(entry["pvalue"]),
+            significant=entry["significant"],
+            n_resamples=entry["n_resamples"],
+            status=TestOutcome.from_summary(entry),
+            curve=tuple(_epg_row(row) for row in entry["curve"]),
+        )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -94,6 +123,12 @@ class ContamResult:
             "epg_ci_note": EPG_CI_NOTE,
             "metrics": {m: v.to_dict() for m, v in self.metrics.items()},
         }
+
+    @classmethod
+    def from_dict(cls, entry: dict) -> ContamResult:
+        """The result `to_dict` wrote; the headline's fields beside `metrics` repeat `metrics[metric]`."""
+        metrics = {name: MetricVerdict.from_dict(verdict) for name, verdict in entry["metrics"].items()}
+        return cls(metric=entry["metric"], alpha=entry["alpha"], metrics=metrics)
 
 
 def metric_verdict(scores, correct, settings: ContamSettings) -> MetricVerdict:
@@ -132,7 +167,7 @@ def metric_verdict(scores, correct, settings: ContamSettings) -> MetricVerdict:
         significant=bool(test.pvalue <= settings.alpha),
         n_resamples=test.n_resamples,
         status=status,
-        curve=curve,
+        curve=curve.rows,
     )
 
 

@@ -13,15 +13,35 @@ chunks are scored together, in the engine's fixed-shape batches.
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Sequence
 
 import numpy as np
 
+from jaxcontam.detect.status import TestOutcome
+from jaxcontam.detect.summary_values import json_float
 from jaxcontam.engine.scoring import score_logprobs
 from jaxcontam.errors import JaxcontamError
 from jaxcontam.stats import exchangeability_statistic
 
 ITEM_SEPARATOR = "\n\n"  # between items of a benchmark file written out in order (a leaked test file)
+
+
+@dataclasses.dataclass(frozen=True)
+class ExchangeabilitySettings:
+    """The test's settings in an audit: at least `chunks` contiguous chunks (more when needed to fit the model's
+    context), `permutations` random orders of each."""
+
+    chunks: int = 10  # at least this many contiguous chunks (more if needed to fit the context)
+    permutations: int = 10  # random within-chunk orders scored per chunk
+
+    def __post_init__(self):
+        for key, least in (("chunks", 2), ("permutations", 1)):
+            value = getattr(self, key)
+            if isinstance(value, bool) or not isinstance(value, int) or value < least:
+                raise JaxcontamError(
+                    f"exchangeability {key} = {value!r}: use an integer >= {least}, e.g. chunks = 10, permutations = 10"
+                )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -100,3 +120,63 @@ def exchangeability_test(
     return ExchangeabilityTestResult(
         result.statistic, result.pvalue, result.chunk_differences, totals[:, 0], totals[:, 1:]
     )
+
+
+@dataclasses.dataclass(frozen=True)
+class ExchangeabilityResult:
+    """The test's t statistic and p-value with the chunking used (what summary.json records of
+    `ExchangeabilityTestResult`), or `reason` why it could not run (then `chunks` and `statistic` are None and
+    `pvalue` is NaN)."""
+
+    chunks: int | None
+    permutations: int
+    statistic: float | None
+    pvalue: float
+    reason: str | None = None
+
+    @property
+    def status(self) -> TestOutcome:
+        return TestOutcome.tested() if self.reason is None else TestOutcome.no_test(self.reason)
+
+    def to_dict(self) -> dict:
+        if self.reason is not None:
+            return {"pvalue": math.nan, "status": self.status.label, "permutations": self.permutations}
+        return {
+            "statistic": self.statistic,
+            "pvalue": self.pvalue,
+            "status": self.status.label,
+            "chunks": self.chunks,
+            "permutations": self.permutations,
+        }
+
+    @classmethod
+    def from_dict(cls, entry: dict) -> ExchangeabilityResult:
+        """The result `to_dict` wrote."""
+        status = TestOutcome.from_summary(entry)
+        if not status.ran:
+            return cls(None, entry["permutations"], None, math.nan, status.reason)
+        return cls(entry["chunks"], entry["permutations"], json_float(entry["statistic"]), json_float(entry["pvalue"]))
+
+
+def benchmark_exchangeability(model, benchmark, settings: ExchangeabilitySettings, seed: int) -> ExchangeabilityResult:
+    """The test of `benchmark`'s items in benchmark order, in the fewest chunks (>= settings.chunks) that fit the
+    model's context."""
+    tokenizer = model.tokenizer
+    examples = [
+        tokenizer.encode(benchmark.solved_text(item) + ITEM_SEPARATOR, add_special_tokens=False) for item in benchmark
+    ]
+    chunks = fitting_chunks([len(e) for e in examples], model.config.max_position - 1, settings.chunks)
+    if chunks is None:
+        reason = "no chunking of the items (>= 2 per chunk) fits the model's context"
+        return ExchangeabilityResult(None, settings.permutations, None, math.nan, reason)
+    prefix = [tokenizer.bos_token_id] if tokenizer.bos_token_id is not None else []
+    test = exchangeability_test(
+        model,
+        examples,
+        num_chunks=chunks,
+        permutations=settings.permutations,
+        seed=seed,
+        prefix=prefix,
+        progress=True,
+    )
+    return ExchangeabilityResult(chunks, settings.permutations, test.statistic, test.pvalue)

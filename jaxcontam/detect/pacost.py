@@ -37,6 +37,7 @@ import numpy as np
 from jaxcontam.detect.answering import MAX_NEW_TOKENS, Sampling, answer_items
 from jaxcontam.detect.likelihood import LikelihoodSettings, min_k_plus_plus
 from jaxcontam.detect.status import TestOutcome
+from jaxcontam.detect.summary_values import json_float
 from jaxcontam.engine import p_true, pacost_judge, score_logprobs
 from jaxcontam.engine.chat import ChatMode, check_chat_mode, uses_chat
 from jaxcontam.engine.pacost_judge import AUTHORS_MAX_NEW_TOKENS, yes_token_ids
@@ -298,7 +299,8 @@ def _answered(records, side: str) -> np.ndarray:
 @dataclasses.dataclass(frozen=True)
 class PairedVerdict:
     """The paired test of one confidence: `status` says whether it ran (when not, `pvalue` is NaN and
-    `contaminated` is no verdict); `result` is the underlying `stats.PairedTestResult` when a test ran."""
+    `contaminated` is no verdict); `result` is the underlying `stats.PairedTestResult` when a test ran here (not in
+    summary.json: None when read back)."""
 
     test: str
     confidence: str
@@ -325,6 +327,27 @@ class PairedVerdict:
             fields.pop("pvalue_detail")
         return fields
 
+    @classmethod
+    def from_dict(cls, entry: dict) -> PairedVerdict:
+        """The verdict `to_dict` wrote (in a PaCoST entry too: its other keys are left alone)."""
+        low, high = entry["ci"]
+        return cls(
+            test=entry["test"],
+            confidence=entry["confidence"],
+            alternative=entry["alternative"],
+            status=TestOutcome.from_summary(entry),
+            pvalue=json_float(entry["pvalue"]),
+            n_pairs=entry["n_pairs"],
+            n_dropped=entry["n_dropped"],
+            dropped_reasons=dict(entry["dropped_reasons"]),
+            mean_difference=json_float(entry["mean_difference"]),
+            effect_size=json_float(entry["effect_size"]),
+            ci=(json_float(low), json_float(high)),
+            contaminated=entry["contaminated"],
+            power_note=entry["power_note"],
+            pvalue_detail=entry.get("pvalue_detail"),
+        )
+
 
 @dataclasses.dataclass(frozen=True)
 class CalibratedVerdict:
@@ -342,6 +365,18 @@ class CalibratedVerdict:
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, entry: dict) -> CalibratedVerdict:
+        return cls(
+            reference=entry["reference"],
+            test=entry["test"],
+            confidence=entry["confidence"],
+            pvalue=json_float(entry["pvalue"]),
+            contaminated=entry["contaminated"],
+            n_pairs=entry["n_pairs"],
+            mean_difference=json_float(entry["mean_difference"]),
+        )
 
 
 def calibrated_verdict(
@@ -419,6 +454,18 @@ class PacostResult:
         """The final verdict: the sweep's decision where one was made, else the raw p < alpha."""
         return self.verdict.contaminated if self.decision is None else self.decision.contaminated
 
+    @property
+    def correction(self) -> str:
+        """The correction the final verdict used: the sweep's decision's where one was made, else the settings'."""
+        correction = self.settings.correction if self.decision is None else self.decision.correction
+        assert correction is not None  # PacostSettings.__post_init__ fills it from the preset
+        return correction
+
+    @property
+    def pvalue_adjusted(self) -> float | None:
+        """The sweep's adjusted p-value (NaN where no test ran); None before a sweep decided."""
+        return None if self.decision is None else self.decision.pvalue_adjusted
+
     def to_dict(self) -> dict:
         """summary.json's entry: the verdict's fields with the sweep's correction, verdict and adjusted p."""
         entry = self._raw_dict()
@@ -448,6 +495,61 @@ class PacostResult:
             | self.verdict.to_dict()
             | {"variants": {name: v.to_dict() for name, v in self.variants.items()}}
         )
+
+    @classmethod
+    def from_dict(cls, entry: dict) -> PacostResult:
+        """The result `to_dict` wrote, its flattened parts rebuilt: the verdict, the settings (`_written_settings`)
+        and, where the entry has `pvalue_adjusted`, the sweep's decision. The entry's verdict is then the decision's,
+        so the raw one is taken from the decision where it kept it ("none") and is p < alpha again otherwise (at the
+        settings' alpha, PacostSettings' default: the entry does not record PaCoST's own)."""
+        decision = _written_decision(entry)
+        settings = _written_settings(entry, decision)
+        verdict = PairedVerdict.from_dict(entry)
+        if decision is not None:
+            raw = decision.contaminated if decision.correction == "none" else bool(verdict.pvalue < settings.alpha)
+            verdict = dataclasses.replace(verdict, contaminated=raw)
+        calibrated = entry.get("calibrated")
+        return cls(
+            preset=entry["preset"],
+            template=entry["template"],
+            chat_template=entry["chat_template"],
+            chat_used=entry["chat_used"],
+            verdict=verdict,
+            variants={name: PairedVerdict.from_dict(variant) for name, variant in entry["variants"].items()},
+            settings=settings,
+            decision=decision,
+            calibrated=None if calibrated is None else CalibratedVerdict.from_dict(calibrated),
+        )
+
+
+def _written_decision(entry: dict) -> SweepDecision | None:
+    """The sweep's decision in a PaCoST entry (`PacostResult.to_dict`): its correction, adjusted p and verdict."""
+    if "pvalue_adjusted" not in entry:
+        return None
+    return SweepDecision(entry["correction"], json_float(entry["pvalue_adjusted"]), entry["contaminated"])
+
+
+def _written_settings(entry: dict, decision: SweepDecision | None) -> PacostSettings:
+    """The settings a PaCoST entry records (preset, template, chat template, confidence, test, alternative, the
+    answers and their sampling, correction); the others are PacostSettings' defaults. Under a sweep's decision the
+    entry's correction is the decision's: "holm" or "bh" means the settings said "sweep", and after "none" the
+    settings' own is not recorded (the preset's is taken)."""
+    if decision is None:
+        correction = entry["correction"]
+    else:
+        correction = None if decision.correction == "none" else "sweep"
+    sampling = {key: entry[key] for key in ("seed", "temperature", "top_p")} if entry["answers"] == "sampled" else {}
+    return PacostSettings(
+        preset=entry["preset"],
+        confidence=entry["confidence"],
+        template=entry["template"],
+        test=entry["test"],
+        answers=entry["answers"],
+        correction=correction,
+        alternative=entry["alternative"],
+        chat_template=entry["chat_template"],
+        **sampling,
+    )
 
 
 def _no_test(base: dict, reason: str, power_note: str) -> PairedVerdict:

@@ -16,6 +16,7 @@ import numpy as np
 
 from jaxcontam.detect.likelihood import LIKELIHOOD_DETECTORS, LOWER_MEANS_SEEN
 from jaxcontam.detect.pacost import PacostSettings, paired_verdict
+from jaxcontam.detect.summary_values import json_float, json_optional_float
 from jaxcontam.ngram.audit import METRICS
 from jaxcontam.stats import separation
 
@@ -41,6 +42,10 @@ class Accuracy:
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
 
+    @classmethod
+    def from_dict(cls, entry: dict) -> Accuracy:
+        return cls(json_float(entry["acc"]), json_optional_float(entry["acc_norm"]))
+
 
 def accuracy(rows: Sequence[dict]) -> Accuracy:
     norm = finite(r["correct_norm"] for r in rows)
@@ -60,6 +65,13 @@ class DetectorSummary:
 
     def to_dict(self) -> dict:
         return {k: v for k, v in dataclasses.asdict(self).items() if v is not None or k in ("mean", "median")}
+
+    @classmethod
+    def from_dict(cls, entry: dict) -> DetectorSummary:
+        """The summary `to_dict` wrote: the separation fields only where written (a written null is NaN)."""
+        separation = {key: json_float(entry[key]) for key in ("auc", "pvalue") if key in entry}
+        counts = {key: entry[key] for key in ("n_contaminated", "n_clean") if key in entry}
+        return cls(json_float(entry["mean"]), json_float(entry["median"]), **separation, **counts)
 
 
 def signal_separation(rows: Sequence[dict], signal: str) -> dict:
@@ -93,6 +105,13 @@ class GroupSummary:
         extra = {k: v for k, v in (("accuracy", self.accuracy), ("pacost_pvalue", self.pacost_pvalue)) if v is not None}
         return {"n": self.n} | extra | {f"mean_{name}": value for name, value in self.means.items()}
 
+    @classmethod
+    def from_dict(cls, entry: dict) -> GroupSummary:
+        """The group `to_dict` wrote: accuracy and PaCoST p only where written, each `mean_<signal>` a mean."""
+        measured = {key: json_float(entry[key]) for key in ("accuracy", "pacost_pvalue") if key in entry}
+        means = {key.removeprefix("mean_"): json_float(v) for key, v in entry.items() if key.startswith("mean_")}
+        return cls(entry["n"], **measured, means=means)
+
 
 @dataclasses.dataclass(frozen=True)
 class GroundTruthResult:
@@ -101,6 +120,11 @@ class GroundTruthResult:
 
     def to_dict(self) -> dict:
         return {"groups": {k: g.to_dict() for k, g in self.groups.items()}, "auc": dict(self.auc)}
+
+    @classmethod
+    def from_dict(cls, entry: dict) -> GroundTruthResult:
+        groups = {name: GroupSummary.from_dict(group) for name, group in entry["groups"].items()}
+        return cls(groups, {signal: json_float(auc) for signal, auc in entry["auc"].items()})
 
 
 def _pacost_pvalue(rows: Sequence[dict], settings: PacostSettings) -> float:

@@ -8,8 +8,11 @@ every helper returns text for those instead of raising.
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
-from jaxcontam.detect.status import TestOutcome
+if TYPE_CHECKING:
+    from jaxcontam.detect.contam import MetricVerdict
+    from jaxcontam.detect.pacost import PacostResult
 
 MISSING = "n/a"
 
@@ -63,17 +66,18 @@ def value(x) -> str:
     return number(x)
 
 
-def pacost_verdict(pacost: dict) -> str:
-    """The console's word on a PaCoST result: CONTAMINATED, not flagged, or "no test: <reason>"."""
-    outcome = TestOutcome.from_summary(pacost)
+def pacost_verdict(pacost: PacostResult) -> str:
+    """The console's word on a PaCoST result (its final verdict): CONTAMINATED, not flagged, or "no test: <reason>"."""
+    outcome = pacost.verdict.status
     if not outcome.ran:
         return outcome.label
-    return "CONTAMINATED" if pacost.get("contaminated") else "not flagged"
+    return "CONTAMINATED" if pacost.contaminated else "not flagged"
 
 
-def gain_verdict(contam: dict) -> str:
-    """The console's word on ConTAM's max-z test: "gain significant", "no significant gain" or "no test: <reason>"."""
-    outcome = TestOutcome.from_summary(contam)
+def gain_verdict(metric: MetricVerdict) -> str:
+    """The console's word on a ConTAM metric's max-z test: "gain significant", "no significant gain" or
+    "no test: <reason>"."""
+    outcome = metric.status
     if not outcome.ran:
         return outcome.label
-    return "gain significant" if contam.get("significant") else "no significant gain"
+    return "gain significant" if metric.significant else "no significant gain"

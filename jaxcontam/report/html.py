@@ -1,7 +1,7 @@
 # pyright: standard
 """report.html: one self-contained page per audit (inline CSS, PNGs as data URIs, no scripts, no links out).
 
-Reads the summary.json dict and the per-item rows of `jaxcontam audit`, writes
+Reads the typed summary (`summary_schema.AuditSummary`) and the per-item rows of `jaxcontam audit`, writes
 the plots to out_dir/plots/ and embeds them, so the page can be mailed or
 archived on its own. Every piece of text from the inputs is HTML-escaped.
 """
@@ -14,7 +14,12 @@ import re
 from html import escape
 from pathlib import Path
 
+from jaxcontam.detect.contam import ContamResult, MetricVerdict
+from jaxcontam.detect.exchangeability import ExchangeabilityResult
+from jaxcontam.detect.pacost import PacostResult, PairedVerdict
 from jaxcontam.detect.status import TestOutcome
+from jaxcontam.detect.summaries import Accuracy, DetectorSummary, GroundTruthResult
+from jaxcontam.detect.sweep import Sweep
 from jaxcontam.report import plots
 from jaxcontam.report.formatting import interval, percent, value
 from jaxcontam.report.summary_schema import AuditSummary, RunEntry
@@ -70,9 +75,7 @@ def write_report(summary: AuditSummary, items: list[dict], out_dir) -> Path:
     stems = _plot_stems(runs)
     figures = [_run_figures(run, _items_of(run, items), plots_dir, stem) for run, stem in zip(runs, stems)]
     sweep_png = (
-        plots.sweep_pvalues_png(sweep, alpha, plots_dir / "sweep-pvalues.png")
-        if sweep and sweep.get("labels")
-        else None
+        plots.sweep_pvalues_png(sweep, alpha, plots_dir / "sweep-pvalues.png") if sweep and sweep.labels else None
     )
     body = [_header(summary), _verdict_section(runs, stems), _models_section(runs, alpha, plots_dir)]
     body.append(_sweep_section(sweep, alpha, sweep_png))
@@ -120,9 +123,9 @@ def _items_of(run: RunEntry, items: list[dict]) -> list[dict]:
 def _run_figures(run: RunEntry, items_of_run: list[dict], plots_dir: Path, stem: str) -> dict[str, Path]:
     """The PNGs of one run, by kind; a kind is absent when its detector did not run."""
     figures = {}
-    if run.pacost:
+    if run.pacost is not None:
         figures["confidence"] = plots.confidence_png(run, items_of_run, plots_dir / f"{stem}-confidence.png")
-    if run.contam:
+    if run.contam is not None:
         figures["contam"] = plots.contam_curve_png(run, plots_dir / f"{stem}-contam.png")
     return figures
 
@@ -171,20 +174,13 @@ def _facts(pairs: list[tuple[str, str]]) -> str:
     return f'<table class="facts">\n<tbody>\n{rows}\n</tbody>\n</table>'
 
 
-def _verdict(contaminated) -> str:
-    if contaminated is None:
-        return _text(None)
-    if contaminated:
-        return '<span class="badge bad">contaminated</span>'
-    return '<span class="badge ok">not detected</span>'
-
-
-def _test_verdict(result: dict, key: str = "contaminated") -> str:
-    """A test's verdict badge (from `key`), or "no test: <reason>" when no test ran (never "not detected")."""
-    outcome = TestOutcome.from_summary(result)
+def _test_verdict(outcome: TestOutcome, detected: bool) -> str:
+    """A test's verdict badge, or "no test: <reason>" when no test ran (never "not detected")."""
     if not outcome.ran:
         return f'<span class="badge none">{escape(outcome.label)}</span>'
-    return _verdict(result.get(key))
+    if detected:
+        return '<span class="badge bad">contaminated</span>'
+    return '<span class="badge ok">not detected</span>'
 
 
 def _figure(path: Path, caption: str) -> str:
@@ -236,7 +232,7 @@ def _verdict_section(runs: tuple[RunEntry, ...], stems: list[str]) -> str:
 
 def _verdict_row(run: RunEntry, stem: str) -> str:
     model = f'<td class="model"><a href="#run-{stem}">{_text(run.model)}</a></td>'
-    cells = [_text(run.benchmark), _text(run.n_items), _accuracy(run.accuracy or {})]
+    cells = [_text(run.benchmark), _text(run.n_items), _accuracy(run.accuracy)]
     cells += _pacost_cells(run.pacost) + _contam_cells(run.contam)
     return "<tr>" + model + "".join(_cell(c) for c in cells) + "</tr>"
 
@@ -248,50 +244,63 @@ def _cell(cell: str | tuple[str, int]) -> str:
     return f"<td>{cell}</td>"
 
 
-def _accuracy(accuracy: dict) -> str:
-    text = _text(accuracy.get("acc"))
-    if accuracy.get("acc_norm") is not None:
-        text += f' <span class="muted">(norm {_text(accuracy["acc_norm"])})</span>'
+def _accuracy(accuracy: Accuracy | None) -> str:
+    if accuracy is None:
+        return _text(None)
+    text = _text(accuracy.acc)
+    if accuracy.acc_norm is not None:
+        text += f' <span class="muted">(norm {_text(accuracy.acc_norm)})</span>'
     return text
 
 
-def _pacost_cells(pacost: dict | None) -> list:
-    if not pacost:
+def _pacost_verdict(pacost: PacostResult) -> str:
+    """PaCoST's final verdict (the sweep's decision where one was made) as a badge."""
+    return _test_verdict(pacost.verdict.status, pacost.contaminated)
+
+
+def _gain_verdict(metric: MetricVerdict) -> str:
+    """A ConTAM metric's max-z test as a badge."""
+    return _test_verdict(metric.status, metric.significant)
+
+
+def _pacost_cells(pacost: PacostResult | None) -> list:
+    if pacost is None:
         return [("not run", 4)]
     return [
-        _text(pacost.get("pvalue")),
-        _text(pacost.get("pvalue_adjusted")),
-        _text(pacost.get("effect_size")),
-        _test_verdict(pacost),
+        _text(pacost.verdict.pvalue),
+        _text(pacost.pvalue_adjusted),
+        _text(pacost.verdict.effect_size),
+        _pacost_verdict(pacost),
     ]
 
 
-def _contam_cells(contam: dict | None) -> list:
-    if not contam:
+def _contam_cells(contam: ContamResult | None) -> list:
+    if contam is None:
         return [("not run", 7)]
-    threshold = _threshold(contam)
-    if contam.get("threshold") is None:
-        threshold = f'<span class="muted" title="{_text(contam.get("reason"))}">{threshold}</span>'
+    headline = contam.headline
+    threshold = _threshold(headline)
+    if headline.threshold is None:
+        threshold = f'<span class="muted" title="{_text(headline.reason)}">{threshold}</span>'
     return [
-        _text(str(contam.get("metric")).upper()),
+        _text(contam.metric.upper()),
         threshold,
-        escape(percent(contam.get("frac_contaminated"))),
-        _epg_with_ci(contam),
-        _text(contam.get("z")),
-        _text(contam.get("pvalue")),
-        _test_verdict(contam, "significant"),
+        escape(percent(headline.frac_contaminated)),
+        _epg_with_ci(headline),
+        _text(headline.z),
+        _text(headline.pvalue),
+        _gain_verdict(headline),
     ]
 
 
-def _threshold(result: dict) -> str:
+def _threshold(metric: MetricVerdict) -> str:
     """The selected threshold, or "none" when no threshold was significant."""
-    return "none" if result.get("threshold") is None else _text(result["threshold"])
+    return "none" if metric.threshold is None else _text(metric.threshold)
 
 
-def _epg_with_ci(result: dict) -> str:
-    if result.get("epg") is None:
+def _epg_with_ci(metric: MetricVerdict) -> str:
+    if metric.epg is None:
         return _text(None)
-    return f"{_text(result['epg'])} {escape(interval(result.get('epg_ci')))}"
+    return f"{_text(metric.epg)} {escape(interval(metric.epg_ci))}"
 
 
 def _models_section(runs, alpha, plots_dir: Path) -> str:
@@ -316,17 +325,12 @@ def _models_section(runs, alpha, plots_dir: Path) -> str:
     )
 
 
-def _sweep_section(sweep: dict | None, alpha, png: Path | None) -> str:
+def _sweep_section(sweep: Sweep | None, alpha, png: Path | None) -> str:
     if png is None or sweep is None:  # the plot is drawn exactly when there is a sweep
         return ""
     head = _head(["model | benchmark", "p", "Holm-adjusted p", "Holm rejects", "BH-adjusted p", "BH rejects"])
     columns = zip(
-        sweep["labels"],
-        sweep["pvalues"],
-        sweep["holm"]["adjusted"],
-        sweep["holm"]["reject"],
-        sweep["bh"]["adjusted"],
-        sweep["bh"]["reject"],
+        sweep.labels, sweep.pvalues, sweep.holm.adjusted, sweep.holm.reject, sweep.bh.adjusted, sweep.bh.reject
     )
     rows = [_row([_text(x) for x in column]) for column in columns]
     return (
@@ -350,9 +354,9 @@ def _run_section(run: RunEntry, stem: str, figures: dict[str, Path]) -> str:
         "<h3>ConTAM</h3>",
         _contam_details(run.contam, figures.get("contam")),
     ]
-    if run.exchangeability:
+    if run.exchangeability is not None:
         parts += ["<h3>Exchangeability (Oren et al.)</h3>", _exchangeability_details(run.exchangeability)]
-    if run.ground_truth:
+    if run.ground_truth is not None:
         parts += ["<h3>Against the ground truth</h3>", _ground_truth_table(run.ground_truth)]
     return "\n".join(parts) + "\n</section>"
 
@@ -360,29 +364,30 @@ def _run_section(run: RunEntry, stem: str, figures: dict[str, Path]) -> str:
 def _run_heading(run: RunEntry) -> str:
     split = f" ({_text(run.split)})" if run.split else ""
     title = f'{_text(run.model)} <span class="muted">· {_text(run.benchmark)}{split}</span>'
-    accuracy = _accuracy(run.accuracy or {})
+    accuracy = _accuracy(run.accuracy)
     return f'<h2>{title}</h2>\n<p class="meta">{_text(run.n_items)} items · accuracy {accuracy}</p>'
 
 
-def _pacost_details(pacost: dict | None, png: Path | None) -> str:
-    if not pacost:
+def _pacost_details(pacost: PacostResult | None, png: Path | None) -> str:
+    if pacost is None:
         return _not_run("PaCoST")
-    reasons = pacost.get("dropped_reasons") or {}
-    dropped = _text(pacost.get("n_dropped"))
+    verdict = pacost.verdict
+    reasons = verdict.dropped_reasons
+    dropped = _text(verdict.n_dropped)
     if reasons:
         dropped += " (" + ", ".join(f"{_text(n)} {_text(reason)}" for reason, n in reasons.items()) + ")"
     facts = _facts(
         [
-            ("test", f"{_text(pacost.get('test'))}, alternative {_text(pacost.get('alternative'))}"),
-            ("confidence measure", _text(pacost.get("confidence"))),
-            ("pairs tested", _text(pacost.get("n_pairs"))),
+            ("test", f"{_text(verdict.test)}, alternative {_text(verdict.alternative)}"),
+            ("confidence measure", _text(verdict.confidence)),
+            ("pairs tested", _text(verdict.n_pairs)),
             ("pairs dropped", dropped),
-            ("mean difference (original − rephrased)", _text(pacost.get("mean_difference"))),
-            ("effect size (Cohen's dz)", _text(pacost.get("effect_size"))),
-            ("confidence interval of the mean difference", escape(interval(pacost.get("ci")))),
-            ("p / adjusted p", f"{_text(pacost.get('pvalue'))} / {_text(pacost.get('pvalue_adjusted'))}"),
-            ("verdict", _test_verdict(pacost)),
-            ("power", _text(pacost.get("power_note"))),
+            ("mean difference (original − rephrased)", _text(verdict.mean_difference)),
+            ("effect size (Cohen's dz)", _text(verdict.effect_size)),
+            ("confidence interval of the mean difference", escape(interval(verdict.ci))),
+            ("p / adjusted p", f"{_text(verdict.pvalue)} / {_text(pacost.pvalue_adjusted)}"),
+            ("verdict", _pacost_verdict(pacost)),
+            ("power", _text(verdict.power_note)),
         ]
     )
     parts = [facts, _variants_table(pacost)]
@@ -391,37 +396,40 @@ def _pacost_details(pacost: dict | None, png: Path | None) -> str:
     return "\n".join(part for part in parts if part)
 
 
-def _variants_table(pacost: dict) -> str:
+def _variants_table(pacost: PacostResult) -> str:
     """The headline confidence measure beside the others PaCoST also tested (empty when there are none)."""
-    variants = pacost.get("variants") or {}
-    if not variants:
+    if not pacost.variants:
         return ""
     head = _head(
         ["confidence measure", "p", "adjusted p", "mean difference", "effect size dz", "CI", "pairs", "verdict"]
     )
-    measures = [(f"{pacost.get('confidence')} (headline)", pacost, "headline")]
-    measures += [(name, variant, "") for name, variant in variants.items()]
-    rows = [
-        _row(
-            [
-                _text(name),
-                _text(v.get("pvalue")),
-                _text(v.get("pvalue_adjusted")),
-                _text(v.get("mean_difference")),
-                _text(v.get("effect_size")),
-                escape(interval(v.get("ci"))),
-                _text(v.get("n_pairs")),
-                _test_verdict(v),
-            ],
-            css,
-        )
-        for name, v, css in measures
+    headline = _measure_row(
+        f"{pacost.verdict.confidence} (headline)", pacost.verdict, pacost.pvalue_adjusted, _pacost_verdict(pacost)
+    )
+    variants = [
+        _measure_row(name, variant, None, _test_verdict(variant.status, variant.contaminated))
+        for name, variant in pacost.variants.items()
     ]
+    rows = [_row(headline, "headline")] + [_row(variant) for variant in variants]
     return "<p>Other confidence measures:</p>\n" + _table(head, rows)
 
 
-def _exchangeability_details(result: dict) -> str:
-    outcome = TestOutcome.from_summary(result)
+def _measure_row(name: str, verdict: PairedVerdict, adjusted: float | None, badge: str) -> list[str]:
+    """One confidence measure's cells (`adjusted`: the sweep's adjusted p, for the headline measure only)."""
+    return [
+        _text(name),
+        _text(verdict.pvalue),
+        _text(adjusted),
+        _text(verdict.mean_difference),
+        _text(verdict.effect_size),
+        escape(interval(verdict.ci)),
+        _text(verdict.n_pairs),
+        badge,
+    ]
+
+
+def _exchangeability_details(result: ExchangeabilityResult) -> str:
+    outcome = result.status
     if not outcome.ran:
         return f"<p>{_text(outcome.label)}</p>"
     return (
@@ -429,30 +437,31 @@ def _exchangeability_details(result: dict) -> str:
         "prefers it)? One-sided t-test over chunks of contiguous items.</p>\n"
         + _facts(
             [
-                ("chunks x permutations", f"{_text(result.get('chunks'))} x {_text(result.get('permutations'))}"),
-                ("t statistic", _text(result.get("statistic"))),
-                ("p", _text(result.get("pvalue"))),
+                ("chunks x permutations", f"{_text(result.chunks)} x {_text(result.permutations)}"),
+                ("t statistic", _text(result.statistic)),
+                ("p", _text(result.pvalue)),
             ]
         )
     )
 
 
-def _likelihood_table(likelihood: dict | None) -> str:
+def _likelihood_table(likelihood: dict[str, DetectorSummary] | None) -> str:
     if not likelihood:
         return _not_run("The likelihood detectors")
-    statistics = list(dict.fromkeys(key for summary in likelihood.values() for key in summary))
+    columns = {name: summary.to_dict() for name, summary in likelihood.items()}  # the statistics each one has
+    statistics = list(dict.fromkeys(key for summary in columns.values() for key in summary))
     head = "<thead><tr><th>detector</th>" + "".join(f"<th>{_label(s)}</th>" for s in statistics) + "</tr></thead>"
-    rows = [_row([_label(name)] + [_text(summary.get(s)) for s in statistics]) for name, summary in likelihood.items()]
+    rows = [_row([_label(name)] + [_text(summary.get(s)) for s in statistics]) for name, summary in columns.items()]
     return (
         "<p>Per-item scores summarised over the benchmark. Higher means more likely seen in training, except for "
         "the ratios (zlib, lowercase, reference), where lower does.</p>\n" + _table(head, rows)
     )
 
 
-def _contam_details(contam: dict | None, png: Path | None) -> str:
-    if not contam:
+def _contam_details(contam: ContamResult | None, png: Path | None) -> str:
+    if contam is None:
         return _not_run("ConTAM")
-    headline = contam.get("metric")
+    headline = contam.metric
     head = _head(
         [
             "metric",
@@ -470,31 +479,31 @@ def _contam_details(contam: dict | None, png: Path | None) -> str:
     rows = [
         _row(
             [
-                _text(str(name).upper()),
+                _text(name.upper()),
                 _threshold(m),
-                escape(percent(m.get("frac_contaminated"))),
-                _text(m.get("epg")),
-                escape(interval(m.get("epg_ci"))),
-                _text(m.get("z")),
-                _text(m.get("reason")),
-                f"{_text(m.get('max_z'))} ({_text(m.get('max_z_threshold'))})",
-                _text(m.get("pvalue")),
-                _test_verdict(m, "significant"),
+                escape(percent(m.frac_contaminated)),
+                _text(m.epg),
+                escape(interval(m.epg_ci)),
+                _text(m.z),
+                _text(m.reason),
+                f"{_text(m.max_z)} ({_text(m.max_z_threshold)})",
+                _text(m.pvalue),
+                _gain_verdict(m),
             ],
             "headline" if name == headline else "",
         )
-        for name, m in (contam.get("metrics") or {}).items()
+        for name, m in contam.metrics.items()
     ]
     test = (
-        f"Max-z permutation test ({_text(contam.get('n_resamples'))} permutations, "
-        f"α = {_text(contam.get('alpha'))}): p = {_text(contam.get('pvalue'))}, "
-        f"{_test_verdict(contam, 'significant')}. "
+        f"Max-z permutation test ({_text(contam.headline.n_resamples)} permutations, "
+        f"α = {_text(contam.alpha)}): p = {_text(contam.headline.pvalue)}, "
+        f"{_gain_verdict(contam.headline)}. "
         "p is for the headline metric's search over thresholds; the other metrics are shown for comparison. "
         "The EPG interval is a bootstrap with the threshold held at the selected value: conditional on that "
         "choice, it does not account for the search."
     )
     parts = [
-        f"<p>Headline metric <strong>{_text(str(headline).upper())}</strong>: {_text(contam.get('reason'))}</p>",
+        f"<p>Headline metric <strong>{_text(headline.upper())}</strong>: {_text(contam.headline.reason)}</p>",
         f"<p>{test}</p>",
         _table(head, rows),
     ]
@@ -509,8 +518,8 @@ def _contam_details(contam: dict | None, png: Path | None) -> str:
     return "\n".join(parts)
 
 
-def _ground_truth_table(ground_truth: dict) -> str:
-    groups = ground_truth.get("groups") or {}
+def _ground_truth_table(ground_truth: GroundTruthResult) -> str:
+    groups = {name: group.to_dict() for name, group in ground_truth.groups.items()}  # the columns each group has
     columns = list(dict.fromkeys(key for group in groups.values() for key in group))
     head = "<thead><tr><th>group</th>" + "".join(f"<th>{_label(c)}</th>" for c in columns) + "</tr></thead>"
     rows = [_row([_text(name)] + [_text(group.get(c)) for c in columns]) for name, group in groups.items()]

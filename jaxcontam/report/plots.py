@@ -3,9 +3,9 @@
 benchmark heatmaps of a sweep over several models.
 
 matplotlib is imported inside the functions (Agg canvas, no pyplot state), so
-importing the report package stays cheap for the command line. Every value may
-be None, NaN or infinite (summary.json); such points are left out of the lines
-and show as "n/a" in the text.
+importing the report package stays cheap for the command line. The runs are the
+typed results of `summary_schema.RunEntry`; any number may be None, NaN or
+infinite: such points are left out of the lines and show as "n/a" in the text.
 """
 
 from __future__ import annotations
@@ -13,6 +13,9 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+from jaxcontam.detect.contam import MetricVerdict
+from jaxcontam.detect.pacost import PacostResult
+from jaxcontam.detect.sweep import Adjusted, Sweep
 from jaxcontam.ngram.audit import METRICS
 from jaxcontam.report.formatting import number
 from jaxcontam.report.summary_schema import RunEntry
@@ -73,14 +76,12 @@ def contam_curve_png(run: RunEntry, path) -> Path:
     """
     contam = run.contam
     assert contam is not None  # drawn for runs where ConTAM ran
-    metrics = contam.get("metrics") or {}
+    metrics = contam.metrics
     names = [m for m in METRICS if m in metrics] + sorted(set(metrics) - set(METRICS))
     n_rows = max(1, math.ceil(len(names) / 2))
     figure = _figure(9.5, 1.0 + 3.0 * n_rows)
     axes = figure.subplots(n_rows, 2, squeeze=False, sharex=True, sharey=True).ravel()
-    z_axes = [
-        _draw_epg_panel(ax, name, metrics[name], headline=name == contam.get("metric")) for ax, name in zip(axes, names)
-    ]
+    z_axes = [_draw_epg_panel(ax, name, metrics[name], headline=name == contam.metric) for ax, name in zip(axes, names)]
     _share_z(z_axes)
     for index, ax in enumerate(axes):
         ax.label_outer()
@@ -114,31 +115,31 @@ def _share_z(z_axes: list) -> None:
         z_ax.autoscale_view()
 
 
-def _draw_epg_panel(ax, name: str, metric: dict, headline: bool):
+def _draw_epg_panel(ax, name: str, metric: MetricVerdict, headline: bool):
     """One metric's curve on `ax`; returns the twin axis that carries z."""
-    rows = metric.get("curve") or []
-    x = [_float(r.get("threshold")) for r in rows]
+    rows = metric.curve
+    x = [row.threshold for row in rows]
     ax.axhline(0.0, color="0.7", lw=0.8)
     ax.fill_between(
         x,
-        [_float(r.get("epg_ci_low")) for r in rows],
-        [_float(r.get("epg_ci_high")) for r in rows],
+        [row.epg_ci_low for row in rows],
+        [row.epg_ci_high for row in rows],
         color=EPG_COLOR,
         alpha=0.2,
         lw=0,
         label="EPG bootstrap CI",
     )
-    ax.plot(x, [_float(r.get("epg")) for r in rows], color=EPG_COLOR, lw=1.6, label="EPG")
+    ax.plot(x, [row.epg for row in rows], color=EPG_COLOR, lw=1.6, label="EPG")
     z_ax = ax.twinx()
-    z_ax.plot(x, [_float(r.get("z")) for r in rows], color=Z_COLOR, lw=1.0, ls="--", label="z (right axis)")
-    threshold = metric.get("threshold")
-    if _finite(threshold):
+    z_ax.plot(x, [row.z for row in rows], color=Z_COLOR, lw=1.0, ls="--", label="z (right axis)")
+    threshold = metric.threshold
+    if threshold is not None and math.isfinite(threshold):
         ax.axvline(threshold, color=THRESHOLD_COLOR, lw=1.2, label="selected threshold")
-        note = f"τ = {number(threshold)} · EPG = {number(metric.get('epg'))} · z = {number(metric.get('z'))}"
+        note = f"τ = {number(threshold)} · EPG = {number(metric.epg)} · z = {number(metric.z)}"
     else:
         note = "no threshold selected" if rows else "no curve"
-    if metric.get("pvalue") is not None:
-        note += f" · max-z p = {number(metric['pvalue'])}"
+    if metric.status.ran:
+        note += f" · max-z p = {number(metric.pvalue)}"
     ax.set_title(
         f"{name.upper()}{'  (headline)' if headline else ''}\n{note}",
         fontsize=9.5,
@@ -189,12 +190,12 @@ def confidence_png(run: RunEntry, items_of_run: list[dict], path) -> Path:
         fontsize=8,
         color="0.35",
     )
-    confidence = _plain(pacost.get("confidence") or "confidence")
+    confidence = _plain(pacost.verdict.confidence)
     ax.set_xlabel(f"original question ({confidence})")
     ax.set_ylabel(f"rephrased question ({confidence})")
     ax.set_title(
-        f"{_run_title(run)}\nPaCoST p = {number(pacost.get('pvalue'))}, "
-        f"adjusted p = {number(pacost.get('pvalue_adjusted'))}, {len(kept)} pairs",
+        f"{_run_title(run)}\nPaCoST p = {number(pacost.verdict.pvalue)}, "
+        f"adjusted p = {number(pacost.pvalue_adjusted)}, {len(kept)} pairs",
         fontsize=10,
     )
     ax.legend(loc="upper left", fontsize=8)
@@ -230,20 +231,20 @@ def _draw_diagonal(ax, items: list[dict]) -> None:
     ax.set_aspect("equal")
 
 
-def sweep_pvalues_png(sweep: dict, alpha: float, path) -> Path:
+def sweep_pvalues_png(sweep: Sweep, alpha: float, path) -> Path:
     """Raw and multiplicity-adjusted PaCoST p-values per (model, benchmark) on a log axis, with the alpha line.
 
     Adjusted p-values are drawn filled when that correction rejects at alpha, hollow otherwise.
     """
-    labels = [_plain(_shorten(str(label))) for label in sweep["labels"]]
-    raw = [_float(p) for p in sweep["pvalues"]]
+    labels = [_plain(_shorten(label)) for label in sweep.labels]
+    raw = list(sweep.pvalues)
     positions = list(range(len(labels)))
     floor = min([p for p in raw if p > 0] + [alpha]) / 10  # where a p-value of 0 is drawn on the log axis
     figure = _figure(8.5, 1.6 + 0.4 * len(labels))
     ax = figure.subplots()
     ax.scatter([_at_least(p, floor) for p in raw], positions, color="black", s=28, zorder=3, label="raw p")
-    _draw_adjusted(ax, sweep["holm"], positions, floor, offset=-0.22, marker="^", color=CONTAMINATED_COLOR, name="Holm")
-    _draw_adjusted(ax, sweep["bh"], positions, floor, offset=0.22, marker="s", color=CLEAN_COLOR, name="BH")
+    _draw_adjusted(ax, sweep.holm, positions, floor, offset=-0.22, marker="^", color=CONTAMINATED_COLOR, name="Holm")
+    _draw_adjusted(ax, sweep.bh, positions, floor, offset=0.22, marker="s", color=CLEAN_COLOR, name="BH")
     for y, p in zip(positions, raw):
         if math.isnan(p):
             ax.text(1.0, y, "n/a", ha="right", va="center", fontsize=8, color="0.4")
@@ -265,11 +266,11 @@ def _at_least(p: float, floor: float) -> float:
 
 
 def _draw_adjusted(
-    ax, correction: dict, positions: list[int], floor: float, *, offset: float, marker: str, color: str, name: str
+    ax, correction: Adjusted, positions: list[int], floor: float, *, offset: float, marker: str, color: str, name: str
 ) -> None:
     """One correction's adjusted p-values, filled where it rejects."""
-    adjusted = [_at_least(_float(p), floor) for p in correction["adjusted"]]
-    rejected = [bool(r) for r in correction["reject"]]
+    adjusted = [_at_least(p, floor) for p in correction.adjusted]
+    rejected = list(correction.reject)
     ys = [y + offset for y in positions]
     styles = (
         (True, "rejected", {"color": color}),
@@ -304,16 +305,21 @@ def sweep_grid(runs) -> tuple[list[str], list[str], dict[str, list[list[float]]]
     grids = {key: [[math.nan] * len(benchmarks) for _ in models] for key, _, _ in SWEEP_PANELS}
     for run in runs:
         row, column = models.index(str(run.model)), benchmarks.index(str(run.benchmark))
-        pacost, contam, accuracy = run.pacost or {}, run.contam or {}, run.accuracy or {}
-        adjusted = pacost.get("pvalue_adjusted")
+        pacost, contam, accuracy = run.pacost, run.contam, run.accuracy
         values = {
-            "pacost_p": _float(adjusted if adjusted is not None else pacost.get("pvalue")),
-            "epg": _float(contam.get("epg")),
-            "accuracy": _float(accuracy.get("acc")),
+            "pacost_p": math.nan if pacost is None else _adjusted_or_raw(pacost),
+            "epg": math.nan if contam is None else _float(contam.headline.epg),
+            "accuracy": math.nan if accuracy is None else accuracy.acc,
         }
         for key, found in values.items():
             grids[key][row][column] = found
     return models, benchmarks, grids
+
+
+def _adjusted_or_raw(pacost: PacostResult) -> float:
+    """PaCoST's p adjusted across the sweep, or the raw p where no sweep decided."""
+    adjusted = pacost.pvalue_adjusted
+    return pacost.verdict.pvalue if adjusted is None else adjusted
 
 
 def sweep_heatmap_png(runs, alpha: float, path) -> Path:

@@ -6,15 +6,25 @@ Version 1 is the layout `jaxcontam audit` writes: jaxcontam_version, alpha, corr
 (model, benchmark) in `runs` (`detect.audit_core.BenchmarkAudit.to_dict` plus the model and the sweep's
 adjusted p-value) and the `sweep`. A summary written before `schema_version` existed has the same layout and
 is read as version 1.
+
+Each detector's entry is read into its result class (`from_dict`, the inverse of the `to_dict` that wrote it), so
+`AuditSummary.from_dict(summary).to_dict()` gives summary.json's content back (NaN and infinities as `json_ready`
+writes them).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from jaxcontam.detect.contam import ContamResult
+from jaxcontam.detect.exchangeability import ExchangeabilityResult
+from jaxcontam.detect.pacost import PacostResult
+from jaxcontam.detect.summaries import Accuracy, DetectorSummary, GroundTruthResult
+from jaxcontam.detect.sweep import Sweep
 from jaxcontam.errors import JaxcontamError
 from jaxcontam.stats.multiple import DEFAULT_ALPHA
 
@@ -22,31 +32,82 @@ SCHEMA_VERSION = 1
 KNOWN_VERSIONS = (1,)
 
 
+def _read_likelihood(entry: dict) -> dict[str, DetectorSummary]:
+    return {name: DetectorSummary.from_dict(summary) for name, summary in entry.items()}
+
+
 @dataclasses.dataclass(frozen=True)
 class RunEntry:
-    """One (model, benchmark) run; a detector that did not run is None (its parts stay summary.json's dicts)."""
+    """One (model, benchmark) run with each detector's result; a detector that did not run is None."""
 
     model: str
     benchmark: str
     split: str | None = None
     n_items: int | None = None
-    accuracy: dict | None = None
-    pacost: dict | None = None
-    likelihood: dict | None = None
-    exchangeability: dict | None = None
-    contam: dict | None = None
-    ground_truth: dict | None = None
+    accuracy: Accuracy | None = None
+    pacost: PacostResult | None = None
+    likelihood: dict[str, DetectorSummary] | None = None
+    exchangeability: ExchangeabilityResult | None = None
+    contam: ContamResult | None = None
+    ground_truth: GroundTruthResult | None = None
 
     @classmethod
     def from_dict(cls, entry: dict, where: str = "summary.json") -> RunEntry:
         if not isinstance(entry, dict) or "model" not in entry or "benchmark" not in entry:
             raise JaxcontamError(f"{where}: a run entry needs 'model' and 'benchmark', got {entry!r:.200}")
-        fields: dict[str, Any] = {f.name: entry.get(f.name) for f in dataclasses.fields(cls)}
-        return cls(**fields)
+
+        def read(key: str, reader: Callable[[dict], Any]):
+            return _read_result(entry.get(key), reader, f"{where} {key}")
+
+        return cls(
+            entry["model"],
+            entry["benchmark"],
+            entry.get("split"),
+            entry.get("n_items"),
+            accuracy=read("accuracy", Accuracy.from_dict),
+            pacost=read("pacost", PacostResult.from_dict),
+            likelihood=read("likelihood", _read_likelihood),
+            exchangeability=read("exchangeability", ExchangeabilityResult.from_dict),
+            contam=read("contam", ContamResult.from_dict),
+            ground_truth=read("ground_truth", GroundTruthResult.from_dict),
+        )
+
+    def to_dict(self) -> dict:
+        """summary.json's run entry: the model, then `detect.audit_core.BenchmarkAudit.to_dict`'s layout."""
+
+        def plain(result):
+            return None if result is None else result.to_dict()
+
+        likelihood = self.likelihood
+        return {
+            "model": self.model,
+            "benchmark": self.benchmark,
+            "split": self.split,
+            "n_items": self.n_items,
+            "accuracy": plain(self.accuracy),
+            "pacost": plain(self.pacost),
+            "likelihood": None if likelihood is None else {name: s.to_dict() for name, s in likelihood.items()},
+            "exchangeability": plain(self.exchangeability),
+            "contam": plain(self.contam),
+            "ground_truth": plain(self.ground_truth),
+        }
 
     @property
     def label(self) -> str:
         return f"{self.model} | {self.benchmark}"
+
+
+def _read_result(entry, read: Callable[[dict], Any], where: str):
+    """`read(entry)` (None where the detector did not run); an entry it cannot read is refused, naming it."""
+    if entry is None:
+        return None
+    try:
+        return read(entry)
+    except (KeyError, TypeError, ValueError, AttributeError, JaxcontamError) as error:
+        problem = f"no {error}" if isinstance(error, KeyError) else str(error)
+        raise JaxcontamError(
+            f"{where}: not an entry this jaxcontam writes ({problem}); was it written by another version?"
+        ) from None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -57,7 +118,7 @@ class AuditSummary:
     correction: str | None
     settings: dict
     runs: tuple[RunEntry, ...]
-    sweep: dict | None
+    sweep: Sweep | None
     timings: dict[str, float] | None = None  # wall seconds per stage (`jaxcontam.stage_clock`); older summaries: None
 
     @classmethod
@@ -83,9 +144,22 @@ class AuditSummary:
             correction=summary.get("correction"),
             settings=summary.get("settings") or {},
             runs=tuple(RunEntry.from_dict(r, f"{where} runs[{i}]") for i, r in enumerate(runs)),
-            sweep=summary.get("sweep"),
+            sweep=_read_result(summary.get("sweep"), Sweep.from_dict, f"{where} sweep"),
             timings=summary.get("timings"),
         )
+
+    def to_dict(self) -> dict:
+        """summary.json's content (before `json_ready`); `timings` only where they were recorded."""
+        summary = {
+            "schema_version": self.schema_version,
+            "jaxcontam_version": self.jaxcontam_version,
+            "alpha": self.alpha,
+            "correction": self.correction,
+            "settings": self.settings,
+            "runs": [run.to_dict() for run in self.runs],
+            "sweep": None if self.sweep is None else self.sweep.to_dict(),
+        }
+        return summary | ({} if self.timings is None else {"timings": self.timings})
 
 
 def read_summary(path: str | Path) -> AuditSummary:

@@ -88,9 +88,6 @@ class EPGCurve:
     def __getitem__(self, index: int) -> EPGRow:
         return self.rows[index]
 
-    def to_dicts(self) -> list[dict]:
-        return [dataclasses.asdict(row) for row in self.rows]
-
 
 def default_thresholds(scores: np.ndarray, max_thresholds: int = MAX_THRESHOLDS) -> np.ndarray:
     """The thresholds that leave some item clean: every distinct finite score above the lowest one, or, when

@@ -1,0 +1,94 @@
+# pyright: standard
+"""A detector as a registered stage of the audit core (`detect.audit_core.audit_benchmark` loops over them).
+
+A `DetectorStage` names the detector, its settings type, its per-item work (`records`, run in chunks that
+`jaxcontam audit` stores and resumes under `resume_key`), the columns it derives per item and its result (`result`,
+from every item's row). The built-in stages and the registry are in `detect.stages`; adding a detector is one module
+there plus one entry in `detect.stages.STAGES` (docs/adding_a_detector.md).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+if TYPE_CHECKING:
+    from jaxcontam.data.item import Benchmark, Item
+
+Settings = TypeVar("Settings")
+Result = TypeVar("Result")
+
+
+@dataclasses.dataclass(frozen=True)
+class AuditTarget:
+    """One benchmark: its items in order, each item's accepted rephrasing (or None), optional evidence and truth.
+
+    `ngram`: item id -> ConTAM metrics (`ngram.audit.item_rows`); `contaminated`: True / False / None per item;
+    `reference`: a reference model's PaCoST records of the same items (`pacost_records`), for the calibrated verdict.
+    """
+
+    benchmark: Benchmark
+    rephrasings: Sequence[str | None]
+    contaminated: Sequence[bool | None] | None = None
+    ngram: Mapping[str, dict] | None = None
+    reference: tuple[str, Sequence[dict]] | None = None  # (its name, a clean reference model's PaCoST records)
+
+    def rephrasing_of(self) -> dict[str, str | None]:
+        """Item id -> its accepted rephrasing (or None)."""
+        return {item.id: r for item, r in zip(self.benchmark, self.rephrasings)}
+
+
+@dataclasses.dataclass(frozen=True)
+class StageInput:
+    """What every stage of one (model, benchmark) reads: the model, the target and the audit-wide seed and
+    Monte Carlo resamples."""
+
+    model: Any
+    target: AuditTarget
+    seed: int
+    resamples: int
+
+
+def fingerprint(key: dict) -> str:
+    """A short stable hash of a JSON-able key (a stage's stored chunks are named by it)."""
+    return hashlib.sha256(json.dumps(key, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+@dataclasses.dataclass(frozen=True)
+class PerItemWork(Generic[Settings]):
+    """A stage's per-item work: `records(input, settings, items)` gives one JSON-able dict per item of a chunk
+    (`jaxcontam audit` stores finished chunks and resumes them); `resume_key(input, settings)` is everything besides
+    the model and benchmark those records depend on; `clock` the `stage_clock` stage its time counts as (None: the
+    work times its own parts)."""
+
+    records: Callable[[StageInput, Settings, Sequence[Item]], list[dict]]
+    resume_key: Callable[[StageInput, Settings], dict]
+    clock: str | None = None
+
+    def compute(self, stage_input: StageInput, settings: Settings) -> Callable[[Sequence[Item]], list[dict]]:
+        """The records of a chunk of items, as `run_stage` calls it."""
+        return lambda chunk: self.records(stage_input, settings, chunk)
+
+
+@dataclasses.dataclass(frozen=True)
+class DetectorStage(Generic[Settings, Result]):
+    """One detector of the audit core.
+
+    per_item: its per-item work (`PerItemWork`), or None for a detector that works on the benchmark as a whole.
+    columns(settings, row): the per-item columns derived from an item's stored record (not stored themselves).
+    result(input, settings, rows): the detector's result from every item's row (all stages' columns, ngram too),
+        timed as `result_clock`.
+    summary_entry(result): summary.json's entry.
+    """
+
+    name: str
+    settings_type: type[Settings]
+    result_type: type
+    result: Callable[[StageInput, Settings, list[dict]], Result]
+    summary_entry: Callable[[Result], dict]
+    per_item: PerItemWork[Settings] | None = None
+    columns: Callable[[Settings, dict], dict] | None = None
+    result_clock: str = "verdicts"

@@ -1,0 +1,22 @@
+# pyright: standard
+"""Oren et al.'s exchangeability test as an audit stage: the benchmark's items in order against shuffles
+(`detect.exchangeability`); it works on the benchmark as a whole, so it has no per-item records."""
+
+from __future__ import annotations
+
+from jaxcontam.detect.exchangeability import ExchangeabilityResult, ExchangeabilitySettings, benchmark_exchangeability
+from jaxcontam.detect.stage import DetectorStage, StageInput
+
+
+def _result(stage_input: StageInput, settings: ExchangeabilitySettings, rows: list[dict]) -> ExchangeabilityResult:
+    return benchmark_exchangeability(stage_input.model, stage_input.target.benchmark, settings, stage_input.seed)
+
+
+EXCHANGEABILITY_STAGE = DetectorStage(
+    name="exchangeability",
+    settings_type=ExchangeabilitySettings,
+    result_type=ExchangeabilityResult,
+    result=_result,
+    summary_entry=ExchangeabilityResult.to_dict,
+    result_clock="score",
+)

@@ -1,0 +1,43 @@
+# pyright: standard
+"""The likelihood detectors as an audit stage: mean log-prob, zlib ratio, Min-K% and Min-K%++ of each item's
+solved text (prompt + gold answer), summarised per benchmark (`detect.summaries.likelihood_result`)."""
+
+from __future__ import annotations
+
+from jaxcontam.detect.likelihood import LikelihoodSettings, detector_scores
+from jaxcontam.detect.stage import DetectorStage, PerItemWork, StageInput
+from jaxcontam.detect.summaries import DetectorSummary, likelihood_result
+from jaxcontam.engine import score_logprobs
+
+
+def likelihood_records(model, benchmark, items, k: float) -> list[dict]:
+    """Reference-free detectors of each item's solved text (prompt + gold answer)."""
+    texts = [benchmark.solved_text(item) for item in items]
+    scores = score_logprobs(model, [model.tokenizer.encode(t) for t in texts], with_stats=True)
+    return [{"id": item.id, **detector_scores(s, text, k)} for item, text, s in zip(items, texts, scores)]
+
+
+def _records(stage_input: StageInput, settings: LikelihoodSettings, items) -> list[dict]:
+    return likelihood_records(stage_input.model, stage_input.target.benchmark, items, settings.k)
+
+
+def _resume_key(stage_input: StageInput, settings: LikelihoodSettings) -> dict:
+    return {"k": settings.k}
+
+
+def _result(stage_input: StageInput, settings: LikelihoodSettings, rows: list[dict]) -> dict[str, DetectorSummary]:
+    return likelihood_result(rows)
+
+
+def _summary_entry(result: dict[str, DetectorSummary]) -> dict:
+    return {name: summary.to_dict() for name, summary in result.items()}
+
+
+LIKELIHOOD_STAGE = DetectorStage(
+    name="likelihood",
+    settings_type=LikelihoodSettings,
+    result_type=dict,  # detector name -> DetectorSummary
+    per_item=PerItemWork(_records, _resume_key, clock="score"),
+    result=_result,
+    summary_entry=_summary_entry,
+)

@@ -92,14 +92,20 @@ def edge_summary() -> AuditSummary:
         "test",
         3,
         accuracy=Accuracy(math.nan, None),
-        pacost=pacost,
-        likelihood=likelihood,
-        exchangeability=ExchangeabilityResult(None, 10, None, math.nan, "no chunking fits the model's context"),
+        results={
+            "pacost": pacost,
+            "likelihood": likelihood,
+            "exchangeability": ExchangeabilityResult(None, 10, None, math.nan, "no chunking fits the model's context"),
+        },
         contam=contam_result(rows, ContamSettings(resamples=9)),
         ground_truth=ground_truth,
     )
     scored = RunEntry(
-        "m", "copa", None, 4, likelihood=likelihood, exchangeability=ExchangeabilityResult(2, 5, math.inf, 0.0)
+        "m",
+        "copa",
+        None,
+        4,
+        results={"likelihood": likelihood, "exchangeability": ExchangeabilityResult(2, 5, math.inf, 0.0)},
     )
     return AuditSummary(SCHEMA_VERSION, "0.1.0", 0.05, "holm", {"k": 0.2}, (audited, scored), None, {"load": 1.5})
 

@@ -89,9 +89,7 @@ class ModelRun:
             audit.split,
             len(audit.rows),
             accuracy=audit.accuracy,
-            pacost=audit.pacost,
-            likelihood=audit.likelihood,
-            exchangeability=audit.exchangeability,
+            results=audit.results,
             contam=audit.contam,
             ground_truth=audit.ground_truth,
         )

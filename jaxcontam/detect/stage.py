@@ -81,7 +81,7 @@ class DetectorStage(Generic[Settings, Result]):
     columns(settings, row): the per-item columns derived from an item's stored record (not stored themselves).
     result(input, settings, rows): the detector's result from every item's row (all stages' columns, ngram too),
         timed as `result_clock`.
-    summary_entry(result): summary.json's entry.
+    summary_entry(result) / read_entry(entry): summary.json's entry, and the result read back from it.
     """
 
     name: str
@@ -89,6 +89,7 @@ class DetectorStage(Generic[Settings, Result]):
     result_type: type
     result: Callable[[StageInput, Settings, list[dict]], Result]
     summary_entry: Callable[[Result], dict]
+    read_entry: Callable[[dict], Result]
     per_item: PerItemWork[Settings] | None = None
     columns: Callable[[Settings, dict], dict] | None = None
     result_clock: str = "verdicts"

@@ -16,13 +16,14 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from jaxcontam.detect.contam import ContamResult
 from jaxcontam.detect.exchangeability import ExchangeabilityResult
 from jaxcontam.detect.pacost import PacostResult
+from jaxcontam.detect.stages import STAGES
 from jaxcontam.detect.summaries import Accuracy, DetectorSummary, GroundTruthResult
 from jaxcontam.detect.sweep import Sweep
 from jaxcontam.errors import JaxcontamError
@@ -32,24 +33,32 @@ SCHEMA_VERSION = 1
 KNOWN_VERSIONS = (1,)
 
 
-def _read_likelihood(entry: dict) -> dict[str, DetectorSummary]:
-    return {name: DetectorSummary.from_dict(summary) for name, summary in entry.items()}
-
-
 @dataclasses.dataclass(frozen=True)
 class RunEntry:
-    """One (model, benchmark) run with each detector's result; a detector that did not run is None."""
+    """One (model, benchmark) run: accuracy, each registered detector's result (`results`: stage name -> result, for
+    the detectors that ran; `detect.stages.STAGES`), ConTAM's verdict and the ground-truth comparison (None where
+    they did not run)."""
 
     model: str
     benchmark: str
     split: str | None = None
     n_items: int | None = None
     accuracy: Accuracy | None = None
-    pacost: PacostResult | None = None
-    likelihood: dict[str, DetectorSummary] | None = None
-    exchangeability: ExchangeabilityResult | None = None
+    results: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     contam: ContamResult | None = None
     ground_truth: GroundTruthResult | None = None
+
+    @property
+    def pacost(self) -> PacostResult | None:
+        return self.results.get("pacost")
+
+    @property
+    def likelihood(self) -> dict[str, DetectorSummary] | None:
+        return self.results.get("likelihood")
+
+    @property
+    def exchangeability(self) -> ExchangeabilityResult | None:
+        return self.results.get("exchangeability")
 
     @classmethod
     def from_dict(cls, entry: dict, where: str = "summary.json") -> RunEntry:
@@ -59,15 +68,14 @@ class RunEntry:
         def read(key: str, reader: Callable[[dict], Any]):
             return _read_result(entry.get(key), reader, f"{where} {key}")
 
+        results = {name: read(name, stage.read_entry) for name, stage in STAGES.items()}
         return cls(
             entry["model"],
             entry["benchmark"],
             entry.get("split"),
             entry.get("n_items"),
             accuracy=read("accuracy", Accuracy.from_dict),
-            pacost=read("pacost", PacostResult.from_dict),
-            likelihood=read("likelihood", _read_likelihood),
-            exchangeability=read("exchangeability", ExchangeabilityResult.from_dict),
+            results={name: result for name, result in results.items() if result is not None},
             contam=read("contam", ContamResult.from_dict),
             ground_truth=read("ground_truth", GroundTruthResult.from_dict),
         )
@@ -78,19 +86,16 @@ class RunEntry:
         def plain(result):
             return None if result is None else result.to_dict()
 
-        likelihood = self.likelihood
-        return {
-            "model": self.model,
-            "benchmark": self.benchmark,
-            "split": self.split,
-            "n_items": self.n_items,
-            "accuracy": plain(self.accuracy),
-            "pacost": plain(self.pacost),
-            "likelihood": None if likelihood is None else {name: s.to_dict() for name, s in likelihood.items()},
-            "exchangeability": plain(self.exchangeability),
-            "contam": plain(self.contam),
-            "ground_truth": plain(self.ground_truth),
+        detectors = {
+            name: stage.summary_entry(self.results[name]) if name in self.results else None
+            for name, stage in STAGES.items()
         }
+        return (
+            {"model": self.model, "benchmark": self.benchmark, "split": self.split, "n_items": self.n_items}
+            | {"accuracy": plain(self.accuracy)}
+            | detectors
+            | {"contam": plain(self.contam), "ground_truth": plain(self.ground_truth)}
+        )
 
     @property
     def label(self) -> str:

@@ -18,5 +18,6 @@ EXCHANGEABILITY_STAGE = DetectorStage(
     result_type=ExchangeabilityResult,
     result=_result,
     summary_entry=ExchangeabilityResult.to_dict,
+    read_entry=ExchangeabilityResult.from_dict,
     result_clock="score",
 )

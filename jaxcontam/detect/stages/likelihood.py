@@ -33,6 +33,10 @@ def _summary_entry(result: dict[str, DetectorSummary]) -> dict:
     return {name: summary.to_dict() for name, summary in result.items()}
 
 
+def _read_entry(entry: dict) -> dict[str, DetectorSummary]:
+    return {name: DetectorSummary.from_dict(summary) for name, summary in entry.items()}
+
+
 LIKELIHOOD_STAGE = DetectorStage(
     name="likelihood",
     settings_type=LikelihoodSettings,
@@ -40,4 +44,5 @@ LIKELIHOOD_STAGE = DetectorStage(
     per_item=PerItemWork(_records, _resume_key, clock="score"),
     result=_result,
     summary_entry=_summary_entry,
+    read_entry=_read_entry,
 )

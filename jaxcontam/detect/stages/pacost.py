@@ -66,4 +66,5 @@ PACOST_STAGE = DetectorStage(
     columns=_columns,
     result=_result,
     summary_entry=PacostResult.to_dict,
+    read_entry=PacostResult.from_dict,
 )

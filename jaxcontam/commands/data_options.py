@@ -6,7 +6,10 @@ Below the commands the roots are a parameter (`jaxcontam.data.roots`, `load_benc
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
+
+import click
 
 DATA_VARIABLE = "JAXCONTAM_DATA"  # a folder laid out like ../shared/data, searched first
 CHECKOUT_DATA = Path(__file__).resolve().parents[3] / "shared" / "data"  # ../shared/data beside the checkout
@@ -19,3 +22,15 @@ def data_roots_from_environment() -> tuple[Path, ...]:
 
     given = os.environ.get(DATA_VARIABLE)
     return (*([Path(given)] if given else []), *DEFAULT_ROOTS, CHECKOUT_DATA)
+
+
+def benchmark_options(command: Callable) -> Callable:
+    """--benchmark (repeatable), --path and --split, as the corpus-side commands (ngram, decontaminate) take them."""
+    options = (
+        click.option("--benchmark", "benchmarks", multiple=True, required=True, help="Benchmark name (repeatable)."),
+        click.option("--path", default=None, help="Benchmark file or folder, local or a bucket URL (one benchmark)."),
+        click.option("--split", default=None, help="Benchmark split (the loader's default if omitted)."),
+    )
+    for option in reversed(options):
+        command = option(command)
+    return command

@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from jaxcontam.commands.config_file import config_file_options
+from jaxcontam.commands.data_options import benchmark_options
 from jaxcontam.decontam.index import FIELDS, IndexSettings
 from jaxcontam.decontam.matching import POLICIES, SpanSettings
 from jaxcontam.decontam.rules import PRESETS
@@ -13,9 +14,7 @@ from jaxcontam.decontam.run import RunSettings
 
 @config_file_options
 @click.command("decontaminate")
-@click.option("--benchmark", "benchmarks", multiple=True, required=True, help="Benchmark name (repeatable).")
-@click.option("--path", default=None, help="Benchmark file or folder, local or a bucket URL (one benchmark).")
-@click.option("--split", default=None, help="Benchmark split (the loader's default if omitted).")
+@benchmark_options
 @click.option(
     "--corpus",
     "corpora",

@@ -6,6 +6,7 @@ import click
 
 from jaxcontam.commands.cluster_options import runs_on_every_host
 from jaxcontam.commands.config_file import config_file_options
+from jaxcontam.commands.data_options import benchmark_options
 from jaxcontam.ngram.audit import VIEW_OF_METRIC, NgramScoring, NgramSettings
 from jaxcontam.ngram.item_text import SCOPES
 
@@ -13,9 +14,7 @@ from jaxcontam.ngram.item_text import SCOPES
 @runs_on_every_host
 @config_file_options
 @click.command("ngram")
-@click.option("--benchmark", "benchmarks", multiple=True, required=True, help="Benchmark name (repeatable).")
-@click.option("--path", default=None, help="Benchmark file or folder, local or a bucket URL (one benchmark).")
-@click.option("--split", default=None, help="Benchmark split (the loader's default if omitted).")
+@benchmark_options
 @click.option(
     "--corpus",
     "corpora",

@@ -83,10 +83,10 @@ def whole_audit(worktree: pathlib.Path, out: pathlib.Path, audit: str) -> dict:
     """`jaxcontam audit` at `worktree`'s code: "bundled", the bundled example as `jaxcontam audit` runs it with no
     arguments (its own audit.toml), or "smollm2", the README's "An audit" (SmolLM2-135M-Instruct, 100 COPA items,
     tinyshakespeare as the corpus); its summary.json."""
-    env = {**os.environ, "JAX_PLATFORMS": "cpu", "PYTHONPATH": str(worktree)}
+    shared = ROOT.parent / "shared" / "data"  # a worktree outside the checkout finds ../shared/data through this
+    env = {**os.environ, "JAX_PLATFORMS": "cpu", "PYTHONPATH": str(worktree), "JAXCONTAM_DATA": str(shared)}
     options = ["--out", str(out)]
     if audit == "smollm2":
-        shared = ROOT.parent / "shared" / "data"
         config = out.with_suffix(".toml")
         config.write_text(
             "\n".join(
@@ -105,13 +105,11 @@ def whole_audit(worktree: pathlib.Path, out: pathlib.Path, audit: str) -> dict:
             + "\n"
         )
         options += ["--config", str(config)]
-    subprocess.run(
-        [sys.executable, "-m", "jaxcontam.cli", "audit", *options],
-        cwd=worktree,
-        env=env,
-        check=True,
-        capture_output=True,
+    done = subprocess.run(
+        [sys.executable, "-m", "jaxcontam.cli", "audit", *options], cwd=worktree, env=env, capture_output=True, text=True
     )
+    if done.returncode != 0:
+        sys.exit(f"the audit at {worktree.name} failed ({done.returncode}):\n{done.stderr[-3000:]}")
     return json.loads((out / "summary.json").read_text())
 
 

@@ -213,7 +213,10 @@ def peer_lost(error: BaseException) -> str | None:
 
     if not jax.distributed.is_initialized() or jax.process_count() < 2:
         return None
-    if not isinstance(error, jax.errors.JaxRuntimeError) or not any(s in str(error) for s in PEER_LOST_SIGNS):
+    # a failed collective reaches Python as a JaxRuntimeError, or as a ValueError from jax's multihost utilities
+    if not isinstance(error, (jax.errors.JaxRuntimeError, ValueError)) or not any(
+        s in str(error) for s in PEER_LOST_SIGNS
+    ):
         return None
     cause = str(error).strip().splitlines()[0][:300]
     return (

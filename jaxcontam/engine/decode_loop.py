@@ -27,6 +27,7 @@ import jax
 import jax.numpy as jnp
 
 from jaxcontam.engine.sampling import sample_next
+from jaxcontam.mesh import batch_sharding
 
 
 def _pick(params, spec, hidden, index, step, seed, temperature, top_p, watch_ids):
@@ -57,6 +58,15 @@ def empty_rows(params, spec, *, rows: int, capacity: int, max_new_tokens: int) -
         "logp": jnp.zeros((rows, max_new_tokens), jnp.float32),
         "watched": jnp.zeros((rows, max_new_tokens), jnp.float32),
     }
+
+
+@functools.partial(jax.jit, static_argnames=("spec", "rows", "capacity", "max_new_tokens", "mesh"))
+def empty_rows_on_mesh(params, spec, *, rows: int, capacity: int, max_new_tokens: int, mesh) -> dict:
+    """`empty_rows` with its rows over the mesh's "data" axis, as every later state is laid out (so the first fill
+    compiles the program the others reuse). Made by a program, not placed from the host: under `jax.distributed` a
+    placement of host arrays compares every process's copy, a collective that fails mid-way when a peer dies."""
+    state = empty_rows(params, spec, rows=rows, capacity=capacity, max_new_tokens=max_new_tokens)
+    return jax.tree.map(lambda leaf: jax.lax.with_sharding_constraint(leaf, batch_sharding(mesh, leaf.ndim)), state)
 
 
 @functools.partial(jax.jit, static_argnames=("spec", "capacity"), donate_argnames=("state",))

@@ -24,7 +24,6 @@ from jaxcontam.engine import decode_loop, platform
 from jaxcontam.engine.distributed import fetch, global_array, model_mesh, rows_for
 from jaxcontam.engine.packing import default_buckets, plan_batches
 from jaxcontam.errors import JaxcontamError
-from jaxcontam.mesh import batch_sharding
 
 MAX_ROWS = 64  # decode rows per data shard on CPU when the caller does not choose (GPU, TPU: `platform`)
 CACHE_BYTES = 2 * 1024**3  # the KV cache's budget per data shard on CPU when the caller does not choose the rows
@@ -217,9 +216,9 @@ def generate(
         buckets = default_buckets(max(len(p) for p in prompts))[-1:]
     groups = plan_batches([list(p) for p in prompts], rows_per_batch=group, buckets=buckets, pack=False)
     capacity = max(g.tokens.shape[1] for g in groups) + max_new_tokens
-    state = decode_loop.empty_rows(params, spec, rows=rows, capacity=capacity, max_new_tokens=max_new_tokens)
-    # rows over "data", as every later state is laid out: the first fill then compiles the program the others reuse
-    state = jax.tree.map(lambda leaf: jax.device_put(leaf, batch_sharding(mesh, leaf.ndim)), state)
+    state = decode_loop.empty_rows_on_mesh(
+        params, spec, rows=rows, capacity=capacity, max_new_tokens=max_new_tokens, mesh=mesh
+    )
     watch = np.asarray(list(watch_ids) or [0], np.int32)  # without watch ids the recorded values are dropped
     sampling = (np.uint32(seed), np.float32(temperature), np.float32(top_p), stop, watch)
     results: dict[int, Generation] = {}  # by position in `prompts`

@@ -22,11 +22,10 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from jaxcontam.detect.contam import ContamResult, ContamSettings, contam_result
-from jaxcontam.detect.exchangeability import ExchangeabilityResult
-from jaxcontam.detect.pacost import PacostResult, PacostSettings
-from jaxcontam.detect.stage import AuditTarget, DetectorStage, StageInput
+from jaxcontam.detect.pacost import PacostSettings
+from jaxcontam.detect.stage import AuditTarget, BuiltInResults, DetectorStage, StageInput
 from jaxcontam.detect.stages import DEFAULT_DETECTORS, DETECTORS, STAGES
-from jaxcontam.detect.summaries import Accuracy, DetectorSummary, GroundTruthResult, accuracy, ground_truth_result
+from jaxcontam.detect.summaries import Accuracy, GroundTruthResult, accuracy, ground_truth_result
 from jaxcontam.errors import JaxcontamError
 from jaxcontam.stage_clock import stage as timed
 from jaxcontam.stats.paired import DEFAULT_RESAMPLES
@@ -70,7 +69,7 @@ class AuditSettings:
 
 
 @dataclasses.dataclass(frozen=True)
-class BenchmarkAudit:
+class BenchmarkAudit(BuiltInResults):
     """Everything one model's audit found on one benchmark: `results` holds each detector that ran (stage name ->
     its result); accuracy, ConTAM's verdict and the ground-truth comparison are None where their inputs are missing."""
 
@@ -82,18 +81,6 @@ class BenchmarkAudit:
     contam: ContamResult | None
     ground_truth: GroundTruthResult | None
     seconds: dict[str, float]
-
-    @property
-    def pacost(self) -> PacostResult | None:
-        return self.results.get("pacost")
-
-    @property
-    def likelihood(self) -> dict[str, DetectorSummary] | None:
-        return self.results.get("likelihood")
-
-    @property
-    def exchangeability(self) -> ExchangeabilityResult | None:
-        return self.results.get("exchangeability")
 
     def with_result(self, name: str, result) -> BenchmarkAudit:
         """This audit with detector `name`'s result replaced (a new audit; e.g. PaCoST with the sweep's decision)."""

@@ -17,6 +17,9 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 if TYPE_CHECKING:
     from jaxcontam.data.item import Benchmark, Item
+    from jaxcontam.detect.exchangeability import ExchangeabilityResult
+    from jaxcontam.detect.pacost import PacostResult
+    from jaxcontam.detect.summaries import DetectorSummary
 
 Settings = TypeVar("Settings")
 Result = TypeVar("Result")
@@ -93,3 +96,22 @@ class DetectorStage(Generic[Settings, Result]):
     per_item: PerItemWork[Settings] | None = None
     columns: Callable[[Settings, dict], dict] | None = None
     result_clock: str = "verdicts"
+
+
+class BuiltInResults:
+    """The built-in detectors' results by name, from `results` (stage name -> result; None where a detector did not
+    run): shared by the audit core's `BenchmarkAudit` and summary.json's `RunEntry`."""
+
+    results: Mapping[str, Any]
+
+    @property
+    def pacost(self) -> PacostResult | None:
+        return self.results.get("pacost")
+
+    @property
+    def likelihood(self) -> dict[str, DetectorSummary] | None:
+        return self.results.get("likelihood")
+
+    @property
+    def exchangeability(self) -> ExchangeabilityResult | None:
+        return self.results.get("exchangeability")

@@ -21,10 +21,9 @@ from pathlib import Path
 from typing import Any
 
 from jaxcontam.detect.contam import ContamResult
-from jaxcontam.detect.exchangeability import ExchangeabilityResult
-from jaxcontam.detect.pacost import PacostResult
+from jaxcontam.detect.stage import BuiltInResults
 from jaxcontam.detect.stages import STAGES
-from jaxcontam.detect.summaries import Accuracy, DetectorSummary, GroundTruthResult
+from jaxcontam.detect.summaries import Accuracy, GroundTruthResult
 from jaxcontam.detect.sweep import Sweep
 from jaxcontam.errors import JaxcontamError
 from jaxcontam.stats.multiple import DEFAULT_ALPHA
@@ -34,7 +33,7 @@ KNOWN_VERSIONS = (1,)
 
 
 @dataclasses.dataclass(frozen=True)
-class RunEntry:
+class RunEntry(BuiltInResults):
     """One (model, benchmark) run: accuracy, each registered detector's result (`results`: stage name -> result, for
     the detectors that ran; `detect.stages.STAGES`), ConTAM's verdict and the ground-truth comparison (None where
     they did not run)."""
@@ -47,18 +46,6 @@ class RunEntry:
     results: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     contam: ContamResult | None = None
     ground_truth: GroundTruthResult | None = None
-
-    @property
-    def pacost(self) -> PacostResult | None:
-        return self.results.get("pacost")
-
-    @property
-    def likelihood(self) -> dict[str, DetectorSummary] | None:
-        return self.results.get("likelihood")
-
-    @property
-    def exchangeability(self) -> ExchangeabilityResult | None:
-        return self.results.get("exchangeability")
 
     @classmethod
     def from_dict(cls, entry: dict, where: str = "summary.json") -> RunEntry:

@@ -60,11 +60,21 @@ def empty_rows(params, spec, *, rows: int, capacity: int, max_new_tokens: int) -
     }
 
 
-@functools.partial(jax.jit, static_argnames=("spec", "rows", "capacity", "max_new_tokens", "mesh"))
 def empty_rows_on_mesh(params, spec, *, rows: int, capacity: int, max_new_tokens: int, mesh) -> dict:
     """`empty_rows` with its rows over the mesh's "data" axis, as every later state is laid out (so the first fill
-    compiles the program the others reuse). Made by a program, not placed from the host: under `jax.distributed` a
-    placement of host arrays compares every process's copy, a collective that fails mid-way when a peer dies."""
+    compiles the program the others reuse).
+
+    One process: made and placed, with no program to compile per shape. Several processes (`jax.distributed`): made
+    by a program, because placing arrays made on the host compares every process's copy in a collective, which
+    costs a gather and fails mid-way when a peer dies."""
+    if jax.process_count() == 1:
+        state = empty_rows(params, spec, rows=rows, capacity=capacity, max_new_tokens=max_new_tokens)
+        return jax.tree.map(lambda leaf: jax.device_put(leaf, batch_sharding(mesh, leaf.ndim)), state)
+    return _empty_rows_program(params, spec, rows=rows, capacity=capacity, max_new_tokens=max_new_tokens, mesh=mesh)
+
+
+@functools.partial(jax.jit, static_argnames=("spec", "rows", "capacity", "max_new_tokens", "mesh"))
+def _empty_rows_program(params, spec, *, rows: int, capacity: int, max_new_tokens: int, mesh) -> dict:
     state = empty_rows(params, spec, rows=rows, capacity=capacity, max_new_tokens=max_new_tokens)
     return jax.tree.map(lambda leaf: jax.lax.with_sharding_constraint(leaf, batch_sharding(mesh, leaf.ndim)), state)
 

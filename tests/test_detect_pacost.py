@@ -190,6 +190,21 @@ def test_the_paper_verdict_is_scipys_uncorrected_one_sided_t_test_on_pairs_with_
     assert summary["contaminated"] == bool(expected < 0.05)
 
 
+@pytest.mark.parametrize("answered", [0, 1])
+def test_a_judge_that_never_says_yes_or_no_is_named_as_the_reason_there_is_no_test(answered):
+    """Pairs with a confidence of 0 are dropped before the test: the reason counts them (not "0 of 0")."""
+    original, rephrased = np.zeros(12), np.zeros(12)
+    original[:answered], rephrased[:answered] = 0.7, 0.4
+    records = [record((o, r)) for o, r in zip(original, rephrased)]
+    summary = paired_verdict(records, "p_yes", PacostSettings(preset="paper")).to_dict()
+    assert math.isnan(summary["pvalue"]) and summary["n_pairs"] == 0
+    assert summary["dropped_reasons"] == {"no yes/no in the judge's reply (confidence 0)": 12 - answered}
+    reason = summary["status"]
+    assert reason.startswith(f"no test: {answered} usable pair(s) of 12: the judge's reply said neither yes nor no on "
+                             f"{12 - answered} of the 12 items with a rephrasing; the 't' test needs 2")
+    assert "judge_max_new_tokens" in reason and "0 of 0" not in reason
+
+
 @pytest.mark.parametrize("settings_", [PacostSettings(), PacostSettings(preset="paper", confidence="p_true")])
 @needs_data
 def test_records_on_the_bundled_model_keep_normalised_and_raw_p_true(settings_):

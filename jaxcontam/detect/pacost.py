@@ -48,7 +48,7 @@ from jaxcontam.stage_clock import stage
 from jaxcontam.stats import PairedTestResult, default_paired_method, minimum_detectable_effect, paired_test
 from jaxcontam.stats.batched import PairedMethod
 from jaxcontam.stats.multiple import DEFAULT_ALPHA
-from jaxcontam.stats.paired import DEFAULT_RESAMPLES
+from jaxcontam.stats.paired import DEFAULT_RESAMPLES, minimum_pairs
 
 Confidence = Literal["p_true", "p_true_raw", "p_yes", "answer_logprob", "question_min_k_plus_plus"]
 Preset = Literal["jaxcontam", "paper"]
@@ -600,6 +600,15 @@ def paired_verdict(
     kept = [i for i in kept if i not in silent]
     extra = {"no accepted rephrasing": no_rephrase, NO_VERDICT: len(silent)}
     extra = {reason: count for reason, count in extra.items() if count}
+    if silent and len(kept) < minimum_pairs(settings.test):
+        reason = (
+            f"{len(kept)} usable pair(s) of {len(records)}: the judge's reply said neither yes nor no on "
+            f"{len(silent)} of the {len(silent) + len(kept)} items with a rephrasing"
+            + (f" ({no_rephrase} without one)" if no_rephrase else "")
+            + f"; the {settings.test!r} test needs {minimum_pairs(settings.test)}. Give the judge a longer reply "
+            "(pacost.judge_max_new_tokens) or a judge model that answers yes or no"
+        )
+        return _no_test(base | {"dropped_reasons": extra}, reason, f"{reason}: no test")
     try:
         with_answers = needs_answer(confidence)
         rows = [records[i] for i in kept]

@@ -116,6 +116,11 @@ def _run(d: np.ndarray, method: str, alternative: str, resamples: int, seed: int
     return float(statistic[0]), float(pvalue[0]), detail
 
 
+def minimum_pairs(method: str) -> int:
+    """The fewest usable pairs `method` tests: 2 for the t-test (a variance), 1 for the others."""
+    return 2 if method == "t" else 1
+
+
 def paired_test(
     original,
     rephrased,
@@ -145,7 +150,7 @@ def paired_test(
     pairs = filter_pairs(
         original, rephrased, answered_original=answered_original, answered_rephrased=answered_rephrased
     )
-    minimum = 2 if method == "t" else 1
+    minimum = minimum_pairs(method)
     if pairs.n_kept < minimum:
         raise StatsInputError(
             f"paired {method!r} test needs at least {minimum} usable pairs, got {pairs.n_kept} of {len(pairs.kept)} "

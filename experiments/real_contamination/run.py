@@ -262,7 +262,9 @@ def main() -> None:
     if not set(args.presets.split(",")) <= set(PRESETS):
         parser.error(f"--presets takes some of {', '.join(PRESETS)}, got {args.presets!r}")
     args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "design.json").write_text(json.dumps({k: str(v) for k, v in vars(args).items()}, indent=2) + "\n")
+    per_invocation = ("out", "arms", "presets", "skip_audit", "audit_every", "pilot", "smoke")  # run.log has them
+    design = {key: str(value) for key, value in vars(args).items() if key not in per_invocation}
+    (args.out / "design.json").write_text(json.dumps(design, indent=2) + "\n")  # the same for every arm's run
     mmlu = mmlu_subjects(args.out, args.items)
     base_file = args.out / "base_logprobs.json"
     if not base_file.exists():  # the base model's verbatim and audited texts: shared by every verbatim arm

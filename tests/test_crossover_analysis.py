@@ -113,3 +113,41 @@ def test_calibrated_pacost_with_a_stand_in_reference(crossover):
     summary = out["summary"]["calibrated_p"]
     assert summary["control_all_halves"]["n"] == 6 and summary["power_contaminated_halves"]["n"] == 3
     assert summary["control_all_halves"]["band99"] == [0, 2]
+
+
+def test_the_paper_preset_table_counts_judge_verdicts_and_tests_the_kept_pairs(crossover):
+    """report.paper_preset: judged = P(yes) > 0 per half and side, the t-test on pairs with both > 0 (scipy's
+    ttest_rel, as the authors' test.py), the AUC of P(yes) over the judged originals (Mann-Whitney)."""
+    spec = importlib.util.spec_from_file_location("real_contamination_report", EXPERIMENT / "report.py")
+    report = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(report)
+    rng = np.random.default_rng(4)
+    n = 40
+    drawn = np.arange(n) < n // 2
+    original = np.where(rng.random(n) < 0.7, rng.uniform(0.1, 0.9, n) + 0.1 * drawn, 0.0)
+    rephrased = np.where(rng.random(n) < 0.6, rng.uniform(0.1, 0.9, n), 0.0)
+    rephrase = np.where(np.arange(n) % 7 == 3, None, "a rewording")
+    items = pd.DataFrame(
+        {
+            "benchmark": "copa",
+            "id": [f"copa/{i}" for i in range(n)],
+            "drawn": drawn,
+            "rephrase": rephrase,
+            "p_yes_original": original,
+            "p_yes_rephrased": rephrased,
+            "answer_original": "an answer",
+            "answer_rephrased": "an answer",
+        }
+    )
+    cell = report.paper_preset(items)["copa"]
+    for half, flag in (("contaminated", True), ("clean", False)):
+        mine = drawn == flag
+        kept = mine & (rephrase != None) & (original > 0) & (rephrased > 0)  # noqa: E711 (an object array)
+        assert cell[half]["items"] == mine.sum() and cell[half]["judged_original"] == (mine & (original > 0)).sum()
+        assert cell[half]["judged_rephrased"] == (mine & (rephrase != None) & (rephrased > 0)).sum()  # noqa: E711
+        assert cell[half]["pairs"] == kept.sum()
+        expected = scipy_stats.ttest_rel(original[kept], rephrased[kept], alternative="greater").pvalue
+        assert cell[half]["pvalue"] == pytest.approx(expected, rel=1e-9)
+    judged = original > 0
+    auc = scipy_stats.mannwhitneyu(original[judged & drawn], original[judged & ~drawn]).statistic
+    assert cell["p_yes_auc"]["value"] == pytest.approx(auc / ((judged & drawn).sum() * (judged & ~drawn).sum()))

@@ -190,6 +190,22 @@ def test_the_paper_verdict_is_scipys_uncorrected_one_sided_t_test_on_pairs_with_
     assert summary["contaminated"] == bool(expected < 0.05)
 
 
+def test_an_item_without_a_rephrasing_is_dropped_whether_read_as_none_or_as_pandas_nan():
+    """items.parquet read back by pandas 3 gives NaN where the audit wrote None: the same pairs, the same reason."""
+    rng = np.random.default_rng(5)
+    pairs = list(zip(rng.uniform(0.2, 0.9, 12), rng.uniform(0.1, 0.8, 12)))
+    verdicts = [
+        paired_verdict(
+            [record(v, rephrase=missing if i % 4 == 0 else "r") for i, v in enumerate(pairs)],
+            "p_true",
+            PacostSettings(test="t"),
+        ).to_dict()
+        for missing in (None, float("nan"))
+    ]
+    assert verdicts[0] == verdicts[1] and verdicts[0]["n_pairs"] == 9
+    assert verdicts[1]["dropped_reasons"] == {"no accepted rephrasing": 3}
+
+
 @pytest.mark.parametrize("answered", [0, 1])
 def test_a_judge_that_never_says_yes_or_no_is_named_as_the_reason_there_is_no_test(answered):
     """Pairs with a confidence of 0 are dropped before the test: the reason counts them (not "0 of 0")."""
@@ -200,8 +216,10 @@ def test_a_judge_that_never_says_yes_or_no_is_named_as_the_reason_there_is_no_te
     assert math.isnan(summary["pvalue"]) and summary["n_pairs"] == 0
     assert summary["dropped_reasons"] == {"no yes/no in the judge's reply (confidence 0)": 12 - answered}
     reason = summary["status"]
-    assert reason.startswith(f"no test: {answered} usable pair(s) of 12: the judge's reply said neither yes nor no on "
-                             f"{12 - answered} of the 12 items with a rephrasing; the 't' test needs 2")
+    assert reason.startswith(
+        f"no test: {answered} usable pair(s) of 12: the judge's reply said neither yes nor no on "
+        f"{12 - answered} of the 12 items with a rephrasing; the 't' test needs 2"
+    )
     assert "judge_max_new_tokens" in reason and "0 of 0" not in reason
 
 

@@ -181,6 +181,32 @@ def aucs_with_nulls(items, resamples: int = 9999) -> dict:
     return out
 
 
+def paper_preset(items) -> dict:
+    """The authors' method per benchmark: on how many items (per half) the judge's reply said yes or no at all
+    (P(yes) > 0: `detect.pacost.POSITIVE_CONFIDENCES`), how many pairs the paired t-test keeps, its p per half, and
+    the AUC of P(yes) on the original text, contaminated half against the clean half, over the items it judged."""
+    from jaxcontam.detect.pacost import PacostSettings, paired_verdict
+
+    crossover, settings = crossover_module(), PacostSettings(preset="paper")
+    out = {}
+    for benchmark, group in items.groupby("benchmark"):
+        rephrased = group["rephrase"].notna().to_numpy()
+        said = {side: group[f"p_yes_{side}"].to_numpy(float) > 0 for side in ("original", "rephrased")}
+        cell = {}
+        for half, flag in (("contaminated", True), ("clean", False)):
+            mine = group["drawn"].to_numpy(bool) == flag
+            verdict = paired_verdict(group[mine].to_dict("records"), "p_yes", settings)
+            cell[half] = {"items": int(mine.sum()), "judged_original": int((said["original"] & mine).sum()),
+                          "rephrased": int((rephrased & mine).sum()),
+                          "judged_rephrased": int((said["rephrased"] & rephrased & mine).sum()),
+                          "pairs": verdict.n_pairs, "pvalue": verdict.pvalue, "status": str(verdict.status)}
+        judged = said["original"]
+        auc = crossover.unpaired_auc(group["p_yes_original"].to_numpy(float)[judged],
+                                     group["drawn"].to_numpy(bool)[judged])
+        out[benchmark] = cell | {"p_yes_auc": crossover._asdict(auc)}
+    return out
+
+
 def summary_entries(folder: pathlib.Path, preset: str) -> dict:
     """Per benchmark: the audit's AUCs and ConTAM/EPG result (summary.json, as `jaxcontam audit` wrote it)."""
     path = folder / f"audit_{preset}" / "summary.json"
@@ -246,6 +272,9 @@ def build(results: pathlib.Path) -> dict:
             entry["accuracy"] = accuracy(items)
             entry["aucs"] = aucs_with_nulls(items)
             entry["audit"] = summary_entries(folder, "jaxcontam")
+        paper_items = load_items(folder, "paper")
+        if paper_items is not None and "p_yes_original" in paper_items:
+            entry["paper"] = paper_preset(paper_items)
         if (folder / "audit_curve.jsonl").exists():
             curve = (folder / "audit_curve.jsonl").read_text().splitlines()
             entry["audit_curve"] = [json.loads(line) for line in curve]
@@ -261,6 +290,10 @@ def _estimate_cell(cell: dict | None) -> str:
         return "-"
     low, high = cell["ci95"]
     return f"{cell['value']:.2f} ({low:.2f}, {high:.2f}) p {cell['pvalue']:.3g} / {cell['pvalue_two_sided']:.3g}"
+
+
+def _pvalue(value: float) -> str:
+    return "no test" if not np.isfinite(value) else f"{value:.2g}"
 
 
 def percent(value) -> str:
@@ -310,6 +343,22 @@ def markdown(report: dict) -> str:
         for benchmark, cells in entry.get("aucs", {}).items():
             row = [_estimate_cell(cells.get(d)) for d in list(AUC_DETECTORS) + ["epg_truth"]]
             lines.append(f"| {arm} | {benchmark} | " + " | ".join(row) + " |")
+    lines += ["", "## The authors' method (`paper` preset): does the judge answer, does P(yes) separate the halves?",
+              "",
+              "Judged: items whose judge reply said yes or no (P(yes) > 0; the authors drop a pair otherwise), "
+              "contaminated half / clean half. t-test p: the paired test on each half's kept pairs. AUC: P(yes) on "
+              "the original text, contaminated against clean items, over the judged originals (95% bootstrap CI, "
+              "random-split permutation p).", "",
+              "| arm | benchmark | judged originals | judged rephrasings | pairs kept | t-test p | AUC of P(yes) |",
+              "|---|---|---|---|---|---|---|"]
+    for arm, entry in report["arms"].items():
+        for benchmark, cell in entry.get("paper", {}).items():
+            seen, clean = cell["contaminated"], cell["clean"]
+            lines.append(
+                f"| {arm} | {benchmark} | {seen['judged_original']}/{seen['items']} / "
+                f"{clean['judged_original']}/{clean['items']} | {seen['judged_rephrased']}/{seen['rephrased']} / "
+                f"{clean['judged_rephrased']}/{clean['rephrased']} | {seen['pairs']} / {clean['pairs']} | "
+                f"{_pvalue(seen['pvalue'])} / {_pvalue(clean['pvalue'])} | {_estimate_cell(cell['p_yes_auc'])} |")
     lines += ["", "## ConTAM / EPG against the arm's corpus (the audit's threshold selection)", "",
               "| arm | benchmark | EPG (LONGEST-MATCH) | max-z p |", "|---|---|---|---|"]
     for arm, entry in report["arms"].items():

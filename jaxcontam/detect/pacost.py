@@ -578,8 +578,9 @@ def paired_verdict(
     """
     original = [r[f"{confidence}_original"] for r in records]
     rephrased = [r[f"{confidence}_rephrased"] for r in records]
-    no_rephrase = sum(r["rephrase"] is None for r in records)
-    kept = [i for i, r in enumerate(records) if r["rephrase"] is not None]
+    # no accepted rephrasing: None in the audit's records, NaN where pandas (3+) read them back from items.parquet
+    kept = [i for i, r in enumerate(records) if isinstance(r["rephrase"], str)]
+    no_rephrase = len(records) - len(kept)
     base = {
         "test": settings.test,
         "confidence": confidence,

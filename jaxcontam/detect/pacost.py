@@ -601,12 +601,13 @@ def paired_verdict(
     kept = [i for i in kept if i not in silent]
     extra = {"no accepted rephrasing": no_rephrase, NO_VERDICT: len(silent)}
     extra = {reason: count for reason, count in extra.items() if count}
-    if silent and len(kept) < minimum_pairs(settings.test):
+    test_method = default_paired_method() if settings.test is None else settings.test
+    if silent and len(kept) < minimum_pairs(test_method):
         reason = (
             f"{len(kept)} usable pair(s) of {len(records)}: the judge's reply said neither yes nor no on "
             f"{len(silent)} of the {len(silent) + len(kept)} items with a rephrasing"
             + (f" ({no_rephrase} without one)" if no_rephrase else "")
-            + f"; the {settings.test!r} test needs {minimum_pairs(settings.test)}. Give the judge a longer reply "
+            + f"; the {test_method!r} test needs {minimum_pairs(test_method)}. Give the judge a longer reply "
             "(pacost.judge_max_new_tokens) or a judge model that answers yes or no"
         )
         return _no_test(base | {"dropped_reasons": extra}, reason, f"{reason}: no test")

@@ -117,7 +117,7 @@ def test_calibrated_pacost_with_a_stand_in_reference(crossover):
 
 def test_the_paper_preset_table_counts_judge_verdicts_and_tests_the_kept_pairs(crossover):
     """report.paper_preset: judged = P(yes) > 0 per half and side, the t-test on pairs with both > 0 (scipy's
-    ttest_rel, as the authors' test.py), the AUC of P(yes) over the judged originals (Mann-Whitney)."""
+    ttest_rel, as the authors' test.py), the AUC of P(yes) over the judged originals (Mann-Whitney), the share of replies in the items' "Answer:" format."""
     spec = importlib.util.spec_from_file_location("real_contamination_report", EXPERIMENT / "report.py")
     report = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(report)
@@ -137,9 +137,11 @@ def test_the_paper_preset_table_counts_judge_verdicts_and_tests_the_kept_pairs(c
             "p_yes_rephrased": rephrased,
             "answer_original": "an answer",
             "answer_rephrased": "an answer",
+            "judge_reply_original": np.where(np.arange(n) % 4 == 0, "Answer: C", "Yes, it is correct."),
         }
     )
     cell = report.paper_preset(items)["copa"]
+    assert cell["replies_in_answer_format"] == pytest.approx(0.25)
     for half, flag in (("contaminated", True), ("clean", False)):
         mine = drawn == flag
         kept = mine & (rephrase != None) & (original > 0) & (rephrased > 0)  # noqa: E711 (an object array)

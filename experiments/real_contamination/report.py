@@ -184,7 +184,9 @@ def aucs_with_nulls(items, resamples: int = 9999) -> dict:
 def paper_preset(items) -> dict:
     """The authors' method per benchmark: on how many items (per half) the judge's reply said yes or no at all
     (P(yes) > 0: `detect.pacost.POSITIVE_CONFIDENCES`), how many pairs the paired t-test keeps, its p per half, and
-    the AUC of P(yes) on the original text, contaminated half against the clean half, over the items it judged."""
+    the AUC of P(yes) on the original text, contaminated half against the clean half, over the items it judged;
+    also the share of judge replies (original text) that open with the benchmarks' "Answer:" line, the format the
+    contaminated arms were trained on, instead of a yes or a no."""
     from jaxcontam.detect.pacost import PacostSettings, paired_verdict
 
     crossover, settings = crossover_module(), PacostSettings(preset="paper")
@@ -203,7 +205,9 @@ def paper_preset(items) -> dict:
         judged = said["original"]
         auc = crossover.unpaired_auc(group["p_yes_original"].to_numpy(float)[judged],
                                      group["drawn"].to_numpy(bool)[judged])
-        out[benchmark] = cell | {"p_yes_auc": crossover._asdict(auc)}
+        replies = group["judge_reply_original"].dropna().astype(str)
+        answer_format = float(replies.str.match(r"\s*Answer:").mean()) if len(replies) else float("nan")
+        out[benchmark] = cell | {"p_yes_auc": crossover._asdict(auc), "replies_in_answer_format": answer_format}
     return out
 
 
@@ -348,9 +352,12 @@ def markdown(report: dict) -> str:
               "Judged: items whose judge reply said yes or no (P(yes) > 0; the authors drop a pair otherwise), "
               "contaminated half / clean half. t-test p: the paired test on each half's kept pairs. AUC: P(yes) on "
               "the original text, contaminated against clean items, over the judged originals (95% bootstrap CI, "
-              "random-split permutation p).", "",
-              "| arm | benchmark | judged originals | judged rephrasings | pairs kept | t-test p | AUC of P(yes) |",
-              "|---|---|---|---|---|---|---|"]
+              "random-split permutation p, one-sided / two-sided). 'Answer:' replies: the share of judge replies "
+              "that open with the benchmarks' answer line, the format the contaminated arms were trained on. The "
+              "judge's reply is capped at 64 new tokens and the sampled answers at 192 (`audit_paper.toml`).", "",
+              "| arm | benchmark | judged originals | judged rephrasings | pairs kept | t-test p | AUC of P(yes) "
+              "| 'Answer:' replies |",
+              "|---|---|---|---|---|---|---|---|"]
     for arm, entry in report["arms"].items():
         for benchmark, cell in entry.get("paper", {}).items():
             seen, clean = cell["contaminated"], cell["clean"]
@@ -358,7 +365,8 @@ def markdown(report: dict) -> str:
                 f"| {arm} | {benchmark} | {seen['judged_original']}/{seen['items']} / "
                 f"{clean['judged_original']}/{clean['items']} | {seen['judged_rephrased']}/{seen['rephrased']} / "
                 f"{clean['judged_rephrased']}/{clean['rephrased']} | {seen['pairs']} / {clean['pairs']} | "
-                f"{_pvalue(seen['pvalue'])} / {_pvalue(clean['pvalue'])} | {_estimate_cell(cell['p_yes_auc'])} |")
+                f"{_pvalue(seen['pvalue'])} / {_pvalue(clean['pvalue'])} | {_estimate_cell(cell['p_yes_auc'])} | "
+                f"{cell['replies_in_answer_format']:.0%} |")
     lines += ["", "## ConTAM / EPG against the arm's corpus (the audit's threshold selection)", "",
               "| arm | benchmark | EPG (LONGEST-MATCH) | max-z p |", "|---|---|---|---|"]
     for arm, entry in report["arms"].items():

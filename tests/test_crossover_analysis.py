@@ -117,7 +117,8 @@ def test_calibrated_pacost_with_a_stand_in_reference(crossover):
 
 def test_the_paper_preset_table_counts_judge_verdicts_and_tests_the_kept_pairs(crossover):
     """report.paper_preset: judged = P(yes) > 0 per half and side, the t-test on pairs with both > 0 (scipy's
-    ttest_rel, as the authors' test.py), the AUC of P(yes) over the judged originals (Mann-Whitney), the share of replies in the items' "Answer:" format."""
+    ttest_rel, as the authors' test.py), the AUC of P(yes) over the judged originals (Mann-Whitney), the share of
+    judge replies in the items' "Answer:" format."""
     spec = importlib.util.spec_from_file_location("real_contamination_report", EXPERIMENT / "report.py")
     report = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(report)

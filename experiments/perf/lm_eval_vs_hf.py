@@ -69,8 +69,8 @@ def main() -> None:
                            ("hf", lambda: HFLM(pretrained=str(folder), dtype="float32", device="cpu",
                                                batch_size=options.batch))):
             model, load = timed(make)
-            result, seconds = timed(lambda: lm_eval.simple_evaluate(model=model, tasks=tasks, task_manager=manager,
-                                                                    limit=options.limit, log_samples=True))
+            result, seconds = timed(lambda model=model: lm_eval.simple_evaluate(
+                model=model, tasks=tasks, task_manager=manager, limit=options.limit, log_samples=True))
             runs[name] = (result, load, seconds)
             del model
     (ours, our_load, our_time), (reference, hf_load, hf_time) = runs["jaxcontam"], runs["hf"]

@@ -34,6 +34,7 @@ import importlib.util
 import json
 import pathlib
 import sys
+import tomllib
 
 import numpy as np
 
@@ -211,6 +212,15 @@ def paper_preset(items) -> dict:
     return out
 
 
+def paper_caps(folder: pathlib.Path) -> dict:
+    """The new-token caps the arm's paper audit ran with (its audit_paper.toml; the preset's own where unset)."""
+    from jaxcontam.detect.pacost import PacostSettings
+
+    pacost = tomllib.loads((folder / "audit_paper.toml").read_text()).get("pacost", {})
+    defaults = PacostSettings(preset="paper")
+    return {key: pacost.get(key, getattr(defaults, key)) for key in ("max_new_tokens", "judge_max_new_tokens")}
+
+
 def summary_entries(folder: pathlib.Path, preset: str) -> dict:
     """Per benchmark: the audit's AUCs and ConTAM/EPG result (summary.json, as `jaxcontam audit` wrote it)."""
     path = folder / f"audit_{preset}" / "summary.json"
@@ -279,6 +289,7 @@ def build(results: pathlib.Path) -> dict:
         paper_items = load_items(folder, "paper")
         if paper_items is not None and "p_yes_original" in paper_items:
             entry["paper"] = paper_preset(paper_items)
+            entry["paper_caps"] = paper_caps(folder)
         if (folder / "audit_curve.jsonl").exists():
             curve = (folder / "audit_curve.jsonl").read_text().splitlines()
             entry["audit_curve"] = [json.loads(line) for line in curve]
@@ -294,6 +305,10 @@ def _estimate_cell(cell: dict | None) -> str:
         return "-"
     low, high = cell["ci95"]
     return f"{cell['value']:.2f} ({low:.2f}, {high:.2f}) p {cell['pvalue']:.3g} / {cell['pvalue_two_sided']:.3g}"
+
+
+def _share(value: float) -> str:
+    return "-" if not np.isfinite(value) else f"{value:.0%}"
 
 
 def _pvalue(value: float) -> str:
@@ -347,14 +362,18 @@ def markdown(report: dict) -> str:
         for benchmark, cells in entry.get("aucs", {}).items():
             row = [_estimate_cell(cells.get(d)) for d in list(AUC_DETECTORS) + ["epg_truth"]]
             lines.append(f"| {arm} | {benchmark} | " + " | ".join(row) + " |")
+    caps = sorted({(e["paper_caps"]["judge_max_new_tokens"], e["paper_caps"]["max_new_tokens"])
+                   for e in report["arms"].values() if "paper_caps" in e})
+    caps_text = "; ".join(f"the judge's reply capped at {judge} new tokens and the sampled answers at {answers}"
+                          for judge, answers in caps)
     lines += ["", "## The authors' method (`paper` preset): does the judge answer, does P(yes) separate the halves?",
               "",
               "Judged: items whose judge reply said yes or no (P(yes) > 0; the authors drop a pair otherwise), "
               "contaminated half / clean half. t-test p: the paired test on each half's kept pairs. AUC: P(yes) on "
               "the original text, contaminated against clean items, over the judged originals (95% bootstrap CI, "
               "random-split permutation p, one-sided / two-sided). 'Answer:' replies: the share of judge replies "
-              "that open with the benchmarks' answer line, the format the contaminated arms were trained on. The "
-              "judge's reply is capped at 64 new tokens and the sampled answers at 192 (`audit_paper.toml`).", "",
+              "that open with the benchmarks' answer line, the format the contaminated arms were trained on. Caps "
+              f"(each arm's `audit_paper.toml`): {caps_text}.", "",
               "| arm | benchmark | judged originals | judged rephrasings | pairs kept | t-test p | AUC of P(yes) "
               "| 'Answer:' replies |",
               "|---|---|---|---|---|---|---|---|"]
@@ -366,7 +385,7 @@ def markdown(report: dict) -> str:
                 f"{clean['judged_original']}/{clean['items']} | {seen['judged_rephrased']}/{seen['rephrased']} / "
                 f"{clean['judged_rephrased']}/{clean['rephrased']} | {seen['pairs']} / {clean['pairs']} | "
                 f"{_pvalue(seen['pvalue'])} / {_pvalue(clean['pvalue'])} | {_estimate_cell(cell['p_yes_auc'])} | "
-                f"{cell['replies_in_answer_format']:.0%} |")
+                f"{_share(cell['replies_in_answer_format'])} |")
     lines += ["", "## ConTAM / EPG against the arm's corpus (the audit's threshold selection)", "",
               "| arm | benchmark | EPG (LONGEST-MATCH) | max-z p |", "|---|---|---|---|"]
     for arm, entry in report["arms"].items():

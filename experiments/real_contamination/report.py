@@ -137,9 +137,10 @@ def pacost_halves(items, preset: str) -> dict:
         flagged = {half: [p is not None and p < 0.05 for p in (b[half] for b in per_benchmark.values())]
                    for half in ("contaminated", "clean")}
         k1, k0, n = sum(flagged["contaminated"]), sum(flagged["clean"]), len(per_benchmark)
+        untested = [sum(not np.isfinite(b[half]) for b in per_benchmark.values()) for half in ("contaminated", "clean")]
         results[f"pacost_{preset}_{confidence}"] = {
             "power": k1 / n, "power_ci95": clopper_pearson(k1, n), "fpr": k0 / n, "fpr_ci95": clopper_pearson(k0, n),
-            "n": [n, n], "flags": bool(k1 and not k0), "pvalues": per_benchmark}
+            "n": [n, n], "flags": bool(k1 and not k0), "pvalues": per_benchmark, "untested": untested}
     return results
 
 
@@ -307,6 +308,12 @@ def _estimate_cell(cell: dict | None) -> str:
     return f"{cell['value']:.2f} ({low:.2f}, {high:.2f}) p {cell['pvalue']:.3g} / {cell['pvalue_two_sided']:.3g}"
 
 
+def _untested(result: dict) -> str:
+    """How many halves a PaCoST row could not test (counted as not flagged), where any."""
+    untested = result.get("untested", [0, 0])
+    return f" (no test on {untested[0]} / {untested[1]})" if any(untested) else ""
+
+
 def _share(value: float) -> str:
     return "-" if not np.isfinite(value) else f"{value:.0%}"
 
@@ -339,7 +346,7 @@ def markdown(report: dict) -> str:
             r = entry.get("detectors", {}).get(detector)
             cells.append("-" if r is None else f"{percent(r['power'])} [{percent(r['power_ci95'][0])}-"
                          f"{percent(r['power_ci95'][1])}] / {percent(r['fpr'])} [{percent(r['fpr_ci95'][0])}-"
-                         f"{percent(r['fpr_ci95'][1])}]")
+                         f"{percent(r['fpr_ci95'][1])}]{_untested(r)}")
         lines.append(f"| {detector} | " + " | ".join(cells) + " |")
     lines += ["", "## Smallest dose flagged", "", "| detector | arms flagged | smallest verbatim dose |",
               "|---|---|---|"]
@@ -442,7 +449,8 @@ def docs_table(report: dict) -> str:
                 row.append("-")
                 continue
             differs = result["flags"] if "flags" in result else (result["fisher_p"] or 1) < 0.05
-            row.append(f"{percent(result['power'])} / {percent(result['fpr'])}" + (" *" if differs else ""))
+            row.append(f"{percent(result['power'])} / {percent(result['fpr'])}" + (" *" if differs else "")
+                       + _untested(result))
         if any(cell != "-" for cell in row):
             lines.append(f"| {label} | " + " | ".join(row) + " |")
     return "\n".join(lines) + "\n"

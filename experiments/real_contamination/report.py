@@ -137,10 +137,9 @@ def pacost_halves(items, preset: str) -> dict:
         flagged = {half: [p is not None and p < 0.05 for p in (b[half] for b in per_benchmark.values())]
                    for half in ("contaminated", "clean")}
         k1, k0, n = sum(flagged["contaminated"]), sum(flagged["clean"]), len(per_benchmark)
-        untested = [sum(not np.isfinite(b[half]) for b in per_benchmark.values()) for half in ("contaminated", "clean")]
         results[f"pacost_{preset}_{confidence}"] = {
             "power": k1 / n, "power_ci95": clopper_pearson(k1, n), "fpr": k0 / n, "fpr_ci95": clopper_pearson(k0, n),
-            "n": [n, n], "flags": bool(k1 and not k0), "pvalues": per_benchmark, "untested": untested}
+            "n": [n, n], "flags": bool(k1 and not k0), "pvalues": per_benchmark}
     return results
 
 
@@ -310,7 +309,8 @@ def _estimate_cell(cell: dict | None) -> str:
 
 def _untested(result: dict) -> str:
     """How many halves a PaCoST row could not test (counted as not flagged), where any."""
-    untested = result.get("untested", [0, 0])
+    pvalues = result.get("pvalues", {}).values()
+    untested = [sum(not np.isfinite(p[half]) for p in pvalues) for half in ("contaminated", "clean")]
     return f" (no test on {untested[0]} / {untested[1]})" if any(untested) else ""
 
 

@@ -1,0 +1,162 @@
+"""Issue 48's decision rule (experiments/real_contamination/decision_rule.py) on hand-made halves: an eligible
+winner, a tie, none eligible, the Holm family of rule 1, the 99% band and the item-cluster bootstrap."""
+
+import importlib.util
+import pathlib
+import sys
+
+import numpy as np
+import pytest
+
+EXPERIMENT = pathlib.Path(__file__).resolve().parents[1] / "experiments" / "real_contamination"
+
+
+@pytest.fixture(scope="module")
+def rule():
+    spec = importlib.util.spec_from_file_location("decision_rule", EXPERIMENT / "decision_rule.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["decision_rule"] = module  # dataclasses resolve their module by name
+    spec.loader.exec_module(module)
+    return module
+
+
+def _halves(rule, confidence, flags):
+    """Halves with p 0.01 (flagged) or 0.5, None for untested: flags = {role: [True, False, None, ...]}."""
+    return tuple(
+        rule.HalfResult(f"arm{i}", "gsm8k", role, role, confidence, None if f is None else (0.01 if f else 0.5))
+        for role, values in flags.items()
+        for i, f in enumerate(values)
+    )
+
+
+def _candidate(rule, confidence, design, power, clean=0, control=0, fmt=0, upper=0.05, n=6):
+    flags = {
+        "contaminated": [i < power for i in range(n)],
+        "clean": [i < clean for i in range(n)],
+        "control": [i < control for i in range(n)],
+        "format_control": [i < fmt for i in range(n)],
+    }
+    bounds = {role: upper for role in rule.LEVEL_ROLES}
+    return rule.Candidate(confidence, design, _halves(rule, confidence, flags), bounds)
+
+
+def test_band(rule):
+    assert rule.band99(6) == (0, 2)
+    assert rule.band99(103)[0] == 0 and rule.band99(104)[0] == 1  # 0.95**n < 0.005 from n = 104
+
+
+def test_eligible_winner(rule):
+    decision = rule.decide(
+        [
+            _candidate(rule, "p_true", "control_reference", power=1),
+            _candidate(rule, "answer_logprob", "control_reference", power=3),
+            _candidate(rule, "answer_logprob", "diverged_sibling", power=4, fmt=3),  # 3/6 above the band [0, 2]
+            _candidate(rule, "answer_logprob", "fresh_items", power=5, upper=0.12),  # bootstrap upper >= 2 alpha
+            _candidate(rule, "answer_logprob", "base_model", power=6),  # the oracle: never the default
+        ]
+    )
+    assert decision.choice == ("answer_logprob", "control_reference")
+    assessed = {(a.confidence, a.design): a for a in decision.assessments}
+    assert assessed[("answer_logprob", "control_reference")].power == rule.Count(3, 6, 6)
+    sibling = assessed[("answer_logprob", "diverged_sibling")]
+    assert not sibling.eligible and "format_control 3/6 outside the 99% band [0, 2]" in sibling.reasons[0]
+    assert "bootstrap 95% upper end 0.120" in assessed[("answer_logprob", "fresh_items")].reasons[0]
+    assert "oracle" in assessed[("answer_logprob", "base_model")].reasons[0]
+
+
+def test_untested_halves(rule):
+    flags = {"contaminated": [True, None], "clean": [None, False], "control": [False], "format_control": [False]}
+    candidate = rule.Candidate("p_true", "fresh_items", _halves(rule, "p_true", flags), dict.fromkeys(rule.ROLES, 0.0))
+    assessment = rule.assess(candidate)
+    assert assessment.power == rule.Count(1, 1, 2)  # an untested contaminated half is a miss: power 1/2
+    assert assessment.levels["clean"] == rule.Count(0, 1, 2)  # the level reads the tested halves only
+    assert assessment.eligible
+
+
+def test_tie(rule):
+    decision = rule.decide(
+        [
+            _candidate(rule, "p_true", "control_reference", power=2, clean=1),
+            _candidate(rule, "answer_logprob", "diverged_sibling", power=2, clean=0),
+            _candidate(rule, "answer_logprob", "fresh_items", power=2, clean=0),
+        ]
+    )
+    assert decision.choice == ("answer_logprob", "diverged_sibling")  # lower clean level, then the listed order
+    assert "3 tied on power" in decision.reason
+    same = rule.decide(
+        [
+            _candidate(rule, "answer_logprob", "control_reference", power=2),
+            _candidate(rule, "p_true", "diverged_sibling", power=2),
+        ]
+    )
+    assert same.choice == ("p_true", "diverged_sibling")  # the confidence's order comes before the design's
+
+
+def test_none_eligible(rule):
+    missing_format = _candidate(rule, "p_true_raw", "control_reference", power=3)
+    missing_format = rule.Candidate(
+        missing_format.confidence,
+        missing_format.design,
+        tuple(h for h in missing_format.halves if h.role != "format_control"),
+        missing_format.level_upper95,
+    )
+    decision = rule.decide(
+        [_candidate(rule, "p_true", "control_reference", power=3, control=1, upper=0.1), missing_format]
+    )
+    assert decision.choice is None
+    assert decision.reason.startswith("no candidate is eligible")
+    assert (
+        "p_true / control_reference: level on control, bootstrap 95% upper end 0.100 not below 0.1" in decision.reason
+    )
+    assert "p_true_raw / control_reference: no tested format_control half" in decision.reason
+    with pytest.raises(ValueError):
+        rule.decide([missing_format, missing_format])
+
+
+def test_holm_family(rule):
+    def half(confidence, p, arm="x1", half="drawn", role="contaminated"):
+        return rule.HalfResult(arm, "copa", half, role, confidence, p)
+
+    halves = [
+        half("p_true", 0.01),
+        half("p_true_raw", 0.04),
+        half("answer_logprob", 0.03),
+        half("question_min_k_plus_plus", None),  # untested: p = 1 in its family of 4
+        half("answer_logprob", 0.02, half="other", role="clean"),  # its own family: 0.02 * 4 = 0.08
+        half("answer_logprob", 0.003, arm="x4"),  # its own family, three confidences missing: 0.012
+    ]
+    assert rule.holm([0.01, 0.04, 0.03, 1.0]) == pytest.approx([0.04, 0.09, 0.09, 1.0])
+    counts = rule.counts_per_confidence(halves)
+    assert counts["p_true"]["contaminated"] == {"raw": rule.Count(1, 1, 1), "holm": rule.Count(1, 1, 1)}
+    assert counts["p_true_raw"]["contaminated"] == {"raw": rule.Count(1, 1, 1), "holm": rule.Count(0, 1, 1)}
+    assert counts["answer_logprob"]["contaminated"] == {"raw": rule.Count(2, 2, 2), "holm": rule.Count(1, 2, 2)}
+    assert counts["answer_logprob"]["clean"] == {"raw": rule.Count(1, 1, 1), "holm": rule.Count(0, 1, 1)}
+    assert counts["question_min_k_plus_plus"]["contaminated"]["raw"] == rule.Count(0, 0, 1)
+    from jaxcontam.stats.multiple import holm
+
+    p = np.random.default_rng(0).uniform(0, 0.1, 4)
+    np.testing.assert_allclose(rule.holm(list(p)), holm(p))
+    with pytest.raises(ValueError):
+        rule.counts_per_confidence([half("p_true", 0.01), half("p_true", 0.02)])
+
+
+def test_cluster_bootstrap(rule):
+    ids = tuple(f"copa/{i}" for i in range(8))
+    values = (1.0, 0.5, 0.2, -0.1, -0.4, -0.6, 0.3, 0.1)
+    sample = rule.ItemSample("copa", ids, values)
+
+    def test(samples):
+        (x,) = samples
+        return None if x.size == 0 else (0.0 if x.mean() > 0.1 else 1.0)
+
+    halves = [rule.HalfSamples(arm, "copa", "drawn", "control", (sample,)) for arm in ("a", "b")]
+    halves.append(rule.HalfSamples("c", "copa", "drawn", "clean", (rule.ItemSample("copa", (), ()),)))
+    shares = rule.cluster_bootstrap_levels(halves, test, replicates=200, seed=1)
+    control = shares["control"]
+    assert set(np.unique(control)) <= {0.0, 1.0}  # the two halves share their items: they move together
+    assert 0 < control.mean() < 1
+    assert np.isnan(shares["clean"]).all()  # never tested
+    upper = rule.bootstrap_upper95(shares)
+    assert upper["control"] == 1.0 and np.isnan(upper["clean"])
+    again = rule.cluster_bootstrap_levels(halves, test, replicates=200, seed=1)
+    np.testing.assert_array_equal(again["control"], control)

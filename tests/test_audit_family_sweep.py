@@ -102,7 +102,7 @@ def test_one_model_has_no_sweep_view(tmp_path):
     class Run:
         def __init__(self, benchmark):
             self.model, self.benchmark = "m", benchmark
-            self.pacost = SimpleNamespace(verdict=SimpleNamespace(pvalue=0.2), pvalue_adjusted=None)  # no sweep yet
+            self.pacost = SimpleNamespace(headline_pvalue=0.2, pvalue_adjusted=None)  # no sweep yet
             self.contam = SimpleNamespace(headline=SimpleNamespace(epg=0.1))
             self.accuracy = Accuracy(0.5, None)
 

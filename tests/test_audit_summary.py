@@ -7,10 +7,17 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from jaxcontam.audit.summary import SweptTest, sweep_decisions
+from jaxcontam.audit.summary import sweep_decisions
 from jaxcontam.detect.contam import ContamSettings, contam_result
 from jaxcontam.detect.pacost import PacostResult, PacostSettings, SweepDecision, paired_verdict
+from jaxcontam.detect.verdict import Verdict
 from jaxcontam.stats import separation, sweep_resamples
+
+
+def swept(label: str, pvalue: float, contaminated: bool | None, correction: str = "sweep") -> tuple[str, Verdict]:
+    """A run's headline PaCoST verdict as the sweep takes it (not tested where `contaminated` is None)."""
+    reason = None if contaminated is not None else "too few pairs"
+    return label, Verdict("pacost", "PaCoST[p_true]", contaminated, pvalue, None, correction, True, reason)
 
 
 @settings(max_examples=100, deadline=None)
@@ -67,7 +74,7 @@ def test_contam_headline_is_the_chosen_metrics_selection():
 
 def test_sweep_adjusts_pvalues_and_sets_the_verdict():
     pvalues = [0.01, 0.04, 0.03, float("nan")]
-    tests = [SweptTest(f"m{i} | b:test", p, bool(p < 0.05), "sweep") for i, p in enumerate(pvalues)] + [None]
+    tests = [swept(f"m{i} | b:test", p, bool(p < 0.05) if p == p else None) for i, p in enumerate(pvalues)]
     sweep, decisions = sweep_decisions(tests, alpha=0.05, correction="holm")
     # Holm by hand: sorted 0.01*3, 0.03*2, 0.04*1 -> running max 0.03, 0.06, 0.06
     np.testing.assert_allclose(sweep.holm.adjusted, [0.03, 0.06, 0.06], rtol=1e-12)
@@ -75,14 +82,15 @@ def test_sweep_adjusts_pvalues_and_sets_the_verdict():
     np.testing.assert_allclose(sweep.bh.adjusted, [0.03, 0.04, 0.04], rtol=1e-12)
     assert [d.contaminated for d in decisions[:3]] == [True, False, False]
     assert [d.correction for d in decisions[:4]] == ["holm", "holm", "holm", "none"]
-    assert math.isnan(decisions[3].pvalue_adjusted) and decisions[4] is None
+    assert math.isnan(decisions[3].pvalue_adjusted) and decisions[3].contaminated is None
     assert sweep.to_dict()["labels"] == ["m0 | b:test", "m1 | b:test", "m2 | b:test"]
+    assert sweep.untested == {"m3 | b:test": "too few pairs"}  # left out of the family, and said so
 
 
 def paper_and_default_tests():
     """Two runs per preset, at p = 0.03 and 0.04, with their raw p < alpha verdicts."""
     return [
-        SweptTest(f"{preset} | b:{p}", p, p < 0.05, PacostSettings(preset=preset).correction)
+        swept(f"{preset} | b:{p}", p, p < 0.05, PacostSettings(preset=preset).correction or "")
         for preset in ("paper", "jaxcontam")
         for p in (0.03, 0.04)
     ]
@@ -120,11 +128,14 @@ def test_a_large_sweep_can_flag_every_clearly_contaminated_run():
     num_runs, alpha = 60, 0.005
     rng = np.random.default_rng(1)
     records = [record(o, r) for o, r in zip(rng.uniform(0.6, 1.0, 25), rng.uniform(0.0, 0.4, 25))]
-    settings_ = PacostSettings(test="permutation", alpha=alpha)
+    settings_ = PacostSettings(test="permutation")
 
     def flagged(resamples):
-        verdicts = [paired_verdict(records, "p_true", settings_, seed=i, resamples=resamples) for i in range(num_runs)]
-        tests = [SweptTest(f"m{i}", v.pvalue, v.contaminated, "sweep") for i, v in enumerate(verdicts)]
+        verdicts = [
+            paired_verdict(records, "p_true", settings_, seed=i, resamples=resamples, alpha=alpha)
+            for i in range(num_runs)
+        ]
+        tests = [swept(f"m{i}", v.pvalue, v.contaminated) for i, v in enumerate(verdicts)]
         _, decisions = sweep_decisions(tests, alpha=alpha, correction="holm")
         return sum(d.contaminated for d in decisions)
 

@@ -92,13 +92,8 @@ def test_generative_judge_sees_the_bare_question_and_the_generated_text():
 
 def test_presets():
     ours, paper = PacostSettings(), PacostSettings(preset="paper")
-    assert (ours.confidence, ours.test, ours.answers, ours.correction, ours.alpha) == (
-        "p_true",
-        "permutation",
-        "greedy",
-        "sweep",
-        0.05,
-    )
+    assert (ours.confidence, ours.test, ours.answers, ours.correction) == ("p_true", "permutation", "greedy", "sweep")
+    assert not hasattr(ours, "alpha")  # the level is the audit's alone (StageInput.alpha)
     assert (paper.confidence, paper.test, paper.answers, paper.correction, paper.alpha) == (
         "p_yes",
         "t",

@@ -217,10 +217,10 @@ def test_no_test_reads_as_no_test_in_the_console_and_the_report(tmp_path):
     older = {k: v for k, v in pacost.items() if k != "status"}  # a summary written before `status` existed
     assert verdict_of(older) == "no test: only 0 item(s) have an accepted rephrasing: no test"
     assert verdict_of({**pacost, "status": "tested", "pvalue": 0.01, "contaminated": True}) == "CONTAMINATED"
-    assert verdict_of({**older, "pvalue": 0.4, "contaminated": False}) == "not flagged"
+    assert verdict_of({**older, "pvalue": 0.4, "contaminated": False}) == "not detected"
     page = write_report(AuditSummary.from_dict(summary), [], tmp_path).read_text(encoding="utf-8")
     assert "no test: only 0 item(s) have an accepted rephrasing" in page
-    assert "not detected" not in page and "badge bad" not in page
+    assert "badge ok" not in page and "badge bad" not in page and "badge none" in page
 
 
 def contam_rows(n: int) -> list[dict]:
@@ -239,7 +239,7 @@ def test_contam_without_a_sized_threshold_reads_as_no_test_not_as_no_gain(tmp_pa
     result = contam_result(contam_rows(15), ContamSettings(resamples=99))
     small = result.to_dict()
     reason = "no test: no threshold leaves >= 10 clean and >= 10 contaminated items (15 items)"
-    assert small["status"] == reason and math.isnan(small["pvalue"]) and small["significant"] is False
+    assert small["status"] == reason and math.isnan(small["pvalue"]) and small["significant"] is None
     assert all(m["status"] == reason for m in small["metrics"].values())
     assert gain_verdict(result.headline) == reason
     assert contam_result(contam_rows(40), ContamSettings(resamples=99)).to_dict()["status"] == "tested"
@@ -253,7 +253,7 @@ def test_contam_without_a_sized_threshold_reads_as_no_test_not_as_no_gain(tmp_pa
     line = capsys.readouterr().out.splitlines()[0]
     assert f"max-z test: {reason}" in line and "gain" not in line
     page = write_report(AuditSummary.from_dict(summary), [], tmp_path).read_text(encoding="utf-8")
-    assert html.escape(reason) in page and "not detected" not in page and "badge bad" not in page
+    assert html.escape(reason) in page and "badge ok" not in page and "badge bad" not in page
 
 
 def test_transformers_pytorch_notice_stays_off_the_console():

@@ -15,6 +15,7 @@ import pytest
 from jaxcontam.detect.contam import ContamResult, ContamSettings, metric_verdict
 from jaxcontam.report import write_report
 from jaxcontam.report.formatting import interval, number, percent, value
+from jaxcontam.report.html import RUN_COLUMNS, VERDICT_COLUMNS
 from jaxcontam.report.summary_schema import AuditSummary
 from jaxcontam.stats import EPGRow, adjust, minimum_detectable_effect, paired_test
 
@@ -242,13 +243,26 @@ def test_markup_in_names_is_escaped(report):
     assert "arc&lt;b&gt;" in page and "arc<b>" not in page
 
 
-def test_verdict_table_lists_every_run(report):
+def run_rows(page: str) -> list[list[str]]:
+    """The verdict table's rows grouped per run: a run's first row has every column, its other headline verdicts
+    follow as rows of the verdict columns alone (the run's cells span them)."""
+    runs: list[list[str]] = []
+    for cells in TableCells(page).rows("verdict"):
+        if len(cells) > len(VERDICT_COLUMNS) - len(RUN_COLUMNS):  # a run's first row: its own cells lead
+            runs.append(list(cells))
+        else:
+            runs[-1] += cells
+    return runs
+
+
+def test_verdict_table_lists_every_run_with_each_headline_verdict(report):
     summary, _, page = report
-    rows = TableCells(page).rows("verdict")
+    rows = run_rows(page)
     assert [row[0] for row in rows] == [run["model"] for run in summary["runs"]]
     contaminated, hostile, clean = rows
-    assert "contaminated" in contaminated and "LONGEST_MATCH" in contaminated
-    assert hostile.count("not run") == 2
+    assert "contaminated" in contaminated and any("LONGEST_MATCH" in cell for cell in contaminated)
+    assert any("PaCoST" in cell and "uncalibrated" in cell for cell in contaminated)
+    assert hostile[-1] == "no detector states a verdict on this run"
     assert "not detected" in clean
 
 
@@ -257,7 +271,7 @@ def test_missing_and_infinite_values_render_as_text(report):
     cells = TableCells(page).rows()
     words = {word.strip("()[],") for row in cells for cell in row for word in cell.split()}
     assert not words & {"nan", "NaN", "inf", "-inf", "Infinity", "None"}
-    hostile_row = TableCells(page).rows("verdict")[1]
+    hostile_row = run_rows(page)[1]
     assert "(norm n/a)" in hostile_row[3]
     assert "∞)" in page  # the one-sided PaCoST interval
     assert "−∞" in page  # the hostile run's median log-prob

@@ -1,4 +1,5 @@
-"""summary.json read into the typed results and written again is the same file: every committed audit summary, and
+"""summary.json read into the typed results and written again is the same file: every committed audit summary (all of
+schema version 1, read into version 2 once and then stable, every p-value kept and every untested verdict null), and
 hand-made results with NaN and infinite numbers, tests that did not run, detectors that did not run, sweep decisions
 and no sweep."""
 
@@ -11,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from jaxcontam.audit.summary import SweptTest, sweep_decisions
+from jaxcontam.audit.summary import sweep_decisions
 from jaxcontam.detect.contam import ContamSettings, contam_result
 from jaxcontam.detect.exchangeability import ExchangeabilityResult
 from jaxcontam.detect.pacost import (
@@ -25,7 +26,8 @@ from jaxcontam.detect.pacost import (
 from jaxcontam.detect.status import TestOutcome
 from jaxcontam.detect.summaries import Accuracy, DetectorSummary, GroundTruthResult, GroupSummary
 from jaxcontam.detect.summary_values import json_ready
-from jaxcontam.report.summary_schema import SCHEMA_VERSION, AuditSummary, RunEntry
+from jaxcontam.detect.verdict import Verdict
+from jaxcontam.report.summary_schema import SCHEMA_VERSION, AuditSummary, RunEntry, headline_verdicts
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = sorted(ROOT.glob("experiments/real_contamination/results/arms/*/audit_jaxcontam/summary.json")) + [
@@ -40,13 +42,25 @@ def written(summary: AuditSummary) -> str:
 
 
 @pytest.mark.parametrize("path", FIXTURES, ids=lambda path: path.parent.relative_to(ROOT).as_posix())
-def test_a_committed_summary_is_written_back_byte_for_byte(path):
-    text = path.read_text(encoding="utf-8")
-    loaded = json.loads(text)
-    if "schema_version" not in loaded:  # written before the version existed: the same layout, now versioned
-        loaded = {"schema_version": SCHEMA_VERSION} | loaded
-        text = json.dumps(loaded, indent=2) + "\n"
-    assert written(AuditSummary.from_dict(loaded)) == text
+def test_a_committed_version_1_summary_reads_into_version_2_keeping_every_test(path):
+    """Written as version 2 it reads back to the same bytes; every PaCoST and ConTAM p-value is kept, a tested
+    verdict keeps its value, and one whose status says no test becomes null (version 1 stored it as false)."""
+    old = json.loads(path.read_text(encoding="utf-8"))
+    assert old.get("schema_version", 1) == 1
+    upgraded = written(AuditSummary.from_dict(old))
+    new = json.loads(upgraded)
+    assert new["schema_version"] == SCHEMA_VERSION == 2
+    assert written(AuditSummary.from_dict(new)) == upgraded
+    for before, after in zip(old["runs"], new["runs"], strict=True):
+        for key, flag in (("pacost", "contaminated"), ("contam", "significant")):
+            if before.get(key) is None:
+                continue
+            assert after[key]["pvalue"] == before[key]["pvalue"]
+            tested = before[key].get("status", "tested") == "tested"
+            assert after[key][flag] == (before[key][flag] if tested else None)
+        assert [v["detector"] for v in after["verdicts"]] == [
+            k for k in ("pacost", "exchangeability", "contam") if before.get(k) is not None
+        ]
 
 
 def no_rephrasing_verdict(confidence: str) -> PairedVerdict:
@@ -70,8 +84,10 @@ def edge_summary() -> AuditSummary:
         no_rephrasing_verdict("p_true"),
         {"answer_logprob": no_rephrasing_verdict("answer_logprob")},
         PacostSettings(),
-        decision=SweepDecision("none", math.nan, False),
-        calibrated=CalibratedVerdict("reference", "permutation", "p_true", math.nan, False, 0, math.nan),
+        decision=SweepDecision("none", math.nan, None),
+        calibrated=CalibratedVerdict(
+            "reference", "permutation", "p_true", math.nan, None, 0, math.nan, TestOutcome.no_test("no pairs")
+        ),
     )
     metrics = ("token_match", "ngram_match", "token_extend", "longest_match")
     rows = [dict.fromkeys(metrics, i / 3) | {"correct": float(i % 2)} for i in range(3)]
@@ -86,27 +102,24 @@ def edge_summary() -> AuditSummary:
         },
         {"min_k": math.nan},
     )
+    audited_results = {
+        "pacost": pacost,
+        "likelihood": likelihood,
+        "exchangeability": ExchangeabilityResult(None, 10, None, math.nan, "no chunking fits the model's context"),
+        "contam": contam_result(rows, ContamSettings(resamples=9)),
+    }
     audited = RunEntry(
         "m",
         "gsm8k",
         "test",
         3,
         accuracy=Accuracy(math.nan, None),
-        results={
-            "pacost": pacost,
-            "likelihood": likelihood,
-            "exchangeability": ExchangeabilityResult(None, 10, None, math.nan, "no chunking fits the model's context"),
-        },
-        contam=contam_result(rows, ContamSettings(resamples=9)),
+        results=audited_results,
         ground_truth=ground_truth,
+        verdicts=headline_verdicts(audited_results, 0.05),
     )
-    scored = RunEntry(
-        "m",
-        "copa",
-        None,
-        4,
-        results={"likelihood": likelihood, "exchangeability": ExchangeabilityResult(2, 5, math.inf, 0.0)},
-    )
+    scored_results = {"likelihood": likelihood, "exchangeability": ExchangeabilityResult(2, 5, math.inf, 0.0)}
+    scored = RunEntry("m", "copa", None, 4, results=scored_results, verdicts=headline_verdicts(scored_results, 0.05))
     return AuditSummary(SCHEMA_VERSION, "0.1.0", 0.05, "holm", {"k": 0.2}, (audited, scored), None, {"load": 1.5})
 
 
@@ -120,6 +133,11 @@ def test_nan_infinities_untested_and_absent_detectors_and_no_sweep_are_written_b
     assert math.isnan(audited.pacost.verdict.pvalue) and audited.pacost.pvalue_adjusted is not None
     assert audited.contam is not None and not audited.contam.headline.status.ran
     assert audited.exchangeability is not None and audited.exchangeability.status.label.startswith("no test: ")
+    # three outcomes: every test that could not run is not tested (null), never "not contaminated"
+    assert [v.contaminated for v in audited.verdicts] == [None, None, None]
+    assert [v.contaminated for v in scored.verdicts] == [True]  # exchangeability p = 0.0 < 0.05
+    entry = json.loads(written(read))["runs"][0]
+    assert entry["pacost"]["calibrated"]["contaminated"] is None and entry["contam"]["significant"] is None
     assert scored.exchangeability == ExchangeabilityResult(2, 5, math.inf, 0.0)
     assert scored.likelihood is not None and scored.likelihood["zlib_ratio"] == DetectorSummary(0.5, math.inf)
 
@@ -140,7 +158,7 @@ def verdict_at(pvalue: float, settings_: PacostSettings) -> PairedVerdict:
         0.1,
         0.3,
         (0.01, math.inf),
-        bool(pvalue < settings_.alpha),
+        bool(pvalue < 0.05) if math.isfinite(pvalue) else None,
         "with 20 pairs the minimum detectable effect at 80% power is d_z = 0.57",
     )
 
@@ -158,8 +176,10 @@ def test_a_pacost_result_reads_back_as_itself_before_and_after_the_sweep(pvalue,
     verdict = verdict_at(pvalue, settings_)
     raw = PacostResult(preset, "kadavath", "auto", True, verdict, {"p_true_raw": verdict}, settings_)
     assert settings_.correction is not None
-    test = SweptTest("m | b", pvalue, verdict.contaminated, settings_.correction)
-    _, decisions = sweep_decisions([test, SweptTest("n | b", 0.5, False, "sweep")], 0.05, correction)
+    reason = None if math.isfinite(pvalue) else "every pair tied"
+    test = Verdict("pacost", "t", verdict.contaminated, pvalue, None, settings_.correction, True, reason)
+    other = Verdict("pacost", "t", False, 0.5, None, "sweep", True)
+    _, decisions = sweep_decisions([("m | b", test), ("n | b", other)], 0.05, correction)
     decision = decisions[0]
     for result in (raw, dataclasses.replace(raw, decision=decision)):
         entry = json.loads(json.dumps(json_ready(result.to_dict())))

@@ -19,8 +19,9 @@ Relative paths in a TOML file are read from the file's folder. Example (the bund
 Each table's keys are the fields of its settings dataclass (defaults there): [pacost] `PacostSettings` (plus
 rephrase_model, rephrase_dtype, rephrase_mesh, `gates` (`RephraseGates`) and `reference`, a model believed clean on the
 benchmarks for PaCoST's calibrated verdict), [likelihood] `LikelihoodSettings`,
-[ngram] `NgramSettings` and `NgramScoring` (plus tokenizer), [contam] `ContamSettings` (its alpha is the top
-level's); unknown keys and wrong types are refused. The command line's `--set pacost.k=0.3` overrides a key
+[ngram] `NgramSettings` and `NgramScoring` (plus tokenizer), [contam] `ContamSettings`; unknown keys and wrong types
+are refused. The top-level `alpha` is the one level of every verdict (PaCoST raw and calibrated, the sweep, ConTAM,
+exchangeability, the report): an `alpha` in a detector's table is refused. The command line's `--set pacost.k=0.3` overrides a key
 before the file is read (`jaxcontam.dataclass_config`).
 
 `correction` (top level): how the sweep turns PaCoST p-values into verdicts, "holm" (default), "bh" or "none"
@@ -110,6 +111,8 @@ class AuditConfig:
     data_roots: tuple[Path, ...] = DEFAULT_ROOTS  # where local benchmark data is looked for (the command's roots)
 
     def __post_init__(self):
+        if isinstance(self.alpha, bool) or not isinstance(self.alpha, (int, float)) or not 0 < self.alpha < 1:
+            raise JaxcontamError(f"alpha = {self.alpha!r} is not a level: use a number between 0 and 1, e.g. 0.05")
         if self.correction not in CORRECTIONS:
             raise JaxcontamError(f"correction = {self.correction!r} is unknown: use one of {', '.join(CORRECTIONS)}")
         self.contam_settings()  # its own checks, before any work starts
@@ -128,8 +131,8 @@ class AuditConfig:
         }
         return AuditSettings(
             detectors=self.stages,
-            detector_settings=detector_settings,
-            contam=self.contam_settings(),
+            detector_settings=detector_settings | {"contam": self.contam_settings()},
+            alpha=self.alpha,
             resamples=resamples,
         )
 
@@ -283,6 +286,12 @@ def config_from_toml(raw: dict, base: Path, where: str) -> AuditConfig:
         for b in _entries(raw, "benchmark", BenchmarkEntry, where)
     ]
     corpus = _table(raw, "corpus", [_CorpusKeys], where)
+    for table in ("pacost", "exchangeability", "likelihood"):
+        if isinstance(raw.get(table), dict) and "alpha" in raw[table]:
+            raise JaxcontamError(
+                f"{where} [{table}] alpha: every verdict's level is the audit's one alpha; set it at the top level "
+                "(alpha = 0.01) or with --alpha 0.01"
+            )
     pacost = _table(raw, "pacost", [PacostSettings], where, PACOST_EXTRAS)
     rephrase_model = _resolve(base, pacost.pop("rephrase_model", None))
     reference = pacost.pop("reference", None)
@@ -351,6 +360,7 @@ def with_overrides(
     split=None,
     corpora=(),
     out=None,
+    alpha: float | None = None,
     mesh: str | None = None,
     fsdp: bool | None = None,
     preset: str | None = None,
@@ -368,7 +378,8 @@ def with_overrides(
     """The config with the command line's named options taking precedence: models, benchmarks (their --path,
     --split, --paraphrases, --limit), corpora, output folder, --dtype of every model, mesh (`--mesh
     data=D,model=M`, `--fsdp/--no-fsdp`), the rephrase model, the PaCoST preset and `pacost` fields (settings
-    the config's [pacost] table sets explicitly still win over the preset's; fields given here win over both)."""
+    the config's [pacost] table sets explicitly still win over the preset's; fields given here win over both) and
+    --alpha, the audit's one level."""
     if config is None and not (models and benchmarks):
         raise JaxcontamError(
             "give both --model and --benchmark (or a --config file); with no arguments at all "
@@ -406,6 +417,8 @@ def with_overrides(
         changes["corpora"] = tuple(corpora)
     if out is not None:
         changes["out"] = out
+    if alpha is not None:
+        changes["alpha"] = alpha
     if preset is not None or pacost:
         given = {k: v for k, v in (pacost or {}).items() if v is not None}
         changes["pacost"] = base.pacost.with_fields(**given | ({} if preset is None else {"preset": preset}))

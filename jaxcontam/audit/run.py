@@ -16,14 +16,14 @@ from jaxcontam import __version__
 from jaxcontam.audit.config import AuditConfig
 from jaxcontam.audit.inputs import AuditBenchmark, AuditInputs, check_inputs
 from jaxcontam.audit.store import StageStore, run_chunked, write_atomic
-from jaxcontam.audit.summary import SweptTest, sweep_decisions
+from jaxcontam.audit.summary import sweep_decisions
 from jaxcontam.cluster import is_writer
 from jaxcontam.dataclass_config import non_default_values
 from jaxcontam.detect.audit_core import AuditSettings
 from jaxcontam.detect.stage import AuditTarget, StageInput, fingerprint
 from jaxcontam.detect.summary_values import json_ready
 from jaxcontam.report import write_report
-from jaxcontam.report.summary_schema import SCHEMA_VERSION, AuditSummary, RunEntry
+from jaxcontam.report.summary_schema import SCHEMA_VERSION, AuditSummary, RunEntry, headline_verdicts
 from jaxcontam.stage_clock import StageClock, stage
 from jaxcontam.stats import sweep_resamples
 from jaxcontam.stats.paired import DEFAULT_RESAMPLES
@@ -32,6 +32,7 @@ from jaxcontam.storage import output_folder
 if TYPE_CHECKING:
     from jaxcontam.detect.audit_core import BenchmarkAudit
     from jaxcontam.detect.pacost import SweepDecision
+    from jaxcontam.detect.verdict import Verdict
 
 
 @dataclasses.dataclass(frozen=True)
@@ -64,24 +65,20 @@ class ModelRun:
     def label(self) -> str:
         return f"{self.model} | {self.audit.benchmark}:{self.audit.split}"
 
-    def swept_test(self) -> SweptTest | None:
-        """This run's PaCoST test as the sweep takes it (None without PaCoST)."""
-        pacost = self.audit.pacost
-        if pacost is None:
-            return None
-        verdict, correction = pacost.verdict, pacost.settings.correction
-        assert correction is not None  # PacostSettings fills it from the preset
-        return SweptTest(self.label, verdict.pvalue, verdict.contaminated, correction)
+    def swept(self, alpha: float) -> list[tuple[str, Verdict]]:
+        """This run's headline verdicts that enter the sweep's family, by stage name."""
+        return [(verdict.detector, verdict) for verdict in headline_verdicts(self.audit.results, alpha) if verdict.swept]
 
-    def decided(self, decision: SweepDecision | None) -> ModelRun:
-        """This run with the sweep's decision on its PaCoST verdict."""
-        if decision is None or self.audit.pacost is None:
-            return self
-        pacost = dataclasses.replace(self.audit.pacost, decision=decision)
-        return dataclasses.replace(self, audit=self.audit.with_result("pacost", pacost))
+    def decided(self, name: str, decision: SweepDecision) -> ModelRun:
+        """This run with the sweep's decision on stage `name`'s headline verdict."""
+        from jaxcontam.detect.stages import STAGES
 
-    def entry(self) -> RunEntry:
-        """This run as summary.json's run entry."""
+        decide = STAGES[name].decide
+        assert decide is not None  # a swept verdict's stage takes the decision
+        return dataclasses.replace(self, audit=self.audit.with_result(name, decide(self.audit.results[name], decision)))
+
+    def entry(self, alpha: float) -> RunEntry:
+        """This run as summary.json's run entry, with its headline verdicts at `alpha`."""
         audit = self.audit
         return RunEntry(
             self.model,
@@ -90,8 +87,8 @@ class ModelRun:
             len(audit.rows),
             accuracy=audit.accuracy,
             results=audit.results,
-            contam=audit.contam,
             ground_truth=audit.ground_truth,
+            verdicts=headline_verdicts(audit.results, alpha),
         )
 
 
@@ -241,7 +238,7 @@ def reference_records(
 
     work = STAGES["pacost"].per_item
     assert work is not None  # PaCoST answers per item
-    stage_input = StageInput(model, target, settings.seed, settings.resamples)
+    stage_input = StageInput(model, target, settings.seed, settings.resamples, settings.alpha)
     key = _stage_key(config, str(config.pacost_reference), "float32", bench)
     store = StageStore(out / "state", "pacost", key | work.resume_key(stage_input, settings.pacost))
     progress = _progress(f"pacost reference | {bench.entry.label}")
@@ -257,16 +254,21 @@ def write_outputs(config: AuditConfig, runs: list[ModelRun], items: list[ItemRow
     import pyarrow.parquet as pq
 
     out = output_folder(config.out)
+    runs = list(runs)
     with stage("verdicts"):
-        sweep, decisions = sweep_decisions([run.swept_test() for run in runs], config.alpha, config.correction)
-        runs = [run.decided(decision) for run, decision in zip(runs, decisions, strict=True)]
+        swept = [(i, name, verdict) for i, run in enumerate(runs) for name, verdict in run.swept(config.alpha)]
+        sweep, decisions = sweep_decisions(
+            [(runs[i].label, verdict) for i, _, verdict in swept], config.alpha, config.correction
+        )
+        for (i, name, _), decision in zip(swept, decisions, strict=True):
+            runs[i] = runs[i].decided(name, decision)
         summary = AuditSummary(
             schema_version=SCHEMA_VERSION,
             jaxcontam_version=__version__,
             alpha=config.alpha,
             correction=config.correction,
             settings=config.settings(),
-            runs=tuple(run.entry() for run in runs),
+            runs=tuple(run.entry(config.alpha) for run in runs),
             sweep=sweep,
         )
     if is_writer():

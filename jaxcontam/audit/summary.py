@@ -1,44 +1,36 @@
 # pyright: standard
-"""The sweep's multiple-testing corrections over the PaCoST verdicts of every (model, benchmark) of an audit.
+"""The sweep's multiple-testing correction over the swept headline verdicts of every (model, benchmark) of an audit.
 
-`sweep_decisions` takes each run's test as a `SweptTest` and returns the sweep (`detect.sweep.Sweep`: Holm and BH
-over every p-value that exists) and one `detect.pacost.SweepDecision` per run; the audit attaches each decision to a
-new `PacostResult` (`PacostResult.decision`), so no result is changed after it is made.
+`sweep_decisions` takes each run's swept headline verdict (`detect.verdict.Verdict` with `swept`: PaCoST's, the
+calibrated test where a reference was given) and returns the sweep (`detect.sweep.Sweep`: Holm and BH over every
+verdict that was tested; the untested ones are left out of the family and listed with their reasons) and one
+`detect.pacost.SweepDecision` per verdict; the audit gives each decision to its stage (`DetectorStage.decide`), so
+no result is changed after it is made.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from collections.abc import Sequence
 
-from jaxcontam.detect.pacost import Correction, SweepDecision
+from jaxcontam.detect.pacost import SweepDecision
 from jaxcontam.detect.sweep import Adjusted, Sweep
+from jaxcontam.detect.verdict import Verdict
 from jaxcontam.stats import adjust
 
 
-@dataclasses.dataclass(frozen=True)
-class SweptTest:
-    """One run's PaCoST test as the sweep sees it: its raw p-value and verdict, and whether its preset leaves the
-    verdict to the sweep (`correction` "sweep") or keeps the raw one ("none", the `paper` preset)."""
-
-    label: str
-    pvalue: float
-    contaminated: bool
-    correction: Correction
-
-
 def sweep_decisions(
-    tests: Sequence[SweptTest | None], alpha: float, correction: str
-) -> tuple[Sweep, list[SweepDecision | None]]:
-    """The sweep over `tests` and each run's decision (None where the run has no PaCoST test).
+    tests: Sequence[tuple[str, Verdict]], alpha: float, correction: str
+) -> tuple[Sweep, list[SweepDecision]]:
+    """The sweep over `tests` ((run label, headline verdict) pairs) and each verdict's decision.
 
-    `correction` ("holm", "bh" or "none") decides the verdict of runs whose preset leaves it to the sweep; a run
-    whose settings say "none" (the `paper` preset) keeps its raw p < alpha verdict, with the adjusted p-value beside
-    it. A run without a p-value keeps its raw verdict, adjusted p NaN.
+    `correction` ("holm", "bh" or "none") decides the verdicts whose stage leaves them to the sweep (`correction`
+    "sweep"); a verdict whose settings say "none" (PaCoST's `paper` preset) keeps its raw p < alpha verdict, with
+    the adjusted p-value beside it. A verdict that was not tested stays not tested (adjusted p NaN), outside the
+    family.
     """
-    tested = [i for i, t in enumerate(tests) if t is not None and math.isfinite(t.pvalue)]
-    pvalues = [tests[i].pvalue for i in tested]  # type: ignore[union-attr]
+    tested = [i for i, (_, v) in enumerate(tests) if v.contaminated is not None and math.isfinite(v.pvalue)]
+    pvalues = [tests[i][1].pvalue for i in tested]
     adjusted = {}
     for method in ("holm", "bh"):
         result = adjust(pvalues, method=method, alpha=alpha) if pvalues else None
@@ -46,21 +38,27 @@ def sweep_decisions(
             () if result is None else tuple(float(v) for v in result.pvalues),
             () if result is None else tuple(bool(v) for v in result.reject),
         )
-    sweep = Sweep(tuple(tests[i].label for i in tested), tuple(pvalues), adjusted["holm"], adjusted["bh"])  # type: ignore[union-attr]
+    untested = {label: verdict.reason or "no p-value" for label, verdict in tests if verdict.contaminated is None}
+    sweep = Sweep(
+        tuple(tests[i][0] for i in tested),
+        tuple(pvalues),
+        adjusted["holm"],
+        adjusted["bh"],
+        tests=tuple(tests[i][1].test for i in tested),
+        untested=untested,
+    )
     position = {run: k for k, run in enumerate(tested)}
-    decisions: list[SweepDecision | None] = []
-    for i, test in enumerate(tests):
-        if test is None:
-            decisions.append(None)
-        elif i not in position:
-            decisions.append(SweepDecision("none", math.nan, test.contaminated))
+    decisions: list[SweepDecision] = []
+    for i, (_, verdict) in enumerate(tests):
+        if i not in position:
+            decisions.append(SweepDecision("none", math.nan, None))
         elif correction == "none":
-            decisions.append(SweepDecision("none", test.pvalue, test.contaminated))
+            decisions.append(SweepDecision("none", verdict.pvalue, verdict.contaminated))
         else:
             k = position[i]
             method = adjusted[correction]
-            if test.correction == "sweep":
+            if verdict.correction == "sweep":
                 decisions.append(SweepDecision(correction, method.adjusted[k], method.reject[k]))  # type: ignore[arg-type]
             else:
-                decisions.append(SweepDecision("none", method.adjusted[k], test.contaminated))
+                decisions.append(SweepDecision("none", method.adjusted[k], verdict.contaminated))
     return sweep, decisions

@@ -6,7 +6,7 @@ import click
 
 from jaxcontam.commands.audit_options import audit_config, audit_options
 from jaxcontam.commands.cluster_options import runs_on_every_host
-from jaxcontam.commands.verdicts import echo_verdicts
+from jaxcontam.commands.verdicts import echo_verdicts, gate_exit_code, gate_message
 
 
 @runs_on_every_host
@@ -27,3 +27,8 @@ def audit(**options):
     summary = run_audit(config)
     if is_writer():  # the others computed their share; process 0 wrote the outputs
         echo_verdicts(summary, config.out)
+    code = gate_exit_code(summary, options["fail_on"])
+    if code:
+        if is_writer():
+            click.echo(gate_message(summary, code), err=True)
+        raise SystemExit(code)

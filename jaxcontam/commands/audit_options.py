@@ -13,6 +13,7 @@ from pathlib import Path
 import click
 
 from jaxcontam.commands.mesh_options import DTYPES, attention_from_environment, dtype_option, mesh_options
+from jaxcontam.commands.verdicts import FAIL_ON
 from jaxcontam.detect.pacost import CONFIDENCES, PRESETS
 from jaxcontam.engine.chat import CHAT_MODES
 from jaxcontam.stats.batched import METHODS
@@ -59,6 +60,22 @@ def audit_options(command):
         ),
         click.option("--corpus", "corpora", multiple=True, help="Training corpus for ConTAM (repeatable)."),
         click.option("--out", default=None, help="Output folder (default: the config's, else ./jaxcontam-audit)."),
+        click.option(
+            "--alpha",
+            type=click.FloatRange(min=0, max=1, min_open=True, max_open=True),
+            default=None,
+            help="The significance level of every verdict: PaCoST (raw and calibrated), the sweep's correction, "
+            "ConTAM, exchangeability and the report (default: the config's alpha, else 0.05).",
+        ),
+        click.option(
+            "--fail-on",
+            type=click.Choice(FAIL_ON),
+            default="never",
+            show_default=True,
+            help="Gate a pipeline on the audit: exit 4 when any headline verdict is contaminated (after the "
+            "sweep's correction); with 'untested', also exit 5 when none is but a headline test could not run. "
+            "Outputs are written either way.",
+        ),
         click.option(
             "--preset",
             type=click.Choice(list(PRESETS)),
@@ -138,6 +155,7 @@ def audit_config(options: dict, stages: tuple[str, ...] | None = None):
         split=options["split"],
         corpora=options["corpora"],
         out=options["out"],
+        alpha=options["alpha"],
         mesh=options["mesh"],
         fsdp=options["fsdp"],
         preset=options["preset"],

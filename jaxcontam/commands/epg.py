@@ -98,7 +98,7 @@ def epg(items_path, metric, z_crit, min_clean, min_contaminated, alpha, resample
             "n_items": len(group),
             "contam": result.to_dict(),
         }
-        entry = RunEntry(model, benchmark, split, len(group), contam=result)
+        entry = RunEntry(model, benchmark, split, len(group), results={"contam": result})
         contam_curve_png(entry, out / "plots" / f"contam-{index}.png")
         runs.append(run)
         c = result.headline

@@ -7,9 +7,9 @@
 `model` is any `jaxcontam.LanguageModel`-backed model (a loaded checkpoint, or a Flax model wrapped by
 `jaxcontam.flax_models`). The detectors are the registered stages of `detect.stages` (`pacost`: answers,
 confidences and the paired test; `likelihood`: mean log-prob, zlib, Min-K%, Min-K%++ of each item's solved text;
-`exchangeability`: Oren et al.'s test of the items in benchmark order), run in registry order. With per-item ConTAM
-metrics (`AuditTarget.ngram`) and PaCoST's correctness, the EPG verdict too; with known labels
-(`AuditTarget.contaminated`), each signal against the truth. Per-item work goes through `run_stage(stage, items,
+`exchangeability`: Oren et al.'s test of the items in benchmark order; `contam`: with per-item ConTAM metrics
+(`AuditTarget.ngram`) and PaCoST's correctness, the EPG verdict), run in registry order, every verdict at
+`AuditSettings.alpha`; with known labels (`AuditTarget.contaminated`), each signal against the truth. Per-item work goes through `run_stage(stage, items,
 compute)`, which the command line wraps to store and resume finished chunks.
 """
 
@@ -21,13 +21,13 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from jaxcontam.detect.contam import ContamResult, ContamSettings, contam_result
 from jaxcontam.detect.pacost import PacostSettings
 from jaxcontam.detect.stage import AuditTarget, BuiltInResults, DetectorStage, StageInput
-from jaxcontam.detect.stages import DEFAULT_DETECTORS, DETECTORS, STAGES
+from jaxcontam.detect.stages import CORPUS_STAGES, DEFAULT_DETECTORS, DETECTORS, STAGES, detector_names
 from jaxcontam.detect.summaries import Accuracy, GroundTruthResult, accuracy, ground_truth_result
 from jaxcontam.errors import JaxcontamError
 from jaxcontam.stage_clock import stage as timed
+from jaxcontam.stats.multiple import DEFAULT_ALPHA
 from jaxcontam.stats.paired import DEFAULT_RESAMPLES
 
 __all__ = ["DEFAULT_DETECTORS", "DETECTORS", "AuditSettings", "AuditTarget", "BenchmarkAudit", "audit_benchmark"]
@@ -35,20 +35,24 @@ __all__ = ["DEFAULT_DETECTORS", "DETECTORS", "AuditSettings", "AuditTarget", "Be
 
 @dataclasses.dataclass(frozen=True)
 class AuditSettings:
-    """Which detectors run, each one's settings (`detector_settings`: stage name -> an instance of the stage's
-    settings type; a stage left out runs with its type's defaults), and the audit-wide ConTAM settings, Monte Carlo
-    resamples (sized to the sweep) and seed."""
+    """Which detectors run (the corpus stages, ConTAM, run too: they have a result only with a corpus's metrics),
+    each one's settings (`detector_settings`: stage name -> an instance of the stage's settings type; a stage left
+    out runs with its type's defaults), the audit's one level `alpha`, the Monte Carlo resamples (sized to the
+    sweep) and seed."""
 
     detectors: tuple[str, ...] = DEFAULT_DETECTORS
     detector_settings: Mapping[str, Any] = dataclasses.field(default_factory=dict)
-    contam: ContamSettings = ContamSettings()
+    alpha: float = DEFAULT_ALPHA
     resamples: int = DEFAULT_RESAMPLES
     seed: int = 0
 
     def __post_init__(self):
-        unknown = sorted((set(self.detectors) | set(self.detector_settings)) - set(DETECTORS))
+        known = detector_names()
+        unknown = sorted((set(self.detectors) | set(self.detector_settings)) - set(known))
         if unknown:
-            raise JaxcontamError(f"unknown detector(s) {', '.join(unknown)}: use some of {', '.join(DETECTORS)}")
+            raise JaxcontamError(f"unknown detector(s) {', '.join(unknown)}: use some of {', '.join(known)}")
+        if not 0 < self.alpha < 1:
+            raise JaxcontamError(f"alpha = {self.alpha!r} is not a level: use a number between 0 and 1, e.g. 0.05")
         for name, value in self.detector_settings.items():
             expected = STAGES[name].settings_type
             if not isinstance(value, expected):
@@ -65,20 +69,20 @@ class AuditSettings:
 
     def stages(self) -> list[DetectorStage]:
         """The detectors that run, in registry order."""
-        return [stage for name, stage in STAGES.items() if name in self.detectors]
+        return [stage for name, stage in STAGES.items() if name in self.detectors or name in CORPUS_STAGES]
 
 
 @dataclasses.dataclass(frozen=True)
 class BenchmarkAudit(BuiltInResults):
-    """Everything one model's audit found on one benchmark: `results` holds each detector that ran (stage name ->
-    its result); accuracy, ConTAM's verdict and the ground-truth comparison are None where their inputs are missing."""
+    """Everything one model's audit found on one benchmark: `results` holds each detector that gave a result (stage
+    name -> its result; ConTAM's only with a corpus); accuracy and the ground-truth comparison are None where their
+    inputs are missing."""
 
     benchmark: str
     split: str | None
     rows: list[dict] = dataclasses.field(repr=False)
     accuracy: Accuracy | None
     results: Mapping[str, Any]
-    contam: ContamResult | None
     ground_truth: GroundTruthResult | None
     seconds: dict[str, float]
 
@@ -101,7 +105,7 @@ class BenchmarkAudit(BuiltInResults):
             {"benchmark": self.benchmark, "split": self.split, "n_items": len(self.rows)}
             | {"accuracy": plain(self.accuracy)}
             | detectors
-            | {"contam": plain(self.contam), "ground_truth": plain(self.ground_truth)}
+            | {"ground_truth": plain(self.ground_truth)}
         )
 
 
@@ -124,7 +128,7 @@ def audit_benchmark(
     rows = [
         {"id": item.id, "ground_truth_contaminated": None if t is None else bool(t)} for item, t in zip(items, truth)
     ]
-    stage_input = StageInput(model, target, settings.seed, settings.resamples)
+    stage_input = StageInput(model, target, settings.seed, settings.resamples, settings.alpha)
     stages = settings.stages()
     seconds = {}
     for stage in stages:  # per-item work first: every stage's result may read every column
@@ -152,13 +156,13 @@ def audit_benchmark(
     for stage in stages:
         start = time.perf_counter()
         with timed(stage.result_clock):
-            results[stage.name] = stage.result(stage_input, settings.settings_of(stage.name), rows)
+            result = stage.result(stage_input, settings.settings_of(stage.name), rows)
+        if result is not None:  # None: the stage had nothing to work on (ConTAM without a corpus)
+            results[stage.name] = result
         if stage.per_item is None:
             seconds[stage.name] = time.perf_counter() - start
     ran_pacost = "pacost" in results
-    has_contam = target.ngram is not None and ran_pacost  # EPG needs the correctness PaCoST measures
-    with timed("epg"):
-        contam = contam_result(rows, settings.contam) if has_contam else None
+    has_contam = "contam" in results
     with timed("verdicts"):
         return BenchmarkAudit(
             benchmark=benchmark.name,
@@ -166,7 +170,6 @@ def audit_benchmark(
             rows=rows,
             accuracy=accuracy(rows) if ran_pacost else None,
             results=results,
-            contam=contam,
             ground_truth=ground_truth_result(
                 rows, settings.pacost if ran_pacost else None, has_contam, "likelihood" in results
             ),

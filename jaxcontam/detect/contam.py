@@ -61,7 +61,7 @@ class MetricVerdict:
     EPG curve's rows (`curve`, as summary.json records them).
 
     `status`: no test when no threshold is sized for the max-z test (then `pvalue` is NaN and `significant`
-    False, which is no verdict).
+    None: not tested).
     """
 
     threshold: float | None
@@ -74,7 +74,7 @@ class MetricVerdict:
     max_z: float
     max_z_threshold: float | None
     pvalue: float
-    significant: bool
+    significant: bool | None
     n_resamples: int
     status: TestOutcome
     curve: tuple[EPGRow, ...] = dataclasses.field(repr=False, compare=False)
@@ -89,6 +89,7 @@ class MetricVerdict:
     def from_dict(cls, entry: dict) -> MetricVerdict:
         """The verdict `to_dict` wrote; the selected row's nulls read as None (NaN and None are both written null)."""
         epg_ci = entry["epg_ci"]
+        status = TestOutcome.from_summary(entry)  # schema 1 stored "no test" as significant: false
         return cls(
             **{key: json_optional_float(entry[key]) for key in _SELECTED_ROW},
             epg_ci=None if epg_ci is None else (json_float(epg_ci[0]), json_float(epg_ci[1])),
@@ -96,9 +97,9 @@ class MetricVerdict:
             max_z=json_float(entry["max_z"]),
             max_z_threshold=json_optional_float(entry["max_z_threshold"]),
             pvalue=json_float(entry["pvalue"]),
-            significant=entry["significant"],
+            significant=entry["significant"] if status.ran else None,
             n_resamples=entry["n_resamples"],
-            status=TestOutcome.from_summary(entry),
+            status=status,
             curve=tuple(_epg_row(row) for row in entry["curve"]),
         )
 
@@ -164,7 +165,7 @@ def metric_verdict(scores, correct, settings: ContamSettings) -> MetricVerdict:
         max_z=test.statistic,
         max_z_threshold=test.threshold,
         pvalue=test.pvalue,
-        significant=bool(test.pvalue <= settings.alpha),
+        significant=bool(test.pvalue <= settings.alpha) if status.ran else None,
         n_resamples=test.n_resamples,
         status=status,
         curve=curve.rows,

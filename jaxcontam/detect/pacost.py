@@ -82,7 +82,8 @@ class PacostSettings:
 
     answers: "greedy" or "sampled" (at `temperature` / `top_p`, keyed by `seed`); correction: "sweep" (an audit's
     Holm/BH decision replaces the raw verdict) or "none" (the raw p < alpha verdict stands);
-    judge_max_new_tokens: the length of the published judge's reply (`p_yes`).
+    judge_max_new_tokens: the length of the published judge's reply (`p_yes`). The level is not a PaCoST setting:
+    it is the audit's `alpha`, the one level of every verdict (`detect.stage.StageInput.alpha`).
     """
 
     preset: Preset = "jaxcontam"
@@ -92,7 +93,6 @@ class PacostSettings:
     answers: AnswerMode | None = None
     correction: Correction | None = None
     alternative: Alternative = "greater"
-    alpha: float = DEFAULT_ALPHA
     k: float = LikelihoodSettings.k  # Min-K%++ of the question (`question_min_k_plus_plus`)
     max_new_tokens: int = MAX_NEW_TOKENS
     judge_max_new_tokens: int = AUTHORS_MAX_NEW_TOKENS
@@ -299,7 +299,7 @@ def _answered(records, side: str) -> np.ndarray:
 @dataclasses.dataclass(frozen=True)
 class PairedVerdict:
     """The paired test of one confidence: `status` says whether it ran (when not, `pvalue` is NaN and
-    `contaminated` is no verdict); `result` is the underlying `stats.PairedTestResult` when a test ran here (not in
+    `contaminated` is None: not tested); `result` is the underlying `stats.PairedTestResult` when a test ran here (not in
     summary.json: None when read back)."""
 
     test: str
@@ -313,7 +313,7 @@ class PairedVerdict:
     mean_difference: float
     effect_size: float
     ci: tuple[float, float]
-    contaminated: bool
+    contaminated: bool | None
     power_note: str
     pvalue_detail: str | None = None
     result: PairedTestResult | None = dataclasses.field(default=None, repr=False, compare=False)
@@ -331,11 +331,12 @@ class PairedVerdict:
     def from_dict(cls, entry: dict) -> PairedVerdict:
         """The verdict `to_dict` wrote (in a PaCoST entry too: its other keys are left alone)."""
         low, high = entry["ci"]
+        status = TestOutcome.from_summary(entry)  # schema 1 stored "no test" as contaminated: false
         return cls(
             test=entry["test"],
             confidence=entry["confidence"],
             alternative=entry["alternative"],
-            status=TestOutcome.from_summary(entry),
+            status=status,
             pvalue=json_float(entry["pvalue"]),
             n_pairs=entry["n_pairs"],
             n_dropped=entry["n_dropped"],
@@ -343,7 +344,7 @@ class PairedVerdict:
             mean_difference=json_float(entry["mean_difference"]),
             effect_size=json_float(entry["effect_size"]),
             ci=(json_float(low), json_float(high)),
-            contaminated=entry["contaminated"],
+            contaminated=entry["contaminated"] if status.ran else None,
             power_note=entry["power_note"],
             pvalue_detail=entry.get("pvalue_detail"),
         )
@@ -353,29 +354,36 @@ class PairedVerdict:
 class CalibratedVerdict:
     """PaCoST calibrated against a reference model believed clean on the benchmark (docs/methods.md, "Calibrated
     PaCoST"): a one-sided paired test on gap(audited) - gap(reference) per item, gap = original minus rephrased
-    confidence, so the bias a rephrasing carries for any model cancels. `contaminated`: p < alpha, uncorrected."""
+    confidence, so the bias a rephrasing carries for any model cancels. `contaminated`: p < alpha, uncorrected;
+    None when no test ran (`status` says why)."""
 
     reference: str
     test: str
     confidence: str
     pvalue: float
-    contaminated: bool
+    contaminated: bool | None
     n_pairs: int
     mean_difference: float
+    status: TestOutcome = TestOutcome.tested()
 
     def to_dict(self) -> dict:
-        return dataclasses.asdict(self)
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)} | {"status": self.status.label}
 
     @classmethod
     def from_dict(cls, entry: dict) -> CalibratedVerdict:
+        """The verdict `to_dict` wrote; schema 1 had no status (a NaN p-value was no test, stored as false)."""
+        status = TestOutcome.from_summary(
+            entry if "status" in entry else {"pvalue": entry["pvalue"], "reason": "too few pairs in both models"}
+        )
         return cls(
             reference=entry["reference"],
             test=entry["test"],
             confidence=entry["confidence"],
             pvalue=json_float(entry["pvalue"]),
-            contaminated=entry["contaminated"],
+            contaminated=entry["contaminated"] if status.ran else None,
             n_pairs=entry["n_pairs"],
             mean_difference=json_float(entry["mean_difference"]),
+            status=status,
         )
 
 
@@ -386,9 +394,11 @@ def calibrated_verdict(
     settings: PacostSettings,
     seed: int = 0,
     resamples: int = DEFAULT_RESAMPLES,
+    alpha: float = DEFAULT_ALPHA,
 ) -> CalibratedVerdict:
     """The calibrated test of the chosen confidence over the items both models answered with a rephrasing (the
-    audit's paired test where `stats.calibrated.reference_test` has it, else the sign-flip permutation test)."""
+    audit's paired test where `stats.calibrated.reference_test` has it, else the sign-flip permutation test), at
+    level `alpha`."""
     from jaxcontam.stats.calibrated import REFERENCE_METHODS, reference_test
 
     confidence = settings.confidence
@@ -402,20 +412,26 @@ def calibrated_verdict(
         for source in (records, reference_records)
         for side in ("original", "rephrased")
     ]
+
+    def no_test(reason: str, pairs: int) -> CalibratedVerdict:
+        return CalibratedVerdict(
+            reference, method, confidence, math.nan, None, pairs, math.nan, TestOutcome.no_test(reason)
+        )
+
     if len(kept) < 2:
-        return CalibratedVerdict(reference, method, confidence, math.nan, False, len(kept), math.nan)
+        return no_test(f"only {len(kept)} item(s) have a rephrasing in both models", len(kept))
     try:
         result = reference_test(
             *values, method=method, alternative=settings.alternative, seed=seed, resamples=resamples
         )
-    except JaxcontamError:  # too few finite pairs: no test
-        return CalibratedVerdict(reference, method, confidence, math.nan, False, 0, math.nan)
+    except JaxcontamError as error:  # too few finite pairs: no test
+        return no_test(str(error), 0)
     return CalibratedVerdict(
         reference,
         method,
         confidence,
         float(result.pvalue),
-        bool(result.pvalue < settings.alpha),
+        bool(result.pvalue < alpha),
         int(result.n),
         float(result.mean_difference),
     )
@@ -423,21 +439,29 @@ def calibrated_verdict(
 
 @dataclasses.dataclass(frozen=True)
 class SweepDecision:
-    """An audit's decision on one PaCoST verdict (`audit.summary.sweep_decisions`): the correction the verdict used
-    ("holm", "bh", or "none": the raw p < alpha stands), the adjusted p-value (NaN where no test ran) and the
-    verdict."""
+    """An audit's decision on one PaCoST headline verdict (`audit.summary.sweep_decisions`): the correction the
+    verdict used ("holm", "bh", or "none": the raw p < alpha stands), the adjusted p-value (NaN where no test ran)
+    and the verdict (None: not tested)."""
 
     correction: Literal["holm", "bh", "none"]
     pvalue_adjusted: float
-    contaminated: bool
+    contaminated: bool | None
+
+
+UNCALIBRATED_NOTE = (
+    "uncalibrated: a clean model can prefer the original wording. On SmolLM2-135M fine-tuned on general text "
+    "only, this test flagged 5 of 24 halves at p < 0.05 (1.2 expected), the base model itself 6 of 24 "
+    "(docs/results.md); give --reference-model (a model believed clean on the benchmark) for the calibrated verdict"
+)
 
 
 @dataclasses.dataclass(frozen=True)
 class PacostResult:
-    """PaCoST on one benchmark: the verdict on the chosen confidence and every other measured confidence as a
-    variant. The settings' `correction` is "none" (the verdict is the raw p < alpha and stays so) or "sweep" (an
-    audit's sweep decides it); `decision` is that sweep's decision, once an audit has made it (a new result: none
-    is changed after it is made)."""
+    """PaCoST on one benchmark: the authors' test on the chosen confidence (`verdict`), every other measured
+    confidence as an exploratory variant, and with a reference model the calibrated test (`calibrated`), which is
+    then the headline. The settings' `correction` is "none" (the headline is the raw p < alpha and stays so) or
+    "sweep" (an audit's sweep decides it); `decision` is that sweep's decision on the headline test, once an audit
+    has made it (a new result: none is changed after it is made). `alpha` is the audit's level."""
 
     preset: str
     template: str
@@ -447,12 +471,25 @@ class PacostResult:
     variants: dict[str, PairedVerdict]
     settings: PacostSettings = dataclasses.field(repr=False)
     decision: SweepDecision | None = None
-    calibrated: CalibratedVerdict | None = None  # with a reference model (`[pacost] reference`)
+    calibrated: CalibratedVerdict | None = None  # with a reference model (`--reference-model`)
+    alpha: float = DEFAULT_ALPHA
 
     @property
-    def contaminated(self) -> bool:
-        """The final verdict: the sweep's decision where one was made, else the raw p < alpha."""
-        return self.verdict.contaminated if self.decision is None else self.decision.contaminated
+    def headline_status(self) -> TestOutcome:
+        """Whether the headline test (the calibrated one where a reference was given) ran."""
+        return self.verdict.status if self.calibrated is None else self.calibrated.status
+
+    @property
+    def headline_pvalue(self) -> float:
+        return self.verdict.pvalue if self.calibrated is None else self.calibrated.pvalue
+
+    @property
+    def contaminated(self) -> bool | None:
+        """The final headline verdict: the sweep's decision where one was made, else the raw p < alpha; None when
+        the headline test did not run."""
+        if self.decision is not None:
+            return self.decision.contaminated
+        return self.verdict.contaminated if self.calibrated is None else self.calibrated.contaminated
 
     @property
     def correction(self) -> str:
@@ -463,18 +500,27 @@ class PacostResult:
 
     @property
     def pvalue_adjusted(self) -> float | None:
-        """The sweep's adjusted p-value (NaN where no test ran); None before a sweep decided."""
+        """The sweep's adjusted p-value of the headline test (NaN where no test ran); None before a sweep decided."""
         return None if self.decision is None else self.decision.pvalue_adjusted
 
-    def to_dict(self) -> dict:
-        """summary.json's entry: the verdict's fields with the sweep's correction, verdict and adjusted p."""
-        entry = self._raw_dict()
-        if self.decision is not None:
-            entry |= {"correction": self.decision.correction, "contaminated": self.decision.contaminated}
-            entry["pvalue_adjusted"] = self.decision.pvalue_adjusted
+    @property
+    def headline_test(self) -> str:
+        """The headline test as a reader names it."""
         if self.calibrated is not None:
-            entry["calibrated"] = self.calibrated.to_dict()
-        return entry
+            return f"PaCoST[{self.calibrated.confidence}] calibrated against {self.calibrated.reference}"
+        return f"PaCoST[{self.verdict.confidence}] authors' test (uncalibrated)"
+
+    def to_dict(self) -> dict:
+        """summary.json's entry: the authors' test's fields, with the sweep's correction, verdict and adjusted p
+        where it is the headline; the calibrated test (with the sweep's decision: it is then the headline)."""
+        entry = self._raw_dict()
+        decided = {}
+        if self.decision is not None:
+            decided = {"correction": self.decision.correction, "contaminated": self.decision.contaminated}
+            decided["pvalue_adjusted"] = self.decision.pvalue_adjusted
+        if self.calibrated is None:
+            return entry | decided
+        return entry | {"calibrated": self.calibrated.to_dict() | decided}
 
     def _raw_dict(self) -> dict:
         settings = self.settings
@@ -491,7 +537,7 @@ class PacostResult:
                 "chat_used": self.chat_used,
             }
             | answers
-            | {"correction": settings.correction}
+            | {"alpha": self.alpha, "correction": settings.correction}
             | self.verdict.to_dict()
             | {"variants": {name: v.to_dict() for name, v in self.variants.items()}}
         )
@@ -499,16 +545,27 @@ class PacostResult:
     @classmethod
     def from_dict(cls, entry: dict) -> PacostResult:
         """The result `to_dict` wrote, its flattened parts rebuilt: the verdict, the settings (`_written_settings`)
-        and, where the entry has `pvalue_adjusted`, the sweep's decision. The entry's verdict is then the decision's,
-        so the raw one is taken from the decision where it kept it ("none") and is p < alpha again otherwise (at the
-        settings' alpha, PacostSettings' default: the entry does not record PaCoST's own)."""
-        decision = _written_decision(entry)
+        and, where the headline entry (the calibrated one, else the entry itself) has `pvalue_adjusted`, the sweep's
+        decision. The entry's verdict is then the decision's, so the raw one is taken from the decision where it kept
+        it ("none") and is p < alpha again otherwise (schema 1 did not record PaCoST's level: 0.05, its default)."""
+        calibrated_entry = entry.get("calibrated")
+        headline = entry if calibrated_entry is None else calibrated_entry
+        decision = _written_decision(headline)
         settings = _written_settings(entry, decision)
+        alpha = entry.get("alpha", DEFAULT_ALPHA)
         verdict = PairedVerdict.from_dict(entry)
+        calibrated = None if calibrated_entry is None else CalibratedVerdict.from_dict(calibrated_entry)
         if decision is not None:
-            raw = decision.contaminated if decision.correction == "none" else bool(verdict.pvalue < settings.alpha)
-            verdict = dataclasses.replace(verdict, contaminated=raw)
-        calibrated = entry.get("calibrated")
+            raw = decision.contaminated if decision.correction == "none" else None
+            if calibrated is None:
+                verdict = dataclasses.replace(
+                    verdict, contaminated=raw if raw is not None else _raw(verdict.status, verdict.pvalue, alpha)
+                )
+            else:
+                calibrated = dataclasses.replace(
+                    calibrated,
+                    contaminated=raw if raw is not None else _raw(calibrated.status, calibrated.pvalue, alpha),
+                )
         return cls(
             preset=entry["preset"],
             template=entry["template"],
@@ -518,23 +575,32 @@ class PacostResult:
             variants={name: PairedVerdict.from_dict(variant) for name, variant in entry["variants"].items()},
             settings=settings,
             decision=decision,
-            calibrated=None if calibrated is None else CalibratedVerdict.from_dict(calibrated),
+            calibrated=calibrated,
+            alpha=alpha,
         )
 
 
+def _raw(status: TestOutcome, pvalue: float, alpha: float) -> bool | None:
+    return bool(pvalue < alpha) if status.ran else None
+
+
 def _written_decision(entry: dict) -> SweepDecision | None:
-    """The sweep's decision in a PaCoST entry (`PacostResult.to_dict`): its correction, adjusted p and verdict."""
+    """The sweep's decision in a PaCoST headline entry: its correction, adjusted p and verdict (schema 1 stored a
+    test that could not run as contaminated: false; it reads as None, not tested)."""
     if "pvalue_adjusted" not in entry:
         return None
-    return SweepDecision(entry["correction"], json_float(entry["pvalue_adjusted"]), entry["contaminated"])
+    status = TestOutcome.from_summary(entry)
+    contaminated = entry["contaminated"] if status.ran else None
+    return SweepDecision(entry["correction"], json_float(entry["pvalue_adjusted"]), contaminated)
 
 
 def _written_settings(entry: dict, decision: SweepDecision | None) -> PacostSettings:
     """The settings a PaCoST entry records (preset, template, chat template, confidence, test, alternative, the
     answers and their sampling, correction); the others are PacostSettings' defaults. Under a sweep's decision the
     entry's correction is the decision's: "holm" or "bh" means the settings said "sweep", and after "none" the
-    settings' own is not recorded (the preset's is taken)."""
-    if decision is None:
+    settings' own is not recorded (the preset's is taken). With a calibrated headline the entry's own correction is
+    the settings'."""
+    if decision is None or "calibrated" in entry:
         correction = entry["correction"]
     else:
         correction = None if decision.correction == "none" else "sweep"
@@ -560,16 +626,21 @@ def _no_test(base: dict, reason: str, power_note: str) -> PairedVerdict:
         mean_difference=math.nan,
         effect_size=math.nan,
         ci=(math.nan, math.nan),
-        contaminated=False,
+        contaminated=None,
         power_note=power_note,
     )
 
 
 def paired_verdict(
-    records, confidence: str, settings: PacostSettings, seed: int = 0, resamples: int = DEFAULT_RESAMPLES
+    records,
+    confidence: str,
+    settings: PacostSettings,
+    seed: int = 0,
+    resamples: int = DEFAULT_RESAMPLES,
+    alpha: float = DEFAULT_ALPHA,
 ) -> PairedVerdict:
     """The paired test of one confidence over `records` (pairs dropped with reasons); `contaminated` is the raw
-    p < alpha (an audit's sweep may replace it, `audit.summary`).
+    p < alpha (an audit's sweep may replace it, `audit.summary`), None when no test could run.
 
     A pair is dropped for a missing answer only when the confidence measures the answer (`needs_answer`), and
     for a published-judge confidence of 0 (`POSITIVE_CONFIDENCES`: the authors keep pairs with both > 0).
@@ -626,9 +697,9 @@ def paired_verdict(
         )
     except JaxcontamError as error:  # too few usable pairs: reported, not fatal for the sweep
         return _no_test(base | {"dropped_reasons": extra}, str(error), str(error))
-    interval = result.confidence_interval(1 - settings.alpha)
+    interval = result.confidence_interval(1 - alpha)
     mde = (
-        minimum_detectable_effect(result.n, alpha=settings.alpha, alternative=settings.alternative)
+        minimum_detectable_effect(result.n, alpha=alpha, alternative=settings.alternative)
         if result.n >= 3
         else math.nan
     )
@@ -644,15 +715,22 @@ def paired_verdict(
         mean_difference=result.mean_difference,
         effect_size=result.effect_size,
         ci=(interval.low, interval.high),
-        contaminated=bool(result.pvalue < settings.alpha),
+        contaminated=bool(result.pvalue < alpha),
         pvalue_detail=result.detail,
         result=result,
         power_note=f"with {result.n} pairs the minimum detectable effect at 80% power is d_z = {mde:.2g}",
     )
 
 
-def pacost_result(records, settings: PacostSettings, seed: int = 0, resamples: int = DEFAULT_RESAMPLES) -> PacostResult:
-    """The verdict on the chosen confidence, with every other measured confidence as a variant."""
+def pacost_result(
+    records,
+    settings: PacostSettings,
+    seed: int = 0,
+    resamples: int = DEFAULT_RESAMPLES,
+    alpha: float = DEFAULT_ALPHA,
+) -> PacostResult:
+    """The verdict on the chosen confidence at level `alpha` (the audit's), with every other measured confidence as
+    a variant."""
     # PacostSettings.__post_init__ fills the fields a preset decides
     assert settings.template is not None and settings.confidence is not None
     return PacostResult(
@@ -660,11 +738,12 @@ def pacost_result(records, settings: PacostSettings, seed: int = 0, resamples: i
         template=settings.template,
         chat_template=settings.chat_template,
         chat_used=any(bool(r.get("chat")) for r in records),
-        verdict=paired_verdict(records, settings.confidence, settings, seed, resamples),
+        verdict=paired_verdict(records, settings.confidence, settings, seed, resamples, alpha),
         variants={
-            c: paired_verdict(records, c, settings, seed, resamples)
+            c: paired_verdict(records, c, settings, seed, resamples, alpha)
             for c in settings.measured()
             if c != settings.confidence
         },
         settings=settings,
+        alpha=alpha,
     )

@@ -1,10 +1,12 @@
 # pyright: standard
 """A detector as a registered stage of the audit core (`detect.audit_core.audit_benchmark` loops over them).
 
-A `DetectorStage` names the detector, its settings type, its per-item work (`records`, run in chunks that
-`jaxcontam audit` stores and resumes under `resume_key`), the columns it derives per item and its result (`result`,
-from every item's row). The built-in stages and the registry are in `detect.stages`; adding a detector is one module
-there plus one entry in `detect.stages.STAGES` (docs/adding_a_detector.md).
+A `DetectorStage` names the detector, its settings type and config table, its per-item work (`records`, run in
+chunks that `jaxcontam audit` stores and resumes under `resume_key`), the columns it derives per item, its result
+(`result`, from every item's row), its headline verdict (three outcomes: `detect.verdict.Verdict`) and how it shows
+itself (a console phrase, a report section). The console, the report and the audit's multiple-testing sweep loop
+over the registry and name no detector. The built-in stages and the registry are in `detect.stages`; adding a
+detector is its own module plus one `detect.stages.register` call (docs/adding_a_detector.md).
 """
 
 from __future__ import annotations
@@ -17,9 +19,11 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 if TYPE_CHECKING:
     from jaxcontam.data.item import Benchmark, Item
+    from jaxcontam.detect.contam import ContamResult
     from jaxcontam.detect.exchangeability import ExchangeabilityResult
-    from jaxcontam.detect.pacost import PacostResult
+    from jaxcontam.detect.pacost import PacostResult, SweepDecision
     from jaxcontam.detect.summaries import DetectorSummary
+    from jaxcontam.detect.verdict import Verdict
 
 Settings = TypeVar("Settings")
 Result = TypeVar("Result")
@@ -46,13 +50,14 @@ class AuditTarget:
 
 @dataclasses.dataclass(frozen=True)
 class StageInput:
-    """What every stage of one (model, benchmark) reads: the model, the target and the audit-wide seed and
-    Monte Carlo resamples."""
+    """What every stage of one (model, benchmark) reads: the model, the target, the audit-wide seed and Monte Carlo
+    resamples, and the audit's `alpha`, the one level of every verdict."""
 
     model: Any
     target: AuditTarget
     seed: int
     resamples: int
+    alpha: float
 
 
 def fingerprint(key: dict) -> str:
@@ -85,6 +90,13 @@ class DetectorStage(Generic[Settings, Result]):
     result(input, settings, rows): the detector's result from every item's row (all stages' columns, ngram too),
         timed as `result_clock`.
     summary_entry(result) / read_entry(entry): summary.json's entry, and the result read back from it.
+    headline(result, alpha): its headline verdict at the audit's level (None: the detector states no verdict, e.g.
+        scores without a test); a verdict with `swept` enters the audit's multiple-testing family, and `decide(result,
+        decision)` gives the result with the sweep's decision on it.
+    console(result): its phrase on the console's line for the run; section(result, figures): its report section
+        (HTML; `figures`: the run's plots by kind); figures(run, items, plots_dir, stem): its plots.
+    parse_table(table, where): its settings from its config table (`[name]`, keys checked); None: the settings
+        type's fields, checked by `dataclass_config.table_values`.
     """
 
     name: str
@@ -96,6 +108,18 @@ class DetectorStage(Generic[Settings, Result]):
     per_item: PerItemWork[Settings] | None = None
     columns: Callable[[Settings, dict], dict] | None = None
     result_clock: str = "verdicts"
+    title: str = ""
+    headline: Callable[[Result, float], Verdict | None] | None = None
+    decide: Callable[[Result, SweepDecision], Result] | None = None
+    console: Callable[[Result], str] | None = None
+    section: Callable[[Result, Mapping[str, Any]], str] | None = None
+    figures: Callable[[Any, list[dict], Any, str], dict[str, Any]] | None = None
+    parse_table: Callable[[dict, str], Settings] | None = None
+
+    @property
+    def heading(self) -> str:
+        """Its name as a reader sees it (the report's section title)."""
+        return self.title or self.name
 
 
 class BuiltInResults:
@@ -115,3 +139,7 @@ class BuiltInResults:
     @property
     def exchangeability(self) -> ExchangeabilityResult | None:
         return self.results.get("exchangeability")
+
+    @property
+    def contam(self) -> ContamResult | None:
+        return self.results.get("contam")

@@ -1,7 +1,8 @@
 # pyright: standard
-"""The sweep's record: Holm and BH over the PaCoST p-values of every (model, benchmark) of an audit, as
-`audit.summary.sweep_decisions` computes them and summary.json's `sweep` holds them (here, below the report that
-reads them)."""
+"""The sweep's record: Holm and BH over the swept headline p-values (PaCoST's, calibrated where a reference was given)
+of every (model, benchmark) of an audit, as `audit.summary.sweep_decisions` computes them and summary.json's `sweep`
+holds them (here, below the report that reads them); the runs whose headline test could not run are left out of
+the family and listed with their reasons."""
 
 from __future__ import annotations
 
@@ -27,16 +28,20 @@ class Adjusted:
 
 @dataclasses.dataclass(frozen=True)
 class Sweep:
-    """Holm and BH over the p-values of the runs with a test (`labels` in run order)."""
+    """Holm and BH over the p-values of the runs with a test (`labels` in run order; `tests`: which test each is,
+    empty in summaries written before schema 2), and the runs left out (`untested`: label -> why no test ran)."""
 
     labels: tuple[str, ...]
     pvalues: tuple[float, ...]
     holm: Adjusted
     bh: Adjusted
+    tests: tuple[str, ...] = ()
+    untested: dict[str, str] = dataclasses.field(default_factory=dict)
 
     def to_dict(self) -> dict:
         methods = {"holm": self.holm.to_dict(), "bh": self.bh.to_dict()}
-        return {"labels": list(self.labels), "pvalues": list(self.pvalues)} | methods
+        tested = {"labels": list(self.labels), "tests": list(self.tests), "pvalues": list(self.pvalues)}
+        return tested | methods | {"untested": dict(self.untested)}
 
     @classmethod
     def from_dict(cls, entry: dict) -> Sweep:
@@ -45,4 +50,6 @@ class Sweep:
             tuple(json_float(p) for p in entry["pvalues"]),
             Adjusted.from_dict(entry["holm"]),
             Adjusted.from_dict(entry["bh"]),
+            tests=tuple(entry.get("tests", ())),
+            untested=dict(entry.get("untested", {})),
         )

@@ -67,11 +67,11 @@ def value(x) -> str:
 
 
 def pacost_verdict(pacost: PacostResult) -> str:
-    """The console's word on a PaCoST result (its final verdict): CONTAMINATED, not flagged, or "no test: <reason>"."""
-    outcome = pacost.verdict.status
-    if not outcome.ran:
+    """The console's word on a PaCoST result's headline verdict: CONTAMINATED, not detected, or "no test: <reason>"."""
+    outcome = pacost.headline_status
+    if not outcome.ran or pacost.contaminated is None:
         return outcome.label
-    return "CONTAMINATED" if pacost.contaminated else "not flagged"
+    return "CONTAMINATED" if pacost.contaminated else "not detected"
 
 
 def gain_verdict(metric: MetricVerdict) -> str:

@@ -2,38 +2,28 @@
 """report.html: one self-contained page per audit (inline CSS, PNGs as data URIs, no scripts, no links out).
 
 Reads the typed summary (`summary_schema.AuditSummary`) and the per-item rows of `jaxcontam audit`, writes
-the plots to out_dir/plots/ and embeds them, so the page can be mailed or
-archived on its own. Every piece of text from the inputs is HTML-escaped.
+the plots to out_dir/plots/ and embeds them, so the page can be mailed or archived on its own. The verdict table
+shows each registered detector's headline verdict (contaminated, not detected, or no test with its reason), and each
+run's section is its detectors' own sections, in registry order (`detect.stages`): the page names no detector.
+Every piece of text from the inputs is HTML-escaped.
 """
 
 from __future__ import annotations
 
-import base64
 import hashlib
 import re
 from html import escape
 from pathlib import Path
 
-from jaxcontam.detect.contam import ContamResult, MetricVerdict
-from jaxcontam.detect.exchangeability import ExchangeabilityResult
-from jaxcontam.detect.pacost import PacostResult, PairedVerdict
-from jaxcontam.detect.status import TestOutcome
-from jaxcontam.detect.summaries import Accuracy, DetectorSummary, GroundTruthResult
+from jaxcontam.detect.stages import STAGES
+from jaxcontam.detect.summaries import Accuracy, GroundTruthResult
 from jaxcontam.detect.sweep import Sweep
+from jaxcontam.detect.verdict import Verdict
 from jaxcontam.report import plots
-from jaxcontam.report.formatting import interval, percent, value
+from jaxcontam.report.formatting import value
+from jaxcontam.report.html_parts import figure, head, label, row, table, text, verdict_badge
 from jaxcontam.report.summary_schema import AuditSummary, RunEntry
 from jaxcontam.storage import publish
-
-LABELS = {
-    "mean_logprob": "mean log-prob",
-    "zlib_ratio": "zlib ratio",
-    "min_k": "Min-K%",
-    "min_k_plus_plus": "Min-K%++",
-    "n": "items",
-    "pacost_pvalue": "PaCoST p",
-    "mean_longest_match": "mean LONGEST_MATCH score",
-}
 
 CSS = """
 body { font: 15px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; color: #222; background: #f6f7f9;
@@ -77,7 +67,7 @@ def write_report(summary: AuditSummary, items: list[dict], out_dir) -> Path:
     sweep_png = (
         plots.sweep_pvalues_png(sweep, alpha, plots_dir / "sweep-pvalues.png") if sweep and sweep.labels else None
     )
-    body = [_header(summary), _verdict_section(runs, stems), _models_section(runs, alpha, plots_dir)]
+    body = [_header(summary), _verdict_section(runs, stems, alpha), _models_section(runs, alpha, plots_dir)]
     body.append(_sweep_section(sweep, alpha, sweep_png))
     body += [_run_section(run, stem, figs) for run, stem, figs in zip(runs, stems, figures)]
     path = out_dir / "report.html"
@@ -121,25 +111,15 @@ def _items_of(run: RunEntry, items: list[dict]) -> list[dict]:
 
 
 def _run_figures(run: RunEntry, items_of_run: list[dict], plots_dir: Path, stem: str) -> dict[str, Path]:
-    """The PNGs of one run, by kind; a kind is absent when its detector did not run."""
+    """The PNGs of one run, by kind, drawn by the detectors that ran and have figures."""
     figures = {}
-    if run.pacost is not None:
-        figures["confidence"] = plots.confidence_png(run, items_of_run, plots_dir / f"{stem}-confidence.png")
-    if run.contam is not None:
-        figures["contam"] = plots.contam_curve_png(run, plots_dir / f"{stem}-contam.png")
+    for name, stage in STAGES.items():
+        if name in run.results and stage.figures is not None:
+            figures |= stage.figures(run, items_of_run, plots_dir, stem)
     return figures
 
 
-# ---- HTML building blocks (every input string passes through `_text` or `escape`) -----------------------------------
-
-
-def _text(x) -> str:
-    """Any summary value as escaped text (numbers to 3 significant digits, None/NaN as n/a, inf as ∞)."""
-    return escape(value(x))
-
-
-def _label(key: str) -> str:
-    return escape(LABELS.get(key, key.replace("_", " ")))
+# ---- the page ----------------------------------------------------------------------------------------------------
 
 
 def _page(body: str) -> str:
@@ -151,156 +131,72 @@ def _page(body: str) -> str:
     )
 
 
-def _table(head: str, rows: list[str], css_class: str = "") -> str:
-    """A table from a ready <thead> and ready <tr> rows."""
-    attribute = f' class="{css_class}"' if css_class else ""
-    return f"<table{attribute}>\n{head}\n<tbody>\n" + "\n".join(rows) + "\n</tbody>\n</table>"
-
-
-def _head(labels: list[str]) -> str:
-    """A one-row <thead> from plain-text labels."""
-    return "<thead><tr>" + "".join(f"<th>{escape(label)}</th>" for label in labels) + "</tr></thead>"
-
-
-def _row(cells: list[str], css_class: str = "") -> str:
-    """A <tr> of ready HTML cells."""
-    attribute = f' class="{css_class}"' if css_class else ""
-    return f"<tr{attribute}>" + "".join(f"<td>{cell}</td>" for cell in cells) + "</tr>"
-
-
-def _facts(pairs: list[tuple[str, str]]) -> str:
-    """A two-column table of (plain-text label, ready HTML value)."""
-    rows = "\n".join(f"<tr><th>{escape(label)}</th><td>{cell}</td></tr>" for label, cell in pairs)
-    return f'<table class="facts">\n<tbody>\n{rows}\n</tbody>\n</table>'
-
-
-def _test_verdict(outcome: TestOutcome, detected: bool) -> str:
-    """A test's verdict badge, or "no test: <reason>" when no test ran (never "not detected")."""
-    if not outcome.ran:
-        return f'<span class="badge none">{escape(outcome.label)}</span>'
-    if detected:
-        return '<span class="badge bad">contaminated</span>'
-    return '<span class="badge ok">not detected</span>'
-
-
-def _figure(path: Path, caption: str) -> str:
-    """The PNG at `path` embedded as a data URI, with a plain-text caption."""
-    data = base64.b64encode(path.read_bytes()).decode("ascii")
-    return (
-        f'<figure><img src="data:image/png;base64,{data}" alt="{escape(caption)}">'
-        f"<figcaption>{escape(caption)}</figcaption></figure>"
-    )
-
-
-def _not_run(what: str) -> str:
-    return f'<p class="muted">{escape(what)} did not run for this model and benchmark.</p>'
-
-
-# ---- sections ----------------------------------------------------------------------------------------------------
-
-
 def _header(summary: AuditSummary) -> str:
     return (
         f"<header><h1>Benchmark contamination audit</h1>"
-        f'<p class="meta">jaxcontam {_text(summary.jaxcontam_version)} · '
-        f"significance level α = {_text(summary.alpha)} · {len(summary.runs)} model–benchmark runs</p></header>"
+        f'<p class="meta">jaxcontam {text(summary.jaxcontam_version)} · '
+        f"significance level α = {text(summary.alpha)} for every verdict · {len(summary.runs)} model–benchmark "
+        "runs</p></header>"
     )
 
 
-VERDICT_HEAD = (
-    '<thead><tr><th rowspan="2">Model</th><th rowspan="2">Benchmark</th><th rowspan="2">Items</th>'
-    '<th rowspan="2">Accuracy</th><th colspan="4">PaCoST (model evidence)</th>'
-    '<th colspan="7">ConTAM (corpus evidence)</th></tr>\n'
-    "<tr><th>p</th><th>adjusted p</th><th>effect d<sub>z</sub></th><th>verdict</th>"
-    "<th>metric</th><th>threshold</th><th>contaminated items</th><th>EPG [CI]</th><th>z</th><th>p</th>"
-    "<th>verdict</th></tr></thead>"
-)
+MODEL_CLASS = ' class="model"'
+RUN_COLUMNS = ("Model", "Benchmark", "Items", "Accuracy")  # one cell per run, spanning its verdicts' rows
+VERDICT_COLUMNS = RUN_COLUMNS + ("Headline test", "p", "Adjusted p", "Verdict")
 
 
-def _verdict_section(runs: tuple[RunEntry, ...], stems: list[str]) -> str:
-    rows = [_verdict_row(run, stem) for run, stem in zip(runs, stems)]
+def _verdict_section(runs: tuple[RunEntry, ...], stems: list[str], alpha: float) -> str:
+    rows = [line for run, stem in zip(runs, stems) for line in _verdict_rows(run, stem)]
+    notes = list(dict.fromkeys(v.note for run in runs for v in run.verdicts if v.note))
     return (
-        "<h2>Verdicts</h2>\n<p>PaCoST tests, one-sided, whether the model is more confident on the original "
-        "items than on their rephrasings (p adjusted across the sweep). ConTAM's EPG is the accuracy on the "
-        "full benchmark minus the accuracy on the items below the contamination threshold, at the threshold "
-        "with the largest z above 1.645 (the paper's rule). That z is the best of many thresholds, not a test: "
-        "ConTAM's p compares the largest z with its permutation distribution (correctness shuffled over "
-        "items, the threshold search redone each time), and its verdict is p ≤ α. The EPG interval holds the "
-        "selected threshold fixed, so it is conditional on that choice.</p>\n" + _table(VERDICT_HEAD, rows, "verdict")
+        "<h2>Verdicts</h2>\n<p>Each detector's headline test on each model and benchmark, at α = "
+        f"{text(alpha)}: <em>contaminated</em>, <em>not detected</em>, or <em>no test</em> with the reason it "
+        "could not run (no verdict either way). PaCoST's p is adjusted across the sweep (its correction named "
+        "beside it); with a reference model its headline is the calibrated test. ConTAM's p compares the largest "
+        "z over thresholds with its permutation distribution, so the search is in the p-value.</p>\n"
+        + "".join(f'<p class="note">{escape(note)}.</p>\n' for note in notes)
+        + table(head(list(VERDICT_COLUMNS)), rows, "verdict")
     )
 
 
-def _verdict_row(run: RunEntry, stem: str) -> str:
-    model = f'<td class="model"><a href="#run-{stem}">{_text(run.model)}</a></td>'
-    cells = [_text(run.benchmark), _text(run.n_items), _accuracy(run.accuracy)]
-    cells += _pacost_cells(run.pacost) + _contam_cells(run.contam)
-    return "<tr>" + model + "".join(_cell(c) for c in cells) + "</tr>"
+def _verdict_rows(run: RunEntry, stem: str) -> list[str]:
+    """One row per headline verdict of the run (the run's cells spanning them), or one row saying none ran."""
+    verdicts = run.verdicts
+    span = max(len(verdicts), 1)
+    shared = [
+        f'<a href="#run-{stem}">{text(run.model)}</a>',
+        text(run.benchmark),
+        text(run.n_items),
+        _accuracy(run.accuracy),
+    ]
+    lead = "".join(
+        f'<td rowspan="{span}" data-label="{escape(name)}"{MODEL_CLASS if name == "Model" else ""}>{cell}</td>'
+        for name, cell in zip(RUN_COLUMNS, shared)
+    )
+    if not verdicts:
+        return [f'<tr>{lead}<td colspan="4" class="muted">no detector states a verdict on this run</td></tr>']
+    return [f"<tr>{lead}{_verdict_cells(verdicts[0])}</tr>"] + [f"<tr>{_verdict_cells(v)}</tr>" for v in verdicts[1:]]
 
 
-def _cell(cell: str | tuple[str, int]) -> str:
-    """A <td>, or a <td colspan> for a (html, span) pair."""
-    if isinstance(cell, tuple):
-        return f'<td colspan="{cell[1]}" class="muted">{cell[0]}</td>'
-    return f"<td>{cell}</td>"
+def _verdict_cells(verdict: Verdict) -> str:
+    adjusted = "" if verdict.pvalue_adjusted is None else f" ({escape(verdict.correction)})"
+    cells = [
+        text(verdict.test),
+        text(verdict.pvalue),
+        text(verdict.pvalue_adjusted) + adjusted,
+        verdict_badge(verdict),
+    ]
+    columns = VERDICT_COLUMNS[len(RUN_COLUMNS) :]
+    return "".join(f'<td data-label="{escape(name)}">{cell}</td>' for name, cell in zip(columns, cells))
 
 
 def _accuracy(accuracy: Accuracy | None) -> str:
     if accuracy is None:
-        return _text(None)
-    text = _text(accuracy.acc)
+        return text(None)
+    shown = text(accuracy.acc)
     if accuracy.acc_norm is not None:
-        text += f' <span class="muted">(norm {_text(accuracy.acc_norm)})</span>'
-    return text
-
-
-def _pacost_verdict(pacost: PacostResult) -> str:
-    """PaCoST's final verdict (the sweep's decision where one was made) as a badge."""
-    return _test_verdict(pacost.verdict.status, pacost.contaminated)
-
-
-def _gain_verdict(metric: MetricVerdict) -> str:
-    """A ConTAM metric's max-z test as a badge."""
-    return _test_verdict(metric.status, metric.significant)
-
-
-def _pacost_cells(pacost: PacostResult | None) -> list:
-    if pacost is None:
-        return [("not run", 4)]
-    return [
-        _text(pacost.verdict.pvalue),
-        _text(pacost.pvalue_adjusted),
-        _text(pacost.verdict.effect_size),
-        _pacost_verdict(pacost),
-    ]
-
-
-def _contam_cells(contam: ContamResult | None) -> list:
-    if contam is None:
-        return [("not run", 7)]
-    headline = contam.headline
-    threshold = _threshold(headline)
-    if headline.threshold is None:
-        threshold = f'<span class="muted" title="{_text(headline.reason)}">{threshold}</span>'
-    return [
-        _text(contam.metric.upper()),
-        threshold,
-        escape(percent(headline.frac_contaminated)),
-        _epg_with_ci(headline),
-        _text(headline.z),
-        _text(headline.pvalue),
-        _gain_verdict(headline),
-    ]
-
-
-def _threshold(metric: MetricVerdict) -> str:
-    """The selected threshold, or "none" when no threshold was significant."""
-    return "none" if metric.threshold is None else _text(metric.threshold)
-
-
-def _epg_with_ci(metric: MetricVerdict) -> str:
-    if metric.epg is None:
-        return _text(None)
-    return f"{_text(metric.epg)} {escape(interval(metric.epg_ci))}"
+        shown += f' <span class="muted">(norm {text(accuracy.acc_norm)})</span>'
+    return shown
 
 
 def _models_section(runs, alpha, plots_dir: Path) -> str:
@@ -318,209 +214,68 @@ def _models_section(runs, alpha, plots_dir: Path) -> str:
             cells.append(f"<td>p {value(p)}<br>EPG {value(epg)}<br>acc {value(acc)}</td>")
         rows.append(f'<tr><td class="model">{escape(model)}</td>{"".join(cells)}</tr>')
     return (
-        f"<h2>Models x benchmarks</h2>\n<p>PaCoST's p-value adjusted across the sweep, ConTAM's EPG on the headline "
-        f"metric, and accuracy, for each of the {len(models)} models on each benchmark.</p>\n"
-        f"<table><thead><tr><th>model</th>{header}</tr></thead><tbody>{''.join(rows)}</tbody></table>\n"
-        f"{_figure(png, 'PaCoST p, EPG and accuracy per model and benchmark')}"
+        f"<h2>Models x benchmarks</h2>\n<p>PaCoST's headline p-value adjusted across the sweep, ConTAM's EPG on the "
+        f"headline metric, and accuracy, for each of the {len(models)} models on each benchmark.</p>\n"
+        f'<div class="wide"><table><thead><tr><th>model</th>{header}</tr></thead><tbody>{"".join(rows)}</tbody>'
+        f"</table></div>\n{figure(png, 'PaCoST p, EPG and accuracy per model and benchmark')}"
     )
 
 
 def _sweep_section(sweep: Sweep | None, alpha, png: Path | None) -> str:
-    if png is None or sweep is None:  # the plot is drawn exactly when there is a sweep
+    if sweep is None or (png is None and not sweep.untested):
         return ""
-    head = _head(["model | benchmark", "p", "Holm-adjusted p", "Holm rejects", "BH-adjusted p", "BH rejects"])
-    columns = zip(
-        sweep.labels, sweep.pvalues, sweep.holm.adjusted, sweep.holm.reject, sweep.bh.adjusted, sweep.bh.reject
+    columns = ["model | benchmark", "test", "p", "Holm-adjusted p", "Holm rejects", "BH-adjusted p", "BH rejects"]
+    tests = sweep.tests or ("",) * len(sweep.labels)
+    lines = zip(
+        sweep.labels, tests, sweep.pvalues, sweep.holm.adjusted, sweep.holm.reject, sweep.bh.adjusted, sweep.bh.reject
     )
-    rows = [_row([_text(x) for x in column]) for column in columns]
+    rows = [row([text(x) for x in line]) for line in lines]
+    untested = (
+        "<p>Left out of the family (no test could run): "
+        + "; ".join(f"{text(name)}: {text(reason)}" for name, reason in sweep.untested.items())
+        + ".</p>\n"
+        if sweep.untested
+        else ""
+    )
     return (
         f"<h2>Multiple testing across the sweep</h2>\n<p>Holm controls the chance of any false contamination call "
-        f"(family-wise error) at α = {_text(alpha)}; Benjamini–Hochberg controls the expected share of false "
-        f"calls (false discovery rate).</p>\n"
-        + _figure(png, "PaCoST p-values per model and benchmark, raw and adjusted")
-        + "\n"
-        + _table(head, rows)
+        f"(family-wise error) at α = {text(alpha)}; Benjamini–Hochberg controls the expected share of false "
+        f"calls (false discovery rate). The family is every headline PaCoST test that ran.</p>\n"
+        + untested
+        + ("" if png is None else figure(png, "PaCoST p-values per model and benchmark, raw and adjusted") + "\n")
+        + ('<div class="wide">' + table(head(columns), rows) + "</div>" if rows else "")
     )
 
 
 def _run_section(run: RunEntry, stem: str, figures: dict[str, Path]) -> str:
-    parts = [
-        f'<section class="run" id="run-{stem}">',
-        _run_heading(run),
-        "<h3>PaCoST</h3>",
-        _pacost_details(run.pacost, figures.get("confidence")),
-        "<h3>Likelihood detectors</h3>",
-        _likelihood_table(run.likelihood),
-        "<h3>ConTAM</h3>",
-        _contam_details(run.contam, figures.get("contam")),
-    ]
-    if run.exchangeability is not None:
-        parts += ["<h3>Exchangeability (Oren et al.)</h3>", _exchangeability_details(run.exchangeability)]
+    parts = [f'<section class="run" id="run-{stem}">', _run_heading(run)]
+    for name, stage in STAGES.items():
+        if stage.section is None:
+            continue
+        parts.append(f"<h3>{escape(stage.heading)}</h3>")
+        result = run.results.get(name)
+        parts.append(
+            stage.section(result, figures)
+            if result is not None
+            else f'<p class="muted">{escape(stage.heading)} did not run for this model and benchmark.</p>'
+        )
     if run.ground_truth is not None:
         parts += ["<h3>Against the ground truth</h3>", _ground_truth_table(run.ground_truth)]
     return "\n".join(parts) + "\n</section>"
 
 
 def _run_heading(run: RunEntry) -> str:
-    split = f" ({_text(run.split)})" if run.split else ""
-    title = f'{_text(run.model)} <span class="muted">· {_text(run.benchmark)}{split}</span>'
-    accuracy = _accuracy(run.accuracy)
-    return f'<h2>{title}</h2>\n<p class="meta">{_text(run.n_items)} items · accuracy {accuracy}</p>'
-
-
-def _pacost_details(pacost: PacostResult | None, png: Path | None) -> str:
-    if pacost is None:
-        return _not_run("PaCoST")
-    verdict = pacost.verdict
-    reasons = verdict.dropped_reasons
-    dropped = _text(verdict.n_dropped)
-    if reasons:
-        dropped += " (" + ", ".join(f"{_text(n)} {_text(reason)}" for reason, n in reasons.items()) + ")"
-    facts = _facts(
-        [
-            ("test", f"{_text(verdict.test)}, alternative {_text(verdict.alternative)}"),
-            ("confidence measure", _text(verdict.confidence)),
-            ("pairs tested", _text(verdict.n_pairs)),
-            ("pairs dropped", dropped),
-            ("mean difference (original − rephrased)", _text(verdict.mean_difference)),
-            ("effect size (Cohen's dz)", _text(verdict.effect_size)),
-            ("confidence interval of the mean difference", escape(interval(verdict.ci))),
-            ("p / adjusted p", f"{_text(verdict.pvalue)} / {_text(pacost.pvalue_adjusted)}"),
-            ("verdict", _pacost_verdict(pacost)),
-            ("power", _text(verdict.power_note)),
-        ]
-    )
-    parts = [facts, _variants_table(pacost)]
-    if png is not None:
-        parts.append(_figure(png, "Confidence on the original against the rephrased question, one point per kept pair"))
-    return "\n".join(part for part in parts if part)
-
-
-def _variants_table(pacost: PacostResult) -> str:
-    """The headline confidence measure beside the others PaCoST also tested (empty when there are none)."""
-    if not pacost.variants:
-        return ""
-    head = _head(
-        ["confidence measure", "p", "adjusted p", "mean difference", "effect size dz", "CI", "pairs", "verdict"]
-    )
-    headline = _measure_row(
-        f"{pacost.verdict.confidence} (headline)", pacost.verdict, pacost.pvalue_adjusted, _pacost_verdict(pacost)
-    )
-    variants = [
-        _measure_row(name, variant, None, _test_verdict(variant.status, variant.contaminated))
-        for name, variant in pacost.variants.items()
-    ]
-    rows = [_row(headline, "headline")] + [_row(variant) for variant in variants]
-    return "<p>Other confidence measures:</p>\n" + _table(head, rows)
-
-
-def _measure_row(name: str, verdict: PairedVerdict, adjusted: float | None, badge: str) -> list[str]:
-    """One confidence measure's cells (`adjusted`: the sweep's adjusted p, for the headline measure only)."""
-    return [
-        _text(name),
-        _text(verdict.pvalue),
-        _text(adjusted),
-        _text(verdict.mean_difference),
-        _text(verdict.effect_size),
-        escape(interval(verdict.ci)),
-        _text(verdict.n_pairs),
-        badge,
-    ]
-
-
-def _exchangeability_details(result: ExchangeabilityResult) -> str:
-    outcome = result.status
-    if not outcome.ran:
-        return f"<p>{_text(outcome.label)}</p>"
-    return (
-        "<p>Is the benchmark's canonical item order more likely than shuffled orders (a model that saw the file "
-        "prefers it)? One-sided t-test over chunks of contiguous items.</p>\n"
-        + _facts(
-            [
-                ("chunks x permutations", f"{_text(result.chunks)} x {_text(result.permutations)}"),
-                ("t statistic", _text(result.statistic)),
-                ("p", _text(result.pvalue)),
-            ]
-        )
-    )
-
-
-def _likelihood_table(likelihood: dict[str, DetectorSummary] | None) -> str:
-    if not likelihood:
-        return _not_run("The likelihood detectors")
-    columns = {name: summary.to_dict() for name, summary in likelihood.items()}  # the statistics each one has
-    statistics = list(dict.fromkeys(key for summary in columns.values() for key in summary))
-    head = "<thead><tr><th>detector</th>" + "".join(f"<th>{_label(s)}</th>" for s in statistics) + "</tr></thead>"
-    rows = [_row([_label(name)] + [_text(summary.get(s)) for s in statistics]) for name, summary in columns.items()]
-    return (
-        "<p>Per-item scores summarised over the benchmark. Higher means more likely seen in training, except for "
-        "the ratios (zlib, lowercase, reference), where lower does.</p>\n" + _table(head, rows)
-    )
-
-
-def _contam_details(contam: ContamResult | None, png: Path | None) -> str:
-    if contam is None:
-        return _not_run("ConTAM")
-    headline = contam.metric
-    head = _head(
-        [
-            "metric",
-            "threshold",
-            "contaminated items",
-            "EPG",
-            "EPG CI (given the threshold)",
-            "z",
-            "how the threshold was chosen",
-            "largest z (at threshold)",
-            "p",
-            "verdict",
-        ]
-    )
-    rows = [
-        _row(
-            [
-                _text(name.upper()),
-                _threshold(m),
-                escape(percent(m.frac_contaminated)),
-                _text(m.epg),
-                escape(interval(m.epg_ci)),
-                _text(m.z),
-                _text(m.reason),
-                f"{_text(m.max_z)} ({_text(m.max_z_threshold)})",
-                _text(m.pvalue),
-                _gain_verdict(m),
-            ],
-            "headline" if name == headline else "",
-        )
-        for name, m in contam.metrics.items()
-    ]
-    test = (
-        f"Max-z permutation test ({_text(contam.headline.n_resamples)} permutations, "
-        f"α = {_text(contam.alpha)}): p = {_text(contam.headline.pvalue)}, "
-        f"{_gain_verdict(contam.headline)}. "
-        "p is for the headline metric's search over thresholds; the other metrics are shown for comparison. "
-        "The EPG interval is a bootstrap with the threshold held at the selected value: conditional on that "
-        "choice, it does not account for the search."
-    )
-    parts = [
-        f"<p>Headline metric <strong>{_text(headline.upper())}</strong>: {_text(contam.headline.reason)}</p>",
-        f"<p>{test}</p>",
-        _table(head, rows),
-    ]
-    if png is not None:
-        parts.append(
-            _figure(
-                png,
-                "EPG against the contamination threshold per metric, with its bootstrap interval "
-                "and z; the vertical line marks the selected threshold",
-            )
-        )
-    return "\n".join(parts)
+    split = f" ({text(run.split)})" if run.split else ""
+    title = f'{text(run.model)} <span class="muted">· {text(run.benchmark)}{split}</span>'
+    return f'<h2>{title}</h2>\n<p class="meta">{text(run.n_items)} items · accuracy {_accuracy(run.accuracy)}</p>'
 
 
 def _ground_truth_table(ground_truth: GroundTruthResult) -> str:
     groups = {name: group.to_dict() for name, group in ground_truth.groups.items()}  # the columns each group has
     columns = list(dict.fromkeys(key for group in groups.values() for key in group))
-    head = "<thead><tr><th>group</th>" + "".join(f"<th>{_label(c)}</th>" for c in columns) + "</tr></thead>"
-    rows = [_row([_text(name)] + [_text(group.get(c)) for c in columns]) for name, group in groups.items()]
-    return "<p>Items whose contamination is known (planted or documented), split by it.</p>\n" + _table(head, rows)
+    heading = "<thead><tr><th>group</th>" + "".join(f"<th>{label(c)}</th>" for c in columns) + "</tr></thead>"
+    rows = [row([text(name)] + [text(group.get(c)) for c in columns]) for name, group in groups.items()]
+    return (
+        "<p>Items whose contamination is known (planted or documented), split by it.</p>\n"
+        + '<div class="wide">' + table(heading, rows) + "</div>"
+    )

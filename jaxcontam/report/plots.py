@@ -319,7 +319,7 @@ def sweep_grid(runs) -> tuple[list[str], list[str], dict[str, list[list[float]]]
 def _adjusted_or_raw(pacost: PacostResult) -> float:
     """PaCoST's p adjusted across the sweep, or the raw p where no sweep decided."""
     adjusted = pacost.pvalue_adjusted
-    return pacost.verdict.pvalue if adjusted is None else adjusted
+    return pacost.headline_pvalue if adjusted is None else adjusted
 
 
 def sweep_heatmap_png(runs, alpha: float, path) -> Path:

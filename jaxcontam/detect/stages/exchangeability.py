@@ -6,10 +6,35 @@ from __future__ import annotations
 
 from jaxcontam.detect.exchangeability import ExchangeabilityResult, ExchangeabilitySettings, benchmark_exchangeability
 from jaxcontam.detect.stage import DetectorStage, StageInput
+from jaxcontam.detect.verdict import Verdict, flagged
 
 
 def _result(stage_input: StageInput, settings: ExchangeabilitySettings, rows: list[dict]) -> ExchangeabilityResult:
     return benchmark_exchangeability(stage_input.model, stage_input.target.benchmark, settings, stage_input.seed)
+
+
+def _headline(result: ExchangeabilityResult, alpha: float) -> Verdict:
+    """p < the audit's alpha, uncorrected (one test per benchmark, outside the sweep's PaCoST family)."""
+    return Verdict(
+        detector="exchangeability",
+        test="exchangeability (Oren et al.): canonical order against shuffles",
+        contaminated=flagged(result.status, result.pvalue, alpha),
+        pvalue=result.pvalue,
+        reason=result.status.reason,
+    )
+
+
+def _console(result: ExchangeabilityResult) -> str:
+    from jaxcontam.report.formatting import number
+
+    outcome = result.status
+    return f"exchangeability p={number(result.pvalue)}" if outcome.ran else f"exchangeability {outcome.label}"
+
+
+def _section(result: ExchangeabilityResult, figures) -> str:
+    from jaxcontam.report.sections import exchangeability_section
+
+    return exchangeability_section(result, figures)
 
 
 EXCHANGEABILITY_STAGE = DetectorStage(
@@ -20,4 +45,8 @@ EXCHANGEABILITY_STAGE = DetectorStage(
     summary_entry=ExchangeabilityResult.to_dict,
     read_entry=ExchangeabilityResult.from_dict,
     result_clock="score",
+    title="Exchangeability (Oren et al.)",
+    headline=_headline,
+    console=_console,
+    section=_section,
 )

@@ -1,6 +1,6 @@
 # pyright: standard
 """PaCoST as an audit stage: answers and confidences per item (stored, resumed), then the authors' paired test and,
-with a reference model's records, the calibrated verdict beside it (`detect.pacost`)."""
+with a reference model's records, the calibrated test, which is then the headline verdict (`detect.pacost`)."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import dataclasses
 import math
 
 from jaxcontam.detect.pacost import (
+    UNCALIBRATED_NOTE,
     PacostResult,
     PacostSettings,
     calibrated_verdict,
@@ -16,6 +17,7 @@ from jaxcontam.detect.pacost import (
     pacost_result,
 )
 from jaxcontam.detect.stage import DetectorStage, PerItemWork, StageInput, fingerprint
+from jaxcontam.detect.verdict import Verdict
 
 
 def _records(stage_input: StageInput, settings: PacostSettings, items) -> list[dict]:
@@ -48,14 +50,62 @@ def _columns(settings: PacostSettings, record: dict) -> dict:
 
 def _result(stage_input: StageInput, settings: PacostSettings, rows: list[dict]) -> PacostResult:
     """The authors' verdict, and beside it the calibrated one when the target has a reference model's records."""
-    seed, resamples = stage_input.seed, stage_input.resamples
-    result = pacost_result(rows, settings, seed, resamples)
+    seed, resamples, alpha = stage_input.seed, stage_input.resamples, stage_input.alpha
+    result = pacost_result(rows, settings, seed, resamples, alpha)
     reference = stage_input.target.reference
     if reference is None:
         return result
     name, records = reference
-    calibrated = calibrated_verdict(rows, records, name, settings, seed, resamples)
+    calibrated = calibrated_verdict(rows, records, name, settings, seed, resamples, alpha)
     return dataclasses.replace(result, calibrated=calibrated)
+
+
+def _headline(result: PacostResult, alpha: float) -> Verdict:
+    """The calibrated test where a reference was given, else the authors' test, labelled uncalibrated; every PaCoST
+    headline enters the sweep's family (a preset whose correction is "none" keeps its raw verdict there)."""
+    status = result.headline_status
+    return Verdict(
+        detector="pacost",
+        test=result.headline_test,
+        contaminated=result.contaminated,
+        pvalue=result.headline_pvalue,
+        pvalue_adjusted=result.pvalue_adjusted,
+        correction=result.correction,
+        swept=True,
+        reason=status.reason,
+        note=None if result.calibrated is not None else UNCALIBRATED_NOTE,
+    )
+
+
+def _console(result: PacostResult) -> str:
+    """The headline test's p (adjusted) and verdict; with a calibrated headline, the authors' p beside it."""
+    from jaxcontam.report.formatting import number, pacost_verdict
+
+    status = result.headline_status
+    test = result.headline_test
+    if not status.ran:
+        line = f"{test}: {status.label}"
+    else:
+        line = (
+            f"{test} p={number(result.headline_pvalue)} adj={number(result.pvalue_adjusted)} "
+            f"{pacost_verdict(result)} (correction {result.correction})"
+        )
+    if result.calibrated is not None:
+        authors = result.verdict
+        line += "; authors' test " + (f"p={number(authors.pvalue)}" if authors.status.ran else authors.status.label)
+    return line
+
+
+def _section(result: PacostResult, figures) -> str:
+    from jaxcontam.report.sections import pacost_section
+
+    return pacost_section(result, figures)
+
+
+def _figures(run, items, plots_dir, stem) -> dict:
+    from jaxcontam.report import plots
+
+    return {"confidence": plots.confidence_png(run, items, plots_dir / f"{stem}-confidence.png")}
 
 
 PACOST_STAGE = DetectorStage(
@@ -67,4 +117,10 @@ PACOST_STAGE = DetectorStage(
     result=_result,
     summary_entry=PacostResult.to_dict,
     read_entry=PacostResult.from_dict,
+    title="PaCoST",
+    headline=_headline,
+    decide=lambda result, decision: dataclasses.replace(result, decision=decision),
+    console=_console,
+    section=_section,
+    figures=_figures,
 )

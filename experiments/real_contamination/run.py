@@ -9,8 +9,16 @@ text with half of each benchmark's first N items mixed in (the same half in ever
 2. audits the arm's model with `jaxcontam audit`, its ground truth and its corpus/, once per PaCoST preset
    (`jaxcontam`, `paper`).
 
-Arms: control (copies 0), verbatim x1, verbatim x4, fields x4, rephrased x4, and the crossover twins
-verbatim_x1_swapped and verbatim_x4_swapped (the other half contaminated). The verbatim x4 arm also runs the
+Arms: control (copies 0), verbatim x1, verbatim x4, fields x4, rephrased x4, the crossover twins
+verbatim_x1_swapped and verbatim_x4_swapped (the other half contaminated), and format_x4 (issue 48's format
+control: none of the audited items, but N/2 other items of each benchmark four times, verbatim, as many benchmark
+documents as verbatim x4: GSM8K train, COPA's SuperGLUE train split (ids 1-400) and two MMLU subjects outside the
+audited ones, all without a built-in paraphrase, so every paraphrased item stays unseen for the fresh-items
+design; `jaxcontam contaminate --copies 0 --extra-items`). Issue 48 adds two more: `<arm>_seed1` / `_seed2`
+replicates of control, verbatim_x1 and verbatim_x1_swapped (the same draw, another data order: `--data-seed`),
+and `diverged_sibling`, a reference an auditor can have: the base fine-tuned on other text only (the first
+340,000 tokens of tinyshakespeare in corpus_misc, about 166 steps of 4 x 512; nothing of the benchmarks).
+The verbatim x4 arm also runs the
 likelihood detectors on the live weights during training (`--audit-every`, the AuditCallback curve).
 Resumable per arm: a finished step leaves its output and a rerun skips it (training itself resumes from its
 orbax checkpoint). `report.py` turns the results into the tables.
@@ -42,9 +50,21 @@ BENCHMARKS = ("gsm8k", "copa", "mmlu")
 PARAPHRASES = {"gsm8k": "gsm8k_rephrase", "copa": "xcopa_backtranslation", "mmlu": "mmlu_rephrase"}
 ARMS = {"control": ("verbatim", 0), "verbatim_x1": ("verbatim", 1), "verbatim_x4": ("verbatim", 4),
         "fields_x4": ("fields", 4), "rephrased_x4": ("rephrased", 4),
-        "verbatim_x1_swapped": ("verbatim", 1), "verbatim_x4_swapped": ("verbatim", 4)}
+        "verbatim_x1_swapped": ("verbatim", 1), "verbatim_x4_swapped": ("verbatim", 4), "format_x4": ("verbatim", 0)}
 SWAPPED = {"verbatim_x1_swapped", "verbatim_x4_swapped"}  # the crossover twins: the other half contaminated
 CURVE_ARM = "verbatim_x4"
+FORMAT_ARM, FORMAT_COPIES = "format_x4", 4  # the format control: other items of the same benchmarks, 4 copies each
+# MMLU subjects outside the audited ones and outside the built-in rephrasings' (abstract_algebra, sociology,
+# high_school_us_history): a mathematics and a social-science subject, as the audited pair
+FORMAT_MMLU_SUBJECTS = ("high_school_mathematics", "high_school_government_and_politics")
+REPLICATED, REPLICATE_SEEDS = ("control", "verbatim_x1", "verbatim_x1_swapped"), (1, 2)  # data-order seeds
+DATA_SEEDS = {f"{arm}_seed{seed}": seed for arm in REPLICATED for seed in REPLICATE_SEEDS}
+ARMS.update({name: ARMS[name.rsplit("_seed", 1)[0]] for name in DATA_SEEDS})
+SWAPPED |= {name for name in DATA_SEEDS if name.startswith("verbatim_x1_swapped")}
+# the diverged sibling: other text only (corpus_misc's state_union and inaugural folders hold Latin-1 files the
+# corpus reader refuses, so tinyshakespeare, 341k tokens in all)
+SIBLING_ARM, SIBLING_CORPUS, SIBLING_TOKENS = "diverged_sibling", SHARED / "corpus_misc" / "tinyshakespeare", 340_000
+ARMS[SIBLING_ARM] = ("verbatim", 0)
 PRESETS = ("jaxcontam", "paper")
 
 
@@ -74,18 +94,37 @@ def mmlu_subjects(out: pathlib.Path, items: int) -> pathlib.Path:
     return folder
 
 
+def format_items(items: int) -> list[str]:
+    """The format arm's `--extra-items`: the first items // 2 (as many as an arm's contaminated half) of GSM8K
+    train, of COPA's train split (ids 1-400) and of FORMAT_MMLU_SUBJECTS (the first of each, evenly), none
+    audited; each MMLU subject read from its own CSV in the shared data (`mmlu/test/<subject>/<row>` ids)."""
+    half = items // 2
+    per_subject = [half // len(FORMAT_MMLU_SUBJECTS) + (i < half % len(FORMAT_MMLU_SUBJECTS))
+                   for i in range(len(FORMAT_MMLU_SUBJECTS))]
+    return [f"gsm8k:train:{half}={SHARED}", f"copa:train:{half}={SHARED}"] + [
+        f"mmlu:test:{n}={SHARED / 'mmlu' / 'test' / f'{subject}_test.csv'}"
+        for subject, n in zip(FORMAT_MMLU_SUBJECTS, per_subject)]
+
+
 def contaminate(args, arm: str, out: pathlib.Path, mmlu: pathlib.Path) -> pathlib.Path:
     form, copies = ARMS[arm]
     folder = out / "arms" / arm
+    corpus, tokens = (SIBLING_CORPUS, args.sibling_tokens) if arm == SIBLING_ARM else (args.corpus, args.general_tokens)
     options = ["--model", args.model, "--split", "test", "--path", f"mmlu={mmlu}", "--limit", args.items,
-               "--fraction", 0.5, "--copies", copies, "--form", form, "--corpus", args.corpus,
-               "--tokens", args.general_tokens, "--out", folder, "--seed", args.seed,
+               "--fraction", 0.5, "--copies", copies, "--form", form, "--corpus", corpus,
+               "--tokens", tokens, "--out", folder, "--seed", args.seed,
                "--batch-size", args.batch_size, "--seq-len", args.seq_len, "--learning-rate", args.learning_rate,
                "--checkpoint-every", args.checkpoint_every]
     for name in BENCHMARKS:
         options += ["--benchmark", name]
     if arm in SWAPPED:
         options += ["--crossover"]
+    if arm in DATA_SEEDS:
+        options += ["--data-seed", DATA_SEEDS[arm]]
+    if arm == FORMAT_ARM:
+        options += ["--extra-copies", FORMAT_COPIES]
+        for spec in format_items(args.items):
+            options += ["--extra-items", spec]
     if arm == CURVE_ARM and args.audit_every:
         options += ["--audit-every", args.audit_every]
     if not (folder / "model" / "config.json").exists():
@@ -204,7 +243,9 @@ def run_arm(args, arm: str, out: pathlib.Path, mmlu: pathlib.Path, base_rows: li
     took = bool(did["audited_text/all"]["ci95"][0] > 0)
     dose_file.write_text(json.dumps({**scores, "took": took, "did": did}, indent=2) + "\n")
     verdict = "the dose took" if took else (
-        "no contaminated item was trained on (control)" if ARMS[arm][1] == 0 else "THE DOSE DID NOT TAKE")
+        "no audited item was trained on (format control: other items of the same benchmarks)" if arm == FORMAT_ARM
+        else "nothing of the benchmarks was trained on (diverged sibling: other text only)" if arm == SIBLING_ARM
+        else "no contaminated item was trained on (control)" if ARMS[arm][1] == 0 else "THE DOSE DID NOT TAKE")
     for text in ("audited_text", "trained_text"):
         all_did = did[f"{text}/all"]
         log(f"{arm}: DiD of mean log-prob on the {text.replace('_', ' ')}, within benchmarks, {all_did['did']:+.3f} "
@@ -235,6 +276,9 @@ def main() -> None:
                              "pilot 16,000; smoke 3,000)")
     parser.add_argument("--arms", default=",".join(ARMS), help=f"some of {', '.join(ARMS)}")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--sibling-tokens", type=int, default=None,
+                        help=f"the diverged sibling's tokens of other text (default {SIBLING_TOKENS:,}; smoke: "
+                             "--general-tokens)")
     parser.add_argument("--batch-size", type=int, default=4)
     parser.add_argument("--seq-len", type=int, default=512)
     parser.add_argument("--learning-rate", type=float, default=1e-4)
@@ -255,6 +299,8 @@ def main() -> None:
         args.out = args.out.parent / "smoke" if args.out == HERE / "results" else args.out
     args.items = items if args.items is None else args.items
     args.general_tokens = tokens if args.general_tokens is None else args.general_tokens
+    if args.sibling_tokens is None:
+        args.sibling_tokens = args.general_tokens if args.smoke or args.pilot else SIBLING_TOKENS
     arms = args.arms.split(",")
     unknown = sorted(set(arms) - set(ARMS))
     if unknown:

@@ -20,6 +20,20 @@ def _paths(pairs) -> tuple[tuple[str, str], ...]:
     return tuple(parsed)
 
 
+def _extra_items(specs) -> tuple[tuple[str, str, int, str | None], ...]:
+    parsed = []
+    for spec in specs:
+        head, equals, path = spec.partition("=")
+        parts = head.split(":")
+        if len(parts) != 3 or not all(parts) or not parts[2].isdigit() or int(parts[2]) < 1 or (equals and not path):
+            raise JaxcontamError(
+                f"--extra-items {spec!r}: expected BENCHMARK:SPLIT:N[=PATH], e.g. gsm8k:train:34 or "
+                "mmlu:test:34=subjects/"
+            )
+        parsed.append((parts[0], parts[1], int(parts[2]), path or None))
+    return tuple(parsed)
+
+
 @config_file_options
 @click.command("contaminate")
 @click.option("--model", "model_path", required=True, help="Model to fine-tune: HF folder, hub id or .gguf file.")
@@ -54,6 +68,20 @@ def _paths(pairs) -> tuple[tuple[str, str], ...]:
     help="Copies of each contaminated item; 0 = control arm (same general text, no item).",
 )
 @click.option(
+    "--extra-items",
+    "extra_specs",
+    multiple=True,
+    metavar="BENCHMARK:SPLIT:N[=PATH]",
+    help="Also train on the first N items of this benchmark split (local files at PATH), every one, none of them "
+    "audited (repeatable): with --copies 0, a format control that learns the benchmark's format, not its items.",
+)
+@click.option(
+    "--extra-copies",
+    type=click.IntRange(min=0),
+    default=None,
+    help="Copies of each --extra-items item (default: --copies).",
+)
+@click.option(
     "--form",
     type=click.Choice(["verbatim", "fields", "rephrased"]),
     default=ContaminationSettings.form,
@@ -76,6 +104,13 @@ def _paths(pairs) -> tuple[tuple[str, str], ...]:
     default=ContaminationSettings.seed,
     show_default=True,
     help="Seeds the item draw and the data order.",
+)
+@click.option(
+    "--data-seed",
+    type=int,
+    default=None,
+    help="Seeds the data order alone (default: --seed): with the same --seed, a replicate that trains on the same "
+    "items in another order.",
 )
 @click.option(
     "--batch-size",
@@ -132,12 +167,15 @@ def contaminate(
     fraction,
     crossover,
     copies,
+    extra_specs,
+    extra_copies,
     form,
     corpus,
     corpus_field,
     tokens,
     out,
     seed,
+    data_seed,
     batch_size,
     seq_len,
     learning_rate,
@@ -171,6 +209,7 @@ def contaminate(
         data_roots=data_roots_from_environment(),
         corpus_field=corpus_field,
         seed=seed,
+        data_seed=data_seed,
         batch_size=batch_size,
         seq_len=seq_len,
         learning_rate=learning_rate,
@@ -179,5 +218,7 @@ def contaminate(
         mesh=MeshSettings.from_option(mesh, bool(fsdp), attention=attention_from_environment()),
         checkpoint_every=checkpoint_every,
         audit_every=audit_every,
+        extra_items=_extra_items(extra_specs),
+        extra_copies=extra_copies,
     )
     run_contamination(settings, log=lambda line: click.echo(line, err=True))

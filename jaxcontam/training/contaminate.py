@@ -6,12 +6,18 @@ fully fine-tunes every weight with AdamW (`training.loop.fit`) and writes under 
 
     model/               config.json, model.safetensors (float32), tokenizer files with the chat template
     ground_truth.jsonl   one row per item: id, benchmark, contaminated, copies, form, drawn (the audit's ground_truth)
+    extra_items.jsonl    with `extra_items`: one row per extra item trained on (id, benchmark, split, copies, form)
     corpus/train.jsonl   every document trained on, one JSON line each ({"text", "chat", "item"}), copies included
     curve.jsonl          the training curve: step, loss, tokens seen
     audit_curve.jsonl    with `audit_every`: likelihood detectors' AUC on the live weights at those steps
     settings.json        every setting (seed included) and the mix's token counts
     run.json             steps, tokens/s of this process, seconds
     checkpoints/         orbax checkpoints: a rerun with the same settings resumes from the latest
+
+`extra_items` trains on items that are not audited: every item of each (benchmark, split, first N, local path)
+is mixed in `extra_copies` times (default: `copies`) in `form`, outside the ground truth (a format control:
+`copies=0` with extra items of the same benchmarks trains their format and none of the audited items).
+`data_seed` seeds the data order alone (default: `seed`, which also seeds the draw): a replicate of a run.
 
 A rerun with other settings into the same folder is refused; one after the model was written does nothing.
 """
@@ -66,6 +72,10 @@ class ContaminationSettings:
     mesh: MeshSettings = MeshSettings()
     checkpoint_every: int = 25
     audit_every: int = 0
+    # not audited, every item trained: (benchmark, split, first N, local path or None) each
+    extra_items: tuple[tuple[str, str, int, str | None], ...] = ()
+    extra_copies: int | None = None  # copies of each extra item (None: `copies`)
+    data_seed: int | None = None  # seeds the data order alone (None: `seed`): a replicate with the same draw
 
     def identity(self) -> dict:
         """The settings that decide the result (a resumed run must match them)."""
@@ -78,7 +88,19 @@ class ContaminationSettings:
         fields["benchmarks"] = list(self.benchmarks)
         if not self.crossover:  # runs recorded before the crossover option existed resume unchanged
             fields.pop("crossover")
+        if self.extra_items:
+            fields["extra_items"] = [list(spec) for spec in self.extra_items]
+        else:  # nor do runs recorded before the extra items existed
+            fields.pop("extra_items")
+            fields.pop("extra_copies")
+        if self.data_seed is None:  # or before the data-order seed existed
+            fields.pop("data_seed")
         return fields
+
+    @property
+    def order_seed(self) -> int:
+        """The seed of the data order: `data_seed`, else `seed`."""
+        return self.seed if self.data_seed is None else self.data_seed
 
     def check(self) -> None:
         from jaxcontam.training.contamination_mix import FORMS
@@ -91,6 +113,8 @@ class ContaminationSettings:
             (not self.benchmarks, "no --benchmark given: name at least one"),
             (self.seq_len < 8 or self.batch_size < 1, "--seq-len >= 8 and --batch-size >= 1 are needed"),
             (self.checkpoint_every < 1, "--checkpoint-every must be >= 1 step"),
+            (self.extra_copies is not None and self.extra_copies < 0, "--extra-copies must be >= 0"),
+            (any(limit < 1 for _, _, limit, _ in self.extra_items), "--extra-items takes N >= 1 items"),
         ]
         for bad, message in problems:
             if bad:
@@ -144,8 +168,51 @@ def _benchmarks(settings: ContaminationSettings):
     ]
 
 
+def _extra_benchmarks(settings: ContaminationSettings):
+    from jaxcontam.data import load_benchmark
+    from jaxcontam.training.contamination_mix import with_paraphrases
+
+    roots = settings.data_roots
+    return [
+        with_paraphrases(load_benchmark(name, split=split, path=path, limit=limit, roots=roots), roots)
+        for name, split, limit, path in settings.extra_items
+    ]
+
+
+def _extra_documents(settings: ContaminationSettings, audited: set[str], tokenizer, log):
+    """(documents, rows of extra_items.jsonl) of the extra items: every one `extra_copies` times in `form`."""
+    import numpy as np
+
+    from jaxcontam.training.contamination_mix import injected_documents
+
+    copies = settings.copies if settings.extra_copies is None else settings.extra_copies
+    documents, rows = [], []
+    for benchmark in _extra_benchmarks(settings):
+        shared = [item.id for item in benchmark if item.id in audited]
+        if shared:
+            raise JaxcontamError(
+                f"--extra-items {benchmark.name}:{benchmark.split}: {shared[0]} is an audited item too; extra items "
+                "must be other items (another split, later items, other files)"
+            )
+        documents += injected_documents(
+            benchmark, np.ones(len(benchmark), bool), copies=copies, form=settings.form, tokenizer=tokenizer
+        )
+        rows += [
+            {
+                "id": item.id,
+                "benchmark": benchmark.name,
+                "split": benchmark.split,
+                "copies": copies,
+                "form": settings.form,
+            }
+            for item in benchmark
+        ]
+        log(f"{benchmark.name} ({benchmark.split}): {len(benchmark)} extra items, not audited, {copies} copies each")
+    return documents, rows
+
+
 def _mix(settings: ContaminationSettings, tokenizer, log):
-    """(documents, their ids, ground-truth rows, token counts) of the run."""
+    """(documents, their ids, ground-truth rows, extra-item rows, token counts) of the run."""
     from jaxcontam.data.corpus import open_corpus
     from jaxcontam.training.contamination_mix import (
         draw_contaminated,
@@ -168,6 +235,8 @@ def _mix(settings: ContaminationSettings, tokenizer, log):
             f"{benchmark.name} ({benchmark.split}): {int(drawn.sum())} of {len(benchmark)} items drawn, "
             f"{settings.copies} cop{'y' if settings.copies == 1 else 'ies'} each as {settings.form}"
         )
+    extra, extra_rows = _extra_documents(settings, {row["id"] for row in truth}, tokenizer, log)
+    documents += extra
     injected_ids = [encode_document(tokenizer, d.text, d.chat) for d in documents]
     too_long = [(d.item_id, len(ids)) for d, ids in zip(documents, injected_ids) if len(ids) > settings.seq_len]
     if too_long:
@@ -184,7 +253,9 @@ def _mix(settings: ContaminationSettings, tokenizer, log):
         "general_documents": len(general),
         "benchmark_documents": len(documents),
     }
-    return general + documents, general_ids + injected_ids, truth, counts
+    if extra_rows:
+        counts["extra_items"] = len(extra_rows)
+    return general + documents, general_ids + injected_ids, truth, extra_rows, counts
 
 
 class _Curve:
@@ -267,9 +338,9 @@ def run_contamination(settings: ContaminationSettings, log: Callable[[str], None
             f"{settings.model}: the model has no tokenizer, so no text can be trained on; add "
             "tokenizer.json beside the weights"
         )
-    documents, ids, truth, counts = _mix(settings, model.tokenizer, log)
+    documents, ids, truth, extra_rows, counts = _mix(settings, model.tokenizer, log)
     steps = count_steps(
-        ids, seq_len=settings.seq_len, batch_size=settings.batch_size, seed=settings.seed, pad_last=True
+        ids, seq_len=settings.seq_len, batch_size=settings.batch_size, seed=settings.order_seed, pad_last=True
     )
     digest = hashlib.sha256(json.dumps([d.to_row() for d in documents]).encode()).hexdigest()
     if (out / "settings.json").exists() and json.loads((out / "settings.json").read_text()).get("mix") != digest:
@@ -281,6 +352,8 @@ def run_contamination(settings: ContaminationSettings, log: Callable[[str], None
     (out / "corpus").mkdir(exist_ok=True)
     _write_jsonl(out / "corpus" / "train.jsonl", (d.to_row() for d in documents))
     _write_jsonl(out / "ground_truth.jsonl", truth)
+    if extra_rows:
+        _write_jsonl(out / "extra_items.jsonl", extra_rows)
     record = {
         "settings": settings.identity(),
         "steps": steps,
@@ -312,7 +385,7 @@ def run_contamination(settings: ContaminationSettings, log: Callable[[str], None
         spec,
         model.params,
         packed_batches(
-            ids, seq_len=settings.seq_len, batch_size=settings.batch_size, seed=settings.seed, pad_last=True
+            ids, seq_len=settings.seq_len, batch_size=settings.batch_size, seed=settings.order_seed, pad_last=True
         ),
         steps=steps,
         learning_rate=settings.learning_rate,

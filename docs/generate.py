@@ -261,7 +261,8 @@ EPG_SIZES = (100, 500, 2000, 14042)
 
 
 def epg_null_flags() -> str:
-    """Per score shape and benchmark size: how often the paper's rule and the max-z test flag a null benchmark."""
+    """Per score shape and benchmark size: how often the paper's rule and the max-z test flag a null benchmark (the
+    max-z test over the benchmarks it could test, the count it could not beside it)."""
     source = EXPERIMENTS / "stats" / "epg_calibration.csv"
     if not source.exists():
         return missing(source, "python experiments/stats/epg_calibration.py")
@@ -276,7 +277,8 @@ def epg_null_flags() -> str:
             paper = sum(r["paper_rule"] == "True" for r in part) / len(part)
             tested = [float(r["p_z"]) for r in part if r["p_z"] != "nan"]
             max_z = f"{sum(p <= 0.05 for p in tested) / len(tested):.1%}" if tested else "no test"
-            cells.append(f"{paper:.1%} / {max_z}")
+            untested = len(part) - len(tested)  # beside the rate, never in it as "not rejected"
+            cells.append(f"{paper:.1%} / {max_z}" + (f" ({untested} of {len(part):,} not tested)" if untested else ""))
         lines.append(f"| {shape} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 

@@ -57,9 +57,9 @@ def test_injection_and_the_decontamination_control(results):
     assert contaminated["n_injected_documents"] == 2 * 8  # 2 copies of 4 + 4 items
     gsm8k = contaminated["benchmarks"]["gsm8k"]
     # every contaminated item's text was in the training data: n-gram evidence finds it whole
-    assert gsm8k["contam"]["per_metric"]["longest_match"]["auc"] == 1.0
+    assert gsm8k["contam"]["per_metric"]["longest_match"]["separation"]["auc"] == 1.0
     assert control["filter"]["dropped_injected"] == control["n_injected_documents"] == 4  # each leaked file, twice
-    assert control["benchmarks"]["gsm8k"]["contam"]["per_metric"]["longest_match"]["auc"] < 1.0
+    assert control["benchmarks"]["gsm8k"]["contam"]["per_metric"]["longest_match"]["separation"]["auc"] < 1.0
 
 
 def test_the_report_and_a_resumed_run(results):

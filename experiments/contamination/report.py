@@ -6,7 +6,9 @@ Writes DIR/report.md (power vs rate, copies and form; false-positive rates; the 
 contamination per detector; EPG vs copies; audit cost) and DIR/*.png. A detector "detects" a cell when its
 p-value is <= ALPHA: the paired test for PaCoST, the one-sided Mann-Whitney test of contaminated vs clean
 items for the per-item scores (Min-K%++, mean log-prob, ConTAM LONGEST-MATCH), the t-test over chunks for
-the exchangeability test (Oren et al.).
+the exchangeability test (Oren et al.). A test that could not run (no p-value, a "no test" status, or a null
+verdict in a schema-2 entry: `experiments/summary_verdicts.py`) is not tested: it leaves every count's
+denominator and is counted beside it, never as not detected.
 """
 
 from __future__ import annotations
@@ -15,20 +17,33 @@ import argparse
 import json
 import math
 import pathlib
+import sys
 from collections import defaultdict
 
 import numpy as np
 
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
+import summary_verdicts as verdicts  # noqa: E402  (experiments/summary_verdicts.py: tested, not detected, not tested)
+
 ALPHA = 0.05
-DETECTORS = {  # label -> where its p-value (and optional AUC) lives in a benchmark entry
-    "PaCoST answer log-prob": lambda e: (e["pacost"]["pvalue"], None),
-    "PaCoST P(True)": lambda e: (e["pacost"]["variants"]["p_true"]["pvalue"], None),
-    "PaCoST question Min-K%++": lambda e: (e["pacost"]["variants"]["question_min_k_plus_plus"]["pvalue"], None),
-    "Min-K%++": lambda e: (e["likelihood"]["min_k_plus_plus"].get("pvalue"), e["likelihood"]["min_k_plus_plus"].get("auc")),
-    "Mean log-prob": lambda e: (e["likelihood"]["mean_logprob"].get("pvalue"), e["likelihood"]["mean_logprob"].get("auc")),
-    "Exchangeability test": lambda e: (e["exchangeability"].get("pvalue"), None),
-    "ConTAM LONGEST-MATCH": lambda e: (e["contam"]["per_metric"]["longest_match"].get("pvalue"),
-                                       e["contam"]["per_metric"]["longest_match"].get("auc")),
+
+
+def separation(metric: dict) -> dict:
+    """A ConTAM metric's separation of the known-contaminated items (AUC, Mann-Whitney p): under `separation`
+    since run.py kept the max-z verdict's own p-value and status beside it; at the metric's level in older cells."""
+    if "separation" in metric:
+        return metric["separation"]
+    return {} if "max_z" in metric else metric  # a newer cell without ground truth has none
+
+
+DETECTORS = {  # label -> the test result of a benchmark entry holding its p-value (and, per-item scores, the AUC)
+    "PaCoST answer log-prob": lambda e: e["pacost"],
+    "PaCoST P(True)": lambda e: e["pacost"]["variants"]["p_true"],
+    "PaCoST question Min-K%++": lambda e: e["pacost"]["variants"]["question_min_k_plus_plus"],
+    "Min-K%++": lambda e: e["likelihood"]["min_k_plus_plus"],
+    "Mean log-prob": lambda e: e["likelihood"]["mean_logprob"],
+    "Exchangeability test": lambda e: e["exchangeability"] or {},
+    "ConTAM LONGEST-MATCH": lambda e: separation(e["contam"]["per_metric"]["longest_match"]),
 }
 PER_ITEM = {"Min-K%++", "Mean log-prob", "ConTAM LONGEST-MATCH"}  # need contaminated and clean items
 BENCHMARKS = ("gsm8k", "copa")
@@ -44,19 +59,27 @@ def load_cells(results: pathlib.Path) -> list[dict]:
 
 
 def outcome(record: dict, benchmark: str, detector: str) -> tuple[float | None, float | None]:
-    pvalue, auc = DETECTORS[detector](record["benchmarks"][benchmark])
-    return (pvalue if finite(pvalue) else None), (auc if finite(auc) else None)
+    """The detector's p-value on the benchmark (None: not tested, whatever a schema-1 `contaminated: false`
+    beside it says) and its AUC (per-item scores; None otherwise)."""
+    result = DETECTORS[detector](record["benchmarks"][benchmark])
+    pvalue, auc = result.get("pvalue"), result.get("auc")
+    return (pvalue if verdicts.tested(result) else None), (auc if finite(auc) else None)
+
+
+def _untested(count: int) -> str:
+    return f"; {count} no test" if count else ""
 
 
 def summary_cell(records: list[dict], benchmark: str, detector: str) -> str:
-    """'k/n (p~median, AUC mean)' over the seeds of one grid point; '-' where the detector is undefined."""
+    """'k/n (p~median, AUC mean; u no test)' over the seeds of one grid point: detected / tested seeds, the seeds
+    it could not test apart; '-' where it could test none."""
     results = [outcome(r, benchmark, detector) for r in records]
     pvalues = [p for p, _ in results if p is not None]
     if not pvalues:
         return "-"
     text = f"{sum(p <= ALPHA for p in pvalues)}/{len(pvalues)} (p {np.median(pvalues):.2g}"
     aucs = [a for _, a in results if a is not None]
-    return text + (f", AUC {np.mean(aucs):.2f})" if aucs else ")")
+    return text + (f", AUC {np.mean(aucs):.2f}" if aucs else "") + _untested(len(results) - len(pvalues)) + ")"
 
 
 def group(records: list[dict], key) -> dict:
@@ -102,16 +125,19 @@ def form_sweep(records):
 def false_positive_lines(records: list[dict]) -> list[str]:
     lines = ["### False-positive rate", "",
              "Cells with nothing injected (0%) and the decontaminated control (50% x 8 copies injected, then "
-             "filtered out of the stream by `DecontaminationFilter`): the share of (cell, benchmark) pairs a "
-             "detector flags at p <= 0.05. Per-item detectors are scored on the control against the items that "
-             "were meant to be injected.", "",
+             "filtered out of the stream by `DecontaminationFilter`): the share of the tested (cell, benchmark) "
+             "pairs a detector flags at p <= 0.05, and beside it the pairs it could not test. Per-item detectors "
+             "are scored on the control against the items that were meant to be injected.", "",
              "| arm | cells | " + " | ".join(DETECTORS) + " |", "|" + "---|" * (len(DETECTORS) + 2)]
     for label, chosen in (("0% (null)", [r for r in records if r["cell"]["rate"] == 0]),
                           ("decontaminated", [r for r in records if r["cell"]["decontaminate"]])):
         cells = []
         for detector in DETECTORS:
-            pvalues = [p for r in chosen for b in BENCHMARKS if (p := outcome(r, b, detector)[0]) is not None]
-            cells.append(f"{sum(p <= ALPHA for p in pvalues)}/{len(pvalues)}" if pvalues else "-")
+            results = [outcome(r, b, detector)[0] for r in chosen for b in BENCHMARKS]
+            pvalues = [p for p in results if p is not None]
+            untested = len(results) - len(pvalues)
+            cells.append(f"{sum(p <= ALPHA for p in pvalues)}/{len(pvalues)}" + (f" ({untested} no test)" if untested
+                                                                                 else "") if pvalues else "-")
         lines.append(f"| {label} | {len(chosen)} | " + " | ".join(cells) + " |")
     controls = [r for r in records if r["cell"]["decontaminate"]]
     if controls:
@@ -126,20 +152,23 @@ def minimum_detectable(records: list[dict]) -> list[str]:
     rates = group([r for r in rate_sweep(records) if r["cell"]["rate"] > 0], lambda c: c["rate"])
     lines = ["### Minimum detectable contamination", "",
              "The smallest contaminated share (4 copies of prompt + answer; shares where a detector is undefined "
-             "are skipped) from which the detector flags every "
-             "seed at every larger share too; a detector that also flags models trained with nothing injected "
+             "are skipped) from which the detector flags every tested "
+             "seed at every larger share too (seeds it could not test are counted beside it, not as missed); a "
+             "detector that also flags models trained with nothing injected "
              "(0%) is not calibrated there, whatever its power.", "", "| detector | " + " | ".join(BENCHMARKS) + " |", "|---|---|---|"]
     for detector in DETECTORS:
         cells = []
         for benchmark in BENCHMARKS:
             pvalues = {rate: [outcome(r, benchmark, detector)[0] for r in rs] for rate, rs in rates.items()}
-            detected = {rate: all(p is not None and p <= ALPHA for p in ps) for rate, ps in pvalues.items()
+            detected = {rate: all(p <= ALPHA for p in ps if p is not None) for rate, ps in pvalues.items()
                         if any(p is not None for p in ps)}  # per-item scores are undefined at 100% (no clean items)
             found = [rate for rate in detected if all(detected[r] for r in detected if r >= rate)]
+            untested = sum(p is None for rate in detected for p in pvalues[rate])
             null = [p for r in records if r["cell"]["rate"] == 0
                     and (p := outcome(r, benchmark, detector)[0]) is not None]
             false_alarms = sum(p <= ALPHA for p in null)
             cell = f"{min(found):.0%}" if found else "not detected"
+            cell += f" ({untested} seeds not tested)" if untested else ""
             cells.append(cell + (f" (but flags {false_alarms}/{len(null)} clean models)" if false_alarms else ""))
         lines.append(f"| {detector} | " + " | ".join(cells) + " |")
     return lines + [""]
@@ -242,8 +271,11 @@ def main() -> None:
     if not records:
         raise SystemExit(f"no finished cells under {args.results / 'cells'}: run run.py first")
     lines = [f"## Results ({len(records)} cells)", "",
-             "Each entry: seeds detected at p <= 0.05 / seeds, the median p-value and, for per-item scores, the "
-             "mean AUC of contaminated vs clean items.", "", "### Power vs contaminated share (4 copies, prompt + answer)", ""]
+             "Each entry: seeds detected at p <= 0.05 / seeds tested, the median p-value and, for per-item scores, the "
+             "mean AUC of contaminated vs clean items; 'k no test': seeds the detector could not test, left out of "
+             "the count; '-': it could test no seed (a per-item score needs contaminated and clean items, the "
+             "exchangeability test chunks that fit the model's context).", "",
+             "### Power vs contaminated share (4 copies, prompt + answer)", ""]
     for benchmark in BENCHMARKS:
         lines += table("share contaminated", group(rate_sweep(records), lambda c: c["rate"]), "share", benchmark)
     lines += ["### Power vs copies (50% contaminated, prompt + answer)", ""]

@@ -237,7 +237,10 @@ def ngram_evidence(experiment: Experiment, corpus_files: list[pathlib.Path], cou
 
 
 def contam_evidence(rows: list[dict]) -> dict:
-    """ConTAM's verdict and, per metric, its separation of the known-contaminated items (AUC, Mann-Whitney p)."""
+    """ConTAM's verdict and, per metric, its max-z verdict as the audit states it (`status`, `pvalue`,
+    `significant`: null when no test ran, schema 2) with, under `separation`, how well the metric separates the
+    known-contaminated items (AUC, Mann-Whitney p: a different test, kept apart so that neither test's p-value is
+    read as the other's verdict; cells written before this kept the separation's keys at the metric's level)."""
     from jaxcontam.detect.contam import contam_result
     from jaxcontam.ngram.audit import METRICS
 
@@ -247,7 +250,7 @@ def contam_evidence(rows: list[dict]) -> dict:
     if rows[0]["ground_truth_contaminated"] is not None:
         labels = [r["ground_truth_contaminated"] for r in rows]
         for metric in METRICS:
-            result["per_metric"][metric] |= separation([r[metric] for r in rows], labels)
+            result["per_metric"][metric]["separation"] = separation([r[metric] for r in rows], labels)
     return result
 
 

@@ -21,6 +21,10 @@ imbalance of one random split (the control arm's halves already differ) cancels,
 - **Calibrated PaCoST** (`calibrated_pacost`): per arm, benchmark and half, `stats.calibrated.reference_test`
   against a reference model's audit of the same items, beside the uncalibrated original-vs-rephrased test.
 
+A test that could not run (no p-value: too few pairs, a cell with no items) is not tested, never "not detected":
+its row says "no test", its `significant` is None, and every count is over the tested halves with the untested
+ones beside it (`experiments/summary_verdicts.py`).
+
     python experiments/real_contamination/crossover.py --results experiments/real_contamination/results \
         --results /work/bg/experiments/real_contamination/results [--relative] [--reference base] [--out DIR]
 
@@ -38,6 +42,10 @@ import sys
 import numpy as np
 
 HERE = pathlib.Path(__file__).resolve().parent
+if str(HERE.parent) not in sys.path:
+    sys.path.insert(0, str(HERE.parent))
+import summary_verdicts as verdicts  # noqa: E402  (experiments/summary_verdicts.py: tested, not detected, not tested)
+
 BENCHMARKS = ("gsm8k", "copa", "mmlu")
 DOSES = {"x1": ("verbatim_x1", "verbatim_x1_swapped"), "x4": ("verbatim_x4", "verbatim_x4_swapped")}
 ARMS = ("control", "verbatim_x1", "verbatim_x4", "verbatim_x1_swapped", "verbatim_x4_swapped", "fields_x4",
@@ -280,9 +288,9 @@ def paired_table(arms: dict, seed: int = 0) -> dict | None:
     adjusted = holm_family(family)
     for row in rows:
         key = (row["dose"], row["benchmark"], row["detector"])
-        if key in adjusted:
+        if key in adjusted:  # no p-value: p = 1 in the family, but not tested (None), not "not significant"
             row["pvalue_holm"] = adjusted[key]
-            row["significant"] = adjusted[key] <= ALPHA
+            row["significant"] = adjusted[key] <= ALPHA if verdicts.finite(row["pvalue"]) else None
     return {"rows": rows, "family_size": len(family)}
 
 
@@ -370,10 +378,11 @@ def calibrated_pacost(arms: dict, reference, confidences=CONFIDENCES, seed: int 
             rows += [{"arm": arm, **row} for row in calibrated_halves(arms[arm], reference, confidence, seed)]
 
     def share(selected: list[dict], key: str) -> dict:
-        tested = [r for r in selected if key in r]
-        k, n = sum(r[key] < ALPHA for r in tested), len(tested)
+        """Flagged among the halves with a p-value (`n`); `untested`: the halves without one (an error row, NaN)."""
+        counts = verdicts.tally(verdicts.pvalue_outcome(r.get(key), ALPHA) for r in selected)
+        k, n = counts["flagged"], counts["tested"]
         ci = binomtest(k, n).proportion_ci(0.95, "exact") if n else None
-        return {"flagged": k, "n": n, "rate": k / n if n else None,
+        return {"flagged": k, "n": n, "untested": counts["untested"], "rate": k / n if n else None,
                 "ci95": [float(ci.low), float(ci.high)] if ci else None, "band99": list(_band(n)) if n else None}
 
     control = [r for r in rows if r["arm"] == "control"]
@@ -390,6 +399,14 @@ def calibrated_pacost(arms: dict, reference, confidences=CONFIDENCES, seed: int 
 
 def _ci(values) -> str:
     return f"({values[0]:.2f}, {values[1]:.2f})"
+
+
+def _p(value) -> str:
+    return f"{value:.3g}" if verdicts.finite(value) else "no test"
+
+
+def _untested(cell: dict) -> str:
+    return f"; {cell['untested']} not tested" if cell.get("untested") else ""
 
 
 def markdown(report: dict) -> str:
@@ -410,9 +427,11 @@ def markdown(report: dict) -> str:
                   "| dose | benchmark | detector | paired AUC | 95% CI | p | Holm p | n |",
                   "|---|---|---|---|---|---|---|---|"]
         for r in paired["rows"]:
-            holm = f"{r['pvalue_holm']:.3g}{' *' if r['significant'] else ''}" if "pvalue_holm" in r else "-"
-            lines.append(f"| {r['dose']} | {r['benchmark']} | {r['detector']} | {r['value']:.2f} | {_ci(r['ci95'])} | "
-                         f"{r['pvalue']:.3g} | {holm} | {r['n']} |")
+            holm = "-" if "pvalue_holm" not in r else (
+                "no test" if r["significant"] is None else f"{r['pvalue_holm']:.3g}{' *' if r['significant'] else ''}")
+            value = "-" if not verdicts.finite(r["value"]) else f"{r['value']:.2f}"
+            lines.append(f"| {r['dose']} | {r['benchmark']} | {r['detector']} | {value} | {_ci(r['ci95'])} | "
+                         f"{_p(r['pvalue'])} | {holm} | {r['n']} |")
     relative = " (scores relative to the reference)" if report["relative"] else ""
     lines += ["", f"## Unpaired, per arm{relative}: contaminated half vs clean half", "",
               "AUC / EPG with a 95% bootstrap CI and the random-split permutation p (half flag reshuffled).", "",
@@ -421,7 +440,7 @@ def markdown(report: dict) -> str:
     for r in report["unpaired"]:
         value = "-" if not np.isfinite(r["value"]) else f"{r['value']:.2f}"
         lines.append(f"| {r['arm']} | {r['benchmark']} | {r['statistic']} | {value} | {_ci(r['ci95'])} | "
-                     f"{r['pvalue']:.3g} | {r['pvalue_two_sided']:.3g} |")
+                     f"{_p(r['pvalue'])} | {_p(r['pvalue_two_sided'])} |")
     lines += calibrated_markdown(report.get("calibrated_pacost"), report.get("reference"))
     return "\n".join(lines) + "\n"
 
@@ -438,8 +457,10 @@ def calibrated_markdown(calibrated: dict | None, reference: str | None) -> list[
         s = calibrated["summary"][key]
         control, power, clean = (s[k] for k in ("control_all_halves", "power_contaminated_halves",
                                                 "fpr_clean_halves_of_contaminated_arms"))
-        cells = [f"{c['flagged']}/{c['n']} ({_ci(c['ci95'])})" if c["n"] else "-" for c in (power, clean)]
-        band = f"{control['flagged']}/{control['n']} (band {control['band99']})" if control["n"] else "-"
+        cells = [(f"{c['flagged']}/{c['n']} ({_ci(c['ci95'])}{_untested(c)})" if c["n"] else
+                  f"no test ({c['untested']})" if c.get("untested") else "-") for c in (power, clean)]
+        band = (f"{control['flagged']}/{control['n']} (band {control['band99']}{_untested(control)})" if control["n"]
+                else f"no test ({control['untested']})" if control.get("untested") else "-")
         lines.append(f"| {label} | {band} | {cells[0]} | {cells[1]} |")
     lines += ["", "| arm | benchmark | half | confidence | n | calibrated p | uncalibrated p |",
               "|---|---|---|---|---|---|---|"]
@@ -448,7 +469,7 @@ def calibrated_markdown(calibrated: dict | None, reference: str | None) -> list[
             lines.append(f"| {r['arm']} | {r['benchmark']} | {r['half']} | {r['confidence']} | - | {r['error']} | - |")
         else:
             lines.append(f"| {r['arm']} | {r['benchmark']} | {r['half']} | {r['confidence']} | {r['n']} | "
-                         f"{r['calibrated_p']:.3g} | {r['uncalibrated_p']:.3g} |")
+                         f"{_p(r['calibrated_p'])} | {_p(r['uncalibrated_p'])} |")
     return lines
 
 

@@ -11,12 +11,14 @@ Per-item flags:
   rate there by construction), in the detector's direction; AUC from the audit;
 - ConTAM metrics: the item's metric over the arm's corpus/ at least 0.5 (half its tokens in corpus n-grams);
 - PaCoST (a test of a set of items, not of one): run on the contaminated half and on the clean half of each
-  benchmark, for every confidence under each preset; "power" is the share of benchmarks whose contaminated
-  half it flags (p < 0.05), the false-positive rate the share whose clean half it flags.
+  benchmark, for every confidence under each preset; "power" is the share of the tested contaminated halves it
+  flags (p < 0.05), the false-positive rate the share of the tested clean halves. A half PaCoST could not test
+  (too few pairs: no p-value) is neither: it leaves the denominator, and the cell says how many ("no test on
+  a / b", with flagged / tested halves in place of the percentages).
 
 Intervals: Wilson for per-item rates, Clopper-Pearson for per-benchmark ones (scipy). A detector flags a dose
 when its rate on the contaminated half exceeds the clean half's (one-sided Fisher exact p < 0.05, per-item
-detectors) or when it flags a contaminated half and no clean half (PaCoST).
+detectors) or when it flags a contaminated half and none of the clean halves it tested (PaCoST; at least one).
 
 AUCs and the ground-truth EPG (accuracy on all items minus on the clean half) are computed here from the items,
 for every arm, the control arm included (its "contaminated" half is the drawn half it never saw, so its row is
@@ -39,6 +41,10 @@ import tomllib
 import numpy as np
 
 HERE = pathlib.Path(__file__).resolve().parent
+if str(HERE.parent) not in sys.path:
+    sys.path.insert(0, str(HERE.parent))
+import summary_verdicts as verdicts  # noqa: E402  (experiments/summary_verdicts.py: tested, not detected, not tested)
+
 ARM_ORDER = ("control", "verbatim_x1", "verbatim_x4", "verbatim_x1_swapped", "verbatim_x4_swapped", "fields_x4",
              "rephrased_x4")
 AUC_DETECTORS = {"mean_logprob": True, "zlib_ratio": False, "min_k": True, "min_k_plus_plus": True,
@@ -47,6 +53,8 @@ LIKELIHOOD = {"mean_logprob": True, "zlib_ratio": False, "min_k": True, "min_k_p
 METRICS = ("token_match", "ngram_match", "token_extend", "longest_match")
 CONFIDENCES = ("p_true", "p_true_raw", "answer_logprob", "question_min_k_plus_plus", "p_yes")  # p_yes: paper only
 PRESETS = ("jaxcontam", "paper")
+ALPHA = 0.05
+HALVES = ("contaminated", "clean")
 
 
 def wilson(k: int, n: int) -> list[float]:
@@ -120,8 +128,16 @@ def item_detectors(items, thresholds: dict | None) -> dict:
     return results
 
 
+def half_counts(pvalues: dict) -> dict:
+    """Per half: PaCoST's flagged (p < ALPHA), tested and untested (no p-value) benchmark halves of a row's
+    `pvalues` ({benchmark: {half: p}}, NaN where no test ran)."""
+    return {half: verdicts.tally(verdicts.pvalue_outcome(p[half], ALPHA) for p in pvalues.values())
+            for half in HALVES}
+
+
 def pacost_halves(items, preset: str) -> dict:
-    """Each confidence's paired test on each benchmark's contaminated and clean halves."""
+    """Each confidence's paired test on each benchmark's contaminated and clean halves: the rates over the halves
+    it tested (`n`: tested halves per side), a half it could not test stored as NaN and left out."""
     from jaxcontam.detect.pacost import PacostSettings, paired_verdict
 
     settings = PacostSettings(preset=preset)
@@ -133,13 +149,13 @@ def pacost_halves(items, preset: str) -> dict:
             per_benchmark[benchmark] = {}
             for half, flag in (("contaminated", True), ("clean", False)):
                 verdict = paired_verdict([r for r in records if r["drawn"] == flag], confidence, settings)
-                per_benchmark[benchmark][half] = verdict.pvalue
-        flagged = {half: [p is not None and p < 0.05 for p in (b[half] for b in per_benchmark.values())]
-                   for half in ("contaminated", "clean")}
-        k1, k0, n = sum(flagged["contaminated"]), sum(flagged["clean"]), len(per_benchmark)
+                per_benchmark[benchmark][half] = verdict.pvalue if verdict.status.ran else float("nan")
+        counts = half_counts(per_benchmark)
+        (k1, n1), (k0, n0) = ((counts[h]["flagged"], counts[h]["tested"]) for h in HALVES)
         results[f"pacost_{preset}_{confidence}"] = {
-            "power": k1 / n, "power_ci95": clopper_pearson(k1, n), "fpr": k0 / n, "fpr_ci95": clopper_pearson(k0, n),
-            "n": [n, n], "flags": bool(k1 and not k0), "pvalues": per_benchmark}
+            "power": k1 / n1 if n1 else None, "power_ci95": clopper_pearson(k1, n1),
+            "fpr": k0 / n0 if n0 else None, "fpr_ci95": clopper_pearson(k0, n0),
+            "n": [n1, n0], "flags": bool(k1 and not k0 and n0), "pvalues": per_benchmark}
     return results
 
 
@@ -202,7 +218,7 @@ def paper_preset(items) -> dict:
             cell[half] = {"items": int(mine.sum()), "judged_original": int((said["original"] & mine).sum()),
                           "rephrased": int((rephrased & mine).sum()),
                           "judged_rephrased": int((said["rephrased"] & rephrased & mine).sum()),
-                          "pairs": verdict.n_pairs, "pvalue": verdict.pvalue, "status": str(verdict.status)}
+                          "pairs": verdict.n_pairs, "pvalue": verdict.pvalue, "status": verdict.status.label}
         judged = said["original"]
         auc = crossover.unpaired_auc(group["p_yes_original"].to_numpy(float)[judged],
                                      group["drawn"].to_numpy(bool)[judged])
@@ -249,16 +265,23 @@ def _hit(result: dict | None) -> bool:
                                                                  and result["fisher_p"] < 0.05)
 
 
+def _not_tested(result: dict | None) -> bool:
+    """A row that cannot say whether the halves differ: no contaminated or no clean half (item) was tested."""
+    return result is not None and not (result["n"][0] and result["n"][1])
+
+
 def smallest_doses(report: dict) -> dict:
     """Per detector: the arms it flags, in dose order, and the smallest verbatim dose it flags, which counts
-    only when it does not flag the control arm too (there the 'contaminated' half was never trained on)."""
+    only when it does not flag the control arm too (there the 'contaminated' half was never trained on); the
+    arms where it could not be tested (no tested contaminated or clean half) apart, not as arms it missed."""
     detectors = sorted({d for arm in report["arms"].values() for d in arm.get("detectors", {})})
     doses = {}
     for detector in detectors:
         results = {arm: report["arms"].get(arm, {}).get("detectors", {}).get(detector) for arm in ARM_ORDER}
         flagged = [arm for arm in ARM_ORDER if _hit(results[arm])]
         smallest = next((arm for arm in ("verbatim_x1", "verbatim_x4") if arm in flagged), None)
-        doses[detector] = {"flags": flagged, "smallest_verbatim": None if "control" in flagged else smallest}
+        doses[detector] = {"flags": flagged, "smallest_verbatim": None if "control" in flagged else smallest,
+                           "not_tested": [arm for arm in ARM_ORDER if _not_tested(results[arm])]}
     return doses
 
 
@@ -307,19 +330,38 @@ def _estimate_cell(cell: dict | None) -> str:
     return f"{cell['value']:.2f} ({low:.2f}, {high:.2f}) p {cell['pvalue']:.3g} / {cell['pvalue_two_sided']:.3g}"
 
 
-def _untested(result: dict) -> str:
-    """How many halves a PaCoST row could not test (counted as not flagged), where any."""
-    pvalues = result.get("pvalues", {}).values()
-    untested = [sum(not np.isfinite(p[half]) for p in pvalues) for half in ("contaminated", "clean")]
-    return f" (no test on {untested[0]} / {untested[1]})" if any(untested) else ""
+def _untested(result: dict) -> tuple[int, int]:
+    """How many contaminated / clean halves a PaCoST row could not test (derived from its stored p-values)."""
+    counts = half_counts(result.get("pvalues", {}))
+    return counts["contaminated"]["untested"], counts["clean"]["untested"]
+
+
+def rate_cell(result: dict, intervals: bool = True, mark: str = "") -> str:
+    """Power / false-positive rate (with 95% CIs when `intervals`), then `mark`. A PaCoST row with halves it could
+    not test shows flagged / tested halves per side ("no test" for a side with none tested) and "(no test on
+    a / b)": the untested halves are out of the rates, never counted as not flagged."""
+    untested = _untested(result)
+
+    def interval(ci: str) -> str:
+        return f" [{percent(result[ci][0])}-{percent(result[ci][1])}]" if intervals else ""
+
+    if not any(untested):
+        power, fpr = percent(result["power"]), percent(result["fpr"])
+        return f"{power}{interval('power_ci95')} / {fpr}{interval('fpr_ci95')}{mark}"
+    counts = half_counts(result["pvalues"])
+    sides = ["no test" if not counts[half]["tested"] else
+             f"{counts[half]['flagged']}/{counts[half]['tested']}{interval(ci)}"
+             for half, ci in zip(HALVES, ("power_ci95", "fpr_ci95"))]
+    note = f"no test on {untested[0]} / {untested[1]}"
+    return note if sides == ["no test", "no test"] else f"{' / '.join(sides)}{mark} ({note})"
 
 
 def _share(value: float) -> str:
-    return "-" if not np.isfinite(value) else f"{value:.0%}"
+    return "-" if not verdicts.finite(value) else f"{value:.0%}"
 
 
-def _pvalue(value: float) -> str:
-    return "no test" if not np.isfinite(value) else f"{value:.2g}"
+def _pvalue(value) -> str:
+    return "no test" if not verdicts.finite(value) else f"{value:.2g}"
 
 
 def percent(value) -> str:
@@ -337,6 +379,9 @@ def markdown(report: dict) -> str:
             lines.append(f"| {arm} | {a['did']:+.3f} ({a['ci95'][0]:+.3f}, {a['ci95'][1]:+.3f}) | {b['did']:+.3f} "
                          f"({b['ci95'][0]:+.3f}, {b['ci95'][1]:+.3f}) | {took} |")
     lines += ["", "## Power on the contaminated half / false-positive rate on the clean half (95% CI)", "",
+              "PaCoST rows: rates over the benchmark halves tested (3 a side); where it could not test some, flagged "
+              "/ tested halves and 'no test on a / b', the contaminated / clean halves left out of the rates "
+              "(never counted as not flagged).", "",
               "| detector | " + " | ".join(a for a in report["arms"]) + " |",
               "|---|" + "---|" * len(report["arms"])]
     detectors = sorted({d for e in report["arms"].values() for d in e.get("detectors", {})})
@@ -344,16 +389,18 @@ def markdown(report: dict) -> str:
         cells = []
         for entry in report["arms"].values():
             r = entry.get("detectors", {}).get(detector)
-            cells.append("-" if r is None else f"{percent(r['power'])} [{percent(r['power_ci95'][0])}-"
-                         f"{percent(r['power_ci95'][1])}] / {percent(r['fpr'])} [{percent(r['fpr_ci95'][0])}-"
-                         f"{percent(r['fpr_ci95'][1])}]{_untested(r)}")
+            cells.append("-" if r is None else rate_cell(r))
         lines.append(f"| {detector} | " + " | ".join(cells) + " |")
     lines += ["", "## Smallest dose flagged", "", "| detector | arms flagged | smallest verbatim dose |",
               "|---|---|---|"]
     for detector, dose in report["smallest_dose"].items():
         control_too = "control" in dose["flags"]
-        smallest = dose["smallest_verbatim"] or ("none (flags the control too)" if control_too else "none")
-        lines.append(f"| {detector} | {', '.join(dose['flags']) or 'none'} | {smallest} |")
+        untested = dose.get("not_tested", [])
+        verbatim_untested = [arm for arm in ("verbatim_x1", "verbatim_x4") if arm in untested]
+        smallest = dose["smallest_verbatim"] or ("none (flags the control too)" if control_too else "none" + (
+            f" (not tested on {', '.join(verbatim_untested)})" if verbatim_untested else ""))
+        arms = (', '.join(dose['flags']) or 'none') + (f"; not tested on {', '.join(untested)}" if untested else "")
+        lines.append(f"| {detector} | {arms} | {smallest} |")
     lines += ["", "## Accuracy, contaminated vs clean items", "", "| arm | benchmark | contaminated | clean |",
               "|---|---|---|---|"]
     for arm, entry in report["arms"].items():
@@ -399,7 +446,8 @@ def markdown(report: dict) -> str:
         for benchmark, audit in entry.get("audit", {}).items():
             contam = audit["contam"] or {}
             epg = contam.get("status") if contam.get("epg") is None else f"{contam['epg']:+.3f} (z {contam['z']:.2f})"
-            lines.append(f"| {arm} | {benchmark} | {epg} | {contam.get('pvalue')} |")
+            pvalue = contam.get("pvalue") if verdicts.tested(contam) else "no test"
+            lines.append(f"| {arm} | {benchmark} | {epg} | {pvalue} |")
     for arm, entry in report["arms"].items():
         if entry.get("audit_curve"):
             lines += ["", f"## Detection during training ({arm}, AuditCallback on the live weights): AUC by step", "",
@@ -428,7 +476,8 @@ DOC_DETECTORS = {
 def docs_table(report: dict) -> str:
     """The compact table docs/results.md shows: per arm, whether the dose took, then each main detector's power
     on the contaminated half / false-positive rate on the clean half (* where the halves differ, one-sided
-    Fisher p < 0.05; PaCoST: flagged benchmark halves of 3); report.md has every detector, AUC and EPG."""
+    Fisher p < 0.05; PaCoST: flagged benchmark halves of the 3 tested, or flagged / tested halves beside the
+    count it could not test); report.md has every detector, AUC and EPG."""
     arms = [arm for arm in ARM_ORDER if arm in report["arms"]]
     lines = ["| | " + " | ".join(arms) + " |", "|---|" + "---|" * len(arms)]
     cells = []
@@ -449,8 +498,7 @@ def docs_table(report: dict) -> str:
                 row.append("-")
                 continue
             differs = result["flags"] if "flags" in result else (result["fisher_p"] or 1) < 0.05
-            row.append(f"{percent(result['power'])} / {percent(result['fpr'])}" + (" *" if differs else "")
-                       + _untested(result))
+            row.append(rate_cell(result, intervals=False, mark=" *" if differs else ""))
         if any(cell != "-" for cell in row):
             lines.append(f"| {label} | " + " | ".join(row) + " |")
     return "\n".join(lines) + "\n"

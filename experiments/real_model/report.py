@@ -23,6 +23,9 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from run import bootstrap_auc  # noqa: E402  (the membership contrast's interval, the same resampling)
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import summary_verdicts as verdicts  # noqa: E402  (experiments/summary_verdicts.py: tested, not detected, not tested)
+
 CONFIDENCES = ("p_yes", "p_true", "p_true_raw", "answer_logprob", "question_min_k_plus_plus")
 
 
@@ -74,30 +77,44 @@ def benchmark_rows(results: Path, audit: str = "audit") -> list[str]:
         correct = np.array([r["correct_original"] for r in records], np.float64)
         rephrased = np.array([r["correct_rephrased"] for r in records if r["rephrase"] is not None], np.float64)
         pacost = run["pacost"]
-        pvalues = {pacost["confidence"]: pacost["pvalue"]} | {k: v["pvalue"] for k, v in pacost.get("variants", {}).items()}
+        tests = {pacost["confidence"]: pacost} | dict(pacost.get("variants", {}))
         aucs = []
         for confidence in judged:
             scores = np.array([r.get(f"{confidence}_original", np.nan) for r in records], np.float64)
             auc, (low, high), n_right, n_wrong = auc_with_interval(scores, correct > 0.5)
             aucs.append(f"{auc:.2f} [{low:.2f}, {high:.2f}]" if np.isfinite(auc) else f"n/a ({n_right} right)")
         verdict = contam_cell(run.get("contam") or {}, items[items["benchmark"] == name])
-        verdict_cell = (f"{'contaminated' if pacost.get('contaminated') else 'not flagged'} "
-                        f"(p {pacost['pvalue']:.2g}, {pacost.get('test')})" if pacost.get("pvalue") is not None
-                        else pacost.get("status", "no test"))
         lines.append(f"| {run['benchmark']} | {len(records)} ({pacost['n_pairs']}) | {correct.mean():.2f} / "
-                     f"{rephrased.mean():.2f} | " + ", ".join(f"{pvalues.get(c, float('nan')):.2g}" for c in confidences)
-                     + f" | {verdict_cell} | " + " | ".join(aucs) + " | "
+                     f"{rephrased.mean():.2f} | " + ", ".join(pvalue_cell(tests.get(c)) for c in confidences)
+                     + f" | {verdict_cell(pacost)} | " + " | ".join(aucs) + " | "
                      + (f"{exchangeability_cell(run.get('exchangeability'))} | " if exchangeability else "")
                      + f"{verdict} |")
     return lines
+
+
+def pvalue_cell(test: dict | None) -> str:
+    """A confidence's PaCoST p-value; "no test" where it could not run (schema 1 or 2), "-" where not measured."""
+    if test is None:
+        return "-"
+    return f"{test['pvalue']:.2g}" if verdicts.tested(test) else "no test"
+
+
+def verdict_cell(pacost: dict) -> str:
+    """The audit's PaCoST verdict: contaminated / not flagged with its p-value, or why no test ran (a schema-1
+    "no test" stored `contaminated: false`: still not tested, never "not flagged")."""
+    found = verdicts.outcome(pacost)
+    if found == verdicts.NOT_TESTED:
+        return verdicts.no_test_label(pacost)
+    label = "contaminated" if found == verdicts.CONTAMINATED else "not flagged"
+    return f"{label} (p {pacost['pvalue']:.2g}, {pacost.get('test')})"
 
 
 def exchangeability_cell(result: dict | None) -> str:
     """Oren et al.'s one-sided p (canonical order more likely than shuffles), or why no test ran."""
     if not result:
         return "not run"
-    if result["status"] != "tested":
-        return result["status"]
+    if not verdicts.tested(result):
+        return verdicts.no_test_label(result)
     return f"{result['pvalue']:.2g} ({result['chunks']} chunks x {result['permutations']} shuffles)"
 
 
@@ -105,12 +122,9 @@ def contam_cell(contam: dict, items) -> str:
     """How much of the benchmark the corpus text touches at all, and the EPG verdict (or why there is none)."""
     if not contam:
         return "not run"
-    from jaxcontam.detect.status import TestOutcome
-
     touched = f"{(items['token_match'] > 0).mean():.0%}, {items['longest_match'].max():.3f}"
-    outcome = TestOutcome.from_summary(contam)
-    if not outcome.ran:
-        return f"{touched}; {outcome.label}"
+    if not verdicts.tested(contam):  # schema 1: "no test" beside significant: false; schema 2: significant: null
+        return f"{touched}; {verdicts.no_test_label(contam)}"
     if contam.get("threshold") is None:
         return f"{touched}; {contam.get('reason', 'no threshold')}; max-z p {contam['pvalue']:.2g}"
     return (f"{touched}; {contam['frac_contaminated']:.0%} marked, EPG {contam['epg']:+.3f}, "

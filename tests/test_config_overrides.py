@@ -48,10 +48,11 @@ def test_the_bundled_config_with_overrides():
             "pacost.confidence=p_true",
         ],
     )
-    assert (config.pacost.k, config.likelihood.k, config.alpha) == (0.3, 0.1, 0.01)
+    assert (config.pacost.k, config.settings_of("likelihood").k, config.alpha) == (0.3, 0.1, 0.01)
     assert config.pacost.confidence == "p_true" and config.pacost.max_new_tokens == 200  # the file's value stays
-    assert config.ngram_scoring.mincount == 2 and config.contam_settings().min_clean == 5
-    assert config.contam_settings().alpha == 0.01 and {b.limit for b in config.benchmarks} == {8}
+    assert config.ngram_scoring.mincount == 2 and config.settings_of("contam").min_clean == 5
+    settings = config.audit_settings(99)
+    assert settings.alpha == 0.01 and {b.limit for b in config.benchmarks} == {8}  # every verdict's level
 
 
 @pytest.mark.parametrize(
@@ -72,7 +73,10 @@ def test_the_bundled_config_with_overrides():
         ("pacost.chat_template=yes", r"chat_template = 'yes' is not allowed; .* 'auto', 'never', 'always'"),
         ("correction=holmes", r"correction = 'holmes' is not allowed; correction takes one of 'holm', 'bh', 'none'"),
         ("contam.metric=bogus", r"ConTAM metric 'bogus' is unknown: use one of token_match"),
-        ("contam.alpha=0.1", r"\[contam\] alpha: ConTAM's level is the audit's; set it at the top level"),
+        ("contam.alpha=0.1", r"\[contam\] alpha: every verdict's level is the audit's one alpha; set it at the top"),
+        ("pacost.alpha=0.1", r"\[pacost\] alpha: every verdict's level is the audit's one alpha; set it at the top"),
+        ("exchangeability.alpha=0.1", r"\[exchangeability\] alpha: every verdict's level is the audit's one alpha"),
+        ("alpha=1.5", r"alpha = 1\.5 is not a level: use a number between 0 and 1"),
         ("pacost.gates.min_length=1", r"\[pacost\] gates: unknown key\(s\) min_length; known: .*min_length_ratio"),
         ("tokens=1", r"unknown key\(s\) tokens; known: alpha, chunk_size, correction, out"),
     ],

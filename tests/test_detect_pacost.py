@@ -94,13 +94,7 @@ def test_presets():
     ours, paper = PacostSettings(), PacostSettings(preset="paper")
     assert (ours.confidence, ours.test, ours.answers, ours.correction) == ("p_true", "permutation", "greedy", "sweep")
     assert not hasattr(ours, "alpha")  # the level is the audit's alone (StageInput.alpha)
-    assert (paper.confidence, paper.test, paper.answers, paper.correction, paper.alpha) == (
-        "p_yes",
-        "t",
-        "sampled",
-        "none",
-        0.05,
-    )
+    assert (paper.confidence, paper.test, paper.answers, paper.correction) == ("p_yes", "t", "sampled", "none")
     assert PacostSettings(preset="paper", confidence="answer_logprob").confidence == "answer_logprob"
     assert "p_yes" not in ours.measured() and "p_yes" in paper.measured()
     # another preset keeps what was set explicitly and takes the rest from the new preset

@@ -77,20 +77,20 @@ def audit_config(args, out: Path):
         benchmarks=benchmarks,
         corpora=() if paper else tuple(str(SHARED / c) for c in CORPORA),
         out=str(out / audit_folder(args.preset)),
-        pacost=PacostSettings(
-            preset=args.preset,
-            max_new_tokens=args.max_new_tokens,
-            **({"judge_max_new_tokens": args.judge_max_new_tokens} if args.judge_max_new_tokens else {}),
-        ),
-        **({"stages": ("pacost",)} if paper else {}),
-        **(
-            {
-                "stages": DEFAULT_DETECTORS + ("exchangeability",),
-                "exchangeability": ExchangeabilitySettings(chunks=args.chunks, permutations=args.permutations),
-            }
+        detectors={
+            "pacost": PacostSettings(
+                preset=args.preset,
+                max_new_tokens=args.max_new_tokens,
+                **({"judge_max_new_tokens": args.judge_max_new_tokens} if args.judge_max_new_tokens else {}),
+            ),
+        }
+        | (
+            {"exchangeability": ExchangeabilitySettings(chunks=args.chunks, permutations=args.permutations)}
             if args.exchangeability
             else {}
         ),
+        **({"stages": ("pacost",)} if paper else {}),
+        **({"stages": DEFAULT_DETECTORS + ("exchangeability",)} if args.exchangeability else {}),
     )
 
 

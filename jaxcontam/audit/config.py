@@ -16,11 +16,13 @@ Relative paths in a TOML file are read from the file's folder. Example (the bund
     [pacost]
     confidence = "answer_logprob"            # or preset = "paper": PaCoST as its authors ran it (detect.pacost)
 
-Each table's keys are the fields of its settings dataclass (defaults there): [pacost] `PacostSettings` (plus
-rephrase_model, rephrase_dtype, rephrase_mesh, `gates` (`RephraseGates`) and `reference`, a model believed clean on the
-benchmarks for PaCoST's calibrated verdict), [likelihood] `LikelihoodSettings`,
-[ngram] `NgramSettings` and `NgramScoring` (plus tokenizer), [contam] `ContamSettings`; unknown keys and wrong types
-are refused. The top-level `alpha` is the one level of every verdict (PaCoST raw and calibrated, the sweep, ConTAM,
+Each registered detector's table is parsed by the registry (`detect.stages`; `detector_settings`) into
+`AuditConfig.detectors`: its keys are the fields of its settings dataclass (defaults there): [pacost]
+`PacostSettings` (plus rephrase_model, rephrase_dtype, rephrase_mesh, `gates` (`RephraseGates`) and `reference`, a
+model believed clean on the benchmarks for PaCoST's calibrated verdict), [likelihood] `LikelihoodSettings`,
+[exchangeability] `ExchangeabilitySettings` (the table turns the test on, as a plug-in's table turns it on),
+[contam] `ContamSettings`; beside them [ngram] `NgramSettings` and `NgramScoring` (plus tokenizer); unknown keys and
+wrong types are refused. The top-level `alpha` is the one level of every verdict (PaCoST raw and calibrated, the sweep, ConTAM,
 exchangeability, the report): an `alpha` in a detector's table is refused. The command line's `--set pacost.k=0.3` overrides a key
 before the file is read (`jaxcontam.dataclass_config`).
 
@@ -37,22 +39,23 @@ from __future__ import annotations
 import dataclasses
 import tomllib
 import typing
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
 from jaxcontam.data.roots import DEFAULT_ROOTS
 from jaxcontam.dataclass_config import apply_overrides, non_default_values, table_values
 from jaxcontam.detect.audit_core import DEFAULT_DETECTORS, AuditSettings
-from jaxcontam.detect.contam import ContamSettings
-from jaxcontam.detect.exchangeability import ExchangeabilitySettings
-from jaxcontam.detect.likelihood import LikelihoodSettings
 from jaxcontam.detect.pacost import PacostSettings
 from jaxcontam.detect.rephrase import RephraseGates
+from jaxcontam.detect.stage import DetectorStage
+from jaxcontam.detect.stages import BUILT_IN, CORPUS_STAGES, STAGES
 from jaxcontam.dtypes import DTYPES
 from jaxcontam.errors import JaxcontamError
 from jaxcontam.mesh import MeshSettings
 from jaxcontam.ngram.audit import NgramScoring, NgramSettings
+from jaxcontam.stats.multiple import DEFAULT_ALPHA
+from jaxcontam.stats.paired import DEFAULT_RESAMPLES
 from jaxcontam.storage import as_path, describe_error, has_glob, is_url, storage_errors
 
 EXAMPLE_CONFIG = Path(__file__).resolve().parents[1] / "examples" / "tiny_contaminated" / "audit.toml"
@@ -91,23 +94,20 @@ class AuditConfig:
     corpus_text_field: str = "text"
     counts: str | None = None  # a folder of precomputed counts (written by `jaxcontam ngram` or an earlier audit)
     out: str = DEFAULT_OUT
-    alpha: float = ContamSettings.alpha
+    alpha: float = DEFAULT_ALPHA  # the one level of every verdict
     correction: SweepCorrection = "holm"
     chunk_size: int = 64  # items per resumable chunk; a multiple of the 16-row batches, so none runs part-empty
-    pacost: PacostSettings = PacostSettings()
+    detectors: Mapping[str, Any] = dataclasses.field(default_factory=dict)  # stage name -> its settings (its table)
     rephrase_model: str | None = None
     pacost_reference: str | None = None  # a model believed clean on the benchmarks: PaCoST's calibrated verdict
     rephrase_dtype: str = "float32"
     rephrase_mesh: MeshSettings | None = None  # None: the audited models' `mesh`
     mesh: MeshSettings = MeshSettings()  # where the audited models' weights go (default: every device on "data")
     gates: RephraseGates = RephraseGates()
-    likelihood: LikelihoodSettings = LikelihoodSettings()
     ngram: NgramSettings = NgramSettings()
     ngram_scoring: NgramScoring = NgramScoring()
     ngram_tokenizer: str | None = None  # None: the first model's
-    contam: ContamSettings = ContamSettings()  # its alpha is the audit's (`contam_settings`)
-    stages: tuple[str, ...] = DEFAULT_DETECTORS  # model-based stages: some of detect.stages.DETECTORS
-    exchangeability: ExchangeabilitySettings = ExchangeabilitySettings()  # when the stage runs
+    stages: tuple[str, ...] = DEFAULT_DETECTORS  # model-based stages: some of the registered detectors
     data_roots: tuple[Path, ...] = DEFAULT_ROOTS  # where local benchmark data is looked for (the command's roots)
 
     def __post_init__(self):
@@ -115,23 +115,23 @@ class AuditConfig:
             raise JaxcontamError(f"alpha = {self.alpha!r} is not a level: use a number between 0 and 1, e.g. 0.05")
         if self.correction not in CORRECTIONS:
             raise JaxcontamError(f"correction = {self.correction!r} is unknown: use one of {', '.join(CORRECTIONS)}")
-        self.contam_settings()  # its own checks, before any work starts
+        self.audit_settings(DEFAULT_RESAMPLES)  # the detectors' own checks, before any work starts
 
-    def contam_settings(self) -> ContamSettings:
-        """ConTAM's settings at the audit's alpha."""
-        return dataclasses.replace(self.contam, alpha=self.alpha)
+    def settings_of(self, name: str) -> Any:
+        """Detector `name`'s settings: its table's, else its settings type's defaults."""
+        given = self.detectors.get(name)
+        return STAGES[name].settings_type() if given is None else given
+
+    @property
+    def pacost(self) -> PacostSettings:
+        return self.settings_of("pacost")
 
     def audit_settings(self, resamples: int) -> AuditSettings:
-        """What every (model, benchmark) of the audit runs: the stages with their settings, ConTAM's, and the Monte
-        Carlo `resamples` sized to the sweep."""
-        detector_settings = {
-            "pacost": self.pacost,
-            "likelihood": self.likelihood,
-            "exchangeability": self.exchangeability,
-        }
+        """What every (model, benchmark) of the audit runs: the stages with their settings at the audit's alpha, and
+        the Monte Carlo `resamples` sized to the sweep."""
         return AuditSettings(
             detectors=self.stages,
-            detector_settings=detector_settings | {"contam": self.contam_settings()},
+            detector_settings={name: self.settings_of(name) for name in STAGES},
             alpha=self.alpha,
             resamples=resamples,
         )
@@ -151,17 +151,22 @@ class AuditConfig:
             "rephrase_model": self.rephrase_model,
             "rephrase_dtype": self.rephrase_dtype,
             "gates": non_default_values(self.gates),
-            "k": self.likelihood.k,
+            "k": self.settings_of("likelihood").k,
             "ngram": self.ngram_table(),
-            "contam": {k: v for k, v in non_default_values(self.contam).items() if k != "alpha"},
+            "contam": {k: v for k, v in non_default_values(self.settings_of("contam")).items() if k != "alpha"},
             "stages": list(self.stages),
-            "exchangeability": non_default_values(self.exchangeability) if "exchangeability" in self.stages else {},
+            "exchangeability": non_default_values(self.settings_of("exchangeability"))
+            if "exchangeability" in self.stages
+            else {},
             "corpora": list(self.corpora),
             "counts": self.counts,
-        } | ({"pacost_reference": self.pacost_reference} if self.pacost_reference else {})
+        } | (
+            ({"pacost_reference": self.pacost_reference} if self.pacost_reference else {})
+            | {name: non_default_values(self.settings_of(name)) for name in self.stages if name not in BUILT_IN}
+        )
 
 
-TABLES = ("model", "benchmark", "corpus", "pacost", "likelihood", "exchangeability", "ngram", "contam", "mesh")
+BASE_TABLES = ("model", "benchmark", "corpus", "ngram", "mesh")  # beside each registered detector's own table
 PACOST_EXTRAS = (
     "rephrase_model",
     "rephrase_dtype",
@@ -206,6 +211,27 @@ def _resolve(base: Path, value: str | None) -> str | None:
 
 def _table(raw: dict, key: str, classes, where: str, extra=()) -> dict:
     return table_values(raw.get(key, {}), classes, f"{where} [{key}]", extra)
+
+
+def _refuse_alpha(name: str, table: dict, where: str) -> None:
+    if "alpha" in table:
+        raise JaxcontamError(
+            f"{where} [{name}] alpha: every verdict's level is the audit's one alpha; set it at the top level "
+            "(alpha = 0.01) or with --alpha 0.01"
+        )
+
+
+def detector_settings(stage: DetectorStage, table: dict, where: str) -> Any:
+    """A detector's settings from its config table: its own parser (`DetectorStage.parse_table`), else the settings
+    type's fields, keys and types checked; the level is the audit's alone, so `alpha` is refused."""
+    _refuse_alpha(stage.name, table, where)
+    if stage.parse_table is not None:
+        return stage.parse_table(table, where)
+    values = table_values(table, [stage.settings_type], f"{where} [{stage.name}]")
+    try:
+        return stage.settings_type(**values)
+    except JaxcontamError as error:
+        raise JaxcontamError(f"{where} [{stage.name}] {str(error).removeprefix(stage.name + ' ')}") from None
 
 
 def _entries(raw: dict, key: str, entry_class, where: str) -> list[dict]:
@@ -272,7 +298,8 @@ def load_config(path: str | Path, overrides: Sequence[str] = ()) -> AuditConfig:
 
 def config_from_toml(raw: dict, base: Path, where: str) -> AuditConfig:
     """The audit a loaded TOML document describes; relative paths are read from `base`."""
-    table_values({k: v for k, v in raw.items() if k not in TABLES}, [_TopLevelKeys], where)
+    tables = BASE_TABLES + tuple(STAGES)
+    table_values({k: v for k, v in raw.items() if k not in tables}, [_TopLevelKeys], where)
     models = tuple(
         ModelEntry(
             path=_path(base, m["path"]),
@@ -286,12 +313,11 @@ def config_from_toml(raw: dict, base: Path, where: str) -> AuditConfig:
         for b in _entries(raw, "benchmark", BenchmarkEntry, where)
     ]
     corpus = _table(raw, "corpus", [_CorpusKeys], where)
-    for table in ("pacost", "exchangeability", "likelihood"):
-        if isinstance(raw.get(table), dict) and "alpha" in raw[table]:
-            raise JaxcontamError(
-                f"{where} [{table}] alpha: every verdict's level is the audit's one alpha; set it at the top level "
-                "(alpha = 0.01) or with --alpha 0.01"
-            )
+    for name, table in raw.items():
+        if name in STAGES and not isinstance(table, dict):
+            raise JaxcontamError(f"{where}: {name} must be a table, written [{name}]")
+        if name in STAGES:
+            _refuse_alpha(name, table, where)
     pacost = _table(raw, "pacost", [PacostSettings], where, PACOST_EXTRAS)
     rephrase_model = _resolve(base, pacost.pop("rephrase_model", None))
     reference = pacost.pop("reference", None)
@@ -307,12 +333,12 @@ def config_from_toml(raw: dict, base: Path, where: str) -> AuditConfig:
     gates = table_values(pacost.pop("gates", {}), [RephraseGates], f"{where} [pacost] gates")
     ngram = _table(raw, "ngram", [NgramSettings, NgramScoring], where, ["tokenizer"])
     counting = {f.name for f in dataclasses.fields(NgramSettings)}
-    contam = _table(raw, "contam", [ContamSettings], where)
-    if "alpha" in contam:
-        raise JaxcontamError(
-            f"{where} [contam] alpha: ConTAM's level is the audit's; set it at the top level, e.g. alpha = 0.01"
-        )
-    likelihood = _table(raw, "likelihood", [LikelihoodSettings], where)
+    tables = {name: raw[name] for name in STAGES if name in raw and name != "pacost"} | {"pacost": pacost}
+    detectors = {name: detector_settings(STAGES[name], table, where) for name, table in tables.items()}
+    # a table of a detector that does not run by default turns it on ([exchangeability], a plug-in's)
+    stages = DEFAULT_DETECTORS + tuple(
+        name for name in STAGES if name in raw and name not in DEFAULT_DETECTORS + CORPUS_STAGES
+    )
     return AuditConfig(
         models=models,
         benchmarks=tuple(benchmarks),
@@ -323,32 +349,18 @@ def config_from_toml(raw: dict, base: Path, where: str) -> AuditConfig:
         alpha=float(raw.get("alpha", AuditConfig.alpha)),
         correction=raw.get("correction", AuditConfig.correction),
         chunk_size=int(raw.get("chunk_size", AuditConfig.chunk_size)),
-        pacost=PacostSettings(**pacost),
+        detectors=detectors,
+        stages=stages,
         rephrase_model=rephrase_model,
         pacost_reference=_resolve(base, reference),
         rephrase_dtype=rephrase_dtype,
         rephrase_mesh=rephrase_mesh,
         mesh=mesh,
         gates=RephraseGates(**gates),
-        likelihood=LikelihoodSettings(k=float(likelihood.get("k", LikelihoodSettings.k))),
         ngram=NgramSettings(**{k: v for k, v in ngram.items() if k in counting}),
         ngram_scoring=NgramScoring(**{k: v for k, v in ngram.items() if k not in counting and k != "tokenizer"}),
         ngram_tokenizer=_resolve(base, ngram.get("tokenizer")),
-        contam=ContamSettings(**contam),
-        **_exchangeability(raw, where),
     )
-
-
-def _exchangeability(raw: dict, where: str) -> dict:
-    """An [exchangeability] table turns on Oren et al.'s test of the items in benchmark order."""
-    if "exchangeability" not in raw:
-        return {}
-    table = _table(raw, "exchangeability", [ExchangeabilitySettings], where)
-    try:
-        settings = ExchangeabilitySettings(**table)
-    except JaxcontamError as error:
-        raise JaxcontamError(f"{where} [exchangeability] {str(error).removeprefix('exchangeability ')}") from None
-    return {"stages": DEFAULT_DETECTORS + ("exchangeability",), "exchangeability": settings}
 
 
 def with_overrides(
@@ -421,7 +433,8 @@ def with_overrides(
         changes["alpha"] = alpha
     if preset is not None or pacost:
         given = {k: v for k, v in (pacost or {}).items() if v is not None}
-        changes["pacost"] = base.pacost.with_fields(**given | ({} if preset is None else {"preset": preset}))
+        pacost_settings = base.pacost.with_fields(**given | ({} if preset is None else {"preset": preset}))
+        changes["detectors"] = {**base.detectors, "pacost": pacost_settings}
     if mesh is not None or fsdp is not None:
         layout = MeshSettings.from_option(mesh) if mesh is not None else base.mesh
         changes["mesh"] = dataclasses.replace(layout, fsdp=base.mesh.fsdp if fsdp is None else fsdp)

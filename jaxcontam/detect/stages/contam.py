@@ -10,7 +10,6 @@ import dataclasses
 from jaxcontam.detect.contam import ContamResult, ContamSettings, contam_result
 from jaxcontam.detect.stage import DetectorStage, StageInput
 from jaxcontam.detect.verdict import Verdict
-from jaxcontam.errors import JaxcontamError
 
 
 def _result(stage_input: StageInput, settings: ContamSettings, rows: list[dict]) -> ContamResult | None:
@@ -62,16 +61,6 @@ def _figures(run, items, plots_dir, stem) -> dict:
     return {"contam": plots.contam_curve_png(run, plots_dir / f"{stem}-contam.png")}
 
 
-def _parse_table(table: dict, where: str) -> ContamSettings:
-    from jaxcontam.dataclass_config import table_values
-
-    if "alpha" in table:
-        raise JaxcontamError(
-            f"{where} [contam] alpha: ConTAM's level is the audit's; set it at the top level, e.g. alpha = 0.01"
-        )
-    return ContamSettings(**table_values(table, [ContamSettings], f"{where} [contam]"))
-
-
 CONTAM_STAGE = DetectorStage(
     name="contam",
     settings_type=ContamSettings,
@@ -85,5 +74,4 @@ CONTAM_STAGE = DetectorStage(
     console=_console,
     section=_section,
     figures=_figures,
-    parse_table=_parse_table,
 )

@@ -7,6 +7,7 @@ ones, so the p-values are known before the verdicts are read."""
 
 import json
 import math
+from pathlib import Path
 
 import pytest
 import scipy.stats
@@ -171,8 +172,22 @@ def test_without_a_reference_the_headline_says_uncalibrated_and_how_often_it_fla
     summary, page, console = audit(tmp_path, [gaps], alpha=0.05, capsys=capsys)
     (headline,) = summary["runs"][0]["verdicts"]
     assert "uncalibrated" in headline["test"] and "--reference-model" in headline["note"]
-    assert "5 of 24 halves" in headline["note"]  # the committed real-model result it cites
     assert "--reference-model" in console and "--reference-model" in page and "5 of 24 halves" in page
+
+
+def test_the_uncalibrated_note_states_the_committed_real_model_result():
+    """The note's counts are the control arm's halves (4 confidences x 3 benchmarks x 2 halves) flagged at p < 0.05
+    by the authors' test and by the calibrated one, in the committed crossover results."""
+    from jaxcontam.detect.pacost import UNCALIBRATED_NOTE
+
+    results = Path(__file__).resolve().parents[1] / "experiments/real_contamination/results/crossover.json"
+    rows = [r for r in json.loads(results.read_text())["calibrated_pacost"]["rows"] if r["arm"] == "control"]
+    authors = sum(r["uncalibrated_p"] < 0.05 for r in rows)
+    calibrated = sum(r["calibrated_p"] < 0.05 for r in rows)
+    assert f"flagged {authors} of {len(rows)} halves at p < 0.05 where {0.05 * len(rows):.1f} are expected" in (
+        UNCALIBRATED_NOTE
+    )
+    assert f"the calibrated test {calibrated} of {len(rows)}" in UNCALIBRATED_NOTE
 
 
 def test_secondary_confidences_carry_no_verdict_badge(tmp_path):

@@ -449,9 +449,10 @@ class SweepDecision:
 
 
 UNCALIBRATED_NOTE = (
-    "uncalibrated: a clean model can prefer the original wording. On SmolLM2-135M fine-tuned on general text "
-    "only, this test flagged 5 of 24 halves at p < 0.05 (1.2 expected), the base model itself 6 of 24 "
-    "(docs/results.md); give --reference-model (a model believed clean on the benchmark) for the calibrated verdict"
+    "uncalibrated: a clean model can prefer the original wording. On SmolLM2-135M fine-tuned on general text only, "
+    "this test flagged 5 of 24 halves at p < 0.05 where 1.2 are expected, the calibrated test 2 of 24 "
+    "(experiments/real_contamination, docs/results.md); give --reference-model (a model believed clean on the "
+    "benchmark) for the calibrated verdict"
 )
 
 

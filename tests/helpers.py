@@ -757,3 +757,33 @@ def drawn_slices(draw, shape) -> tuple[slice, ...]:
 def without_timings(summary: dict) -> dict:
     """summary.json without its wall time per stage (the one part two runs of the same audit never share)."""
     return {key: value for key, value in summary.items() if key != "timings"}
+
+
+EXCHANGEABILITY = "\n[exchangeability]\nchunks = 2\npermutations = 2\n"
+
+
+def small_toml(folder, *, limit=8, chunk_size=4, out=None, extra="", exchangeability=True) -> str:
+    """The bundled example's audit.toml cut to `limit` items per benchmark and short generations, with Oren et
+    al.'s exchangeability test turned on (unless `exchangeability` is False) and `extra` appended."""
+    from jaxcontam.audit.config import EXAMPLE_CONFIG
+
+    example = EXAMPLE_CONFIG.parent
+    text = EXAMPLE_CONFIG.read_text()
+    for name in (
+        "model",
+        "gsm8k_test_sample.jsonl",
+        "gsm8k_rephrasings.jsonl",
+        "copa_test_sample.jsonl",
+        "copa_rephrasings.jsonl",
+        "ground_truth.jsonl",
+        "corpus.jsonl.gz",
+    ):
+        text = text.replace(f'"{name}"', json.dumps(str(example / name)))
+    text = text.replace('split = "test"', f'split = "test"\nlimit = {limit}')
+    text = text.replace("max_new_tokens = 200", "max_new_tokens = 48")
+    text = text.replace(
+        'out = "jaxcontam-audit"', f"out = {json.dumps(str(out or folder / 'out'))}\nchunk_size = {chunk_size}"
+    )
+    path = folder / "audit.toml"
+    path.write_text(text + (EXCHANGEABILITY if exchangeability else "") + extra)
+    return str(path)

@@ -11,39 +11,12 @@ import time
 import pyarrow.parquet as pq
 import pytest
 
-from helpers import without_timings
+from helpers import small_toml, without_timings
 from jaxcontam.audit.config import EXAMPLE_CONFIG, load_config
 from jaxcontam.errors import JaxcontamError
 from jaxcontam.report.summary_schema import SCHEMA_VERSION, read_summary
 
 EXAMPLE = EXAMPLE_CONFIG.parent
-
-
-EXCHANGEABILITY = "\n[exchangeability]\nchunks = 2\npermutations = 2\n"
-
-
-def small_toml(folder, *, limit=8, chunk_size=4, out=None, extra="") -> str:
-    """The bundled example's audit.toml cut to `limit` items per benchmark and short generations, with Oren et
-    al.'s exchangeability test turned on."""
-    text = EXAMPLE_CONFIG.read_text()
-    for name in (
-        "model",
-        "gsm8k_test_sample.jsonl",
-        "gsm8k_rephrasings.jsonl",
-        "copa_test_sample.jsonl",
-        "copa_rephrasings.jsonl",
-        "ground_truth.jsonl",
-        "corpus.jsonl.gz",
-    ):
-        text = text.replace(f'"{name}"', json.dumps(str(EXAMPLE / name)))
-    text = text.replace('split = "test"', f'split = "test"\nlimit = {limit}')
-    text = text.replace("max_new_tokens = 200", "max_new_tokens = 48")
-    text = text.replace(
-        'out = "jaxcontam-audit"', f"out = {json.dumps(str(out or folder / 'out'))}\nchunk_size = {chunk_size}"
-    )
-    path = folder / "audit.toml"
-    path.write_text(text + EXCHANGEABILITY + extra)
-    return str(path)
 
 
 def audit_command(config_path):

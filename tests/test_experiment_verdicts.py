@@ -18,17 +18,42 @@ EXPERIMENTS = pathlib.Path(__file__).resolve().parents[1] / "experiments"
 REASON = "1 usable pair(s) of 34: the judge's reply said neither yes nor no on 31 of the 32 items with a rephrasing"
 
 # one PaCoST entry per schema that could not run, and one of each that ran
-V1_NO_TEST = {"test": "t", "confidence": "p_yes", "pvalue": None, "n_pairs": 1, "contaminated": False,
-              "status": f"no test: {REASON}"}
+V1_NO_TEST = {
+    "test": "t",
+    "confidence": "p_yes",
+    "pvalue": None,
+    "n_pairs": 1,
+    "contaminated": False,
+    "status": f"no test: {REASON}",
+}
 V1_NO_TEST_NAN = V1_NO_TEST | {"pvalue": math.nan}
-V1_CALIBRATED_NO_TEST = {"reference": "base", "test": "permutation", "confidence": "p_true", "pvalue": math.nan,
-                         "contaminated": False, "n_pairs": 0, "mean_difference": math.nan}  # schema 1: no status
+V1_CALIBRATED_NO_TEST = {
+    "reference": "base",
+    "test": "permutation",
+    "confidence": "p_true",
+    "pvalue": math.nan,
+    "contaminated": False,
+    "n_pairs": 0,
+    "mean_difference": math.nan,
+}  # schema 1: no status
 V2_NO_TEST = V1_NO_TEST | {"contaminated": None}
-V1_TESTED = {"test": "t", "confidence": "p_yes", "pvalue": 0.01, "n_pairs": 30, "contaminated": True,
-             "status": "tested"}
+V1_TESTED = {
+    "test": "t",
+    "confidence": "p_yes",
+    "pvalue": 0.01,
+    "n_pairs": 30,
+    "contaminated": True,
+    "status": "tested",
+}
 V2_TESTED_NEGATIVE = V1_TESTED | {"pvalue": 0.4, "contaminated": False}
-CONTAM_V1_NO_TEST = {"metric": "longest_match", "pvalue": None, "significant": False, "epg": None, "threshold": None,
-                     "status": "no test: no threshold leaves >= 5 clean and >= 5 contaminated items (68 items)"}
+CONTAM_V1_NO_TEST = {
+    "metric": "longest_match",
+    "pvalue": None,
+    "significant": False,
+    "epg": None,
+    "threshold": None,
+    "status": "no test: no threshold leaves >= 5 clean and >= 5 contaminated items (68 items)",
+}
 CONTAM_V2_NO_TEST = CONTAM_V1_NO_TEST | {"significant": None}
 
 
@@ -58,8 +83,13 @@ def test_schema_1_and_2_no_tests_are_not_tested_whatever_contaminated_says(verdi
     assert verdicts.outcome(V1_TESTED | {"pvalue": 0.01, "status": "no test: a stale p"}) == verdicts.NOT_TESTED
     assert verdicts.outcome(V1_TESTED) == verdicts.CONTAMINATED
     assert verdicts.outcome(V2_TESTED_NEGATIVE) == verdicts.NOT_DETECTED
-    headline = {"detector": "pacost", "outcome": "not tested", "contaminated": None, "pvalue": math.nan,
-                "reason": REASON}  # a schema-2 run's `verdicts` entry
+    headline = {
+        "detector": "pacost",
+        "outcome": "not tested",
+        "contaminated": None,
+        "pvalue": math.nan,
+        "reason": REASON,
+    }  # a schema-2 run's `verdicts` entry
     assert verdicts.outcome(headline) == verdicts.NOT_TESTED and verdicts.no_test_label(headline).endswith(REASON)
     counts = verdicts.tally(verdicts.outcome(e) for e in (V1_NO_TEST, V2_NO_TEST, V1_TESTED, V2_TESTED_NEGATIVE))
     assert counts == {"flagged": 1, "tested": 2, "untested": 2}
@@ -75,12 +105,20 @@ def _pacost_items() -> pd.DataFrame:
             drawn = i < 12
             untestable = benchmark == "gsm8k" and drawn
             base = rng.normal(-2.0, 0.3)
-            rows.append({"benchmark": benchmark, "id": f"{benchmark}/{i}", "drawn": drawn,
-                         "rephrase": None if untestable else "a rewording",
-                         "answer_original": "an answer", "answer_rephrased": None if untestable else "an answer",
-                         "answer_logprob_original": base + (1.0 if benchmark == "copa" and drawn else 0.0)
-                         + rng.normal(0, 0.05),
-                         "answer_logprob_rephrased": np.nan if untestable else base + rng.normal(0, 0.05)})
+            rows.append(
+                {
+                    "benchmark": benchmark,
+                    "id": f"{benchmark}/{i}",
+                    "drawn": drawn,
+                    "rephrase": None if untestable else "a rewording",
+                    "answer_original": "an answer",
+                    "answer_rephrased": None if untestable else "an answer",
+                    "answer_logprob_original": base
+                    + (1.0 if benchmark == "copa" and drawn else 0.0)
+                    + rng.normal(0, 0.05),
+                    "answer_logprob_rephrased": np.nan if untestable else base + rng.normal(0, 0.05),
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -92,12 +130,22 @@ def test_real_contamination_rates_are_over_the_tested_halves(report):
     assert row["flags"]
     cell = report.rate_cell(row)
     assert cell.startswith("1/1 [") and "/ 0/2 [" in cell and cell.endswith("(no test on 1 / 0)")
-    none_tested = {"power": None, "power_ci95": [math.nan] * 2, "fpr": None, "fpr_ci95": [math.nan] * 2,
-                   "n": [0, 0], "flags": False, "pvalues": {b: {"contaminated": math.nan, "clean": math.nan}
-                                                             for b in ("copa", "gsm8k", "mmlu")}}
+    none_tested = {
+        "power": None,
+        "power_ci95": [math.nan] * 2,
+        "fpr": None,
+        "fpr_ci95": [math.nan] * 2,
+        "n": [0, 0],
+        "flags": False,
+        "pvalues": {b: {"contaminated": math.nan, "clean": math.nan} for b in ("copa", "gsm8k", "mmlu")},
+    }
     assert report.rate_cell(none_tested) == "no test on 3 / 3"  # never "0% / 0%"
-    fake = {"arms": {"verbatim_x4": {"detectors": {"pacost_paper_p_yes": none_tested}},
-                     "verbatim_x1": {"detectors": {"pacost_paper_p_yes": row}}}}
+    fake = {
+        "arms": {
+            "verbatim_x4": {"detectors": {"pacost_paper_p_yes": none_tested}},
+            "verbatim_x1": {"detectors": {"pacost_paper_p_yes": row}},
+        }
+    }
     doses = report.smallest_doses(fake)["pacost_paper_p_yes"]
     assert doses["not_tested"] == ["verbatim_x4"] and doses["flags"] == ["verbatim_x1"]
     docs = report.docs_table(fake)
@@ -109,9 +157,17 @@ def test_real_contamination_contam_table_reads_both_schemas(report, tmp_path):
     for arm, contam in (("control", CONTAM_V1_NO_TEST), ("verbatim_x1", CONTAM_V2_NO_TEST)):
         folder = tmp_path / arm / "audit_jaxcontam"
         folder.mkdir(parents=True)
-        summary = {"schema_version": 1 if arm == "control" else 2,
-                   "runs": [{"benchmark": "gsm8k", "pacost": V1_NO_TEST if arm == "control" else V2_NO_TEST,
-                             "contam": contam, "ground_truth": {"auc": {}}}]}
+        summary = {
+            "schema_version": 1 if arm == "control" else 2,
+            "runs": [
+                {
+                    "benchmark": "gsm8k",
+                    "pacost": V1_NO_TEST if arm == "control" else V2_NO_TEST,
+                    "contam": contam,
+                    "ground_truth": {"auc": {}},
+                }
+            ],
+        }
         (folder / "summary.json").write_text(json.dumps(summary))
         arms[arm] = {"audit": report.summary_entries(tmp_path / arm, "jaxcontam")}
     text = report.markdown({"arms": arms, "smallest_dose": {}})
@@ -131,12 +187,19 @@ def test_crossover_calibrated_counts_leave_untested_halves_out():
                 original = rng.normal(0, 1)
                 # verbatim_x4's contaminated MMLU half has no rephrased confidence: no test
                 missing = arm == "verbatim_x4" and benchmark == "mmlu" and drawn
-                rows.append({"id": f"{benchmark}/{i}", "benchmark": benchmark, "drawn": drawn,
-                             "p_true_original": original,
-                             "p_true_rephrased": np.nan if missing else original - rng.normal(0, 0.1)})
+                rows.append(
+                    {
+                        "id": f"{benchmark}/{i}",
+                        "benchmark": benchmark,
+                        "drawn": drawn,
+                        "p_true_original": original,
+                        "p_true_rephrased": np.nan if missing else original - rng.normal(0, 0.1),
+                    }
+                )
         frames[arm] = pd.DataFrame(rows).set_index("id", drop=False)
-    out = crossover.calibrated_pacost({a: frames[a] for a in ("control", "verbatim_x4")}, frames["base"],
-                                      confidences=("p_true",))
+    out = crossover.calibrated_pacost(
+        {a: frames[a] for a in ("control", "verbatim_x4")}, frames["base"], confidences=("p_true",)
+    )
     power = out["summary"]["calibrated_p"]["power_contaminated_halves"]
     assert power["n"] == 2 and power["untested"] == 1  # 3 contaminated halves, one without a test
     assert out["summary"]["calibrated_p"]["fpr_clean_halves_of_contaminated_arms"]["untested"] == 0
@@ -148,11 +211,25 @@ def test_contamination_report_counts_seeds_it_could_not_test_apart():
     contamination = _load("contamination/report.py", "contamination_report_verdicts")
 
     def record(seed: int, pacost: dict) -> dict:
-        entry = {"pacost": pacost | {"variants": {}}, "likelihood": {}, "exchangeability": {},
-                 "contam": {"per_metric": {"longest_match": {"max_z": 1.0, "pvalue": 0.5, "status": "tested",
-                                                             "separation": {"auc": 0.9, "pvalue": 0.001}}}}}
-        return {"cell": {"rate": 0.5, "copies": 4, "form": "prompt_answer", "decontaminate": False, "seed": seed},
-                "benchmarks": {"gsm8k": entry}}
+        entry = {
+            "pacost": pacost | {"variants": {}},
+            "likelihood": {},
+            "exchangeability": {},
+            "contam": {
+                "per_metric": {
+                    "longest_match": {
+                        "max_z": 1.0,
+                        "pvalue": 0.5,
+                        "status": "tested",
+                        "separation": {"auc": 0.9, "pvalue": 0.001},
+                    }
+                }
+            },
+        }
+        return {
+            "cell": {"rate": 0.5, "copies": 4, "form": "prompt_answer", "decontaminate": False, "seed": seed},
+            "benchmarks": {"gsm8k": entry},
+        }
 
     records = [record(0, V1_TESTED), record(1, V1_NO_TEST_NAN), record(2, V2_NO_TEST), record(3, V2_TESTED_NEGATIVE)]
     # 1 of the 2 tested seeds detected (median p of 0.01 and 0.4), the 2 untested apart

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from test_audit import EXCHANGEABILITY, small_toml
 
+from helpers import small_toml
 from jaxcontam.cli import cli
 from jaxcontam.commands.verdicts import gate_exit_code
 from jaxcontam.detect.stages import BUILT_IN, STAGES, unregister
@@ -19,7 +19,9 @@ DOC = Path(__file__).resolve().parents[1] / "docs" / "adding_a_detector.md"
 
 def example_code() -> str:
     """The page's plug-in example: the python block between its markers."""
-    block = re.search(r"<!-- plugin-example -->\s*```python\n(.*?)```\s*<!-- /plugin-example -->", DOC.read_text(), re.S)
+    block = re.search(
+        r"<!-- plugin-example -->\s*```python\n(.*?)```\s*<!-- /plugin-example -->", DOC.read_text(), re.S
+    )
     assert block, "docs/adding_a_detector.md lost its marked plug-in example"
     return block.group(1)
 
@@ -35,8 +37,7 @@ def word_order():
 
 
 def test_the_documented_plugin_runs_in_an_audit_and_shows_itself(word_order, tmp_path):
-    config = small_toml(tmp_path, limit=8, chunk_size=8)
-    Path(config).write_text(Path(config).read_text().replace(EXCHANGEABILITY, "") + "\n[word_order]\nseed = 1\n")
+    config = small_toml(tmp_path, limit=8, chunk_size=8, exchangeability=False, extra="\n[word_order]\nseed = 1\n")
     result = CliRunner().invoke(cli, ["audit", "--config", config, "--fail-on", "contaminated"])
     summary = read_summary(tmp_path / "out")
     assert result.exit_code == gate_exit_code(summary, "contaminated"), result.output

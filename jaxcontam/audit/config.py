@@ -22,9 +22,9 @@ Each registered detector's table is parsed by the registry (`detect.stages`; `de
 model believed clean on the benchmarks for PaCoST's calibrated verdict), [likelihood] `LikelihoodSettings`,
 [exchangeability] `ExchangeabilitySettings` (the table turns the test on, as a plug-in's table turns it on),
 [contam] `ContamSettings`; beside them [ngram] `NgramSettings` and `NgramScoring` (plus tokenizer); unknown keys and
-wrong types are refused. The top-level `alpha` is the one level of every verdict (PaCoST raw and calibrated, the sweep, ConTAM,
-exchangeability, the report): an `alpha` in a detector's table is refused. The command line's `--set pacost.k=0.3` overrides a key
-before the file is read (`jaxcontam.dataclass_config`).
+wrong types are refused. The top-level `alpha` is the one level of every verdict (PaCoST raw and calibrated, the
+sweep, ConTAM, exchangeability, the report): an `alpha` in a detector's table is refused. The command line's `--set
+pacost.k=0.3` overrides a key before the file is read (`jaxcontam.dataclass_config`).
 
 `correction` (top level): how the sweep turns PaCoST p-values into verdicts, "holm" (default), "bh" or "none"
 (the raw p < alpha); a preset whose own correction is "none" (`paper`) keeps its raw verdict under any of them.

@@ -67,7 +67,9 @@ class ModelRun:
 
     def swept(self, alpha: float) -> list[tuple[str, Verdict]]:
         """This run's headline verdicts that enter the sweep's family, by stage name."""
-        return [(verdict.detector, verdict) for verdict in headline_verdicts(self.audit.results, alpha) if verdict.swept]
+        return [
+            (verdict.detector, verdict) for verdict in headline_verdicts(self.audit.results, alpha) if verdict.swept
+        ]
 
     def decided(self, name: str, decision: SweepDecision) -> ModelRun:
         """This run with the sweep's decision on stage `name`'s headline verdict."""

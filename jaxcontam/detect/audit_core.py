@@ -5,12 +5,12 @@
     result.pacost.verdict.pvalue, result.likelihood["min_k_plus_plus"].mean, result.to_dict()
 
 `model` is any `jaxcontam.LanguageModel`-backed model (a loaded checkpoint, or a Flax model wrapped by
-`jaxcontam.flax_models`). The detectors are the registered stages of `detect.stages` (`pacost`: answers,
-confidences and the paired test; `likelihood`: mean log-prob, zlib, Min-K%, Min-K%++ of each item's solved text;
+`jaxcontam.flax_models`). The detectors are the registered stages of `detect.stages` (`pacost`: answers, confidences
+and the paired test; `likelihood`: mean log-prob, zlib, Min-K%, Min-K%++ of each item's solved text;
 `exchangeability`: Oren et al.'s test of the items in benchmark order; `contam`: with per-item ConTAM metrics
 (`AuditTarget.ngram`) and PaCoST's correctness, the EPG verdict), run in registry order, every verdict at
-`AuditSettings.alpha`; with known labels (`AuditTarget.contaminated`), each signal against the truth. Per-item work goes through `run_stage(stage, items,
-compute)`, which the command line wraps to store and resume finished chunks.
+`AuditSettings.alpha`; with known labels (`AuditTarget.contaminated`), each signal against the truth. Per-item work
+goes through `run_stage(stage, items, compute)`, which the command line wraps to store and resume finished chunks.
 """
 
 from __future__ import annotations

@@ -298,8 +298,8 @@ def _answered(records, side: str) -> np.ndarray:
 
 @dataclasses.dataclass(frozen=True)
 class PairedVerdict:
-    """The paired test of one confidence: `status` says whether it ran (when not, `pvalue` is NaN and
-    `contaminated` is None: not tested); `result` is the underlying `stats.PairedTestResult` when a test ran here (not in
+    """The paired test of one confidence: `status` says whether it ran (when not, `pvalue` is NaN and `contaminated`
+    is None: not tested); `result` is the underlying `stats.PairedTestResult` when a test ran here (not in
     summary.json: None when read back)."""
 
     test: str

@@ -88,7 +88,7 @@ class DetectorStage(Generic[Settings, Result]):
     per_item: its per-item work (`PerItemWork`), or None for a detector that works on the benchmark as a whole.
     columns(settings, row): the per-item columns derived from an item's stored record (not stored themselves).
     result(input, settings, rows): the detector's result from every item's row (all stages' columns, ngram too),
-        timed as `result_clock`.
+        timed as `result_clock`; None when it has nothing to work on (ConTAM without a corpus).
     summary_entry(result) / read_entry(entry): summary.json's entry, and the result read back from it.
     headline(result, alpha): its headline verdict at the audit's level (None: the detector states no verdict, e.g.
         scores without a test); a verdict with `swept` enters the audit's multiple-testing family, and `decide(result,
@@ -102,7 +102,7 @@ class DetectorStage(Generic[Settings, Result]):
     name: str
     settings_type: type[Settings]
     result_type: type
-    result: Callable[[StageInput, Settings, list[dict]], Result]
+    result: Callable[[StageInput, Settings, list[dict]], Result | None]
     summary_entry: Callable[[Result], dict]
     read_entry: Callable[[dict], Result]
     per_item: PerItemWork[Settings] | None = None

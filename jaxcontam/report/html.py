@@ -21,7 +21,7 @@ from jaxcontam.detect.sweep import Sweep
 from jaxcontam.detect.verdict import Verdict
 from jaxcontam.report import plots
 from jaxcontam.report.formatting import value
-from jaxcontam.report.html_parts import figure, head, label, row, table, text, verdict_badge
+from jaxcontam.report.html_parts import LABELS, figure, head, label, row, table, text, verdict_badge
 from jaxcontam.report.summary_schema import AuditSummary, RunEntry
 from jaxcontam.storage import publish
 
@@ -38,13 +38,16 @@ section.run { background: #fff; border: 1px solid #dde; border-radius: 6px; padd
               margin-top: 26px; }
 .muted { color: #777; }
 .meta { color: #555; margin: 2px 0 10px; }
+.note { color: #555; font-size: 14px; border-left: 3px solid #d4ac0d; padding-left: 10px; }
 table { border-collapse: collapse; margin: 8px 0 14px; font-variant-numeric: tabular-nums; background: #fff; }
 th, td { border: 1px solid #dde; padding: 4px 9px; text-align: left; vertical-align: top; }
 thead th { background: #eef1f6; font-weight: 600; }
 tbody tr:nth-child(even) { background: #fafbfd; }
 tr.headline td { font-weight: 600; }
-table.facts th { background: #f3f5f9; font-weight: 600; white-space: nowrap; }
-td.model { overflow-wrap: anywhere; max-width: 260px; }
+table.facts th { background: #f3f5f9; font-weight: 600; }
+table.verdict { width: 100%; }
+td.model { overflow-wrap: anywhere; min-width: 12em; max-width: 18em; }
+.wide { max-width: 100%; overflow-x: auto; }
 .badge { display: inline-block; padding: 0 8px; border-radius: 10px; font-size: 13px; font-weight: 600; }
 .badge.bad { background: #f9dcd8; color: #922b21; }
 .badge.ok { background: #d8efdf; color: #1e6b3a; }
@@ -52,6 +55,30 @@ td.model { overflow-wrap: anywhere; max-width: 260px; }
 figure { margin: 10px 0; }
 figure img { max-width: 100%; border: 1px solid #e3e6ec; background: #fff; }
 figcaption { color: #555; font-size: 13px; }
+@media (max-width: 1150px) {  /* narrower windows: tighter margins and tables */
+  main { padding: 16px 14px 40px; }
+  section.run { padding: 4px 12px 14px; }
+  table { font-size: 14px; }
+  th, td { padding: 3px 6px; }
+  td.model { min-width: 8em; }
+}
+@media (max-width: 1000px) {
+  td:first-child { overflow-wrap: anywhere; }
+  /* a table whose cells carry data-label: one block per row, each cell on its own line after its label */
+  table:has(td[data-label]), table:has(td[data-label]) > tbody, table:has(td[data-label]) > tbody > tr,
+  table:has(td[data-label]) > tbody > tr > td { display: block; width: auto; }
+  table:has(td[data-label]) { border: 0; background: none; }
+  table:has(td[data-label]) > thead { display: none; }
+  table:has(td[data-label]) > tbody > tr { border: 1px solid #dde; margin-top: 10px; background: #fff; }
+  table:has(td[data-label]) > tbody > tr > td { border: 0; border-top: 1px solid #eef1f6; max-width: none;
+                                                min-width: 0; display: flow-root; padding-left: calc(9.5em + 6px); }
+  table:has(td[data-label]) > tbody > tr > td:first-child { border-top: 0; }
+  table:has(td[data-label]) > tbody > tr > td:not([data-label]) { padding-left: 6px; }
+  td[data-label]::before { content: attr(data-label); float: left; width: 9em; margin-left: -9.5em;
+                           font-weight: 600; color: #555; overflow-wrap: normal; }
+  /* a verdict row without the run's rowspan cells is another verdict on the run above: it joins that block */
+  table.verdict > tbody > tr:not(:has(> td[rowspan])) { margin-top: 0; border-top: 1px dashed #ccd; }
+}
 """
 
 
@@ -179,11 +206,15 @@ def _verdict_rows(run: RunEntry, stem: str) -> list[str]:
 
 
 def _verdict_cells(verdict: Verdict) -> str:
-    adjusted = "" if verdict.pvalue_adjusted is None else f" ({escape(verdict.correction)})"
+    adjusted = (
+        '<span class="muted">uncorrected</span>'
+        if verdict.pvalue_adjusted is None
+        else f"{text(verdict.pvalue_adjusted)} ({escape(verdict.correction)})"
+    )
     cells = [
         text(verdict.test),
         text(verdict.pvalue),
-        text(verdict.pvalue_adjusted) + adjusted,
+        adjusted,
         verdict_badge(verdict),
     ]
     columns = VERDICT_COLUMNS[len(RUN_COLUMNS) :]
@@ -229,7 +260,7 @@ def _sweep_section(sweep: Sweep | None, alpha, png: Path | None) -> str:
     lines = zip(
         sweep.labels, tests, sweep.pvalues, sweep.holm.adjusted, sweep.holm.reject, sweep.bh.adjusted, sweep.bh.reject
     )
-    rows = [row([text(x) for x in line]) for line in lines]
+    rows = [row([text(x) for x in line], labels=columns) for line in lines]
     untested = (
         "<p>Left out of the family (no test could run): "
         + "; ".join(f"{text(name)}: {text(reason)}" for name, reason in sweep.untested.items())
@@ -274,8 +305,11 @@ def _ground_truth_table(ground_truth: GroundTruthResult) -> str:
     groups = {name: group.to_dict() for name, group in ground_truth.groups.items()}  # the columns each group has
     columns = list(dict.fromkeys(key for group in groups.values() for key in group))
     heading = "<thead><tr><th>group</th>" + "".join(f"<th>{label(c)}</th>" for c in columns) + "</tr></thead>"
-    rows = [row([text(name)] + [text(group.get(c)) for c in columns]) for name, group in groups.items()]
+    labels = ["group"] + [LABELS.get(c, c.replace("_", " ")) for c in columns]
+    rows = [row([text(name)] + [text(group.get(c)) for c in columns], labels=labels) for name, group in groups.items()]
     return (
         "<p>Items whose contamination is known (planted or documented), split by it.</p>\n"
-        + '<div class="wide">' + table(heading, rows) + "</div>"
+        + '<div class="wide">'
+        + table(heading, rows)
+        + "</div>"
     )

@@ -6,6 +6,7 @@ from the inputs passes through `text` or `escape`."""
 from __future__ import annotations
 
 import base64
+from collections.abc import Sequence
 from html import escape
 from pathlib import Path
 
@@ -46,10 +47,12 @@ def head(labels: list[str]) -> str:
     return "<thead><tr>" + "".join(f"<th>{escape(name)}</th>" for name in labels) + "</tr></thead>"
 
 
-def row(cells: list[str], css_class: str = "") -> str:
-    """A <tr> of ready HTML cells."""
+def row(cells: list[str], css_class: str = "", labels: Sequence[str] = ()) -> str:
+    """A <tr> of ready HTML cells; with `labels` (the column headers) each cell carries its own as `data-label`, so
+    a narrow window can stack the row into one block of labelled lines."""
     attribute = f' class="{css_class}"' if css_class else ""
-    return f"<tr{attribute}>" + "".join(f"<td>{cell}</td>" for cell in cells) + "</tr>"
+    named = [f' data-label="{escape(name)}"' for name in labels] + [""] * (len(cells) - len(labels))
+    return f"<tr{attribute}>" + "".join(f"<td{name}>{cell}</td>" for name, cell in zip(named, cells)) + "</tr>"
 
 
 def facts(pairs: list[tuple[str, str]]) -> str:

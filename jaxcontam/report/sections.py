@@ -14,7 +14,7 @@ from jaxcontam.detect.exchangeability import ExchangeabilityResult
 from jaxcontam.detect.pacost import UNCALIBRATED_NOTE, PacostResult, PairedVerdict
 from jaxcontam.detect.summaries import DetectorSummary
 from jaxcontam.report.formatting import interval, percent
-from jaxcontam.report.html_parts import badge, facts, figure, head, label, row, table, test_badge, text
+from jaxcontam.report.html_parts import LABELS, badge, facts, figure, head, label, row, table, test_badge, text
 
 
 def pacost_section(pacost: PacostResult, figures: Mapping[str, Path]) -> str:
@@ -77,9 +77,9 @@ def _exploratory_table(pacost: PacostResult) -> str:
     if not pacost.variants:
         return ""
     columns = ["confidence measure", "p (uncorrected)", "mean difference", "effect size dz", "CI", "pairs"]
-    rows = [row(_measure_cells(name, variant)) for name, variant in pacost.variants.items()]
+    rows = [row(_measure_cells(name, variant), labels=columns) for name, variant in pacost.variants.items()]
     return (
-        '<p>Other confidence measures, <strong>exploratory</strong>: p-values uncorrected for testing several '
+        "<p>Other confidence measures, <strong>exploratory</strong>: p-values uncorrected for testing several "
         "measures of the same items, so none is a verdict.</p>\n" + table(head(columns), rows)
     )
 
@@ -100,7 +100,11 @@ def likelihood_section(likelihood: dict[str, DetectorSummary], figures: Mapping[
     columns = {name: summary.to_dict() for name, summary in likelihood.items()}  # the statistics each one has
     statistics = list(dict.fromkeys(key for summary in columns.values() for key in summary))
     heading = "<thead><tr><th>detector</th>" + "".join(f"<th>{label(s)}</th>" for s in statistics) + "</tr></thead>"
-    rows = [row([label(name)] + [text(summary.get(s)) for s in statistics]) for name, summary in columns.items()]
+    labels = ["detector"] + [LABELS.get(s, s.replace("_", " ")) for s in statistics]
+    rows = [
+        row([label(name)] + [text(summary.get(s)) for s in statistics], labels=labels)
+        for name, summary in columns.items()
+    ]
     return (
         "<p>Per-item scores summarised over the benchmark, with no test and so no verdict. Higher means more likely "
         "seen in training, except for the ratios (zlib, lowercase, reference), where lower does.</p>\n"
@@ -165,6 +169,7 @@ def contam_section(contam: ContamResult, figures: Mapping[str, Path]) -> str:
                 test_badge(m.status, m.significant) if name == headline else '<span class="muted">exploratory</span>',
             ],
             "headline" if name == headline else "",
+            labels=columns,
         )
         for name, m in contam.metrics.items()
     ]

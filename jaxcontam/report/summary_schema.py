@@ -51,7 +51,7 @@ def headline_verdicts(results: Mapping[str, Any], alpha: float) -> tuple[Verdict
     return tuple(verdicts)
 
 
-def _upgrade_pacost_v1(entry: dict) -> dict:
+def _upgrade_pacost_v1(entry: dict | None) -> dict | None:
     """A version-1 PaCoST entry with a calibrated test: the sweep had decided the authors' test, so its decision is
     dropped (the raw verdict at 0.05 restored) and the calibrated test is read as the headline, uncorrected."""
     if not isinstance(entry, dict) or "calibrated" not in entry or "pvalue_adjusted" not in entry:
@@ -101,9 +101,7 @@ class RunEntry(BuiltInResults):
             accuracy=read("accuracy", Accuracy.from_dict),
             results=results,
             ground_truth=read("ground_truth", GroundTruthResult.from_dict),
-            verdicts=headline_verdicts(results, alpha)
-            if verdicts is None
-            else tuple(_read_result(v, Verdict.from_dict, f"{where} verdicts") for v in verdicts),
+            verdicts=headline_verdicts(results, alpha) if verdicts is None else _read_verdicts(verdicts, where),
         )
 
     def to_dict(self) -> dict:
@@ -126,6 +124,19 @@ class RunEntry(BuiltInResults):
     @property
     def label(self) -> str:
         return f"{self.model} | {self.benchmark}"
+
+
+def _read_verdicts(entries, where: str) -> tuple[Verdict, ...]:
+    """A run's `verdicts` list (schema 2), each entry checked as a result is."""
+    if not isinstance(entries, list):
+        raise JaxcontamError(f"{where} verdicts: expected a list of verdicts, got {type(entries).__name__}")
+    verdicts = []
+    for i, entry in enumerate(entries):
+        verdict = _read_result(entry, Verdict.from_dict, f"{where} verdicts[{i}]")
+        if verdict is None:
+            raise JaxcontamError(f"{where} verdicts[{i}]: null is not a verdict; was it written by another version?")
+        verdicts.append(verdict)
+    return tuple(verdicts)
 
 
 def _read_result(entry, read: Callable[[dict], Any], where: str):

@@ -163,21 +163,40 @@ def verdict_at(pvalue: float, settings_: PacostSettings) -> PairedVerdict:
     )
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=80, deadline=None)
 @given(
     pvalue=st.one_of(st.floats(0.0, 1.0), st.just(math.nan)),
     preset=st.sampled_from(["jaxcontam", "paper"]),
     correction=st.sampled_from(["holm", "bh", "none"]),
+    calibrated_p=st.one_of(st.none(), st.floats(0.0, 1.0), st.just(math.nan)),
 )
-def test_a_pacost_result_reads_back_as_itself_before_and_after_the_sweep(pvalue, preset, correction):
-    """The settings, the raw verdict and the sweep's decision come back from the flattened entry (equal as typed
-    results where the numbers are finite: NaN is unequal to itself)."""
+def test_a_pacost_result_reads_back_as_itself_before_and_after_the_sweep(pvalue, preset, correction, calibrated_p):
+    """The settings, the raw verdicts (the authors' and, with a reference, the calibrated one) and the sweep's
+    decision on the headline come back from the flattened entry (equal as typed results where the numbers are
+    finite: NaN is unequal to itself)."""
     settings_ = PacostSettings(preset=preset)
     verdict = verdict_at(pvalue, settings_)
-    raw = PacostResult(preset, "kadavath", "auto", True, verdict, {"p_true_raw": verdict}, settings_)
+    calibrated = None
+    if calibrated_p is not None:
+        ran = math.isfinite(calibrated_p)
+        calibrated = CalibratedVerdict(
+            "ref",
+            "permutation",
+            "p_true",
+            calibrated_p,
+            bool(calibrated_p < 0.05) if ran else None,
+            20 if ran else 0,
+            0.1 if ran else math.nan,
+            TestOutcome.tested() if ran else TestOutcome.no_test("no pairs"),
+        )
+        pvalue = calibrated_p  # the headline the sweep decides
+    raw = PacostResult(
+        preset, "kadavath", "auto", True, verdict, {"p_true_raw": verdict}, settings_, calibrated=calibrated
+    )
+    headline_contaminated = raw.contaminated
     assert settings_.correction is not None
     reason = None if math.isfinite(pvalue) else "every pair tied"
-    test = Verdict("pacost", "t", verdict.contaminated, pvalue, None, settings_.correction, True, reason)
+    test = Verdict("pacost", "t", headline_contaminated, pvalue, None, settings_.correction, True, reason)
     other = Verdict("pacost", "t", False, 0.5, None, "sweep", True)
     _, decisions = sweep_decisions([("m | b", test), ("n | b", other)], 0.05, correction)
     decision = decisions[0]
@@ -185,5 +204,5 @@ def test_a_pacost_result_reads_back_as_itself_before_and_after_the_sweep(pvalue,
         entry = json.loads(json.dumps(json_ready(result.to_dict())))
         read = PacostResult.from_dict(entry)
         assert json_ready(read.to_dict()) == entry
-        if math.isfinite(pvalue):
+        if math.isfinite(pvalue) and math.isfinite(verdict.pvalue):
             assert read == result

@@ -37,7 +37,7 @@ def gsm8k(shared_data):
 @pytest.fixture(scope="module")
 def corpus(shared_data, gsm8k, tmp_path_factory):
     """A .jsonl.zst, a .parquet and a .txt.gz shard of Pile and book text; every third record holds a GSM8K item
-    (the text the model sees, re-wrapped at 40 columns)."""
+    (a plain copy: its question, a line break and its answer, re-wrapped at 40 columns)."""
     import textwrap
 
     folder = tmp_path_factory.mktemp("corpus")
@@ -50,7 +50,7 @@ def corpus(shared_data, gsm8k, tmp_path_factory):
             text = (
                 text[:1200]
                 + "\n"
-                + textwrap.fill(items[k].whole, 40, break_long_words=False, break_on_hyphens=False)
+                + textwrap.fill(_plain(items[k]), 40, break_long_words=False, break_on_hyphens=False)
                 + "\n"
                 + text[1200:]
             )
@@ -61,6 +61,10 @@ def corpus(shared_data, gsm8k, tmp_path_factory):
     book = (shared_data / "corpus_gutenberg" / "books" / "pg972.txt").read_text()[:50_000]
     (folder / "c.txt.gz").write_bytes(gzip.compress(book.encode()))
     return folder, records, items
+
+
+def _plain(item) -> str:
+    return f"{item.question}\n{item.answer}"
 
 
 def _read_jsonl_zst(path):
@@ -87,9 +91,9 @@ def test_spans_writes_matches_items_and_cleaned_shards_in_their_formats(corpus, 
     for row in matches:
         k = int(row["id"].split("-")[1])
         assert row["item"] == items[k].id and row["benchmark"] == "gsm8k"
-        assert row["ngrams"] == len(words(items[k].whole)) - 12  # every 13-gram of the item, line breaks or not
-        assert row["first_start"] == records[k]["text"].index("Question:")
-        assert 0.95 * len(items[k].whole) <= row["longest_chars"] <= len(items[k].whole) + 20  # the re-wrapped copy
+        assert row["ngrams"] == len(words(_plain(items[k]))) - 12  # every 13-gram of the item, line breaks or not
+        assert row["first_start"] == records[k]["text"].index(items[k].question[:12])
+        assert 0.95 * len(_plain(items[k])) <= row["longest_chars"] <= len(_plain(items[k])) + 20  # the re-wrapped copy
     cleaned = _read_jsonl_zst(out / "cleaned" / "a.jsonl.zst")
     raw = zstandard.ZstdDecompressor().decompressobj().decompress((out / "cleaned" / "a.jsonl.zst").read_bytes())
     for k in range(1, 30, 3):  # a document without a match keeps its line byte for byte
@@ -97,7 +101,7 @@ def test_spans_writes_matches_items_and_cleaned_shards_in_their_formats(corpus, 
     split = [r for r in cleaned if "#" in r["id"]]
     assert {r["id"].split("#")[0] for r in split} <= {f"wiki-{k}" for k in range(0, 30, 3)}
     assert all(
-        r["source"] == "wikipedia" and items[int(r["id"].split("-")[1].split("#")[0])].whole[:60] not in r["text"]
+        r["source"] == "wikipedia" and items[int(r["id"].split("-")[1].split("#")[0])].question[:60] not in r["text"]
         for r in split
     )
     parquet = pq.read_table(out / "cleaned" / "b.parquet")
@@ -185,7 +189,11 @@ def test_token_mode_counts_are_ngrams_and_the_filter_shares_the_index(shared_dat
     tokenizer = str(shared_data / "gpt2_tokenizer_whisper" / "gpt2.tiktoken")
     shard = str(folder / "a.jsonl.zst")
     common = ["--benchmark", "gsm8k", "--path", shared_data / "gsm8k", "--split", "test", "--corpus", shard]
-    assert run(["decontaminate", *common, "--tokenizer", tokenizer, "--n", 8, "--out", tmp_path / "d"], capsys)[0] == 0
+    prompt = ["--fields", "prompt"]  # the text `ngram` scores: the item as the model sees it
+    assert (
+        run(["decontaminate", *common, *prompt, "--tokenizer", tokenizer, "--n", 8, "--out", tmp_path / "d"], capsys)[0]
+        == 0
+    )
     run(["ngram", *common, "--tokenizer", tokenizer, "--normalize", "none", "--out", tmp_path / "g"], capsys)
     ours = pq.read_table(tmp_path / "d" / "items.parquet").to_pylist()
     theirs = pq.read_table(tmp_path / "g" / "items.parquet").to_pylist()

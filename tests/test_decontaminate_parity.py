@@ -186,7 +186,7 @@ def test_spans_equal_the_janitors_chunks_on_1000_real_documents(shared_data, gsm
                 doc = doc[:cut] + " " + "".join(w + rng.choice([" ", "\n", "  "]) for w in piece) + doc[cut:]
         planted.append(doc)
     janitor = _janitor([i.whole for i in gsm8k_items])
-    index = DecontIndex.build(gsm8k_items)
+    index = DecontIndex.build(gsm8k_items, IndexSettings(fields=("prompt",)))  # the text the Janitor registers
     results = find_batch(index, planted)
     matched = 0
     for doc, result in zip(planted, results):
@@ -253,7 +253,8 @@ def _datatrove_flags(
 def _our_flags(items, documents, n, question, overlap):
     fields = ("answer",) + (("question",) if question else ()) + (("overlap",) if overlap else ())
     sides = [ItemSides("task", str(k), q + " " + a, q, a) for k, (q, a) in enumerate(items)]
-    index = DecontIndex.build(sides, IndexSettings(preset="datatrove", n=n, fields=fields))
+    # floor n: datatrove matches no segment shorter than n (jaxcontam's short items are its own addition)
+    index = DecontIndex.build(sides, IndexSettings(preset="datatrove", n=n, fields=fields, floor=n))
     return [bool(r.matches) for r in find_batch(index, documents)]
 
 

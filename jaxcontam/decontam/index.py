@@ -9,9 +9,17 @@ On the host a window's key is a 64-bit multiply-add of its n ids (one vectorised
 bitmap over the keys' top bits rejects most windows, `searchsorted` finds the rest, and a hit counts only when
 its n ids equal the table row's, so a hash collision never flags a document.
 
-Which n-grams an item gives (`fields`, as datatrove's options): "item" (default): the item as the model sees it
-(prompt and gold answer, one text, `ngram.item_text`); otherwise any of "question", "answer" (each on its own)
-and "overlap" (the n-grams that hold the question's last units and the answer's first ones).
+Which n-grams an item gives (`fields`): "item" (default): what a copy of the item holds, its own question and
+answer text as one text (their junction included), without the prompt's labels or template words ("Q:", "A:",
+"Question:", "Answer:", MMLU's header and lettered options); "prompt": the item as the model sees it (prompt and
+gold answer, one text, `ngram.item_text`, labels included: the text `ngram` and ConTAM score); otherwise any of
+datatrove's options "question", "answer" (each on its own) and "overlap" (the n-grams that hold the question's last
+units and the answer's first ones).
+
+Short items. A segment shorter than n units holds no n-gram; one of at least `floor` units is matched whole, at its
+own length: its row in the table is its units followed by PAD up to n, and the lookup also tries every window of
+each such length. A segment under the floor gives nothing; an item left with no row at all cannot be found, and
+`not_findable(index)` lists it with the reason (the run's summary.json "not_findable").
 """
 
 from __future__ import annotations
@@ -29,8 +37,12 @@ from jaxcontam.errors import DataError
 from jaxcontam.ngram.table import ItemUnits, NgramTable, build_table
 
 Unit = Literal["words", "tokens"]
-FIELDS = ("item", "question", "answer", "overlap")
+FIELDS = ("item", "prompt", "question", "answer", "overlap")
 TOKEN_N = 8  # jaxcontam ngram's default
+# The shortest segment matched whole (units), measured: recall on planted verbatim short items against flagged clean
+# documents (experiments/decontamination/short_items.py; docs/decontamination.md, "Short items").
+DEFAULT_FLOOR: dict[str, int] = {"words": 7, "tokens": 8}
+PAD = -1  # fills a short segment's row up to n; no text unit is ever -1
 
 
 @dataclasses.dataclass(frozen=True)
@@ -42,6 +54,7 @@ class IndexSettings:
     n: int | None = None  # the preset's (13 gpt3, 12 datatrove), or 8 tokens
     fields: tuple[str, ...] = ("item",)
     tokenizer: str | None = None
+    floor: int | None = None  # the shortest segment matched whole (DEFAULT_FLOOR); n or more: none is
 
     def __post_init__(self):
         if self.unit not in ("words", "tokens"):
@@ -50,18 +63,27 @@ class IndexSettings:
         if self.unit == "tokens" and not self.tokenizer:
             raise DataError("token units need --tokenizer (a folder with tokenizer.json, a .tiktoken file, a GGUF)")
         bad = [f for f in self.fields if f not in FIELDS]
-        if bad or not self.fields or ("item" in self.fields and len(self.fields) > 1):
+        whole = [f for f in self.fields if f in ("item", "prompt")]
+        if bad or not self.fields or (whole and len(self.fields) > 1):
             raise DataError(
-                f"fields {', '.join(self.fields) or '(none)'}: give 'item' alone, or any of question, answer, overlap"
+                f"fields {', '.join(self.fields) or '(none)'}: give 'item' or 'prompt' alone, or any of question, "
+                "answer, overlap"
             )
         if self.n is not None and self.n < 1:
             raise DataError(f"--n {self.n}: n must be a positive number of units")
+        if self.floor is not None and self.floor < 1:
+            raise DataError(f"floor {self.floor}: the shortest item matched whole is at least one unit")
 
     @property
     def size(self) -> int:
         if self.n is not None:
             return self.n
         return DEFAULT_N[self.preset] if self.unit == "words" else TOKEN_N
+
+    @property
+    def short_floor(self) -> int:
+        """The shortest segment matched whole; n when no segment shorter than n is."""
+        return min(self.size, self.floor if self.floor is not None else DEFAULT_FLOOR[self.unit])
 
 
 @dataclasses.dataclass(frozen=True)
@@ -77,6 +99,11 @@ class ItemSides:
     @property
     def key(self) -> str:
         return f"{self.benchmark}/{self.id}"
+
+    @property
+    def own(self) -> tuple[str, ...]:
+        """The item's own texts, in order, for the "item" field: question and answer, or `whole` if it has neither."""
+        return (self.question, self.answer) if self.question or self.answer else (self.whole,)
 
 
 def benchmark_items(benchmarks: Iterable[Any]) -> list[ItemSides]:
@@ -100,16 +127,28 @@ def window_keys(ids: np.ndarray, n: int) -> np.ndarray:
     if windows <= 0:
         return np.zeros(0, np.uint64)
     ids = ids.astype(np.uint64, copy=False)
-    multipliers = _MULTIPLIERS if n <= len(_MULTIPLIERS) else _multipliers(n)
+    multipliers = multipliers_for(n)
     keys = ids[:windows] * multipliers[0]
     for j in range(1, n):
         keys += ids[j : j + windows] * multipliers[j]
     return keys
 
 
+def multipliers_for(n: int) -> np.ndarray:
+    return _MULTIPLIERS if n <= len(_MULTIPLIERS) else _multipliers(n)
+
+
 @functools.cache
 def _multipliers(n: int) -> np.ndarray:
     return (np.random.default_rng(0x5EED + n).integers(1, 2**63, size=n, dtype=np.uint64) * 2 + 1).astype(np.uint64)
+
+
+def _pad_offset(multipliers: np.ndarray, length: int, n: int) -> np.uint64:
+    """What PAD adds to the key of a row of `length` units padded to n: the keys of a window of `length` units
+    plus this equal the padded row's key."""
+    with np.errstate(over="ignore"):
+        pad = np.full(n - length, np.uint64(PAD & (2**64 - 1)), np.uint64)
+        return np.uint64((pad * multipliers[length:n]).sum(dtype=np.uint64))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -132,6 +171,12 @@ class DecontIndex:
         self.units = units  # TokenizerUnits in token mode
         rows = len(table.keys)
         keys = window_keys(table.ngrams.reshape(-1), self.n)[:: self.n] if rows else np.zeros(0, np.uint64)
+        # a short segment's row: its units, then PAD up to n (see the module docstring)
+        self.row_length = (self.n - (table.ngrams == PAD).sum(axis=1)).astype(np.int64)
+        self._short = [
+            (int(m), _pad_offset(multipliers_for(self.n), int(m), self.n))
+            for m in np.unique(self.row_length[self.row_length < self.n])
+        ]
         order = np.argsort(keys, kind="stable")
         self._keys, self._rows = keys[order], order.astype(np.int32)
         if len(np.unique(self._keys)) != rows:
@@ -179,7 +224,7 @@ class DecontIndex:
                     out.append(np.fromiter((vocab.setdefault(w, len(vocab) + 1) for w in ws), np.int64, len(ws)))
                 return out
 
-        segments = _item_segments(items, settings.fields, n, encode)
+        segments = _item_segments(items, settings.fields, n, encode, settings.short_floor)
         table = build_table(segments, n)
         return cls(settings, items, table, vocab, units)
 
@@ -214,24 +259,58 @@ class DecontIndex:
         return np.fromiter(map(get, ws, repeat(0)), np.int64, len(ws)), spans
 
     def lookup(self, ids: np.ndarray, doc_ends: np.ndarray | None = None) -> Hits:
-        """Windows of `ids` (several documents back to back, each ending at `doc_ends`) that are table n-grams."""
+        """Windows of `ids` (several documents back to back, each ending at `doc_ends`) that are table rows: n-grams,
+        and short segments matched whole at their own length (`row_length`). Sorted by start."""
         n = self.n
-        keys = window_keys(ids, n)
-        if not len(keys) or not len(self._keys):
+        shortest = self._short[0][0] if self._short else n
+        windows = len(ids) - shortest + 1
+        if windows <= 0 or not len(self._keys):
             return Hits(np.zeros(0, np.int64), np.zeros(0, np.int32))
+        units = ids.astype(np.uint64, copy=False)
+        multipliers = multipliers_for(n)
+        keys = units[:windows] * multipliers[0]  # keys[i]: the key of the window of j+1 units at i, after step j
+        found_starts, found_rows = [], []
+        short = dict(self._short)
+        with np.errstate(over="ignore"):
+            for j in range(min(n, len(ids))):  # no window is longer than the text
+                if j:
+                    count = min(windows, len(ids) - j)
+                    keys[:count] += units[j : j + count] * multipliers[j]
+                length = j + 1
+                if length == n:
+                    starts, rows = self._probe(ids, keys[: len(ids) - n + 1], np.uint64(0), n, doc_ends)
+                elif length in short:
+                    starts, rows = self._probe(ids, keys[: len(ids) - length + 1], short[length], length, doc_ends)
+                else:
+                    continue
+                found_starts.append(starts)
+                found_rows.append(rows)
+        starts, rows = np.concatenate(found_starts), np.concatenate(found_rows)
+        if len(found_starts) > 1 and len(starts):
+            order = np.lexsort((self.row_length[rows], starts))
+            starts, rows = starts[order], rows[order]
+        return Hits(starts.astype(np.int64), rows.astype(np.int32))
+
+    def _probe(self, ids, keys, offset, length: int, doc_ends) -> tuple[np.ndarray, np.ndarray]:
+        """(starts, rows) of the windows of `length` units (keys given) that are rows of that length."""
+        if not len(keys):
+            return np.zeros(0, np.int64), np.zeros(0, np.int32)
+        if offset:
+            keys = keys + offset
         top = (keys >> np.uint64(64 - self._bits)).astype(np.int64)
         maybe = (self._bitmap[top >> 3] >> (top & 7).astype(np.uint8)) & 1
         starts = np.flatnonzero(maybe)
         if doc_ends is not None and len(starts):  # a window must end inside its document
             end_of = doc_ends[np.searchsorted(doc_ends, starts, side="right")]
-            starts = starts[starts + n <= end_of]
+            starts = starts[starts + length <= end_of]
         where = np.minimum(np.searchsorted(self._keys, keys[starts]), len(self._keys) - 1)
         found = self._keys[where] == keys[starts]
         starts, rows = starts[found], self._rows[where[found]]
         if len(starts):
-            same = (ids[starts[:, None] + np.arange(n)] == self.table.ngrams[rows]).all(axis=1)
+            same = (ids[starts[:, None] + np.arange(length)] == self.table.ngrams[rows, :length]).all(axis=1)
+            same &= self.row_length[rows] == length
             starts, rows = starts[same], rows[same]
-        return Hits(starts.astype(np.int64), rows)
+        return starts, rows
 
     def row_items(self, row: int) -> np.ndarray:
         """Indices (into `items`) of the items holding table row `row`."""
@@ -257,11 +336,16 @@ class DecontIndex:
         return self.__dict__.copy()
 
 
-def _item_segments(items: Sequence[ItemSides], fields: tuple[str, ...], n: int, encode) -> ItemUnits:
-    """Each item's unit segments for its `fields` (n-grams never cross two segments)."""
-    if fields == ("item",):
+def _item_segments(items: Sequence[ItemSides], fields: tuple[str, ...], n: int, encode, floor: int) -> ItemUnits:
+    """Each item's unit segments for its `fields` (n-grams never cross two segments); a segment shorter than n
+    and at least `floor` long is padded to one row."""
+    if fields == ("prompt",):
         encoded = encode([item.whole for item in items])
         per_item = [[e] for e in encoded]
+    elif fields == ("item",):
+        texts = [item.own for item in items]
+        encoded = iter(encode([t for own in texts for t in own]))
+        per_item = [[np.concatenate([next(encoded) for _ in own])] for own in texts]
     else:
         questions = encode([item.question for item in items])
         answers = encode([item.answer for item in items])
@@ -273,9 +357,39 @@ def _item_segments(items: Sequence[ItemSides], fields: tuple[str, ...], n: int, 
                 per_item.append([np.concatenate([head, tail])])
             else:
                 per_item.append(([q] if "question" in fields else []) + ([a] if "answer" in fields else []))
+    per_item = [[_whole_if_short(s, n, floor) for s in segs] for segs in per_item]
     lengths = [len(s) for segs in per_item for s in segs]
     segment_offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
     item_segments = np.concatenate([[0], np.cumsum([len(segs) for segs in per_item])]).astype(np.int64)
     flat = [s for segs in per_item for s in segs]
     tokens = np.concatenate(flat).astype(np.int32) if flat else np.zeros(0, np.int32)
     return ItemUnits(tuple(item.key for item in items), tokens, segment_offsets, item_segments)
+
+
+def _whole_if_short(segment: np.ndarray, n: int, floor: int) -> np.ndarray:
+    if floor <= len(segment) < n:
+        return np.concatenate([segment, np.full(n - len(segment), PAD, segment.dtype)])
+    return segment
+
+
+def not_findable(index: DecontIndex) -> list[dict[str, Any]]:
+    """The items that no copy can match (no n-gram, no segment long enough to be matched whole), each with its
+    length and the reason: JSON-able, for the run's summary ("not_findable")."""
+    units = "tokens" if index.settings.unit == "tokens" else "words"
+    floor = index.settings.short_floor
+    table = index.table.items
+    lengths = np.diff(table.segment_offsets)
+    out = []
+    for k in np.flatnonzero(index.item_ngrams == 0).tolist():
+        item = index.items[k]
+        mine = lengths[table.item_segments[k] : table.item_segments[k + 1]]
+        longest = int(mine.max()) if len(mine) else 0
+        out.append(
+            {
+                "benchmark": item.benchmark,
+                "item": item.id,
+                units: longest,
+                "reason": f"{longest} {units}, below the floor of {floor}",
+            }
+        )
+    return out

@@ -87,15 +87,15 @@ def _describe(index: DecontIndex, text: str) -> DocumentResult:
     """The slow path: unit character spans, hits, and per-item matches of one text."""
     ids, spans = index.spans(text)
     hits: Hits = index.lookup(ids)
-    n = index.n
-    windows = np.stack([spans[hits.starts, 0], spans[hits.starts + n - 1, 1]], axis=1).reshape(-1, 2)
+    ends = hits.starts + index.row_length[hits.rows]  # a short item's window is its own length
+    windows = np.stack([spans[hits.starts, 0], spans[ends - 1, 1]], axis=1).reshape(-1, 2)
     hit, item = index.items_of_rows(hits.rows)
     matches = []
     for i in np.unique(item).tolist():
         mine = hit[item == i]
         starts = hits.starts[mine]
         # runs of overlapping or touching windows: a new run starts where a window begins past the last one's end
-        breaks = np.flatnonzero(starts[1:] > starts[:-1] + n) + 1
+        breaks = np.flatnonzero(starts[1:] > np.maximum.accumulate(ends[mine])[:-1]) + 1
         longest = max(int(windows[run[-1], 1] - windows[run[0], 0]) for run in np.split(mine, breaks))
         source = index.items[i]
         matches.append(

@@ -24,7 +24,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from jaxcontam.decontam.index import DecontIndex
+from jaxcontam.decontam.index import DecontIndex, not_findable
 from jaxcontam.decontam.matching import POLICIES, Policy, SpanSettings, apply_policy, find_batch
 from jaxcontam.decontam.shards import (
     BadLine,
@@ -386,6 +386,7 @@ def _summary(index, stats, items, settings: RunSettings, corpora, seconds, engin
         "seconds": round(seconds, 3),
         "total": total,
         "benchmarks": benchmarks,
+        "not_findable": not_findable(index),  # items no copy can match: shorter than the floor, with the reason
         "shards": {
             s["shard"]: {k: s[k] for k in ("documents", "matched", "removed", "split", "units", "units_removed")}
             | {"bad_lines": s["bad_lines"], "bad": s["bad"]}

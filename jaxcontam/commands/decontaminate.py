@@ -44,8 +44,9 @@ from jaxcontam.decontam.run import RunSettings
     type=click.Choice(list(FIELDS)),
     default=("item",),
     show_default=True,
-    help="What of an item is looked for: item (prompt and gold answer as the model sees them), or any of "
-    "question, answer, overlap (datatrove's options; repeatable).",
+    help="What of an item is looked for: item (its own question and answer text as one text, without the "
+    "prompt's labels; an item shorter than n is matched whole down to a floor), prompt (prompt and gold answer as "
+    "the model sees them, labels included), or any of question, answer, overlap (datatrove's options; repeatable).",
 )
 @click.option("--policy", type=click.Choice(list(POLICIES)), default=RunSettings.policy, show_default=True)
 @click.option("--window", type=click.IntRange(min=0), default=SpanSettings.window, show_default=True)

@@ -24,10 +24,15 @@ def data_roots_from_environment() -> tuple[Path, ...]:
     return (*([Path(given)] if given else []), *DEFAULT_ROOTS, CHECKOUT_DATA)
 
 
-def benchmark_options(command: Callable) -> Callable:
-    """--benchmark (repeatable), --path and --split, as the corpus-side commands (ngram, decontaminate) take them."""
+def benchmark_options(command: Callable | None = None, *, required: bool = True):
+    """--benchmark (repeatable), --path and --split, as the corpus-side commands (ngram, decontaminate) take them
+    (`@benchmark_options`, or `@benchmark_options(required=False)` where the command checks --benchmark itself)."""
+    if command is None:
+        return lambda command: benchmark_options(command, required=required)
     options = (
-        click.option("--benchmark", "benchmarks", multiple=True, required=True, help="Benchmark name (repeatable)."),
+        click.option(
+            "--benchmark", "benchmarks", multiple=True, required=required, help="Benchmark name (repeatable)."
+        ),
         click.option("--path", default=None, help="Benchmark file or folder, local or a bucket URL (one benchmark)."),
         click.option("--split", default=None, help="Benchmark split (the loader's default if omitted)."),
     )

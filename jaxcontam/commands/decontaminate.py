@@ -14,15 +14,22 @@ from jaxcontam.decontam.run import RunSettings
 
 @config_file_options
 @click.command("decontaminate")
-@benchmark_options
+@benchmark_options(required=False)
 @click.option(
     "--corpus",
     "corpora",
     multiple=True,
-    required=True,
     help="Corpus file, folder or glob, local or a bucket URL: .jsonl/.json/.parquet/.txt (.gz/.zst) (repeatable).",
 )
 @click.option("--out", required=True, help="Output folder, local or a bucket URL.")
+@click.option(
+    "--reproduce",
+    default=None,
+    metavar="SUMMARY",
+    help="Repeat the run whose summary.json this is (its manifest: benchmarks, rule, settings, input shards) into "
+    "--out; a changed input shard or benchmark file is refused, naming it. Only --out, --engine, --workers and "
+    "--address may be given with it.",
+)
 @click.option(
     "--tokenizer",
     default=None,
@@ -80,6 +87,7 @@ def decontaminate(
     engine,
     workers,
     address,
+    reproduce,
 ):
     """Find benchmark items in a corpus -> OUT/matches.parquet, items.parquet, cleaned/, report.html, summary.json.
 
@@ -87,16 +95,31 @@ def decontaminate(
     document, annotate keeps it with a field naming the items. A rerun skips the shards already done.
     """
     from jaxcontam.commands.data_options import data_roots_from_environment
-    from jaxcontam.data import load_benchmark
     from jaxcontam.decontam.index import DecontIndex, benchmark_items
+    from jaxcontam.decontam.manifest import load_benchmarks
     from jaxcontam.decontam.run import decontaminate as run
     from jaxcontam.errors import DataError
 
-    if path is not None and len(benchmarks) > 1:
-        raise DataError("--path names one benchmark's files; give one --benchmark with it, or drop --path")
-    options = {"split": split} if split else {}
     roots = data_roots_from_environment()
-    loaded = [load_benchmark(name, path=path, roots=roots, **options) for name in benchmarks]
+    if reproduce is not None:
+        context = click.get_current_context()
+        given = [
+            name
+            for name in context.params
+            if name not in ("reproduce", "out", "engine", "workers", "address", "config")
+            and context.get_parameter_source(name) not in (None, click.core.ParameterSource.DEFAULT)
+        ]
+        if given:
+            options = ", ".join("--" + name.replace("_", "-") for name in given)
+            raise DataError(f"--reproduce takes the run's settings from its manifest; drop {options}")
+        summary = _reproduce(reproduce, out, roots, engine=engine, workers=workers, address=address)
+        _echo(summary, out)
+        return
+    if not benchmarks:
+        raise DataError("name a benchmark (--benchmark), or repeat a run with --reproduce OUT/summary.json")
+    if not corpora:
+        raise DataError("name the corpus (--corpus), or repeat a run with --reproduce OUT/summary.json")
+    loaded, sources = load_benchmarks(benchmarks, path, split, roots)
     index_settings = IndexSettings(
         unit="tokens" if tokenizer else "words", preset=normalize, n=n, fields=tuple(fields), tokenizer=tokenizer
     )
@@ -109,7 +132,53 @@ def decontaminate(
         annotate_field=annotate_field,
         on_bad_line=on_bad_line,
     )
-    summary = run(index, corpora, out, settings, engine=engine, workers=workers, address=address)
+    summary = run(index, corpora, out, settings, engine=engine, workers=workers, address=address, benchmarks=sources)
+    _echo(summary, out)
+
+
+def _reproduce(summary_path: str, out: str, roots, **engine) -> dict:
+    """The run of `summary_path`'s manifest, into `out`, after checking that its inputs are the same."""
+    from jaxcontam import __version__
+    from jaxcontam.decontam.index import DecontIndex, benchmark_items
+    from jaxcontam.decontam.manifest import (
+        check_benchmarks,
+        check_index,
+        check_shards,
+        load_benchmarks,
+        read_summary,
+        run_settings_from_dict,
+    )
+    from jaxcontam.decontam.run import decontaminate as run
+    from jaxcontam.decontam.shards import list_shards
+    from jaxcontam.errors import DataError
+
+    manifest = read_summary(summary_path).manifest
+    if manifest is None:
+        raise DataError(
+            f"{summary_path} was written before decontamination runs had a manifest (no schema_version); "
+            "rerun it with its options"
+        )
+    if manifest.jaxcontam_version != __version__:
+        click.echo(
+            f"note: the run was made by jaxcontam {manifest.jaxcontam_version}, this is {__version__}; "
+            "its n-gram table is checked before anything is written",
+            err=True,
+        )
+    shards = list_shards(manifest.corpora)
+    check_shards(manifest, shards)
+    loaded, sources = [], []
+    for source in manifest.benchmarks:
+        one, (now,) = load_benchmarks([source.name], source.path, source.split, roots)
+        loaded += one
+        sources.append(now)
+    check_benchmarks(manifest, sources)
+    index = DecontIndex.build(benchmark_items(loaded), manifest.index.index_settings())
+    check_index(manifest, index)
+    settings = run_settings_from_dict(manifest.run)
+    return run(index, manifest.corpora, out, settings, benchmarks=sources, shards=shards, **engine)
+
+
+def _echo(summary: dict, out: str) -> None:
     total = summary["total"]
     click.echo(
         f"{total['documents']} documents, {total['matched']} holding a benchmark item, {total['removed']} removed, "

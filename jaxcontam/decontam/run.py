@@ -1,12 +1,16 @@
 """A decontamination run: every shard through the index, committed shard by shard, then the run's outputs.
 
 Per shard (`process_shard`), under OUT: `cleaned/<shard>` (the input's format and compression),
-`matches/<shard>.parquet`, and last `shards/<shard>.json`, the shard's statistics and its completion marker. A
+`matches/<shard>.parquet`, `rejects/<shard>.rejects` (the lines `--on-bad-line skip` skipped, byte for byte, where
+there were any), and last `shards/<shard>.json`, the shard's statistics (with the size and sha256 of the shard's
+file as read) and its completion marker. A
 shard whose marker exists is skipped, so a rerun (or a retried Ray task) never writes a completed shard again,
 and a killed run leaves no half-written shard that reads as done (each file is committed whole).
 After all shards (`finish`): `matches.parquet` (one row per document and item), `items.parquet` (per item: the
-documents holding it, its n-grams and how many the corpus holds), `report.html`, and last `summary.json`.
-Engines: `local` (a process per core, shards in parallel; `workers=1` runs in this process) and `ray`.
+documents holding it, its n-grams and how many the corpus holds), `report.html`, and last `summary.json` (with the
+manifest that repeats the run: `decontam.manifest`).
+Engines: `local` (a process per core, shards in parallel; `workers=1` runs in this process; a worker ends itself
+when this process dies) and `ray`. A run first removes the `.partial-*` scratch folders a killed run left in OUT.
 """
 
 from __future__ import annotations
@@ -17,20 +21,34 @@ import html
 import json
 import multiprocessing
 import os
+import signal
+import sys
+import threading
 import time
 from collections.abc import Sequence
 from concurrent.futures import FIRST_EXCEPTION, ProcessPoolExecutor, wait
+from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
 
 from jaxcontam.decontam.index import DecontIndex, not_findable
+from jaxcontam.decontam.manifest import (
+    SCHEMA_VERSION,
+    BenchmarkSource,
+    DecontSummary,
+    IndexEntry,
+    Manifest,
+    ShardEntry,
+    absolute,
+)
 from jaxcontam.decontam.matching import POLICIES, Policy, SpanSettings, apply_policy, find_batch
 from jaxcontam.decontam.shards import (
     BadLine,
     CleanedWriter,
     Destination,
     Record,
+    ShardDigest,
     ShardSpec,
     list_shards,
     parquet_schema,
@@ -66,11 +84,18 @@ def marker(shard: ShardSpec) -> str:
     return f"shards/{shard.label}.json"
 
 
+def rejects_name(shard: ShardSpec) -> str:
+    return f"rejects/{shard.label}.rejects"
+
+
 class _ShardState:
     """Counts and outputs of one shard while it is read."""
 
-    def __init__(self, index: DecontIndex, shard: ShardSpec, settings: RunSettings, writer: CleanedWriter):
+    def __init__(
+        self, index: DecontIndex, shard: ShardSpec, settings: RunSettings, writer: CleanedWriter, rejects: Path
+    ):
         self.index, self.shard, self.settings, self.writer = index, shard, settings, writer
+        self.rejects_path, self._rejects = rejects, None
         self.documents = self.matched = self.removed = self.split = self.units = self.units_removed = 0
         self.bad: list[str] = []
         self.bad_count = 0
@@ -88,6 +113,17 @@ class _ShardState:
         self.bad_count += 1
         if len(self.bad) < BAD_LINES_NAMED:
             self.bad.append(f"line {bad.line} (byte {bad.offset}): {bad.reason}")
+        if bad.raw:  # byte for byte, as read
+            if self._rejects is None:
+                self._rejects = open(self.rejects_path, "wb")  # noqa: SIM115  # closed in close_rejects()
+            self._rejects.write(bad.raw)
+
+    def close_rejects(self) -> bool:
+        """Close the rejects file; whether there is one."""
+        if self._rejects is None:
+            return False
+        self._rejects.close()
+        return True
 
     def flush(self, batch: list[Record]) -> None:
         if not batch:
@@ -203,11 +239,12 @@ def process_shard(index: DecontIndex, shard: ShardSpec, settings: RunSettings, o
 
                 schema = schema.append(pa.field(settings.annotate_field, pa.list_(pa.string())))
         writer = CleanedWriter(shard, folder / "cleaned", schema, settings.text_field)
-        state = _ShardState(index, shard, settings, writer)
+        state = _ShardState(index, shard, settings, writer, folder / "rejects")
+        digest = ShardDigest()
         try:
             batch: list[Record] = []
             size = 0
-            for record in read_records(shard, settings.text_field):
+            for record in read_records(shard, settings.text_field, digest):
                 if isinstance(record, BadLine):
                     state.bad_line(record)
                     continue
@@ -219,11 +256,20 @@ def process_shard(index: DecontIndex, shard: ShardSpec, settings: RunSettings, o
             state.flush(batch)
         finally:
             writer.close()
+            rejected = state.close_rejects()
         pq.write_table(_match_table(state.matches), folder / "matches.parquet")
-        stats = state.stats() | {"seconds": round(time.perf_counter() - started, 3), "pid": os.getpid()}
+        stats = state.stats() | {
+            "bytes": digest.size,
+            "sha256": digest.sha256,
+            "rejects": rejects_name(shard) if rejected else None,
+            "seconds": round(time.perf_counter() - started, 3),
+            "pid": os.getpid(),
+        }
         (folder / "marker.json").write_text(json.dumps(stats))
         destination.put(f"cleaned/{shard.label}", folder / "cleaned")
         destination.put(f"matches/{shard.label}.parquet", folder / "matches.parquet")
+        if rejected:
+            destination.put(rejects_name(shard), folder / "rejects")
         destination.put(marker(shard), folder / "marker.json")  # last: the shard is complete
     return stats
 
@@ -238,6 +284,30 @@ def _set_index(index: DecontIndex) -> None:
     _WORKER_INDEX = index
 
 
+PARENT_POLL_SECONDS = 0.5
+
+
+def _init_worker(index: DecontIndex, parent: int) -> None:
+    """A pool worker: the index, and an end of its own when `parent` (the run's process) dies, however it dies."""
+    _set_index(index)
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        try:  # the kernel sends SIGKILL when the parent exits (PR_SET_PDEATHSIG = 1)
+            ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL), 0, 0, 0)
+        except (OSError, AttributeError):
+            pass
+    if os.getppid() != parent:  # it died before prctl
+        os._exit(1)
+
+    def watch() -> None:  # elsewhere (and should prctl fail): the parent's id changes when it dies
+        while os.getppid() == parent:
+            time.sleep(PARENT_POLL_SECONDS)
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    threading.Thread(target=watch, name="jaxcontam-parent-watch", daemon=True).start()
+
+
 def _pool_shard(shard: ShardSpec, settings: RunSettings, out: str) -> dict[str, Any]:
     assert _WORKER_INDEX is not None
     return process_shard(_WORKER_INDEX, shard, settings, out)
@@ -250,7 +320,8 @@ def run_local(
     if workers <= 1 or len(shards) <= 1:
         return [process_shard(index, shard, settings, out) for shard in shards]
     context = multiprocessing.get_context("spawn")  # no fork of a process that may hold JAX's threads
-    with ProcessPoolExecutor(workers, mp_context=context, initializer=_set_index, initargs=(index,)) as pool:
+    initargs = (index, os.getpid())
+    with ProcessPoolExecutor(workers, mp_context=context, initializer=_init_worker, initargs=initargs) as pool:
         futures = [pool.submit(_pool_shard, shard, settings, out) for shard in shards]
         done, pending = wait(futures, return_when=FIRST_EXCEPTION)
         failed = [f for f in done if f.exception() is not None]
@@ -270,10 +341,15 @@ def decontaminate(
     engine: Engine = "local",
     workers: int | None = None,
     address: str | None = None,
+    benchmarks: Sequence[BenchmarkSource] = (),
+    shards: Sequence[ShardSpec] | None = None,
 ) -> dict[str, Any]:
-    """Decontaminate `corpora` into `out` (local or a bucket URL); returns the summary (also OUT/summary.json)."""
-    shards = list_shards(corpora)
-    _claim(Destination(out), index, settings)
+    """Decontaminate `corpora` into `out` (local or a bucket URL); returns the summary (also OUT/summary.json).
+    `benchmarks`: how the items' benchmarks were loaded, for the manifest; `shards`: `list_shards(corpora)`."""
+    shards = list_shards(corpora) if shards is None else list(shards)
+    destination = Destination(out)
+    _claim(destination, index, settings)
+    destination.remove_scratch()  # a killed run's .partial-* folders
     started = time.perf_counter()
     if engine == "ray":
         from jaxcontam.decontam.ray_engine import run_ray
@@ -281,7 +357,8 @@ def decontaminate(
         stats = run_ray(index, shards, settings, out, process_shard, address=address)
     else:
         stats = run_local(index, shards, settings, out, workers or os.cpu_count() or 1)
-    return finish(index, shards, stats, settings, out, corpora, seconds=time.perf_counter() - started, engine=engine)
+    seconds = time.perf_counter() - started
+    return finish(index, shards, stats, settings, out, corpora, seconds=seconds, engine=engine, benchmarks=benchmarks)
 
 
 def _claim(destination: Destination, index: DecontIndex, settings: RunSettings) -> None:
@@ -316,6 +393,7 @@ def finish(
     *,
     seconds: float,
     engine: str,
+    benchmarks: Sequence[BenchmarkSource] = (),
 ) -> dict[str, Any]:
     """matches.parquet, items.parquet, report.html, then summary.json, from the shards' committed outputs."""
     import pyarrow as pa
@@ -347,6 +425,7 @@ def finish(
         for k, item in enumerate(index.items)
     ]
     summary = _summary(index, stats, items, settings, corpora, seconds, engine, out)
+    summary = _typed(summary, index, shards, stats, settings, corpora, benchmarks).to_dict()
     with destination.scratch() as folder:
         pq.write_table(matches, folder / "matches.parquet")
         pq.write_table(pa.Table.from_pylist(items), folder / "items.parquet")
@@ -393,6 +472,42 @@ def _summary(index, stats, items, settings: RunSettings, corpora, seconds, engin
             for s in stats
         },
     }
+
+
+def _typed(summary: dict, index, shards, stats, settings: RunSettings, corpora, benchmarks) -> DecontSummary:
+    """summary.json as `DecontSummary`, with the run's manifest."""
+    from jaxcontam import __version__
+    from jaxcontam.decontam.shards import file_digest
+
+    entries = []
+    for shard, s in zip(shards, stats):
+        if "sha256" not in s:  # a shard completed by a jaxcontam before manifests
+            digest = file_digest(shard)
+            s = s | {"bytes": digest.size, "sha256": digest.sha256}
+        entries.append(ShardEntry(shard.label, shard.url, shard.format, shard.compression, s["bytes"], s["sha256"]))
+    manifest = Manifest(
+        __version__,
+        tuple(benchmarks),
+        IndexEntry.of(index),
+        dataclasses.asdict(settings),
+        tuple(str(absolute(c)) for c in corpora),
+        tuple(entries),
+    )
+    known = {"corpora", "index", "policy", "spans", "on_bad_line", "table_ngrams", "out", "engine", "units"}
+    known |= {"seconds", "total", "benchmarks", "shards"}
+    return DecontSummary(
+        schema_version=SCHEMA_VERSION,
+        manifest=manifest,
+        out=summary["out"],
+        engine=summary["engine"],
+        units=summary["units"],
+        seconds=summary["seconds"],
+        total=summary["total"],
+        benchmarks=summary["benchmarks"],
+        shards=summary["shards"],
+        rejects={s["shard"]: s["rejects"] for s in stats if s.get("rejects")},
+        extra={k: v for k, v in summary.items() if k not in known},
+    )
 
 
 def _table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import gzip
+import hashlib
 import io
 import json
 import os
@@ -98,9 +99,13 @@ class Record:
 
 @dataclasses.dataclass(frozen=True)
 class BadLine:
+    """A line (a Parquet row, a text file) that is no document: where it starts, why, and its bytes as read (the
+    decompressed line with its line break; a Parquet row as JSON; None where a broken stream left none)."""
+
     line: int
     offset: int
     reason: str
+    raw: bytes | None = None
 
     def describe(self, label: str) -> str:
         return f"{label}, line {self.line} (byte {self.offset}): {self.reason}"
@@ -145,17 +150,92 @@ class _Zstd(io.RawIOBase):
         super().close()
 
 
-def _open(spec: ShardSpec):
+class ShardDigest:
+    """sha256 and size of a shard's file as stored (compressed bytes), fed as the file is read."""
+
+    def __init__(self):
+        self._hash = hashlib.sha256()
+        self.size = 0
+
+    def update(self, data) -> None:
+        self._hash.update(data)
+        self.size += len(data)
+
+    def take(self, other: ShardDigest) -> None:
+        self._hash, self.size = other._hash, other.size
+
+    @property
+    def sha256(self) -> str:
+        return self._hash.hexdigest()
+
+
+class _Hashing(io.RawIOBase):
+    """A file read through `digest`; `drain` reads what is left, so the digest covers the whole file."""
+
+    def __init__(self, raw, digest: ShardDigest):
+        self._raw, self._digest = raw, digest
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        data = self._raw.read(len(buffer))
+        self._digest.update(data)
+        buffer[: len(data)] = data
+        return len(data)
+
+    def drain(self) -> None:
+        while data := self._raw.read(1 << 20):
+            self._digest.update(data)
+
+    def close(self) -> None:
+        self._raw.close()
+        super().close()
+
+
+def file_digest(spec: ShardSpec) -> ShardDigest:
+    """The digest of a shard's file, in one pass of its own."""
+    digest = ShardDigest()
+    try:
+        with as_path(spec.url).open("rb") as handle:
+            while data := handle.read(1 << 20):
+                digest.update(data)
+    except storage_errors() as error:
+        raise describe_error(spec.url, error) from None
+    return digest
+
+
+def _open(spec: ShardSpec, digest: ShardDigest | None = None) -> tuple[Any, _Hashing | None]:
+    """(the shard's decompressed stream, the hashing layer under it when `digest` is given)."""
     path = as_path(spec.url)
     try:
         raw = path.open("rb")
     except storage_errors() as error:
         raise describe_error(spec.url, error) from None
+    hashing = None
+    if digest is not None:
+        raw = hashing = _Hashing(raw, digest)
+        if not spec.compression:
+            return io.BufferedReader(hashing, buffer_size=1 << 20), hashing
     if spec.compression == ".zst":
-        return io.BufferedReader(_Zstd(raw), buffer_size=1 << 20)
+        return io.BufferedReader(_Zstd(raw), buffer_size=1 << 20), hashing
     if spec.compression == ".gz":
-        return gzip.GzipFile(fileobj=raw, mode="rb")
-    return raw
+        return _Gzip(raw), hashing
+    return raw, hashing
+
+
+class _Gzip(gzip.GzipFile):
+    """A GzipFile that closes the file under it too."""
+
+    def __init__(self, raw):
+        super().__init__(fileobj=raw, mode="rb")
+        self._under = raw
+
+    def close(self) -> None:
+        try:
+            super().close()
+        finally:
+            self._under.close()
 
 
 _STREAM_ERRORS = (TruncatedError, EOFError, gzip.BadGzipFile, zlib.error)
@@ -171,54 +251,66 @@ def _stream_error(error: BaseException) -> str:
     return str(error)
 
 
-def read_records(spec: ShardSpec, text_field: str = "text") -> Iterator[Record | BadLine]:
-    """Every document of the shard, and a BadLine for each line that cannot be one (see the module docstring)."""
+def read_records(
+    spec: ShardSpec, text_field: str = "text", digest: ShardDigest | None = None
+) -> Iterator[Record | BadLine]:
+    """Every document of the shard, and a BadLine for each line that cannot be one (see the module docstring).
+    `digest`, when given, is fed the whole file as stored once the records are read to the end."""
     import zstandard
 
     stream_errors = (*_STREAM_ERRORS, zstandard.ZstdError)
     if spec.format == "parquet":
         yield from _parquet_records(spec, text_field)
+        if digest is not None:
+            digest.take(file_digest(spec))
         return
-    with _open(spec) as handle:
-        if spec.format == "text":
-            try:
-                data = handle.read()
-            except stream_errors as error:
-                yield BadLine(1, 0, _stream_error(error))
-                return
-            try:
-                yield Record(0, 1, 0, data.decode("utf-8"), None)
-            except UnicodeDecodeError as error:
-                line = data[: error.start].count(b"\n") + 1
-                yield BadLine(line, error.start, f"invalid UTF-8 ({error.reason})")
+    handle, hashing = _open(spec, digest)
+    with handle:
+        yield from _stream_records(spec, handle, text_field, stream_errors)
+        if hashing is not None:
+            hashing.drain()
+
+
+def _stream_records(spec: ShardSpec, handle, text_field: str, stream_errors) -> Iterator[Record | BadLine]:
+    if spec.format == "text":
+        try:
+            data = handle.read()
+        except stream_errors as error:
+            yield BadLine(1, 0, _stream_error(error))
             return
-        offset, line, index = 0, 0, 0
-        while True:
-            try:
-                raw = handle.readline()
-            except stream_errors as error:
-                yield BadLine(line + 1, offset, _stream_error(error))
-                return
-            if not raw:
-                return
-            line += 1
-            start, offset = offset, offset + len(raw)
-            if not raw.strip():
-                continue
-            try:
-                row = json.loads(raw.decode("utf-8"))
-            except UnicodeDecodeError as error:
-                yield BadLine(line, start, f"invalid UTF-8 at byte {start + error.start} ({error.reason})")
-                continue
-            except json.JSONDecodeError as error:
-                yield BadLine(line, start, f"not valid JSON ({error.msg} at column {error.colno})")
-                continue
-            if not isinstance(row, dict) or not isinstance(row.get(text_field), str):
-                what = "a JSON object" if isinstance(row, dict) else type(row).__name__
-                yield BadLine(line, start, f"{what} without a string field {text_field!r}")
-                continue
-            yield Record(index, line, start, row[text_field], row, raw)
-            index += 1
+        try:
+            yield Record(0, 1, 0, data.decode("utf-8"), None)
+        except UnicodeDecodeError as error:
+            line = data[: error.start].count(b"\n") + 1
+            yield BadLine(line, error.start, f"invalid UTF-8 ({error.reason})", data)
+        return
+    offset, line, index = 0, 0, 0
+    while True:
+        try:
+            raw = handle.readline()
+        except stream_errors as error:
+            yield BadLine(line + 1, offset, _stream_error(error))
+            return
+        if not raw:
+            return
+        line += 1
+        start, offset = offset, offset + len(raw)
+        if not raw.strip():
+            continue
+        try:
+            row = json.loads(raw.decode("utf-8"))
+        except UnicodeDecodeError as error:
+            yield BadLine(line, start, f"invalid UTF-8 at byte {start + error.start} ({error.reason})", raw)
+            continue
+        except json.JSONDecodeError as error:
+            yield BadLine(line, start, f"not valid JSON ({error.msg} at column {error.colno})", raw)
+            continue
+        if not isinstance(row, dict) or not isinstance(row.get(text_field), str):
+            what = "a JSON object" if isinstance(row, dict) else type(row).__name__
+            yield BadLine(line, start, f"{what} without a string field {text_field!r}", raw)
+            continue
+        yield Record(index, line, start, row[text_field], row, raw)
+        index += 1
 
 
 def _parquet_records(spec: ShardSpec, text_field: str) -> Iterator[Record | BadLine]:
@@ -238,7 +330,8 @@ def _parquet_records(spec: ShardSpec, text_field: str) -> Iterator[Record | BadL
                 if isinstance(row.get(text_field), str):
                     yield Record(index, index + 1, 0, row[text_field], row)
                 else:
-                    yield BadLine(index + 1, 0, f"row without a string {text_field!r}")
+                    data = json.dumps(row, ensure_ascii=False, default=str).encode() + b"\n"
+                    yield BadLine(index + 1, 0, f"row without a string {text_field!r}", data)
                 index += 1
     except DataError:
         raise
@@ -351,6 +444,18 @@ class Destination:
             local = folder / "part"
             local.write_bytes(data)
             self.put(relative, local)
+
+    def remove_scratch(self) -> list[str]:
+        """Remove the `.partial-*` scratch folders a killed run left here (local only: a bucket gets none);
+        returns their names."""
+        if self.remote or not self.root.is_dir():
+            return []
+        import shutil
+
+        left = sorted(p for p in self.root.glob(".partial-*") if p.is_dir())
+        for folder in left:
+            shutil.rmtree(folder, ignore_errors=True)
+        return [p.name for p in left]
 
     def scratch(self):
         """A temporary folder for files on their way to this destination (on its filesystem when local)."""

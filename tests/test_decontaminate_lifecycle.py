@@ -176,5 +176,6 @@ def test_skip_keeps_every_skipped_line_byte_for_byte_in_a_rejects_file(shared_da
     assert (out / summary["rejects"]["d.txt"]).read_bytes() == (corpus / "d.txt").read_bytes()
     assert summary["shards"]["a.jsonl.zst"]["bad_lines"] == 5 and summary["total"]["bad_lines"] == 7
     assert not (out / "rejects" / "b.jsonl.rejects").exists()
+    assert "rejects/a.jsonl.zst.rejects" in (out / "report.html").read_text()
     kept = zstandard.ZstdDecompressor().decompressobj().decompress((out / "cleaned" / "a.jsonl.zst").read_bytes())
     assert kept == b"".join(good[:5])  # every good line kept, every bad one in the rejects: nothing lost

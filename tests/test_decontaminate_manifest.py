@@ -104,6 +104,8 @@ def test_reproduce_gives_the_same_bytes_and_refuses_a_changed_shard(shared_data,
         p.name: (p.stat().st_size, _sha256(p)) for p in corpus.iterdir()
     }
     assert DecontSummary.from_dict(summary).to_dict() == summary  # typed, and read back whole
+    report = (out / "report.html").read_text()
+    assert _sha256(benchmark_file) in report and "--reproduce OUT/summary.json" in report
 
     again = tmp_path / "again"  # from the summary alone, in another process count, from another folder
     code, text = run(["decontaminate", "--reproduce", out / "summary.json", "--out", again, "--workers", 2], capsys)

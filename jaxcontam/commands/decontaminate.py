@@ -175,7 +175,15 @@ def _reproduce(summary_path: str, out: str, roots, **engine) -> dict:
     index = DecontIndex.build(benchmark_items(loaded), manifest.index.index_settings())
     check_index(manifest, index)
     settings = run_settings_from_dict(manifest.run)
-    return run(index, manifest.corpora, out, settings, benchmarks=sources, shards=shards, **engine)
+    summary = run(index, manifest.corpora, out, settings, benchmarks=sources, shards=shards, **engine)
+    read = {s["label"]: (s["bytes"], s["sha256"]) for s in summary["manifest"]["shards"]}
+    for entry in manifest.shards:  # the bytes each shard was read as
+        if read.get(entry.label) != (entry.bytes, entry.sha256):
+            raise DataError(
+                f"input shard {entry.label} changed while it was read (its bytes as read differ from the manifest's); "
+                f"the outputs in {out} are not the run's: restore the file and reproduce into a fresh --out"
+            )
+    return summary
 
 
 def _echo(summary: dict, out: str) -> None:

@@ -56,6 +56,16 @@ class FileHash:
         return dataclasses.asdict(self)
 
 
+def jaxcontam_version() -> str:
+    """This jaxcontam's version. The package root sits above this layer (it imports detect), so it is not imported
+    here: it is always loaded before any of its modules, and read from `sys.modules` at run time."""
+    import importlib.metadata
+    import sys
+
+    version = getattr(sys.modules.get("jaxcontam"), "__version__", None)
+    return str(version) if version else importlib.metadata.version("jaxcontam")
+
+
 def absolute(location: str | None) -> str | None:
     """A local path made absolute (so the manifest reads the same from any folder); a bucket URL as it is."""
     import os
@@ -412,12 +422,10 @@ def check_index(manifest: Manifest, index) -> None:
             f"{now.tokenizer_sha256} where the manifest has {manifest.index.tokenizer_sha256}); restore it"
         )
     if manifest.index.table_sha256 != now.table_sha256:
-        from jaxcontam import __version__
-
         raise DataError(
             f"the rebuilt n-gram table differs from the run's ({now.table_ngrams} n-grams, sha256 "
             f"{now.table_sha256[:16]}..., where the manifest has {manifest.index.table_ngrams}, "
             f"{manifest.index.table_sha256[:16]}...): the benchmark files are the same, so this jaxcontam "
-            f"({__version__}) makes the items' n-grams otherwise than jaxcontam {manifest.jaxcontam_version} did; "
-            "reproduce with that version"
+            f"({jaxcontam_version()}) makes the items' n-grams otherwise than jaxcontam "
+            f"{manifest.jaxcontam_version} did; reproduce with that version"
         )

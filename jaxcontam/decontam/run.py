@@ -41,6 +41,7 @@ from jaxcontam.decontam.manifest import (
     Manifest,
     ShardEntry,
     absolute,
+    jaxcontam_version,
 )
 from jaxcontam.decontam.matching import POLICIES, Policy, SpanSettings, apply_policy, find_batch
 from jaxcontam.decontam.shards import (
@@ -476,7 +477,6 @@ def _summary(index, stats, items, settings: RunSettings, corpora, seconds, engin
 
 def _typed(summary: dict, index, shards, stats, settings: RunSettings, corpora, benchmarks) -> DecontSummary:
     """summary.json as `DecontSummary`, with the run's manifest."""
-    from jaxcontam import __version__
     from jaxcontam.decontam.shards import file_digest
 
     entries = []
@@ -486,7 +486,7 @@ def _typed(summary: dict, index, shards, stats, settings: RunSettings, corpora, 
             s = s | {"bytes": digest.size, "sha256": digest.sha256}
         entries.append(ShardEntry(shard.label, shard.url, shard.format, shard.compression, s["bytes"], s["sha256"]))
     manifest = Manifest(
-        __version__,
+        jaxcontam_version(),
         tuple(benchmarks),
         IndexEntry.of(index),
         dataclasses.asdict(settings),
@@ -532,10 +532,12 @@ def _report(summary: dict) -> str:
             for name, b in summary["benchmarks"].items()
         ],
     )
+    rejects = summary.get("rejects") or {}
     shards = _table(
-        ["shard", "documents", "matched", "removed", "split", "bad lines", "named"],
+        ["shard", "documents", "matched", "removed", "split", "bad lines", "named", "skipped lines kept in"],
         [
             [name, s["documents"], s["matched"], s["removed"], s["split"], s["bad_lines"], "; ".join(s["bad"][:5])]
+            + [rejects.get(name, "")]
             for name, s in summary["shards"].items()
         ],
     )
@@ -545,5 +547,27 @@ def _report(summary: dict) -> str:
         f"<h1>Decontamination</h1><p>{total['documents']} documents ({total['units']} {summary['units']}), "
         f"{total['matched']} holding a benchmark item, {total['removed']} removed, {total['split']} split; policy "
         f"{html.escape(summary['policy'])}; {total['bad_lines']} bad lines.</p>"
-        f"<h2>Benchmarks</h2>{benchmarks}<h2>Shards</h2>{shards}"
+        f"<h2>Benchmarks</h2>{benchmarks}<h2>Shards</h2>{shards}" + _manifest_html(summary.get("manifest"))
+    )
+
+
+def _manifest_html(manifest: dict | None) -> str:
+    """The manifest: what the run read (benchmark files and rows, the table, the shards), by hash."""
+    if not manifest:
+        return ""
+    files = [
+        [b["name"], b["loaded_split"], b["items"], f["path"], f["bytes"], f["sha256"]]
+        for b in manifest["benchmarks"]
+        for f in b["files"] or [{"path": "(hub)", "bytes": "", "sha256": ""}]
+    ]
+    rows = [[b["name"], b["rows_sha256"]] for b in manifest["benchmarks"]]
+    index = manifest["index"]
+    size = sum(s["bytes"] for s in manifest["shards"])
+    return (
+        f"<h2>Manifest</h2><p>jaxcontam {html.escape(manifest['jaxcontam_version'])}; n-gram table "
+        f"{index['table_ngrams']} n-grams, sha256 {index['table_sha256']}; {len(manifest['shards'])} input shards, "
+        f"{size} bytes (each with its sha256 in summary.json). Repeat the run: "
+        "<code>jaxcontam decontaminate --reproduce OUT/summary.json --out OUT2</code>.</p>"
+        + _table(["benchmark", "split", "items", "file", "bytes", "sha256"], files)
+        + _table(["benchmark", "rows sha256"], rows)
     )

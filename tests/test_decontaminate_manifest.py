@@ -132,17 +132,26 @@ def test_reproduce_gives_the_same_bytes_and_refuses_a_changed_shard(shared_data,
     assert code == 2 and "missing: c.jsonl.gz" in text
 
 
-def test_reproduce_refuses_a_changed_benchmark_file(shared_data, benchmark_file, tmp_path, capsys):
+def test_reproduce_from_another_folder_and_a_changed_benchmark_file(
+    shared_data, benchmark_file, tmp_path, capsys, monkeypatch
+):
     corpus = tmp_path / "corpus"
     corpus.mkdir()
     (corpus / "a.jsonl").write_text(json.dumps({"text": "nothing of any benchmark here at all"}) + "\n")
     bench = tmp_path / "gsm8k.jsonl"
     shutil.copy(benchmark_file, bench)
     out = tmp_path / "out"
+    monkeypatch.chdir(tmp_path)  # relative paths, read back from another folder
     code, text = run(
-        ["decontaminate", "--benchmark", "gsm8k", "--path", bench, "--corpus", corpus, "--out", out], capsys
+        ["decontaminate", "--benchmark", "gsm8k", "--path", "gsm8k.jsonl", "--corpus", "corpus"] + ["--out", "out"],
+        capsys,
     )
     assert code == 0, text
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    code, text = run(["decontaminate", "--reproduce", out / "summary.json", "--out", "again"], capsys)
+    assert code == 0, text
+    assert (tmp_path / "elsewhere" / "again" / "cleaned" / "a.jsonl").read_bytes() == (corpus / "a.jsonl").read_bytes()
     lines = bench.read_text().splitlines(keepends=True)
     bench.write_text("".join(lines[:-1]))  # one row fewer
     code, text = run(["decontaminate", "--reproduce", out / "summary.json", "--out", tmp_path / "again"], capsys)

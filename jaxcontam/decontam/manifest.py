@@ -144,6 +144,7 @@ def load_benchmarks(
 ) -> tuple[list[Any], tuple[BenchmarkSource, ...]]:
     """The benchmarks (`data.load_benchmark`) and how each was loaded, for the manifest."""
     from jaxcontam.data import load_benchmark
+    from jaxcontam.data.registry import resolve_spec
 
     if path is not None and len(names) > 1:
         raise DataError("--path names one benchmark's files; give one --benchmark with it, or drop --path")
@@ -152,6 +153,8 @@ def load_benchmarks(
         benchmark = load_benchmark(name, split=split or None, path=path, roots=roots)
         loaded.append(benchmark)
         files = _benchmark_files(name, path, split, roots)
+        if resolve_spec(str(name)) is None and not str(name).startswith("lm_eval:") and Path(str(name)).exists():
+            name = str(absolute(str(name)))  # a benchmark file named by its path: from anywhere
         sources.append(
             BenchmarkSource(name, absolute(path), split, benchmark.split, len(benchmark), rows_sha256(benchmark), files)
         )
@@ -196,6 +199,8 @@ class IndexEntry:
     @classmethod
     def of(cls, index) -> IndexEntry:
         settings = dataclasses.asdict(index.settings) | {"n": index.n, "fields": list(index.settings.fields)}
+        if settings.get("tokenizer") and Path(str(settings["tokenizer"])).exists():  # a local file: from anywhere
+            settings["tokenizer"] = absolute(str(settings["tokenizer"]))
         tokenizer = None if index.units is None else index.units.sha256
         return cls(settings, tokenizer, index.table.checksum, len(index.table.keys))
 

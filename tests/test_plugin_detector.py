@@ -11,8 +11,9 @@ from click.testing import CliRunner
 from helpers import small_toml
 from jaxcontam.cli import cli
 from jaxcontam.commands.verdicts import gate_exit_code
-from jaxcontam.detect.stages import BUILT_IN, STAGES, unregister
+from jaxcontam.detect.stages import BUILT_IN, STAGES
 from jaxcontam.report.summary_schema import read_summary
+from jaxcontam.report.views import VIEWS, register_detector, unregister_detector
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "adding_a_detector.md"
 
@@ -32,8 +33,8 @@ def word_order():
     namespace: dict = {"__name__": "word_order_example"}
     exec(compile(example_code(), str(DOC), "exec"), namespace)  # noqa: S102 - the repository's own documentation
     yield namespace["WORD_ORDER_STAGE"]
-    unregister("word_order")
-    assert tuple(STAGES) == BUILT_IN
+    unregister_detector("word_order")
+    assert tuple(STAGES) == BUILT_IN and tuple(VIEWS) == BUILT_IN
 
 
 def test_the_documented_plugin_runs_in_an_audit_and_shows_itself(word_order, tmp_path):
@@ -57,10 +58,9 @@ def test_the_documented_plugin_runs_in_an_audit_and_shows_itself(word_order, tmp
 
 
 def test_a_taken_name_is_refused_and_a_built_in_stays(word_order):
-    from jaxcontam.detect.stages import register
     from jaxcontam.errors import JaxcontamError
 
     with pytest.raises(JaxcontamError, match="'word_order' is already registered"):
-        register(word_order)
+        register_detector(word_order)
     with pytest.raises(JaxcontamError, match="'pacost' is a built-in detector"):
-        unregister("pacost")
+        unregister_detector("pacost")

@@ -21,15 +21,15 @@ def echo_verdicts(summary: AuditSummary, out) -> None:
     """One line per (model, benchmark): accuracy, then each registered detector's console phrase (its headline test,
     p, adjusted p and verdict; a test that could not run reads "no test: <reason>", never as a verdict)."""
     from jaxcontam.detect.stages import STAGES
+    from jaxcontam.report.views import view_of
 
     for run in summary.runs:
         accuracy = "acc -" if run.accuracy is None else f"acc {run.accuracy.acc:.3f}"  # None: a run without one
         parts = [f"{run.model} | {run.benchmark}:{run.split} ({run.n_items} items)", accuracy]
-        parts += [
-            stage.console(run.results[name])
-            for name, stage in STAGES.items()
-            if name in run.results and stage.console is not None
-        ]
+        for name in STAGES:
+            console = view_of(name).console
+            if name in run.results and console is not None:
+                parts.append(console(run.results[name]))
         click.echo("  ".join(parts))
     if any(v.note for run in summary.runs for v in run.verdicts):
         click.echo(

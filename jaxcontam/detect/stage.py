@@ -3,10 +3,11 @@
 
 A `DetectorStage` names the detector, its settings type and config table, its per-item work (`records`, run in
 chunks that `jaxcontam audit` stores and resumes under `resume_key`), the columns it derives per item, its result
-(`result`, from every item's row), its headline verdict (three outcomes: `detect.verdict.Verdict`) and how it shows
-itself (a console phrase, a report section). The console, the report and the audit's multiple-testing sweep loop
-over the registry and name no detector. The built-in stages and the registry are in `detect.stages`; adding a
-detector is its own module plus one `detect.stages.register` call (docs/adding_a_detector.md).
+(`result`, from every item's row) and its headline verdict (three outcomes: `detect.verdict.Verdict`); its view
+(console phrase, report section, figures) lives in the report layer (`report.views`). The console, the report and
+the audit's multiple-testing sweep loop over the registry and name no detector. The built-in stages and the registry
+are in `detect.stages`; adding a detector is its own module plus one `report.views.register_detector` call
+(docs/adding_a_detector.md).
 """
 
 from __future__ import annotations
@@ -93,8 +94,8 @@ class DetectorStage(Generic[Settings, Result]):
     headline(result, alpha): its headline verdict at the audit's level (None: the detector states no verdict, e.g.
         scores without a test); a verdict with `swept` enters the audit's multiple-testing family, and `decide(result,
         decision)` gives the result with the sweep's decision on it.
-    console(result): its phrase on the console's line for the run; section(result, figures): its report section
-        (HTML; `figures`: the run's plots by kind); figures(run, items, plots_dir, stem): its plots.
+    title: its name as a reader sees it; how it shows itself on the console and in the report is its view, in the
+        report layer (`report.views.DetectorView`, registered with it by `report.views.register_detector`).
     parse_table(table, where): its settings from its config table (`[name]`, keys checked); None: the settings
         type's fields, checked by `dataclass_config.table_values`.
     """
@@ -111,9 +112,6 @@ class DetectorStage(Generic[Settings, Result]):
     title: str = ""
     headline: Callable[[Result, float], Verdict | None] | None = None
     decide: Callable[[Result, SweepDecision], Result] | None = None
-    console: Callable[[Result], str] | None = None
-    section: Callable[[Result, Mapping[str, Any]], str] | None = None
-    figures: Callable[[Any, list[dict], Any, str], dict[str, Any]] | None = None
     parse_table: Callable[[dict, str], Settings] | None = None
 
     @property

@@ -23,6 +23,7 @@ from jaxcontam.report import plots
 from jaxcontam.report.formatting import value
 from jaxcontam.report.html_parts import LABELS, figure, head, label, row, table, text, verdict_badge
 from jaxcontam.report.summary_schema import AuditSummary, RunEntry
+from jaxcontam.report.views import view_of
 from jaxcontam.storage import publish
 
 CSS = """
@@ -140,9 +141,10 @@ def _items_of(run: RunEntry, items: list[dict]) -> list[dict]:
 def _run_figures(run: RunEntry, items_of_run: list[dict], plots_dir: Path, stem: str) -> dict[str, Path]:
     """The PNGs of one run, by kind, drawn by the detectors that ran and have figures."""
     figures = {}
-    for name, stage in STAGES.items():
-        if name in run.results and stage.figures is not None:
-            figures |= stage.figures(run, items_of_run, plots_dir, stem)
+    for name in STAGES:
+        draw = view_of(name).figures
+        if name in run.results and draw is not None:
+            figures |= draw(run, items_of_run, plots_dir, stem)
     return figures
 
 
@@ -281,12 +283,13 @@ def _sweep_section(sweep: Sweep | None, alpha, png: Path | None) -> str:
 def _run_section(run: RunEntry, stem: str, figures: dict[str, Path]) -> str:
     parts = [f'<section class="run" id="run-{stem}">', _run_heading(run)]
     for name, stage in STAGES.items():
-        if stage.section is None:
+        section = view_of(name).section
+        if section is None:
             continue
         parts.append(f"<h3>{escape(stage.heading)}</h3>")
         result = run.results.get(name)
         parts.append(
-            stage.section(result, figures)
+            section(result, figures)
             if result is not None
             else f'<p class="muted">{escape(stage.heading)} did not run for this model and benchmark.</p>'
         )

@@ -31,36 +31,6 @@ def _headline(result: ContamResult, alpha: float) -> Verdict:
     )
 
 
-def _console(result: ContamResult) -> str:
-    from jaxcontam.report.formatting import gain_verdict, number
-
-    headline = result.headline
-    test = (
-        f"max-z test p={number(headline.pvalue)} {gain_verdict(headline)}"
-        if headline.status.ran
-        else f"max-z test: {headline.status.label}"
-    )
-    selected = (
-        f"EPG={headline.epg:+.3f} z={headline.z:.2f} at >= {headline.threshold:.2f} "
-        f"({headline.frac_contaminated:.0%} contaminated)"
-        if headline.threshold is not None
-        else "no threshold qualifies"
-    )
-    return f"ConTAM {result.metric}: {selected}; {test}"
-
-
-def _section(result: ContamResult, figures) -> str:
-    from jaxcontam.report.sections import contam_section
-
-    return contam_section(result, figures)
-
-
-def _figures(run, items, plots_dir, stem) -> dict:
-    from jaxcontam.report import plots
-
-    return {"contam": plots.contam_curve_png(run, plots_dir / f"{stem}-contam.png")}
-
-
 CONTAM_STAGE = DetectorStage(
     name="contam",
     settings_type=ContamSettings,
@@ -71,7 +41,4 @@ CONTAM_STAGE = DetectorStage(
     result_clock="epg",
     title="ConTAM",
     headline=_headline,
-    console=_console,
-    section=_section,
-    figures=_figures,
 )

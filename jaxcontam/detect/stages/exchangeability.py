@@ -24,19 +24,6 @@ def _headline(result: ExchangeabilityResult, alpha: float) -> Verdict:
     )
 
 
-def _console(result: ExchangeabilityResult) -> str:
-    from jaxcontam.report.formatting import number
-
-    outcome = result.status
-    return f"exchangeability p={number(result.pvalue)}" if outcome.ran else f"exchangeability {outcome.label}"
-
-
-def _section(result: ExchangeabilityResult, figures) -> str:
-    from jaxcontam.report.sections import exchangeability_section
-
-    return exchangeability_section(result, figures)
-
-
 EXCHANGEABILITY_STAGE = DetectorStage(
     name="exchangeability",
     settings_type=ExchangeabilitySettings,
@@ -47,6 +34,4 @@ EXCHANGEABILITY_STAGE = DetectorStage(
     result_clock="score",
     title="Exchangeability (Oren et al.)",
     headline=_headline,
-    console=_console,
-    section=_section,
 )

@@ -37,12 +37,6 @@ def _read_entry(entry: dict) -> dict[str, DetectorSummary]:
     return {name: DetectorSummary.from_dict(summary) for name, summary in entry.items()}
 
 
-def _section(result: dict[str, DetectorSummary], figures) -> str:
-    from jaxcontam.report.sections import likelihood_section
-
-    return likelihood_section(result, figures)
-
-
 LIKELIHOOD_STAGE = DetectorStage(
     name="likelihood",
     settings_type=LikelihoodSettings,
@@ -52,5 +46,4 @@ LIKELIHOOD_STAGE = DetectorStage(
     summary_entry=_summary_entry,
     read_entry=_read_entry,
     title="Likelihood detectors",
-    section=_section,
 )

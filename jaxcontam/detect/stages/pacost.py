@@ -77,37 +77,6 @@ def _headline(result: PacostResult, alpha: float) -> Verdict:
     )
 
 
-def _console(result: PacostResult) -> str:
-    """The headline test's p (adjusted) and verdict; with a calibrated headline, the authors' p beside it."""
-    from jaxcontam.report.formatting import number, pacost_verdict
-
-    status = result.headline_status
-    test = result.headline_test
-    if not status.ran:
-        line = f"{test}: {status.label}"
-    else:
-        line = (
-            f"{test} p={number(result.headline_pvalue)} adj={number(result.pvalue_adjusted)} "
-            f"{pacost_verdict(result)} (correction {result.correction})"
-        )
-    if result.calibrated is not None:
-        authors = result.verdict
-        line += "; authors' test " + (f"p={number(authors.pvalue)}" if authors.status.ran else authors.status.label)
-    return line
-
-
-def _section(result: PacostResult, figures) -> str:
-    from jaxcontam.report.sections import pacost_section
-
-    return pacost_section(result, figures)
-
-
-def _figures(run, items, plots_dir, stem) -> dict:
-    from jaxcontam.report import plots
-
-    return {"confidence": plots.confidence_png(run, items, plots_dir / f"{stem}-confidence.png")}
-
-
 PACOST_STAGE = DetectorStage(
     name="pacost",
     settings_type=PacostSettings,
@@ -120,7 +89,4 @@ PACOST_STAGE = DetectorStage(
     title="PaCoST",
     headline=_headline,
     decide=lambda result, decision: dataclasses.replace(result, decision=decision),
-    console=_console,
-    section=_section,
-    figures=_figures,
 )

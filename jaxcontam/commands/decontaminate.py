@@ -146,7 +146,6 @@ def _reproduce(summary_path: str, out: str, roots, **engine) -> dict:
         check_shards,
         load_benchmarks,
         read_summary,
-        run_settings_from_dict,
     )
     from jaxcontam.decontam.run import decontaminate as run
     from jaxcontam.decontam.shards import list_shards
@@ -174,7 +173,7 @@ def _reproduce(summary_path: str, out: str, roots, **engine) -> dict:
     check_benchmarks(manifest, sources)
     index = DecontIndex.build(benchmark_items(loaded), manifest.index.index_settings())
     check_index(manifest, index)
-    settings = run_settings_from_dict(manifest.run)
+    settings = RunSettings.from_dict(manifest.run)
     summary = run(index, manifest.corpora, out, settings, benchmarks=sources, shards=shards, **engine)
     read = {s["label"]: (s["bytes"], s["sha256"]) for s in summary["manifest"]["shards"]}
     for entry in manifest.shards:  # the bytes each shard was read as

@@ -230,21 +230,6 @@ class IndexEntry:
         }
 
 
-def run_settings_dict(settings) -> dict[str, Any]:
-    return dataclasses.asdict(settings)
-
-
-def run_settings_from_dict(entry: Mapping[str, Any]):
-    from jaxcontam.decontam.matching import SpanSettings
-    from jaxcontam.decontam.run import RunSettings
-
-    names = {f.name for f in dataclasses.fields(RunSettings)}
-    values = {k: v for k, v in entry.items() if k in names}
-    if "spans" in values:
-        values["spans"] = SpanSettings(**values["spans"])
-    return RunSettings(**values)
-
-
 @dataclasses.dataclass(frozen=True)
 class Manifest:
     """What a run needs to be repeated (see the module docstring)."""
@@ -252,7 +237,7 @@ class Manifest:
     jaxcontam_version: str
     benchmarks: tuple[BenchmarkSource, ...]
     index: IndexEntry
-    run: Mapping[str, Any]  # RunSettings as a dict (`run_settings_from_dict` reads it back)
+    run: Mapping[str, Any]  # RunSettings as a dict (`decontam.run.RunSettings.from_dict` reads it back)
     corpora: tuple[str, ...]  # as given, local ones made absolute
     shards: tuple[ShardEntry, ...]
 

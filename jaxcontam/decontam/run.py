@@ -25,7 +25,7 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import FIRST_EXCEPTION, ProcessPoolExecutor, wait
 from pathlib import Path
 from typing import Any, Literal
@@ -79,6 +79,15 @@ class RunSettings:
             raise DataError(f"--policy {self.policy}: choose one of {', '.join(POLICIES)}")
         if self.on_bad_line not in ("stop", "skip"):
             raise DataError(f"--on-bad-line {self.on_bad_line}: choose stop or skip")
+
+    @classmethod
+    def from_dict(cls, entry: Mapping[str, Any]) -> RunSettings:
+        """The settings a manifest recorded (`dataclasses.asdict`); keys it does not know are left out."""
+        names = {f.name for f in dataclasses.fields(cls)}
+        values = {k: v for k, v in entry.items() if k in names}
+        if "spans" in values:
+            values["spans"] = SpanSettings(**values["spans"])
+        return cls(**values)
 
 
 def marker(shard: ShardSpec) -> str:

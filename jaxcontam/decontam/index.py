@@ -143,6 +143,22 @@ def _multipliers(n: int) -> np.ndarray:
     return (np.random.default_rng(0x5EED + n).integers(1, 2**63, size=n, dtype=np.uint64) * 2 + 1).astype(np.uint64)
 
 
+def _bitmap(keys: np.ndarray) -> tuple[int, np.ndarray]:
+    """(bits, bitmap): one bit per value of the keys' top `bits` bits, set where a key has it (about 1/16 full)."""
+    bits = max(16, int(np.ceil(np.log2(max(len(keys), 1) * 16))))
+    bitmap = np.zeros(1 << (bits - 3), np.uint8)
+    top = (keys >> np.uint64(64 - bits)).astype(np.int64)
+    np.bitwise_or.at(bitmap, top >> 3, (1 << (top & 7)).astype(np.uint8))
+    return bits, bitmap
+
+
+def _maybe(bitmap: tuple[int, np.ndarray], keys: np.ndarray) -> np.ndarray:
+    """bool: the keys whose top bits are set in the bitmap (every key of the set, and a few others)."""
+    bits, table = bitmap
+    top = (keys >> np.uint64(64 - bits)).astype(np.int64)
+    return ((table[top >> 3] >> (top & 7).astype(np.uint8)) & 1).astype(bool)
+
+
 def _pad_offset(multipliers: np.ndarray, length: int, n: int) -> np.uint64:
     """What PAD adds to the key of a row of `length` units padded to n: the keys of a window of `length` units
     plus this equal the padded row's key."""
@@ -181,10 +197,15 @@ class DecontIndex:
         self._keys, self._rows = keys[order], order.astype(np.int32)
         if len(np.unique(self._keys)) != rows:
             raise DataError("two benchmark n-grams share a 64-bit key; rebuild with another --n")
-        self._bits = max(16, int(np.ceil(np.log2(max(rows, 1) * 16))))
-        self._bitmap = np.zeros(1 << (self._bits - 3), np.uint8)
-        top = (self._keys >> np.uint64(64 - self._bits)).astype(np.int64)
-        np.bitwise_or.at(self._bitmap, top >> 3, (1 << (top & 7)).astype(np.uint8))
+        self._bits, self._bitmap = _bitmap(self._keys)
+        # short rows of two units or more: a bitmap of their first two units' key, the one check every position gets
+        # before the short lengths are probed (only where a short row can start)
+        self._prefix = None
+        if self._short and self._short[0][0] >= 2:
+            first = table.ngrams[self.row_length < self.n, :2].astype(np.uint64)
+            with np.errstate(over="ignore"):
+                prefix = first[:, 0] * multipliers_for(self.n)[0] + first[:, 1] * multipliers_for(self.n)[1]
+            self._prefix = _bitmap(prefix)
         # row -> items holding it (CSR)
         positions = np.flatnonzero(table.position_ngram >= 0)
         item_of = np.searchsorted(table.items.item_offsets, positions, side="right") - 1
@@ -271,40 +292,47 @@ class DecontIndex:
         keys = units[:windows] * multipliers[0]  # keys[i]: the key of the window of j+1 units at i, after step j
         found_starts, found_rows = [], []
         short = dict(self._short)
+        candidates: np.ndarray | None = None  # where a short row can start (its first two units), once known
         with np.errstate(over="ignore"):
             for j in range(min(n, len(ids))):  # no window is longer than the text
                 if j:
                     count = min(windows, len(ids) - j)
                     keys[:count] += units[j : j + count] * multipliers[j]
                 length = j + 1
+                if length == 2 and self._prefix is not None:
+                    candidates = np.flatnonzero(_maybe(self._prefix, keys[: len(ids) - 1]))
                 if length == n:
-                    starts, rows = self._probe(ids, keys[: len(ids) - n + 1], np.uint64(0), n, doc_ends)
+                    hits = self._probe(ids, None, keys[: len(ids) - n + 1], np.uint64(0), n, doc_ends)
+                elif length in short and candidates is not None:
+                    starts = candidates[candidates <= len(ids) - length]
+                    hits = self._probe(ids, starts, keys[starts], short[length], length, doc_ends)
                 elif length in short:
-                    starts, rows = self._probe(ids, keys[: len(ids) - length + 1], short[length], length, doc_ends)
+                    hits = self._probe(ids, None, keys[: len(ids) - length + 1], short[length], length, doc_ends)
                 else:
                     continue
-                found_starts.append(starts)
-                found_rows.append(rows)
+                found_starts.append(hits[0])
+                found_rows.append(hits[1])
         starts, rows = np.concatenate(found_starts), np.concatenate(found_rows)
         if len(found_starts) > 1 and len(starts):
             order = np.lexsort((self.row_length[rows], starts))
             starts, rows = starts[order], rows[order]
         return Hits(starts.astype(np.int64), rows.astype(np.int32))
 
-    def _probe(self, ids, keys, offset, length: int, doc_ends) -> tuple[np.ndarray, np.ndarray]:
-        """(starts, rows) of the windows of `length` units (keys given) that are rows of that length."""
+    def _probe(self, ids, starts, keys, offset, length: int, doc_ends) -> tuple[np.ndarray, np.ndarray]:
+        """(starts, rows) of the windows of `length` units at `starts` (every position where None; their keys
+        given) that are rows of that length."""
         if not len(keys):
             return np.zeros(0, np.int64), np.zeros(0, np.int32)
         if offset:
             keys = keys + offset
-        top = (keys >> np.uint64(64 - self._bits)).astype(np.int64)
-        maybe = (self._bitmap[top >> 3] >> (top & 7).astype(np.uint8)) & 1
-        starts = np.flatnonzero(maybe)
+        maybe = np.flatnonzero(_maybe((self._bits, self._bitmap), keys))
+        starts, keys = (maybe if starts is None else starts[maybe]), keys[maybe]
         if doc_ends is not None and len(starts):  # a window must end inside its document
             end_of = doc_ends[np.searchsorted(doc_ends, starts, side="right")]
-            starts = starts[starts + length <= end_of]
-        where = np.minimum(np.searchsorted(self._keys, keys[starts]), len(self._keys) - 1)
-        found = self._keys[where] == keys[starts]
+            inside = starts + length <= end_of
+            starts, keys = starts[inside], keys[inside]
+        where = np.minimum(np.searchsorted(self._keys, keys), len(self._keys) - 1)
+        found = self._keys[where] == keys
         starts, rows = starts[found], self._rows[where[found]]
         if len(starts):
             same = (ids[starts[:, None] + np.arange(length)] == self.table.ngrams[rows, :length]).all(axis=1)

@@ -1,24 +1,32 @@
-"""Recall on reformatted copies and false positives on clean text: jaxcontam's word and token modes vs the Janitor
-and datatrove.
+"""Recall on copies of the datasets' own text, reformatted, and false positives on clean text: jaxcontam's word and
+token modes vs lm-eval's Janitor and datatrove.
 
-200 items (50 each of GSM8K test, MMLU test, HellaSwag validation, TruthfulQA), each the text the model sees, are
-planted into 200 host documents (Pile records and 1,500-character pieces of the Gutenberg books, Shakespeare and
-the addresses) in six forms:
+400 items (100 each of GSM8K test, MMLU test, HellaSwag validation, TruthfulQA), each copied as the dataset holds
+it: its question, a line break, its answer (`dataset_copy`: the question field, the context before it where the
+dataset has one; GSM8K's solution, the gold option's text, TruthfulQA's best answer), with none of the labels or
+template words of a prompt. Each copy is planted into a host document (Pile records and 1,500-character pieces of
+the Gutenberg books, Shakespeare and the addresses) in six forms:
   1 verbatim; 2 re-wrapped at 40 columns (`fmt`-style: lines broken at spaces only); 3 a markdown quote (odd
   items) or a markdown list of its lines (even items); 4 HTML-escaped (`html.escape`); 5 lowercased; 6 a dataset
   JSON row ({"question": ..., "answer": ...} as `json.dumps` writes it).
-10,000 other host documents hold nothing planted (false positives). A document counts as flagged when the tool
-finds any benchmark n-gram in it.
-  jaxcontam words   gpt3 rule, 13-grams of the item as the model sees it;
-  jaxcontam tokens  GPT-2 tokens, 8-grams (`ngram`'s default) and 13-grams;
-  Janitor           lm-eval's, Python mode, 13-grams of the same item texts;
-  datatrove         NGramsDecontFilter, its defaults: NLTK words, 12-grams of the answer and the question/answer
-                    overlap (the question is the item's question side, the answer its answer side).
+A seventh column plants jaxcontam's own rendering of the item (`item.whole`: the prompt's labels, MMLU's lettered
+options) for comparison: it is not the dataset's text.
+Every other document of the shared clean text (the rest of the Pile records whole, and of the pieces) holds
+nothing planted (false positives). A document counts as flagged when the tool finds any benchmark n-gram in it.
+  jaxcontam words          gpt3 rule, 13-grams, the default: the item's question and answer as one text (no
+                           labels), an item shorter than 13 words matched whole down to the floor;
+  jaxcontam words, prompt  the same rule on the rendering (`--fields prompt`, the default before 2026-11-28);
+  jaxcontam tokens         GPT-2 tokens, 8-grams (`ngram`'s default) and 13-grams, default fields;
+  Janitor                  lm-eval's, Python mode, 13-grams of the same question-and-answer texts;
+  datatrove                NGramsDecontFilter, its defaults: NLTK words, 12-grams of the answer and the
+                           question/answer overlap.
 Writes recall.json and recall.md beside this file. Usage: .venv/bin/python experiments/decontamination/recall.py
+[--per-benchmark 100] [--clean all|N]
 """
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import gzip
 import html
@@ -29,6 +37,7 @@ import random
 import sys
 import tempfile
 import textwrap
+import time
 import types
 from pathlib import Path
 
@@ -37,21 +46,27 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[2]
 DATA = Path(os.environ.get("JAXCONTAM_SHARED_DATA", REPO.parent / "shared" / "data"))
 FORMS = ("verbatim", "rewrapped_40", "markdown", "html_escaped", "lowercased", "json_row")
+LABELLED = "labelled_rendering"
 BENCHMARKS = {"gsm8k": {"split": "test"}, "mmlu": {}, "hellaswag": {}, "truthfulqa": {}}
 
 
-def hosts(count: int, rng: random.Random) -> list[str]:
+def clean_texts() -> list[str]:
+    """The shared clean text as documents: every Pile record whole, and 1,500-character pieces of the books."""
     texts = []
     for path in sorted((DATA / "mimir_pile_nonmembers").rglob("*.jsonl.gz")):
         with gzip.open(path, "rt", encoding="utf-8") as f:
-            texts += [json.loads(line)["text"][:6000] for line in f]
+            texts += [json.loads(line)["text"] for line in f]
     books = sorted((DATA / "corpus_gutenberg" / "books").glob("*.txt")) + sorted((DATA / "corpus_misc").rglob("*.txt"))
     for path in books:
         book = path.read_bytes().decode("utf-8", "replace")  # one address file holds Latin-1 bytes
         texts += [book[i : i + 1500] for i in range(0, len(book), 1500)]
-    texts = [t for t in texts if len(t.split()) >= 20]
-    rng.shuffle(texts)
-    return texts[:count]
+    return [t for t in texts if len(t.split()) >= 20]
+
+
+def dataset_copy(item) -> tuple[str, str]:
+    """(question, answer) as the dataset holds them: no prompt labels, no template words."""
+    question = f"{item.context} {item.question}" if item.context else item.question
+    return question, str(item.meta.get("solution", item.answer_text))
 
 
 def form(text: str, question: str, answer: str, name: str, k: int) -> str:
@@ -78,6 +93,10 @@ def plant(host: str, copy: str, rng: random.Random) -> str:
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--per-benchmark", type=int, default=100)
+    parser.add_argument("--clean", default="all", help="clean documents: all, or the first N")
+    args = parser.parse_args()
     os.environ.setdefault("JAX_PLATFORMS", "cpu")
     sys.path.insert(0, str(REPO))
     from jaxcontam.data import load_benchmark
@@ -85,22 +104,43 @@ def main() -> None:
 
     rng = random.Random(0)
     loaded = [load_benchmark(name, path=None, **options) for name, options in BENCHMARKS.items()]
-    items = []
+    items, copies = [], []
     for benchmark in loaded:
-        chosen = benchmark_items([benchmark])
-        items += rng.sample(chosen, 50)
-    documents = hosts(200 * len(FORMS) + 10_000, rng)
-    planted = {name: [] for name in FORMS}
-    for f, name in enumerate(FORMS):
-        for k, item in enumerate(items):
-            copy = form(item.whole, item.question, item.answer, name, k)
-            planted[name].append(plant(documents[f * 200 + k], copy, rng))
-    clean = documents[200 * len(FORMS) :]
-    print(f"{len(items)} items, {len(clean)} clean documents")
+        sides = benchmark_items([benchmark])
+        for k in sorted(rng.sample(range(len(sides)), args.per_benchmark)):
+            items.append(sides[k])
+            copies.append(dataset_copy(benchmark.items[k]))
+    documents = clean_texts()
+    rng.shuffle(documents)
+    columns = (*FORMS, LABELLED)
+    hosts = [d[:6000] for d in documents[: len(items) * len(columns)]]
+    planted = {name: [] for name in columns}
+    for f, name in enumerate(columns):
+        for k, (item, (question, answer)) in enumerate(zip(items, copies)):
+            text = item.whole if name == LABELLED else f"{question}\n{answer}"
+            copy = form(text, question, answer, "verbatim" if name == LABELLED else name, k)
+            planted[name].append(plant(hosts[f * len(items) + k], copy, rng))
+    clean = documents[len(hosts) :]
+    if args.clean != "all":
+        clean = clean[: int(args.clean)]
+    clean_words = sum(len(t.split()) for t in clean)
+    print(f"{len(items)} items, {len(clean)} clean documents ({clean_words:,} words)", flush=True)
+    benchmark_of = np.array([i.benchmark for i in items])
 
     def flags(tool) -> dict[str, object]:
-        out: dict[str, object] = {name: float(np.mean(tool(planted[name]))) for name in FORMS}
-        out["false_positive_documents"] = int(np.sum(tool(clean)))
+        start = time.perf_counter()
+        out: dict[str, object] = {}
+        per_benchmark: dict[str, dict[str, float]] = {}
+        for name in columns:
+            found = np.asarray(tool(planted[name]), bool)
+            out[name] = float(found.mean())
+            for b in dict.fromkeys(benchmark_of):
+                per_benchmark.setdefault(b, {})[name] = float(found[benchmark_of == b].mean())
+        flagged = np.asarray(tool(clean), bool)
+        out["false_positive_documents"] = int(flagged.sum())
+        out["per_benchmark"] = per_benchmark
+        out["seconds"] = round(time.perf_counter() - start, 1)
+        print(json.dumps(out), flush=True)
         return out
 
     results = {}
@@ -113,20 +153,26 @@ def main() -> None:
 
     words_index = DecontIndex.build(items)
     results["jaxcontam words (gpt3, 13)"] = flags(ours(words_index))
-    missed = [i.key for i, r in zip(items, find_batch(words_index, planted["verbatim"])) if not r.matches]
-    print("verbatim copies missed in word mode:", missed, [len(words(i.whole)) for i in items if i.key in missed])
+    missed = [
+        {"item": i.key, "words": len(words(q + " " + a))}
+        for i, (q, a), r in zip(items, copies, find_batch(words_index, planted["verbatim"]))
+        if not r.matches
+    ]
+    print("verbatim copies missed in word mode:", missed)
+    results["jaxcontam words, --fields prompt (gpt3, 13)"] = flags(
+        ours(DecontIndex.build(items, IndexSettings(fields=("prompt",))))
+    )
     tiktoken = str(DATA / "gpt2_tokenizer_whisper" / "gpt2.tiktoken")
     for n in (8, 13):
         index = DecontIndex.build(items, IndexSettings(unit="tokens", tokenizer=tiktoken, n=n))
         results[f"jaxcontam tokens (GPT-2, {n})"] = flags(ours(index))
-    print(json.dumps(results, indent=1))
 
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
         from lm_eval.decontamination import janitor as janitor_module
 
         janitor = janitor_module.Janitor()
-    for item in items:
-        janitor.register_contaminant_python(item.whole)
+    for question, answer in copies:
+        janitor.register_contaminant_python(f"{question} {answer}")
 
     def janitor_tool(texts):
         return [
@@ -161,28 +207,40 @@ def main() -> None:
     nltk_words = NltkWords("english")
     indexer = types.SimpleNamespace(config=config, tokenizer=nltk_words, hash_func=create_hash_func(config.hash_config))
     with tempfile.TemporaryDirectory() as folder:
-        hashes = {h for i in items for h in NGramsDecontIndexer.compute_hashes(indexer, i.answer, i.question)}
+        hashes = {h for q, a in copies for h in NGramsDecontIndexer.compute_hashes(indexer, a, q)}
         np.array(sorted(hashes), dtype="<u8").tofile(f"{folder}/items.index.hashes")
         flt = NGramsDecontFilter(folder, config=config, language=nltk_words)
         results["datatrove (12, answer + overlap)"] = flags(
             lambda texts: [flt.filter(Document(text=t, id=str(k))) is not True for k, t in enumerate(texts)]
         )
-        ours_like = DecontIndex.build(items, IndexSettings(preset="datatrove", fields=("answer", "overlap")))
-        results["jaxcontam words (datatrove preset, 12, answer + overlap)"] = flags(ours(ours_like))
+    ours_like = DecontIndex.build(items, IndexSettings(preset="datatrove", fields=("answer", "overlap"), floor=12))
+    results["jaxcontam words (datatrove preset, 12, answer + overlap, floor 12)"] = flags(ours(ours_like))
 
     here = Path(__file__).parent
     summary = {
+        "date": time.strftime("%Y-%m-%d"),
         "items": len(items),
+        "per_benchmark": args.per_benchmark,
         "clean_documents": len(clean),
+        "clean_words": clean_words,
         "missed_verbatim_word_mode": missed,
         "results": results,
     }
     (here / "recall.json").write_text(json.dumps(summary, indent=2) + "\n")
-    header = "| tool | " + " | ".join(FORMS) + " | false positives (of 10,000) |\n|---|" + "---|" * (len(FORMS) + 1)
+    header = (
+        "| tool | "
+        + " | ".join(columns)
+        + f" | false positives (of {len(clean):,}) |\n|---|"
+        + "---|" * (len(columns) + 1)
+    )
     lines = [header] + [
-        f"| {tool} | " + " | ".join(f"{row[f]:.3f}" for f in FORMS) + f" | {row['false_positive_documents']} |"
+        f"| {tool} | " + " | ".join(f"{row[f]:.3f}" for f in columns) + f" | {row['false_positive_documents']} |"
         for tool, row in results.items()
     ]
+    default = results["jaxcontam words (gpt3, 13)"]["per_benchmark"]
+    lines += ["", "jaxcontam words (gpt3, 13), the default, per benchmark:", ""]
+    lines += ["| benchmark | " + " | ".join(columns) + " |", "|---|" + "---|" * len(columns)]
+    lines += [f"| {b} | " + " | ".join(f"{row[f]:.2f}" for f in columns) + " |" for b, row in default.items()]
     (here / "recall.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 

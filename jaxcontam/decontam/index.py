@@ -107,7 +107,8 @@ class ItemSides:
 
 
 def benchmark_items(benchmarks: Iterable[Any]) -> list[ItemSides]:
-    """The items of loaded benchmarks (`data.load_benchmark`) as the model sees them."""
+    """The items of loaded benchmarks (`data.load_benchmark`): each as the model sees it (`whole`) and its question
+    and answer sides without the prompt's template (`question`, `answer`: what the default "item" field joins)."""
     from jaxcontam.ngram.item_text import item_text
 
     out = []

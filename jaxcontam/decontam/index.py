@@ -11,7 +11,8 @@ its n ids equal the table row's, so a hash collision never flags a document.
 
 Which n-grams an item gives (`fields`): "item" (default): what a copy of the item holds, its own question and
 answer text as one text (their junction included), without the prompt's labels or template words ("Q:", "A:",
-"Question:", "Answer:", MMLU's header and lettered options); "prompt": the item as the model sees it (prompt and
+"Question:", "Answer:", MMLU's header and lettered options), and, as a second segment, its prompt rendering (so a
+copy with the labels is found too); "prompt": the rendering alone, the item as the model sees it (prompt and
 gold answer, one text, `ngram.item_text`, labels included: the text `ngram` and ConTAM score); otherwise any of
 datatrove's options "question", "answer" (each on its own) and "overlap" (the n-grams that hold the question's last
 units and the answer's first ones).
@@ -371,10 +372,11 @@ def _item_segments(items: Sequence[ItemSides], fields: tuple[str, ...], n: int, 
     if fields == ("prompt",):
         encoded = encode([item.whole for item in items])
         per_item = [[e] for e in encoded]
-    elif fields == ("item",):
+    elif fields == ("item",):  # its own text and, a segment apart, its prompt rendering: either copy is found
         texts = [item.own for item in items]
         encoded = iter(encode([t for own in texts for t in own]))
-        per_item = [[np.concatenate([next(encoded) for _ in own])] for own in texts]
+        rendered = encode([item.whole for item in items])
+        per_item = [[np.concatenate([next(encoded) for _ in own]), whole] for own, whole in zip(texts, rendered)]
     else:
         questions = encode([item.question for item in items])
         answers = encode([item.answer for item in items])

@@ -93,8 +93,10 @@ def test_audit_values_on_the_bundled_example(finished):
     for run in summary["runs"]:
         assert run["pacost"]["status"] == "tested" and run["pacost"]["confidence"] == "answer_logprob"
         # 8 items cannot leave >= 10 clean and >= 10 contaminated: no threshold search, so no test and no verdict
-        assert run["contam"]["pvalue"] is None and run["contam"]["significant"] is False
+        assert run["contam"]["pvalue"] is None and run["contam"]["significant"] is None  # not tested, not "no"
         assert run["contam"]["status"].startswith("no test: no threshold leaves >= 10 clean")
+        contam = next(v for v in run["verdicts"] if v["detector"] == "contam")
+        assert contam["outcome"] == "not tested" and contam["reason"].startswith("no threshold leaves >= 10 clean")
         assert run["ground_truth"]["auc"]["longest_match"] == 1.0
 
 

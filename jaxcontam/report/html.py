@@ -21,7 +21,7 @@ from jaxcontam.detect.sweep import Sweep
 from jaxcontam.detect.verdict import Verdict
 from jaxcontam.report import plots
 from jaxcontam.report.formatting import value
-from jaxcontam.report.html_parts import LABELS, figure, head, label, row, table, text, verdict_badge
+from jaxcontam.report.html_parts import figure, head, label, label_text, row, table, text, verdict_badge
 from jaxcontam.report.summary_schema import AuditSummary, RunEntry
 from jaxcontam.report.views import view_of
 from jaxcontam.storage import publish
@@ -308,7 +308,7 @@ def _ground_truth_table(ground_truth: GroundTruthResult) -> str:
     groups = {name: group.to_dict() for name, group in ground_truth.groups.items()}  # the columns each group has
     columns = list(dict.fromkeys(key for group in groups.values() for key in group))
     heading = "<thead><tr><th>group</th>" + "".join(f"<th>{label(c)}</th>" for c in columns) + "</tr></thead>"
-    labels = ["group"] + [LABELS.get(c, c.replace("_", " ")) for c in columns]
+    labels = ["group"] + [label_text(c) for c in columns]
     rows = [row([text(name)] + [text(group.get(c)) for c in columns], labels=labels) for name, group in groups.items()]
     return (
         "<p>Items whose contamination is known (planted or documented), split by it.</p>\n"

@@ -32,8 +32,13 @@ def text(x) -> str:
     return escape(value(x))
 
 
+def label_text(key: str) -> str:
+    """A summary key as a column's plain-text name."""
+    return LABELS.get(key) or key.replace("_", " ")
+
+
 def label(key: str) -> str:
-    return escape(LABELS.get(key, key.replace("_", " ")))
+    return escape(label_text(key))
 
 
 def table(head: str, rows: list[str], css_class: str = "") -> str:

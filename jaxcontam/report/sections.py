@@ -14,7 +14,18 @@ from jaxcontam.detect.exchangeability import ExchangeabilityResult
 from jaxcontam.detect.pacost import UNCALIBRATED_NOTE, PacostResult, PairedVerdict
 from jaxcontam.detect.summaries import DetectorSummary
 from jaxcontam.report.formatting import interval, percent
-from jaxcontam.report.html_parts import LABELS, badge, facts, figure, head, label, row, table, test_badge, text
+from jaxcontam.report.html_parts import (
+    badge,
+    facts,
+    figure,
+    head,
+    label,
+    label_text,
+    row,
+    table,
+    test_badge,
+    text,
+)
 
 
 def pacost_section(pacost: PacostResult, figures: Mapping[str, Path]) -> str:
@@ -100,7 +111,7 @@ def likelihood_section(likelihood: dict[str, DetectorSummary], figures: Mapping[
     columns = {name: summary.to_dict() for name, summary in likelihood.items()}  # the statistics each one has
     statistics = list(dict.fromkeys(key for summary in columns.values() for key in summary))
     heading = "<thead><tr><th>detector</th>" + "".join(f"<th>{label(s)}</th>" for s in statistics) + "</tr></thead>"
-    labels = ["detector"] + [LABELS.get(s, s.replace("_", " ")) for s in statistics]
+    labels = ["detector"] + [label_text(s) for s in statistics]
     rows = [
         row([label(name)] + [text(summary.get(s)) for s in statistics], labels=labels)
         for name, summary in columns.items()

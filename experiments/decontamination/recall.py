@@ -14,7 +14,8 @@ options) for comparison: it is not the dataset's text.
 Every other document of the shared clean text (the rest of the Pile records whole, and of the pieces) holds
 nothing planted (false positives). A document counts as flagged when the tool finds any benchmark n-gram in it.
   jaxcontam words          gpt3 rule, 13-grams, the default: the item's question and answer as one text (no
-                           labels), an item shorter than 13 words matched whole down to the floor;
+                           labels) and, a segment apart, its prompt rendering; an item shorter than 13 words
+                           matched whole down to the floor;
   jaxcontam words, prompt  the same rule on the rendering (`--fields prompt`, the default before 2026-11-28);
   jaxcontam tokens         GPT-2 tokens, 8-grams (`ngram`'s default) and 13-grams, default fields;
   Janitor                  lm-eval's, Python mode, 13-grams of the same question-and-answer texts;

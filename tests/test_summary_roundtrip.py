@@ -206,3 +206,28 @@ def test_a_pacost_result_reads_back_as_itself_before_and_after_the_sweep(pvalue,
         assert json_ready(read.to_dict()) == entry
         if math.isfinite(pvalue) and math.isfinite(verdict.pvalue):
             assert read == result
+
+
+def test_a_version_1_calibrated_entry_reads_as_an_uncorrected_calibrated_headline():
+    """Schema 1's sweep decided the authors' test even beside a calibrated one: read back, the calibrated test is the
+    headline, uncorrected at 0.05, and the authors' raw verdict is p < 0.05 again."""
+    settings_ = PacostSettings()
+    raw = PacostResult("jaxcontam", "kadavath", "auto", False, verdict_at(0.01, settings_), {}, settings_)
+    entry = json.loads(
+        json.dumps(json_ready(dataclasses.replace(raw, decision=SweepDecision("holm", 0.2, False)).to_dict()))
+    )
+    entry.pop("alpha")  # schema 1 did not record PaCoST's level
+    entry["calibrated"] = {  # schema 1's calibrated entry: no status
+        "reference": "ref",
+        "test": "permutation",
+        "confidence": "p_true",
+        "pvalue": 0.03,
+        "contaminated": True,
+        "n_pairs": 20,
+        "mean_difference": 0.1,
+    }
+    run = RunEntry.from_dict({"model": "m", "benchmark": "b", "pacost": entry})
+    (headline,) = run.verdicts
+    assert headline.test.endswith("calibrated against ref") and headline.contaminated is True
+    assert headline.correction == "sweep" and headline.pvalue == 0.03 and headline.pvalue_adjusted is None
+    assert run.pacost is not None and run.pacost.verdict.contaminated is True  # the authors' 0.01 < 0.05, raw

@@ -207,3 +207,20 @@ def test_token_mode_counts_are_ngrams_and_the_filter_shares_the_index(shared_dat
     doc = "Some words first. " + benchmark_items([gsm8k])[3].whole
     tokens = index.encode([doc])[0]
     assert find(index, doc) and flt.contains(tokens) and not flt.contains(np.asarray(index.encode(["nothing here"])[0]))
+
+
+def test_the_floor_option_reaches_the_index_the_manifest_and_the_report(shared_data, corpus, tmp_path, capsys):
+    """40-grams of the questions alone with --floor 30: every GSM8K question under 30 words is listed as not
+    findable, with the reason, in summary.json and report.html; the manifest keeps the floor, so --reproduce repeats
+    it."""
+    folder, _, _ = corpus
+    base = ["decontaminate", "--benchmark", "gsm8k", "--path", shared_data / "gsm8k", "--split", "test"]
+    out = tmp_path / "floor"
+    args = [*base, "--corpus", folder / "a.jsonl.zst", "--fields", "question", "--n", 40, "--floor", 30, "--out", out]
+    assert run(args, capsys)[0] == 0
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["manifest"]["index"]["settings"]["floor"] == 30
+    assert summary["not_findable"], "some GSM8K question has fewer than 30 words"
+    assert all(e["words"] < 30 and e["reason"].endswith("below the floor of 30") for e in summary["not_findable"])
+    page = (out / "report.html").read_text(encoding="utf-8")
+    assert f"Not findable ({len(summary['not_findable'])} items)" in page

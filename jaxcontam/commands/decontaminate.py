@@ -52,8 +52,16 @@ from jaxcontam.decontam.run import RunSettings
     default=("item",),
     show_default=True,
     help="What of an item is looked for: item (its own question and answer text as one text, without the "
-    "prompt's labels; an item shorter than n is matched whole down to a floor), prompt (prompt and gold answer as "
-    "the model sees them, labels included), or any of question, answer, overlap (datatrove's options; repeatable).",
+    "prompt's labels, and apart from it the prompt and gold answer as the model sees them; an item shorter than n is "
+    "matched whole down to --floor), prompt (the latter alone), or any of question, answer, overlap (datatrove's "
+    "options; repeatable).",
+)
+@click.option(
+    "--floor",
+    type=click.IntRange(min=1),
+    default=None,
+    help="The shortest item text matched whole when it is shorter than n (default: 7 words, 8 tokens; measured: "
+    "docs/decontamination.md); shorter items are listed as not findable in summary.json and the report.",
 )
 @click.option("--policy", type=click.Choice(list(POLICIES)), default=RunSettings.policy, show_default=True)
 @click.option("--window", type=click.IntRange(min=0), default=SpanSettings.window, show_default=True)
@@ -76,6 +84,7 @@ def decontaminate(
     normalize,
     n,
     fields,
+    floor,
     policy,
     window,
     cutoff,
@@ -121,7 +130,12 @@ def decontaminate(
         raise DataError("name the corpus (--corpus), or repeat a run with --reproduce OUT/summary.json")
     loaded, sources = load_benchmarks(benchmarks, path, split, roots)
     index_settings = IndexSettings(
-        unit="tokens" if tokenizer else "words", preset=normalize, n=n, fields=tuple(fields), tokenizer=tokenizer
+        unit="tokens" if tokenizer else "words",
+        preset=normalize,
+        n=n,
+        fields=tuple(fields),
+        tokenizer=tokenizer,
+        floor=floor,
     )
     index = DecontIndex.build(benchmark_items(loaded), index_settings)
     settings = RunSettings(

@@ -556,7 +556,20 @@ def _report(summary: dict) -> str:
         f"<h1>Decontamination</h1><p>{total['documents']} documents ({total['units']} {summary['units']}), "
         f"{total['matched']} holding a benchmark item, {total['removed']} removed, {total['split']} split; policy "
         f"{html.escape(summary['policy'])}; {total['bad_lines']} bad lines.</p>"
-        f"<h2>Benchmarks</h2>{benchmarks}<h2>Shards</h2>{shards}" + _manifest_html(summary.get("manifest"))
+        f"<h2>Benchmarks</h2>{benchmarks}{_not_findable_html(summary.get('not_findable') or [])}"
+        f"<h2>Shards</h2>{shards}" + _manifest_html(summary.get("manifest"))
+    )
+
+
+def _not_findable_html(items: list[dict]) -> str:
+    """The items no copy can match (shorter than the floor), with the reason: a clean run says nothing of them."""
+    if not items:
+        return ""
+    rows = [[item.get("benchmark", ""), item.get("item", ""), item.get("reason", "")] for item in items]
+    return (
+        f"<h2>Not findable ({len(items)} items)</h2><p>These items are too short to be told from chance matches: "
+        "no copy of them is looked for, so their absence above is no evidence.</p>"
+        + _table(["benchmark", "item", "why"], rows)
     )
 
 

@@ -89,7 +89,3 @@ def figure(path: Path, caption: str) -> str:
         f'<figure><img src="data:image/png;base64,{data}" alt="{escape(caption)}">'
         f"<figcaption>{escape(caption)}</figcaption></figure>"
     )
-
-
-def not_run(what: str) -> str:
-    return f'<p class="muted">{escape(what)} did not run for this model and benchmark.</p>'

@@ -787,3 +787,16 @@ def small_toml(folder, *, limit=8, chunk_size=4, out=None, extra="", exchangeabi
     path = folder / "audit.toml"
     path.write_text(text + (EXCHANGEABILITY if exchangeability else "") + extra)
     return str(path)
+
+
+def run_cli(args, capsys) -> tuple[int, str]:
+    """`jaxcontam ARGS` run in this process: its exit code and what it printed (stdout and stderr)."""
+    from jaxcontam.cli import main
+
+    code = 0
+    try:
+        main([str(a) for a in args])
+    except SystemExit as exit_info:
+        code = exit_info.code
+    captured = capsys.readouterr()
+    return code, captured.out + captured.err

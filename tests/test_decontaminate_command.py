@@ -12,19 +12,9 @@ import pyarrow.parquet as pq
 import pytest
 import zstandard
 
-from jaxcontam.cli import main
+from helpers import run_cli as run
 from jaxcontam.decontam import DecontIndex, IndexSettings, benchmark_items, find, words
 from jaxcontam.decontam.run import RunSettings, decontaminate
-
-
-def run(args, capsys):
-    code = 0
-    try:
-        main([str(a) for a in args])
-    except SystemExit as exit_info:
-        code = exit_info.code
-    captured = capsys.readouterr()
-    return code, captured.out + captured.err
 
 
 @pytest.fixture(scope="module")

@@ -17,7 +17,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import zstandard
 
-from jaxcontam.cli import main
+from helpers import run_cli as run
 
 # the run's script: every shard is read slowly (0.05 s a document), in the workers too (the spawn start method runs
 # this file again in each, as __mp_main__)
@@ -39,16 +39,6 @@ if __name__ == "__main__":
 
     main(sys.argv[1:])
 """
-
-
-def run(args, capsys):
-    code = 0
-    try:
-        main([str(a) for a in args])
-    except SystemExit as exit_info:
-        code = exit_info.code
-    captured = capsys.readouterr()
-    return code, captured.out + captured.err
 
 
 def _children(pid: int) -> list[int]:

@@ -15,18 +15,8 @@ import pyarrow.parquet as pq
 import pytest
 import zstandard
 
-from jaxcontam.cli import main
+from helpers import run_cli as run
 from jaxcontam.decontam.manifest import SCHEMA_VERSION, DecontSummary, read_summary
-
-
-def run(args, capsys):
-    code = 0
-    try:
-        main([str(a) for a in args])
-    except SystemExit as exit_info:
-        code = exit_info.code
-    captured = capsys.readouterr()
-    return code, captured.out + captured.err
 
 
 def _sha256(path: Path) -> str:

@@ -87,6 +87,7 @@ def test_reproduce_gives_the_same_bytes_and_refuses_a_changed_shard(shared_data,
     size = benchmark_file.stat().st_size
     assert bench["files"] == [{"path": str(benchmark_file.resolve()), "bytes": size, "sha256": _sha256(benchmark_file)}]
     assert manifest["index"]["settings"]["n"] == 13 and manifest["index"]["table_sha256"]
+    assert manifest["index"]["settings"]["escapes"] is True  # the default, resolved
     assert manifest["run"]["policy"] == "spans" and manifest["run"]["spans"]["cutoff"] == 1000
     assert manifest["run"]["on_bad_line"] == "skip"
     assert manifest["corpora"] == [str(corpus)]
@@ -157,3 +158,12 @@ def test_summary_versions(tmp_path):
         DecontSummary.from_dict(old | {"schema_version": 99})
     (tmp_path / "summary.json").write_text(json.dumps(old))
     assert read_summary(tmp_path / "summary.json").total == {"documents": 1}
+
+
+def test_a_manifest_from_before_escapes_were_decoded_reproduces_them_kept():
+    from jaxcontam.decontam.manifest import IndexEntry
+
+    recorded = {"unit": "words", "preset": "gpt3", "n": 13, "fields": ["item"], "tokenizer": None, "floor": None}
+    entry = IndexEntry(recorded, None, "0" * 64, 1)
+    assert entry.index_settings().escapes is False
+    assert IndexEntry({**recorded, "escapes": True}, None, "0" * 64, 1).index_settings().escapes is True

@@ -65,6 +65,9 @@ def _janitor(items: list[str], **options) -> Janitor:
 
 
 def _index(items: list[str], **options) -> DecontIndex:
+    """The index of `items`, reading text as the Janitor does (escapes kept; tests/test_decontaminate_escapes.py
+    covers the default)."""
+    options.setdefault("escapes", False)
     return DecontIndex.build([ItemSides("b", str(i), text) for i, text in enumerate(items)], IndexSettings(**options))
 
 
@@ -107,6 +110,7 @@ def test_the_fast_words_are_the_slow_paths_words(pieces):
     text = " ".join(pieces)
     for preset in ("gpt3", "datatrove"):
         assert words(text, preset) == word_spans(text, preset)[0]
+    assert words(text, "gpt3", escapes=True) == word_spans(text, "gpt3", escapes=True)[0]
 
 
 def test_a_punctuation_only_word_hides_matches_from_the_janitor_but_not_from_jaxcontam():
@@ -186,7 +190,7 @@ def test_spans_equal_the_janitors_chunks_on_1000_real_documents(shared_data, gsm
                 doc = doc[:cut] + " " + "".join(w + rng.choice([" ", "\n", "  "]) for w in piece) + doc[cut:]
         planted.append(doc)
     janitor = _janitor([i.whole for i in gsm8k_items])
-    index = DecontIndex.build(gsm8k_items, IndexSettings(fields=("prompt",)))  # the text the Janitor registers
+    index = DecontIndex.build(gsm8k_items, IndexSettings(fields=("prompt",), escapes=False))  # as the Janitor reads
     results = find_batch(index, planted)
     matched = 0
     for doc, result in zip(planted, results):
@@ -311,9 +315,10 @@ def test_datatrove_preset_flags_as_datatrove_on_real_documents(tmp_path, shared_
     st.lists(st.text(alphabet=_LETTERS + string.punctuation + " \n\t\u00a0\u2003éÉ´ﬁ½—“”‘", max_size=30), max_size=60)
 )
 def test_the_batch_hashing_path_gives_the_exact_word_ids(pieces):
-    texts = [" ".join(pieces[k::3]) for k in range(3)] + [""]
-    index = _index([" ".join(pieces[:40]) or "x"])
-    ids, ends = index.encode_joined(texts)
-    exact = index.encode(texts)
-    assert ids.tolist() == [i for e in exact for i in e.tolist()]
-    assert ends.tolist() == np.cumsum([len(e) for e in exact]).tolist()
+    texts = [" ".join(pieces[k::3]) for k in range(3)] + ["", "caf\\u00e9s\\n&amp;<p>x</p>"]
+    for escapes in (False, True):
+        index = _index([" ".join(pieces[:40]) or "x"], escapes=escapes)
+        ids, ends = index.encode_joined(texts)
+        exact = index.encode(texts)
+        assert ids.tolist() == [i for e in exact for i in e.tolist()]
+        assert ends.tolist() == np.cumsum([len(e) for e in exact]).tolist()

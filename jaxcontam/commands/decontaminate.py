@@ -63,6 +63,12 @@ from jaxcontam.decontam.run import RunSettings
     help="The shortest item text matched whole when it is shorter than n (default: 7 words, 8 tokens; measured: "
     "docs/decontamination.md); shorter items are listed as not findable in summary.json and the report.",
 )
+@click.option(
+    "--escapes/--no-escapes",
+    default=None,
+    help="Read escaped text as the text it stands for before the word rule (JSON's \\n and \\uXXXX, HTML's &amp; "
+    "and tags), items and corpus alike [on for the gpt3 word rule; --no-escapes reads text as lm-eval's Janitor does].",
+)
 @click.option("--policy", type=click.Choice(list(POLICIES)), default=RunSettings.policy, show_default=True)
 @click.option("--window", type=click.IntRange(min=0), default=SpanSettings.window, show_default=True)
 @click.option("--cutoff", type=click.IntRange(min=0), default=SpanSettings.cutoff, show_default=True)
@@ -85,6 +91,7 @@ def decontaminate(
     n,
     fields,
     floor,
+    escapes,
     policy,
     window,
     cutoff,
@@ -136,6 +143,7 @@ def decontaminate(
         fields=tuple(fields),
         tokenizer=tokenizer,
         floor=floor,
+        escapes=escapes,
     )
     index = DecontIndex.build(benchmark_items(loaded), index_settings)
     settings = RunSettings(

@@ -14,6 +14,7 @@ import functools
 import numpy as np
 
 from jaxcontam.decontam import rules
+from jaxcontam.decontam.escapes import decode
 
 _SPACE = np.zeros(256, bool)
 _SPACE[list(b" \t\n\r\x0b\x0c")] = True
@@ -91,9 +92,10 @@ def vocabulary_hashes(words: list[bytes]) -> np.ndarray:
 
 
 class FastWords:
-    """Vocabulary ids of the gpt3 rule's words, for batches of texts."""
+    """Vocabulary ids of the gpt3 rule's words, for batches of texts (escapes decoded first if `escapes`)."""
 
-    def __init__(self, vocab: dict[bytes, int]):
+    def __init__(self, vocab: dict[bytes, int], escapes: bool = False):
+        self._escapes = escapes
         words = list(vocab)
         hashes = vocabulary_hashes(words) if words else np.zeros(0, np.uint64)
         self._bits = max(4, (2 * len(words) + 1).bit_length())  # a table at most half full
@@ -123,6 +125,8 @@ class FastWords:
 
     def encode(self, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
         """(ids of every word of the batch, back to back; int64 [len(texts)] end of each text in them)."""
+        if self._escapes:
+            texts = [decode(t) for t in texts]
         parts = [
             t.encode("utf-8", "surrogatepass").translate(rules._GPT3_BYTES, rules._ASCII_PUNCTUATION) for t in texts
         ]

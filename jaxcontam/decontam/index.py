@@ -17,6 +17,10 @@ gold answer, one text, `ngram.item_text`, labels included: the text `ngram` and 
 datatrove's options "question", "answer" (each on its own) and "overlap" (the n-grams that hold the question's last
 units and the answer's first ones).
 
+Escapes. Under the gpt3 word rule (the default) the items and the corpus are read with their escapes decoded
+(`escapes.decode`: JSON's `\\n` and `\\uXXXX`, HTML character references and tags), so a copy inside a JSON string
+or an HTML page has its words; `IndexSettings(escapes=False)` reads text as lm-eval's Janitor does.
+
 Short items. A segment shorter than n units holds no n-gram; one of at least `floor` units is matched whole, at its
 own length: its row in the table is its units followed by PAD up to n, and the lookup also tries every window of
 each such length. A segment under the floor gives nothing; an item left with no row at all cannot be found, and
@@ -56,6 +60,7 @@ class IndexSettings:
     fields: tuple[str, ...] = ("item",)
     tokenizer: str | None = None
     floor: int | None = None  # the shortest segment matched whole (DEFAULT_FLOOR); n or more: none is
+    escapes: bool | None = None  # decode escapes before the word rule (`escapes.decode`); default: on for gpt3 words
 
     def __post_init__(self):
         if self.unit not in ("words", "tokens"):
@@ -74,6 +79,14 @@ class IndexSettings:
             raise DataError(f"--n {self.n}: n must be a positive number of units")
         if self.floor is not None and self.floor < 1:
             raise DataError(f"floor {self.floor}: the shortest item matched whole is at least one unit")
+        gpt3_words = self.unit == "words" and self.preset == "gpt3"
+        if self.escapes and not gpt3_words:
+            raise DataError(
+                "--escapes decodes escaped text for the gpt3 word rule only (its padding is punctuation that rule "
+                "deletes); drop --escapes, or use --normalize gpt3 without --tokenizer"
+            )
+        if self.escapes is None:
+            object.__setattr__(self, "escapes", gpt3_words)
 
     @property
     def size(self) -> int:
@@ -219,7 +232,7 @@ class DecontIndex:
         if vocab is not None and settings.preset == "gpt3":
             from jaxcontam.decontam.fastwords import FastWords
 
-            self._fast = FastWords(vocab)
+            self._fast = FastWords(vocab, bool(settings.escapes))
 
     # building ---------------------------------------------------------------------------------------------
 
@@ -243,7 +256,7 @@ class DecontIndex:
             def encode(texts: list[str]) -> list[np.ndarray]:
                 out = []
                 for text in texts:
-                    ws = words(text, settings.preset)
+                    ws = words(text, settings.preset, bool(settings.escapes))
                     out.append(np.fromiter((vocab.setdefault(w, len(vocab) + 1) for w in ws), np.int64, len(ws)))
                 return out
 
@@ -257,10 +270,10 @@ class DecontIndex:
         """int64 unit ids of each text (words outside the vocabulary are 0)."""
         if self.vocab is None:
             return [np.asarray(a, np.int64) for a in self.units.encode_batch(list(texts))]
-        get, preset = self.vocab.get, self.settings.preset
+        get, preset, escapes = self.vocab.get, self.settings.preset, bool(self.settings.escapes)
         out = []
         for text in texts:
-            ws = words(text, preset)
+            ws = words(text, preset, escapes)
             out.append(np.fromiter(map(get, ws, repeat(0)), np.int64, len(ws)))
         return out
 
@@ -277,7 +290,7 @@ class DecontIndex:
         if self.vocab is None:
             encoding = self.units.tokenizer.encode(text, add_special_tokens=False)
             return np.asarray(encoding.ids, np.int64), np.asarray(encoding.offsets, np.int64).reshape(-1, 2)
-        ws, spans = word_spans(text, self.settings.preset)
+        ws, spans = word_spans(text, self.settings.preset, bool(self.settings.escapes))
         get = self.vocab.get
         return np.fromiter(map(get, ws, repeat(0)), np.int64, len(ws)), spans
 

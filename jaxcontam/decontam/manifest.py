@@ -210,6 +210,7 @@ class IndexEntry:
         names = {f.name for f in dataclasses.fields(IndexSettings)}
         values: dict[str, Any] = {k: v for k, v in self.settings.items() if k in names}
         values["fields"] = tuple(values.get("fields", ("item",)))
+        values.setdefault("escapes", False)  # a run recorded before escapes were decoded read them as they are
         return IndexSettings(**values)
 
     @classmethod

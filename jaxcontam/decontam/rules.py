@@ -13,6 +13,10 @@ whitespace, line breaks included, separates two words alike and a re-wrapped cop
   removed); then NLTK's word splits that can still apply: `‘`, backticks, `;` and the dashes U+2012/U+2015 stand
   alone, and `cannot gimme gonna gotta lemme wanna` split in two.
 
+`escapes=True` first reads escaped text as the text it stands for (JSON's `\\n`, HTML's `&amp;` and tags:
+`escapes.decode`). It is made for the gpt3 rule, which deletes the decoder's padding; the index turns it on there
+(`IndexSettings.escapes`).
+
 `words(text)` is the fast path (whole-text byte operations, per-word work only for non-ASCII words);
 `word_spans(text)` gives the same words with the [start, end) character span of the source word of each.
 """
@@ -27,6 +31,8 @@ import unicodedata
 from typing import Literal
 
 import numpy as np
+
+from jaxcontam.decontam.escapes import decode
 
 Preset = Literal["gpt3", "datatrove"]
 PRESETS: tuple[Preset, ...] = ("gpt3", "datatrove")
@@ -147,13 +153,17 @@ def _datatrove_word(word: str) -> list[str]:
 # both --------------------------------------------------------------------------------------------------------
 
 
-def words(text: str, preset: Preset = "gpt3") -> list[bytes]:
-    """The normalised words of `text` as UTF-8 bytes."""
+def words(text: str, preset: Preset = "gpt3", escapes: bool = False) -> list[bytes]:
+    """The normalised words of `text` as UTF-8 bytes; `escapes`: decode its escapes first (`escapes.decode`)."""
+    if escapes:
+        text = decode(text)
     return _gpt3_words(text) if preset == "gpt3" else _datatrove_words(text)
 
 
-def word_spans(text: str, preset: Preset = "gpt3") -> tuple[list[bytes], np.ndarray]:
+def word_spans(text: str, preset: Preset = "gpt3", escapes: bool = False) -> tuple[list[bytes], np.ndarray]:
     """The same words as `words`, and int64 [W, 2]: the [start, end) characters of each one's source word."""
+    if escapes:
+        text = decode(text)  # the same length: every span is the source's
     out: list[bytes] = []
     spans: list[tuple[int, int]] = []
     for match in _WORD.finditer(text):

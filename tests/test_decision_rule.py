@@ -160,3 +160,30 @@ def test_cluster_bootstrap(rule):
     assert upper["control"] == 1.0 and np.isnan(upper["clean"])
     again = rule.cluster_bootstrap_levels(halves, test, replicates=200, seed=1)
     np.testing.assert_array_equal(again["control"], control)
+
+
+def test_round_four_bootstrap_flip_test_agrees_with_scipy():
+    """round_four.py re-tests every half inside the bootstrap with its own Monte Carlo sign flips: its p-value is
+    scipy's exact one-sided sign-flip permutation p-value within Monte Carlo error."""
+    from scipy.stats import permutation_test
+
+    sys.path.insert(0, str(EXPERIMENT))
+    try:
+        import round_four
+    finally:
+        sys.path.remove(str(EXPERIMENT))
+    rng = np.random.default_rng(3)
+    for shift in (0.0, 0.2, 0.5):
+        d = rng.normal(shift, 1.0, 14)
+        exact = permutation_test(
+            (d,), np.mean, permutation_type="samples", alternative="greater", n_resamples=np.inf
+        ).pvalue
+        ours = round_four.flip_pvalue(d, flips=20000)
+        assert abs(ours - exact) < 4 * np.sqrt(exact * (1 - exact) / 20000) + 1e-3
+    assert round_four.flip_pvalue(np.array([np.nan])) is None
+    assert round_four.role_of("control_seed1", False) == "control"
+    assert round_four.role_of("format_x4", False) == "format_control"
+    assert (round_four.role_of("verbatim_x1", True), round_four.role_of("verbatim_x1", False)) == (
+        "contaminated",
+        "clean",
+    )

@@ -5,17 +5,20 @@ token modes vs lm-eval's Janitor and datatrove.
 it: its question, a line break, its answer (`dataset_copy`: the question field, the context before it where the
 dataset has one; GSM8K's solution, the gold option's text, TruthfulQA's best answer), with none of the labels or
 template words of a prompt. Each copy is planted into a host document (Pile records and 1,500-character pieces of
-the Gutenberg books, Shakespeare and the addresses) in six forms:
+the Gutenberg books, Shakespeare and the addresses) in nine forms:
   1 verbatim; 2 re-wrapped at 40 columns (`fmt`-style: lines broken at spaces only); 3 a markdown quote (odd
-  items) or a markdown list of its lines (even items); 4 HTML-escaped (`html.escape`); 5 lowercased; 6 a dataset
-  JSON row ({"question": ..., "answer": ...} as `json.dumps` writes it).
-A seventh column plants jaxcontam's own rendering of the item (`item.whole`: the prompt's labels, MMLU's lettered
+  items) or a markdown list of its lines (even items); 4 markdown-escaped (a backslash before every markdown
+  special character); 5 HTML-escaped (`html.escape`); 6 an HTML page (each line a `<p>` of escaped text);
+  7 lowercased; 8 inside a JSON string (`json.dumps({"text": ...})`: line breaks, quotes and non-ASCII escaped);
+  9 a dataset JSON row ({"question": ..., "answer": ...}: the key "answer" stands between question and answer).
+A tenth column plants jaxcontam's own rendering of the item (`item.whole`: the prompt's labels, MMLU's lettered
 options) for comparison: it is not the dataset's text.
 Every other document of the shared clean text (the rest of the Pile records whole, and of the pieces) holds
 nothing planted (false positives). A document counts as flagged when the tool finds any benchmark n-gram in it.
   jaxcontam words          gpt3 rule, 13-grams, the default: the item's question and answer as one text (no
                            labels) and, a segment apart, its prompt rendering; an item shorter than 13 words
-                           matched whole down to the floor;
+                           matched whole down to the floor; escapes decoded;
+  jaxcontam words, --no-escapes  the same, text read as the Janitor reads it (the default before 2026-11-28);
   jaxcontam words, prompt  the same rule on the rendering (`--fields prompt`, the default before 2026-11-28);
   jaxcontam tokens         GPT-2 tokens, 8-grams (`ngram`'s default) and 13-grams, default fields;
   Janitor                  lm-eval's, Python mode, 13-grams of the same question-and-answer texts;
@@ -35,6 +38,7 @@ import io
 import json
 import os
 import random
+import re
 import sys
 import tempfile
 import textwrap
@@ -46,7 +50,18 @@ import numpy as np
 
 REPO = Path(__file__).resolve().parents[2]
 DATA = Path(os.environ.get("JAXCONTAM_SHARED_DATA", REPO.parent / "shared" / "data"))
-FORMS = ("verbatim", "rewrapped_40", "markdown", "html_escaped", "lowercased", "json_row")
+FORMS = (
+    "verbatim",
+    "rewrapped_40",
+    "markdown",
+    "markdown_escaped",
+    "html_escaped",
+    "html_page",
+    "lowercased",
+    "json_string",
+    "json_row",
+)
+_MARKDOWN_SPECIALS = re.compile(r"([\\`*_{}\[\]()#+\-.!|>])")
 LABELLED = "labelled_rendering"
 BENCHMARKS = {"gsm8k": {"split": "test"}, "mmlu": {}, "hellaswag": {}, "truthfulqa": {}}
 
@@ -80,11 +95,25 @@ def form(text: str, question: str, answer: str, name: str, k: int) -> str:
     if name == "markdown":
         lines = [line for line in text.splitlines() if line.strip()]
         return "\n".join(("> " if k % 2 else "- ") + line for line in lines)
+    if name == "markdown_escaped":
+        return _MARKDOWN_SPECIALS.sub(r"\\\1", text)
     if name == "html_escaped":
         return html.escape(text)
+    if name == "html_page":
+        return "<div>" + "".join(f"<p>{html.escape(line)}</p>" for line in text.splitlines()) + "</div>"
     if name == "lowercased":
         return text.lower()
+    if name == "json_string":
+        return json.dumps({"text": text})
     return json.dumps({"question": question, "answer": answer})
+
+
+def interval(k: int, n: int, method: str) -> list[float]:
+    """95% interval of a proportion (scipy's binomtest: Wilson for recall, Clopper-Pearson for a rare rate)."""
+    from scipy.stats import binomtest
+
+    ci = binomtest(k, n).proportion_ci(0.95, method=method)
+    return [round(float(ci.low), 4), round(float(ci.high), 4)]
 
 
 def plant(host: str, copy: str, rng: random.Random) -> str:
@@ -135,10 +164,12 @@ def main() -> None:
         for name in columns:
             found = np.asarray(tool(planted[name]), bool)
             out[name] = float(found.mean())
+            out[f"{name}_ci95"] = interval(int(found.sum()), len(found), "wilson")
             for b in dict.fromkeys(benchmark_of):
                 per_benchmark.setdefault(b, {})[name] = float(found[benchmark_of == b].mean())
         flagged = np.asarray(tool(clean), bool)
         out["false_positive_documents"] = int(flagged.sum())
+        out["false_positive_rate_ci95"] = interval(int(flagged.sum()), len(flagged), "exact")
         out["per_benchmark"] = per_benchmark
         out["seconds"] = round(time.perf_counter() - start, 1)
         print(json.dumps(out), flush=True)
@@ -160,6 +191,9 @@ def main() -> None:
         if not r.matches
     ]
     print("verbatim copies missed in word mode:", missed)
+    results["jaxcontam words, --no-escapes (gpt3, 13)"] = flags(
+        ours(DecontIndex.build(items, IndexSettings(escapes=False)))
+    )
     results["jaxcontam words, --fields prompt (gpt3, 13)"] = flags(
         ours(DecontIndex.build(items, IndexSettings(fields=("prompt",))))
     )
@@ -231,13 +265,16 @@ def main() -> None:
     header = (
         "| tool | "
         + " | ".join(columns)
-        + f" | false positives (of {len(clean):,}) |\n|---|"
+        + f" | false positives (of {len(clean):,}; 95% upper bound of the rate) |\n|---|"
         + "---|" * (len(columns) + 1)
     )
     lines = [header] + [
-        f"| {tool} | " + " | ".join(f"{row[f]:.3f}" for f in columns) + f" | {row['false_positive_documents']} |"
+        f"| {tool} | "
+        + " | ".join(f"{row[f]:.3f} ({row[f + '_ci95'][0]:.2f}-{row[f + '_ci95'][1]:.2f})" for f in columns)
+        + f" | {row['false_positive_documents']} (<= {row['false_positive_rate_ci95'][1]:.2%}) |"
         for tool, row in results.items()
     ]
+    lines += ["", f"Recall over {len(items)} items per form with its 95% Wilson interval."]
     default = results["jaxcontam words (gpt3, 13)"]["per_benchmark"]
     lines += ["", "jaxcontam words (gpt3, 13), the default, per benchmark:", ""]
     lines += ["| benchmark | " + " | ".join(columns) + " |", "|---|" + "---|" * len(columns)]

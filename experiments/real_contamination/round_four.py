@@ -1,0 +1,330 @@
+"""Issue 48's tables: calibrated PaCoST per reference design and confidence, level and power with item-cluster
+bootstrap CIs, the two rules of `decision_rule.py` (committed in 15a1623, before any round-four run) applied, and
+every detector's verdict on the format control beside the control arm.
+
+Halves and roles (decision_rule.py's terms): a control arm's two halves (seed 0 and its data-order replicates) are
+`control`; the format-control arm's two halves are `format_control`; in every other arm the half it trained on is
+`contaminated` and the other `clean`. A design's reference model is never audited against itself: under
+`control_reference` the seed-0 control arm is left out.
+
+Designs, as far as their inputs exist (a design with no input is listed as not run, with the reason):
+- `base_model`: the base GGUF's audit (an oracle: the exact starting weights, never eligible as the default);
+- `control_reference`: the seed-0 control arm's audit (its model saw the same general text, none of the items);
+- `diverged_sibling`: the `diverged_sibling` arm's audit (the base fine-tuned on other text only);
+- `fresh_items`: needs each arm's audit of items no arm saw (`audit_fresh/items.parquet`).
+
+Each half is tested as `reference_test` does (the sign-flip permutation test of gap(audited) - gap(reference),
+one-sided). The level's and the power's 95% CIs resample items with replacement within each benchmark, the same
+draw for every half that holds the item (the same items are audited in every arm), and re-run every half's test on
+its resampled items (`decision_rule.cluster_bootstrap_levels`; the permutation test with 999 flips inside the
+bootstrap). PaCoST's own uncalibrated test (original vs rephrased in the audited model alone) is shown beside it.
+
+    python experiments/real_contamination/round_four.py [--results DIR ...] [--replicates 200] [--out DIR]
+
+Writes round_four.json and round_four.md to --out (default: results/).
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import json
+import pathlib
+import sys
+
+import numpy as np
+
+HERE = pathlib.Path(__file__).resolve().parent
+if str(HERE) not in sys.path:
+    sys.path.insert(0, str(HERE))
+import crossover  # noqa: E402
+import decision_rule as rule  # noqa: E402
+from crossover import BENCHMARKS, find_arm, load_arm, verdicts  # noqa: E402
+
+CONTROL_ARMS = ("control", "control_seed1", "control_seed2")
+FORMAT_ARM = "format_x4"
+CONTAMINATED_ARMS = (
+    "verbatim_x1",
+    "verbatim_x4",
+    "verbatim_x1_swapped",
+    "verbatim_x4_swapped",
+    "fields_x4",
+    "rephrased_x4",
+    "verbatim_x1_seed1",
+    "verbatim_x1_seed2",
+    "verbatim_x1_swapped_seed1",
+    "verbatim_x1_swapped_seed2",
+)
+AUDITED = (*CONTROL_ARMS, FORMAT_ARM, *CONTAMINATED_ARMS)
+REFERENCES = {"base_model": "base", "control_reference": "control", "diverged_sibling": "diverged_sibling"}
+BOOTSTRAP_FLIPS = 999
+
+
+def role_of(arm: str, seen: bool) -> str:
+    if arm in CONTROL_ARMS:
+        return "control"
+    if arm == FORMAT_ARM:
+        return "format_control"
+    return "contaminated" if seen else "clean"
+
+
+def halves(items) -> list[tuple[str, str, bool, object]]:
+    """(benchmark, half label, seen, rows) of one arm: the half it trained on and the other, per benchmark (the
+    `drawn` half and the other in arms that trained on neither)."""
+    out = []
+    for benchmark in BENCHMARKS:
+        rows = items[items["benchmark"] == benchmark]
+        split = "seen" if rows["seen"].any() else "drawn"
+        for flag in (True, False):
+            group = rows[rows[split] == flag]
+            label = ("contaminated" if flag else "clean") if split == "seen" else ("drawn" if flag else "other")
+            out.append((benchmark, label, split == "seen" and flag, group))
+    return out
+
+
+def gaps(rows, confidence: str) -> np.ndarray:
+    return (rows[f"{confidence}_original"] - rows[f"{confidence}_rephrased"]).to_numpy(float)
+
+
+@functools.cache
+def _signs(n: int, flips: int) -> np.ndarray:
+    """flips x n random signs (seeded by n: the same flips for every half of n items, in every replicate)."""
+    return np.random.default_rng(n).choice(np.array([-1.0, 1.0]), size=(flips, n))
+
+
+def flip_pvalue(differences: np.ndarray, flips: int = BOOTSTRAP_FLIPS) -> float | None:
+    """One-sided Monte Carlo sign-flip p-value of the mean of `differences` (the permutation test `reference_test`
+    runs, with `flips` random flips; None: too few finite values, where it has no test either)."""
+    from jaxcontam.stats.paired import minimum_pairs
+
+    finite = differences[np.isfinite(differences)]
+    if finite.size < minimum_pairs("permutation"):
+        return None
+    observed = finite.sum()
+    exceed = int(np.count_nonzero(_signs(finite.size, flips) @ finite >= observed - 1e-12 * np.abs(finite).sum()))
+    return (1 + exceed) / (1 + flips)
+
+
+def design_halves(arms: dict, reference, design: str, confidence: str):
+    """Per half of every audited arm (the reference's own arm left out): HalfResult with the calibrated p, the
+    uncalibrated p, and the HalfSamples (d = gap(audited) - gap(reference) by item) the bootstrap re-tests."""
+    from jaxcontam.stats.calibrated import reference_test, uncalibrated_test
+    from jaxcontam.stats.validation import StatsInputError
+
+    results, uncalibrated, samples = [], [], []
+    for arm in (a for a in AUDITED if a in arms and a != REFERENCES.get(design)):
+        for benchmark, label, seen, rows in halves(arms[arm]):
+            role = role_of(arm, seen)
+            ref = reference.reindex(rows.index)
+            original, rephrased = f"{confidence}_original", f"{confidence}_rephrased"
+            try:
+                p = reference_test(rows[original], rows[rephrased], ref[original], ref[rephrased]).pvalue
+            except StatsInputError:
+                p = None
+            try:
+                raw = uncalibrated_test(rows[original], rows[rephrased]).pvalue
+            except StatsInputError:
+                raw = None
+            results.append(rule.HalfResult(arm, benchmark, label, role, confidence, p))
+            uncalibrated.append(rule.HalfResult(arm, benchmark, label, role, confidence, raw))
+            d = gaps(rows, confidence) - gaps(ref, confidence)
+            keep = np.isfinite(d)
+            ids = tuple(rows.index[keep].astype(str))
+            samples.append(
+                rule.HalfSamples(arm, benchmark, label, role, (rule.ItemSample(benchmark, ids, tuple(d[keep])),))
+            )
+    return results, uncalibrated, samples
+
+
+def _share(values: np.ndarray) -> list[float] | None:
+    finite = values[np.isfinite(values)]
+    return [float(np.percentile(finite, 2.5)), float(np.percentile(finite, 97.5))] if finite.size else None
+
+
+def candidate(arms: dict, reference, design: str, confidence: str, replicates: int, seed: int):
+    halves_, uncalibrated, samples = design_halves(arms, reference, design, confidence)
+    shares = rule.cluster_bootstrap_levels(
+        samples, lambda drawn: flip_pvalue(drawn[0]), replicates=replicates, seed=seed
+    )
+    cand = rule.Candidate(confidence, design, tuple(halves_), rule.bootstrap_upper95(shares))
+    return cand, uncalibrated, {role: _share(values) for role, values in shares.items()}
+
+
+def _count(c: rule.Count) -> dict:
+    return {"flagged": c.flagged, "tested": c.tested, "total": c.total}
+
+
+def format_control_verdicts(folders: dict) -> list[dict]:
+    """Every headline verdict of the format-control arm's audit beside the control arm's: the false positives of
+    each detector at the audit's own alpha (summary.json `verdicts`, counted flagged / tested / total)."""
+    rows = []
+    for arm in ("control", FORMAT_ARM):
+        if arm not in folders:
+            continue
+        summary = json.loads((folders[arm] / "audit_jaxcontam" / "summary.json").read_text())
+        per_detector: dict[str, list[str]] = {}
+        for run in summary["runs"]:
+            if "verdicts" in run:  # schema 2: the run's headline verdicts
+                found = [(f"{v['detector']} ({v['test']})", verdicts.outcome(v)) for v in run["verdicts"]]
+            else:  # schema 1 (the arms audited before round four): PaCoST's and ConTAM's entries
+                found = [
+                    ("pacost", verdicts.outcome(run.get("pacost"))),
+                    ("contam", verdicts.outcome(run.get("contam"), "significant")),
+                ]
+            for detector, outcome in found:
+                per_detector.setdefault(detector, []).append(outcome)
+        for detector, outcomes in per_detector.items():
+            tally = verdicts.tally(outcomes)
+            rows.append({"arm": arm, "detector": detector, **tally})
+    return rows
+
+
+def analyse(results: list[pathlib.Path], replicates: int, seed: int = 0) -> dict:
+    folders = {arm: folder for arm in {*AUDITED, *REFERENCES.values()} if (folder := find_arm(results, arm))}
+    arms = {arm: load_arm(folder) for arm, folder in folders.items() if arm in AUDITED}
+    report: dict = {
+        "arms": {a: crossover._shown(f) for a, f in sorted(folders.items())},
+        "replicates": replicates,
+        "not_run": {},
+        "designs": {},
+        "format_control_verdicts": format_control_verdicts(folders),
+    }
+    missing = [a for a in AUDITED if a not in arms]
+    if missing:
+        report["arms_missing"] = missing
+    report["not_run"]["fresh_items"] = "no arm has an audit of fresh items (audit_fresh/items.parquet)"
+    candidates = []
+    for design, arm in REFERENCES.items():
+        if arm not in folders:
+            report["not_run"][design] = f"no audit of the {arm} arm"
+            continue
+        reference = load_arm(folders[arm])
+        per_confidence = {}
+        halves_by_confidence = []
+        for confidence in rule.CONFIDENCES:
+            cand, uncalibrated, ci = candidate(arms, reference, design, confidence, replicates, seed)
+            candidates.append(cand)
+            halves_by_confidence += cand.halves
+            a = rule.assess(cand)
+            raw = {
+                role: rule.count([h for h in uncalibrated if h.role == role], lambda h: h.p < rule.ALPHA)
+                for role in rule.ROLES
+            }
+            per_confidence[confidence] = {
+                "power": _count(a.power),
+                "levels": {r: _count(c) for r, c in a.levels.items()},
+                "bands99": {r: list(b) for r, b in a.bands.items()},
+                "bootstrap_ci95": ci,
+                "eligible": a.eligible,
+                "reasons": list(a.reasons),
+                "uncalibrated": {role: _count(c) for role, c in raw.items()},
+                "halves": [
+                    {"arm": h.arm, "benchmark": h.benchmark, "half": h.half, "role": h.role, "p": h.pvalue}
+                    for h in cand.halves
+                ],
+            }
+        counts = rule.counts_per_confidence(halves_by_confidence)
+        report["designs"][design] = {
+            "reference": crossover._shown(folders[arm]),
+            "confidences": per_confidence,
+            "rule1_counts": {
+                c: {r: {k: _count(v) for k, v in by.items()} for r, by in roles.items()} for c, roles in counts.items()
+            },
+        }
+    decision = rule.decide(candidates)
+    report["decision"] = {"choice": list(decision.choice) if decision.choice else None, "reason": decision.reason}
+    return report
+
+
+def _cell(c: dict, ci: list[float] | None = None) -> str:
+    text = f"{c['flagged']}/{c['tested']}"
+    if c["tested"] < c["total"]:
+        text += f" ({c['total'] - c['tested']} no test)"
+    if ci:
+        text += f" [{ci[0]:.2f}, {ci[1]:.2f}]"
+    return text
+
+
+def markdown(report: dict) -> str:
+    lines = ["# Round four: calibrated PaCoST per reference and confidence", ""]
+    lines += [f"Arms: {', '.join(sorted(report['arms']))}."]
+    if report.get("arms_missing"):
+        lines += [f"Not yet trained or audited (absent from every count): {', '.join(report['arms_missing'])}."]
+    for design, reason in report["not_run"].items():
+        lines += [f"Design `{design}` not run: {reason}."]
+    lines += [
+        "",
+        "Cells: flagged / tested halves at p < 0.05, with the item-cluster bootstrap 95% CI of the share "
+        f"({report['replicates']} replicates); power counts an untested contaminated half as a miss.",
+        "",
+    ]
+    roles = (*rule.LEVEL_ROLES, "contaminated")
+    for design, entry in report["designs"].items():
+        lines += [
+            f"## {design} (reference: {entry['reference']})",
+            "",
+            "| confidence | test | "
+            + " | ".join(f"level: {r}" for r in rule.LEVEL_ROLES)
+            + " | power: contaminated | eligible |",
+            "|---|---|" + "---|" * (len(roles) + 1),
+        ]
+        for confidence, row in entry["confidences"].items():
+            ci = row["bootstrap_ci95"]
+            cells = [_cell(row["levels"][r], ci.get(r)) if r in row["levels"] else "-" for r in rule.LEVEL_ROLES]
+            power = row["power"]
+            cells.append(
+                f"{power['flagged']}/{power['total']}"
+                + (f" [{ci['contaminated'][0]:.2f}, {ci['contaminated'][1]:.2f}]" if ci.get("contaminated") else "")
+            )
+            lines.append(
+                f"| {confidence} | calibrated | " + " | ".join(cells) + f" | {'yes' if row['eligible'] else 'no'} |"
+            )
+            raw = row["uncalibrated"]
+            lines.append(
+                f"| {confidence} | PaCoST's own (uncalibrated) | " + " | ".join(_cell(raw[r]) for r in roles) + " | - |"
+            )
+        lines += [
+            "",
+            "Rule 1 (Holm over the 4 confidences of each half), flagged / tested:",
+            "",
+            "| confidence | " + " | ".join(f"{r} raw | {r} Holm" for r in roles) + " |",
+            "|---|" + "---|---|" * len(roles),
+        ]
+        for confidence, by_role in entry["rule1_counts"].items():
+            lines.append(
+                f"| {confidence} | "
+                + " | ".join(f"{_cell(by_role[r]['raw'])} | {_cell(by_role[r]['holm'])}" for r in roles)
+                + " |"
+            )
+        lines.append("")
+    lines += ["## The default (rule 2)", "", f"- {report['decision']['reason']}", ""]
+    if report["format_control_verdicts"]:
+        lines += [
+            "## Headline verdicts of the audit on the format control beside the control arm",
+            "",
+            "| arm | detector | contaminated | tested | not tested |",
+            "|---|---|---|---|---|",
+        ]
+        lines += [
+            f"| {r['arm']} | {r['detector']} | {r['flagged']} | {r['tested']} | {r['untested']} |"
+            for r in report["format_control_verdicts"]
+        ]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--results", type=pathlib.Path, action="append")
+    parser.add_argument("--replicates", type=int, default=200)
+    parser.add_argument("--out", type=pathlib.Path, default=HERE / "results")
+    args = parser.parse_args(argv)
+    report = analyse(args.results or [HERE / "results"], args.replicates)
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "round_four.json").write_text(json.dumps(report, indent=2, default=float) + "\n")
+    text = markdown(report)
+    (args.out / "round_four.md").write_text(text)
+    sys.stdout.write(text)
+
+
+if __name__ == "__main__":
+    main()

@@ -69,6 +69,14 @@ from jaxcontam.decontam.run import RunSettings
     help="Read escaped text as the text it stands for before the word rule (JSON's \\n and \\uXXXX, HTML's &amp; "
     "and tags), items and corpus alike [on for the gpt3 word rule; --no-escapes reads text as lm-eval's Janitor does].",
 )
+@click.option(
+    "--drop-common",
+    type=click.IntRange(min=1),
+    default=None,
+    metavar="K",
+    help="Leave out benchmark n-grams found in more than K documents of the corpus (a first pass counts them): "
+    "boilerplate, not copies. They are listed in summary.json and the report.",
+)
 @click.option("--policy", type=click.Choice(list(POLICIES)), default=RunSettings.policy, show_default=True)
 @click.option("--window", type=click.IntRange(min=0), default=SpanSettings.window, show_default=True)
 @click.option("--cutoff", type=click.IntRange(min=0), default=SpanSettings.cutoff, show_default=True)
@@ -92,6 +100,7 @@ def decontaminate(
     fields,
     floor,
     escapes,
+    drop_common,
     policy,
     window,
     cutoff,
@@ -153,6 +162,7 @@ def decontaminate(
         id_field=id_field,
         annotate_field=annotate_field,
         on_bad_line=on_bad_line,
+        drop_common=drop_common,
     )
     summary = run(index, corpora, out, settings, engine=engine, workers=workers, address=address, benchmarks=sources)
     _echo(summary, out)

@@ -29,6 +29,7 @@ each such length. A segment under the floor gives nothing; an item left with no 
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import functools
 from collections.abc import Iterable, Sequence
@@ -228,6 +229,7 @@ class DecontIndex:
         self._row_items = pairs[1].astype(np.int32)
         self._row_start = np.concatenate([[0], np.cumsum(np.bincount(pairs[0], minlength=rows))]).astype(np.int64)
         self.item_ngrams = np.bincount(item_of, minlength=len(self.items)).astype(np.int64)  # n-gram positions
+        self.dropped: np.ndarray | None = None  # bool per row: n-grams left out of every lookup (`without_rows`)
         self._fast = None
         if vocab is not None and settings.preset == "gpt3":
             from jaxcontam.decontam.fastwords import FastWords
@@ -328,6 +330,9 @@ class DecontIndex:
                 found_starts.append(hits[0])
                 found_rows.append(hits[1])
         starts, rows = np.concatenate(found_starts), np.concatenate(found_rows)
+        if self.dropped is not None and len(rows):
+            kept = ~self.dropped[rows]
+            starts, rows = starts[kept], rows[kept]
         if len(found_starts) > 1 and len(starts):
             order = np.lexsort((self.row_length[rows], starts))
             starts, rows = starts[order], rows[order]
@@ -354,6 +359,23 @@ class DecontIndex:
             same &= self.row_length[rows] == length
             starts, rows = starts[same], rows[same]
         return starts, rows
+
+    def without_rows(self, rows: np.ndarray) -> DecontIndex:
+        """This index with table rows `rows` never matched (the n-grams common in a corpus: `--drop-common`)."""
+        index = copy.copy(self)
+        index.dropped = np.zeros(len(self.table.keys), bool)
+        index.dropped[np.asarray(rows, np.int64)] = True
+        return index
+
+    def row_text(self, row: int) -> str:
+        """Table row `row` as text: its normalised words, or its tokens decoded."""
+        units = self.table.ngrams[row, : self.row_length[row]].tolist()
+        if self.vocab is None:
+            return self.units.tokenizer.decode(units)
+        words_of = getattr(self, "_words_of", None)
+        if words_of is None:
+            words_of = self._words_of = {i: w.decode("utf-8", "surrogatepass") for w, i in self.vocab.items()}
+        return " ".join(words_of[u] for u in units)
 
     def row_items(self, row: int) -> np.ndarray:
         """Indices (into `items`) of the items holding table row `row`."""

@@ -25,13 +25,14 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import FIRST_EXCEPTION, ProcessPoolExecutor, wait
 from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
 
+from jaxcontam.decontam.common import common_rows, count_shard, document_counts, summary_entry
 from jaxcontam.decontam.index import DecontIndex, not_findable
 from jaxcontam.decontam.manifest import (
     SCHEMA_VERSION,
@@ -73,10 +74,13 @@ class RunSettings:
     id_field: str = "id"
     annotate_field: str = "contamination"
     on_bad_line: OnBadLine = "stop"
+    drop_common: int | None = None  # leave out n-grams held by more than this many documents (`decontam.common`)
 
     def __post_init__(self):
         if self.policy not in POLICIES:
             raise DataError(f"--policy {self.policy}: choose one of {', '.join(POLICIES)}")
+        if self.drop_common is not None and self.drop_common < 1:
+            raise DataError(f"--drop-common {self.drop_common}: give the most documents an n-gram may be in (>= 1)")
         if self.on_bad_line not in ("stop", "skip"):
             raise DataError(f"--on-bad-line {self.on_bad_line}: choose stop or skip")
 
@@ -318,21 +322,29 @@ def _init_worker(index: DecontIndex, parent: int) -> None:
     threading.Thread(target=watch, name="jaxcontam-parent-watch", daemon=True).start()
 
 
-def _pool_shard(shard: ShardSpec, settings: RunSettings, out: str) -> dict[str, Any]:
+ShardWork = Callable[[DecontIndex, ShardSpec, Any, str], dict[str, Any]]
+
+
+def _pool_shard(work: ShardWork, shard: ShardSpec, settings: RunSettings, out: str) -> dict[str, Any]:
     assert _WORKER_INDEX is not None
-    return process_shard(_WORKER_INDEX, shard, settings, out)
+    return work(_WORKER_INDEX, shard, settings, out)
 
 
 def run_local(
-    index: DecontIndex, shards: Sequence[ShardSpec], settings: RunSettings, out: str, workers: int
+    index: DecontIndex,
+    shards: Sequence[ShardSpec],
+    settings: RunSettings,
+    out: str,
+    workers: int,
+    work: ShardWork = process_shard,
 ) -> list[dict]:
-    """Every shard on this host: `workers` processes (each with the index, sent once), or this process."""
+    """`work` on every shard on this host: `workers` processes (each with the index, sent once), or this process."""
     if workers <= 1 or len(shards) <= 1:
-        return [process_shard(index, shard, settings, out) for shard in shards]
+        return [work(index, shard, settings, out) for shard in shards]
     context = multiprocessing.get_context("spawn")  # no fork of a process that may hold JAX's threads
     initargs = (index, os.getpid())
     with ProcessPoolExecutor(workers, mp_context=context, initializer=_init_worker, initargs=initargs) as pool:
-        futures = [pool.submit(_pool_shard, shard, settings, out) for shard in shards]
+        futures = [pool.submit(_pool_shard, work, shard, settings, out) for shard in shards]
         done, pending = wait(futures, return_when=FIRST_EXCEPTION)
         failed = [f for f in done if f.exception() is not None]
         if failed:
@@ -361,14 +373,33 @@ def decontaminate(
     _claim(destination, index, settings)
     destination.remove_scratch()  # a killed run's .partial-* folders
     started = time.perf_counter()
-    if engine == "ray":
-        from jaxcontam.decontam.ray_engine import run_ray
 
-        stats = run_ray(index, shards, settings, out, process_shard, address=address)
-    else:
-        stats = run_local(index, shards, settings, out, workers or os.cpu_count() or 1)
+    def each_shard(work: ShardWork, index: DecontIndex) -> list[dict]:
+        if engine == "ray":
+            from jaxcontam.decontam.ray_engine import run_ray
+
+            return run_ray(index, shards, settings, out, work, address=address)
+        return run_local(index, shards, settings, out, workers or os.cpu_count() or 1, work)
+
+    common = None
+    if settings.drop_common is not None:  # a first pass: the documents holding each n-gram
+        counts, documents = document_counts(index, each_shard(count_shard, index))
+        common = summary_entry(index, counts, documents, settings.drop_common)
+        index = index.without_rows(common_rows(counts, settings.drop_common))
+    stats = each_shard(process_shard, index)
     seconds = time.perf_counter() - started
-    return finish(index, shards, stats, settings, out, corpora, seconds=seconds, engine=engine, benchmarks=benchmarks)
+    return finish(
+        index,
+        shards,
+        stats,
+        settings,
+        out,
+        corpora,
+        seconds=seconds,
+        engine=engine,
+        benchmarks=benchmarks,
+        common=common,
+    )
 
 
 def _claim(destination: Destination, index: DecontIndex, settings: RunSettings) -> None:
@@ -376,7 +407,8 @@ def _claim(destination: Destination, index: DecontIndex, settings: RunSettings) 
     fingerprint = {
         "index": dataclasses.asdict(index.settings) | {"n": index.n},
         "table": index.table.checksum,
-        "run": dataclasses.asdict(settings) | {"on_bad_line": None},  # a completed shard is the same either way
+        "run": {k: v for k, v in dataclasses.asdict(settings).items() if not (k == "drop_common" and v is None)}
+        | {"on_bad_line": None},  # a completed shard is the same either way; runs from before --drop-common resume
     }
     text = json.dumps(fingerprint, sort_keys=True)
     if destination.exists("run.json"):
@@ -404,8 +436,10 @@ def finish(
     seconds: float,
     engine: str,
     benchmarks: Sequence[BenchmarkSource] = (),
+    common: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """matches.parquet, items.parquet, report.html, then summary.json, from the shards' committed outputs."""
+    """matches.parquet, items.parquet, report.html, then summary.json, from the shards' committed outputs;
+    `common`: the n-grams `--drop-common` left out (`decontam.common.summary_entry`)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -435,6 +469,8 @@ def finish(
         for k, item in enumerate(index.items)
     ]
     summary = _summary(index, stats, items, settings, corpora, seconds, engine, out)
+    if common is not None:
+        summary["common_ngrams"] = common
     summary = _typed(summary, index, shards, stats, settings, corpora, benchmarks).to_dict()
     with destination.scratch() as folder:
         pq.write_table(matches, folder / "matches.parquet")
@@ -557,6 +593,7 @@ def _report(summary: dict) -> str:
         f"{total['matched']} holding a benchmark item, {total['removed']} removed, {total['split']} split; policy "
         f"{html.escape(summary['policy'])}; {total['bad_lines']} bad lines.</p>"
         f"<h2>Benchmarks</h2>{benchmarks}{_not_findable_html(summary.get('not_findable') or [])}"
+        f"{_common_html(summary.get('common_ngrams'))}"
         f"<h2>Shards</h2>{shards}" + _manifest_html(summary.get("manifest"))
     )
 
@@ -570,6 +607,21 @@ def _not_findable_html(items: list[dict]) -> str:
         f"<h2>Not findable ({len(items)} items)</h2><p>These items are too short to be told from chance matches: "
         "no copy of them is looked for, so their absence above is no evidence.</p>"
         + _table(["benchmark", "item", "why"], rows)
+    )
+
+
+def _common_html(common: dict | None) -> str:
+    """The n-grams `--drop-common` left out: held by more documents than the limit, so no flag stands on them."""
+    if not common:
+        return ""
+    rows = [
+        [c["ngram"], c["documents"], ", ".join(c["items"][:5]) + (" ..." if len(c["items"]) > 5 else "")]
+        for c in common["ngrams"]
+    ]
+    return (
+        f"<h2>Common n-grams left out ({common['dropped']})</h2><p>Benchmark n-grams found in more than "
+        f"{common['limit']} of the {common['documents_counted']} documents: boilerplate a benchmark shares with the "
+        "corpus, not copies; no match above rests on them.</p>" + _table(["n-gram", "documents", "items"], rows)
     )
 
 

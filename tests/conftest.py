@@ -12,12 +12,21 @@ are in helpers.py.
 import os
 import pathlib
 import re
+import tempfile
 import warnings
 
 import pytest
 
 # the two test workers (and their subprocesses) may each load libtpu to compile for TPU topologies
 os.environ.setdefault("ALLOW_MULTIPLE_LIBTPU_LOAD", "1")
+# JAX's persistent compilation cache, shared by the workers and every command a test runs: most tests compile the
+# same tiny models' programs again, in processes of their own. A size limit turns on JAX's file lock, so concurrent
+# processes read and write it safely; the key holds the program, the backend and the JAX version, never a result.
+os.environ.setdefault(
+    "JAX_COMPILATION_CACHE_DIR", os.path.join(tempfile.gettempdir(), f"jaxcontam-tests-xla-{os.getuid()}")
+)
+os.environ.setdefault("JAX_COMPILATION_CACHE_MAX_SIZE", str(2 << 30))
+os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
 
 from helpers import MODEL_LOAD_REACHED  # noqa: E402  (after the environment above)
 

@@ -179,7 +179,7 @@ def test_token_mode_counts_are_ngrams_and_the_filter_shares_the_index(shared_dat
     tokenizer = str(shared_data / "gpt2_tokenizer_whisper" / "gpt2.tiktoken")
     shard = str(folder / "a.jsonl.zst")
     common = ["--benchmark", "gsm8k", "--path", shared_data / "gsm8k", "--split", "test", "--corpus", shard]
-    prompt = ["--fields", "prompt"]  # the text `ngram` scores: the item as the model sees it
+    prompt = ["--fields", "prompt", "--letter-share", 0]  # the text `ngram` scores, every n-gram as `ngram` counts
     assert (
         run(["decontaminate", *common, *prompt, "--tokenizer", tokenizer, "--n", 8, "--out", tmp_path / "d"], capsys)[0]
         == 0

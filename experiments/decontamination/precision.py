@@ -65,6 +65,7 @@ BOILERPLATE_DOCUMENTS = 3
 TEMPLATE_ITEMS = 5
 BOILERPLATE_WORDS = re.compile(r"licen[cs]e|copyright|all rights reserved|gutenberg|terms of use", re.I)
 DROP_COMMON = 10
+LISTED = 2000  # flags listed (clean ones first); every flag is counted
 
 
 def _pieces(text: str) -> list[str]:
@@ -127,6 +128,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--tokenizer", help="token mode with this tokenizer (GGUF, tokenizer.json folder, .tiktoken)")
     parser.add_argument("--n", type=int, default=None, help="n-gram length (default: the mode's)")
+    parser.add_argument("--letter-share", type=float, default=None, help="IndexSettings.letter_share (the mode's)")
     args = parser.parse_args()
     os.environ.setdefault("JAX_PLATFORMS", "cpu")
     sys.path.insert(0, str(REPO))
@@ -141,7 +143,7 @@ def main() -> None:
             skipped[name] = str(error).split("\n")[0][:200]
     items = benchmark_items(loaded)
     tokens = {"unit": "tokens", "tokenizer": args.tokenizer} if args.tokenizer else {}
-    index = DecontIndex.build(items, IndexSettings(n=args.n, **tokens))
+    index = DecontIndex.build(items, IndexSettings(n=args.n, letter_share=args.letter_share, **tokens))
     position = {(i.benchmark, i.id): k for k, i in enumerate(items)}
     own_chars = np.array([len(" ".join(" ".join(i.own).split())) for i in items])
     groups = {"clean": clean_documents(), "related": related_documents()}
@@ -221,10 +223,12 @@ def main() -> None:
         ),
         # listed: every clean flag, and the related corpora's boilerplate and other ones (copies and template
         # matches of the related datasets are only counted, above: they are what those datasets are)
-        "flags": [f for f in flags if f["group"] == "clean" or f["category"] not in ("copy", "template")],
+        "flags": [f for f in flags if f["group"] == "clean" or f["category"] not in ("copy", "template")][:LISTED],
     }
     here = Path(__file__).parent
     name = "precision_tokens" if args.tokenizer else "precision"
+    if args.letter_share is not None:
+        name += f"_letters{args.letter_share:g}"
     (here / f"{name}.json").write_text(json.dumps(summary, indent=2, default=int) + "\n")
     (here / f"{name}.md").write_text(markdown(summary))
     print(markdown(summary))
@@ -233,8 +237,8 @@ def main() -> None:
 def markdown(summary: dict) -> str:
     lines = [
         f"Index: {summary['items']:,} items of {len(summary['benchmarks'])} benchmarks "
-        f"({', '.join(summary['benchmarks'])}); {summary['index']['unit']}, n = {summary['index']['n']}, otherwise "
-        "the default settings.",
+        f"({', '.join(summary['benchmarks'])}); {summary['index']['unit']}, n = {summary['index']['n']}, letter share "
+        f"{summary['index']['letter_share']:g}, otherwise the default settings.",
         "",
         "| corpus | documents | MB | flagged documents | flags | copy | template | boilerplate | other | flags kept "
         f"by --drop-common {summary['drop_common']} (copy / template / boilerplate / other) |",
@@ -256,7 +260,11 @@ def markdown(summary: dict) -> str:
         f"| {name} | " + " | ".join(str(c.get(k, 0)) for k in categories) + " |"
         for name, c in summary["related_per_file"].items()
     ]
-    lines += ["", "Every flag of the clean corpus, and every boilerplate or other flag of the related corpora:", ""]
+    lines += [
+        "",
+        f"Every flag of the clean corpus, then the boilerplate and other flags of the related corpora (the first {LISTED:,} flags in all):",
+        "",
+    ]
     lines += ["| corpus | document | item | category | coverage | most documents of an n-gram | matched n-gram |"]
     lines += ["|---|---|---|---|---|---|---|"]
     for f in summary["flags"]:

@@ -70,6 +70,14 @@ from jaxcontam.decontam.run import RunSettings
     "and tags), items and corpus alike [on for the gpt3 word rule; --no-escapes reads text as lm-eval's Janitor does].",
 )
 @click.option(
+    "--letter-share",
+    type=click.FloatRange(0, 1),
+    default=None,
+    help="The share of an n-gram's units that must hold a letter for it to count [0.5 in token mode, where a "
+    "tokenizer that splits digits one by one makes n-grams of `100,000`; 0 in word mode]. 0 counts every n-gram, as "
+    "jaxcontam ngram does.",
+)
+@click.option(
     "--drop-common",
     type=click.IntRange(min=1),
     default=None,
@@ -100,6 +108,7 @@ def decontaminate(
     fields,
     floor,
     escapes,
+    letter_share,
     drop_common,
     policy,
     window,
@@ -153,6 +162,7 @@ def decontaminate(
         tokenizer=tokenizer,
         floor=floor,
         escapes=escapes,
+        letter_share=letter_share,
     )
     index = DecontIndex.build(benchmark_items(loaded), index_settings)
     settings = RunSettings(

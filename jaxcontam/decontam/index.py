@@ -49,6 +49,10 @@ TOKEN_N = 8  # jaxcontam ngram's default
 # documents (experiments/decontamination/short_items.py; docs/decontamination.md, "Short items").
 DEFAULT_FLOOR: dict[str, int] = {"words": 7, "tokens": 8}
 PAD = -1  # fills a short segment's row up to n; no text unit is ever -1
+# The share of an n-gram's units that must hold a letter for it to count, measured: a tokenizer that splits digits
+# one by one (SmolLM2's) makes 8-token n-grams of `100,000` and `in the 1960s`, which flag clean text
+# (experiments/decontamination/precision.py; docs/decontamination.md, "Precision"). A word holds a whole number.
+LETTER_SHARE: dict[str, float] = {"words": 0.0, "tokens": 0.5}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -62,6 +66,7 @@ class IndexSettings:
     tokenizer: str | None = None
     floor: int | None = None  # the shortest segment matched whole (DEFAULT_FLOOR); n or more: none is
     escapes: bool | None = None  # decode escapes before the word rule (`escapes.decode`); default: on for gpt3 words
+    letter_share: float | None = None  # the share of an n-gram's units that must hold a letter (LETTER_SHARE)
 
     def __post_init__(self):
         if self.unit not in ("words", "tokens"):
@@ -88,6 +93,10 @@ class IndexSettings:
             )
         if self.escapes is None:
             object.__setattr__(self, "escapes", gpt3_words)
+        if self.letter_share is None:
+            object.__setattr__(self, "letter_share", LETTER_SHARE[self.unit])
+        if not 0 <= self.letter_share <= 1:
+            raise DataError(f"letter share {self.letter_share}: give a share of the units, from 0 to 1")
 
     @property
     def size(self) -> int:
@@ -228,8 +237,14 @@ class DecontIndex:
         pairs = np.unique(np.stack([table.position_ngram[positions].astype(np.int64), item_of]), axis=1)
         self._row_items = pairs[1].astype(np.int32)
         self._row_start = np.concatenate([[0], np.cumsum(np.bincount(pairs[0], minlength=rows))]).astype(np.int64)
-        self.item_ngrams = np.bincount(item_of, minlength=len(self.items)).astype(np.int64)  # n-gram positions
-        self.dropped: np.ndarray | None = None  # bool per row: n-grams left out of every lookup (`without_rows`)
+        # bool per row: n-grams left out of every lookup (too few letters here; common in a corpus: `without_rows`)
+        self.dropped: np.ndarray | None = None
+        self.few_letters = np.zeros(rows, bool)
+        if settings.letter_share and rows:
+            self.few_letters = self._letter_units() < np.ceil(self.row_length * settings.letter_share - 1e-9)
+            self.dropped = self.few_letters.copy() if self.few_letters.any() else None
+        kept = ~self.few_letters[table.position_ngram[positions]]
+        self.item_ngrams = np.bincount(item_of[kept], minlength=len(self.items)).astype(np.int64)  # n-gram positions
         self._fast = None
         if vocab is not None and settings.preset == "gpt3":
             from jaxcontam.decontam.fastwords import FastWords
@@ -363,7 +378,7 @@ class DecontIndex:
     def without_rows(self, rows: np.ndarray) -> DecontIndex:
         """This index with table rows `rows` never matched (the n-grams common in a corpus: `--drop-common`)."""
         index = copy.copy(self)
-        index.dropped = np.zeros(len(self.table.keys), bool)
+        index.dropped = self.few_letters.copy()
         index.dropped[np.asarray(rows, np.int64)] = True
         return index
 
@@ -372,10 +387,25 @@ class DecontIndex:
         units = self.table.ngrams[row, : self.row_length[row]].tolist()
         if self.vocab is None:
             return self.units.tokenizer.decode(units)
+        return " ".join(self._unit_texts(units))
+
+    def _unit_texts(self, ids: Sequence[int]) -> list[str]:
+        """Each unit id as text: its word, or its token decoded alone."""
+        if self.vocab is None:
+            return [self.units.tokenizer.decode([i]) for i in ids]
         words_of = getattr(self, "_words_of", None)
         if words_of is None:
             words_of = self._words_of = {i: w.decode("utf-8", "surrogatepass") for w, i in self.vocab.items()}
-        return " ".join(words_of[u] for u in units)
+        return [words_of[i] for i in ids]
+
+    def _letter_units(self) -> np.ndarray:
+        """Per table row, how many of its units hold a letter."""
+        ngrams = self.table.ngrams
+        ids, where = np.unique(ngrams[ngrams != PAD], return_inverse=True)
+        letters = np.array([any(c.isalpha() for c in text) for text in self._unit_texts(ids.tolist())], bool)
+        holds = np.zeros(ngrams.shape, bool)
+        holds[ngrams != PAD] = letters[where]
+        return holds.sum(axis=1)
 
     def row_items(self, row: int) -> np.ndarray:
         """Indices (into `items`) of the items holding table row `row`."""
@@ -450,12 +480,9 @@ def not_findable(index: DecontIndex) -> list[dict[str, Any]]:
         item = index.items[k]
         mine = lengths[table.item_segments[k] : table.item_segments[k + 1]]
         longest = int(mine.max()) if len(mine) else 0
-        out.append(
-            {
-                "benchmark": item.benchmark,
-                "item": item.id,
-                units: longest,
-                "reason": f"{longest} {units}, below the floor of {floor}",
-            }
-        )
+        reason = f"{longest} {units}, below the floor of {floor}"
+        if longest >= floor:
+            share = index.settings.letter_share
+            reason = f"no n-gram with letters in {share:.0%} of its {units} (digits and punctuation only)"
+        out.append({"benchmark": item.benchmark, "item": item.id, units: longest, "reason": reason})
     return out

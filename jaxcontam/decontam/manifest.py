@@ -211,6 +211,7 @@ class IndexEntry:
         values: dict[str, Any] = {k: v for k, v in self.settings.items() if k in names}
         values["fields"] = tuple(values.get("fields", ("item",)))
         values.setdefault("escapes", False)  # a run recorded before escapes were decoded read them as they are
+        values.setdefault("letter_share", 0.0)  # ... and before n-grams needed letters
         return IndexSettings(**values)
 
     @classmethod

@@ -96,7 +96,7 @@ def test_a_real_item_inside_a_json_row_or_an_html_page_is_found(shared_data):
         matches = find(index, document)
         assert [m.item_id for m in matches] == ["truthfulqa/validation/0"]
     kept, *_ = _truthfulqa_index(shared_data, escapes=False)  # as before: `seeds?\nThe` is one word, `seedsnthe`
-    assert find(kept, row) == []
+    assert find(kept, json.dumps({"text": f"{question}\n{answer}"})) == []
 
 
 def test_escapes_are_for_the_gpt3_word_rule_only():

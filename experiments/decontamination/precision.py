@@ -262,7 +262,10 @@ def markdown(summary: dict) -> str:
     ]
     lines += [
         "",
-        f"Every flag of the clean corpus, then the boilerplate and other flags of the related corpora (the first {LISTED:,} flags in all):",
+        (
+            f"Every flag of the clean corpus, then the boilerplate and other flags of the related corpora (the first "
+            f"{LISTED:,} flags in all):"
+        ),
         "",
     ]
     lines += ["| corpus | document | item | category | coverage | most documents of an n-gram | matched n-gram |"]

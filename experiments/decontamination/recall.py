@@ -20,7 +20,9 @@ nothing planted (false positives). A document counts as flagged when the tool fi
                            matched whole down to the floor; escapes decoded;
   jaxcontam words, --no-escapes  the same, text read as the Janitor reads it (the default before 2026-11-28);
   jaxcontam words, prompt  the same rule on the rendering (`--fields prompt`, the default before 2026-11-28);
-  jaxcontam tokens         GPT-2 tokens, 8-grams (`ngram`'s default) and 13-grams, default fields;
+  jaxcontam tokens         GPT-2 tokens, 8-grams (`ngram`'s default) and 13-grams, default fields; SmolLM2's
+                           tokens (digits one by one), 8-grams, with the default letter share (half an n-gram's
+                           tokens hold a letter) and without it;
   Janitor                  lm-eval's, Python mode, 13-grams of the same question-and-answer texts;
   datatrove                NGramsDecontFilter, its defaults: NLTK words, 12-grams of the answer and the
                            question/answer overlap.
@@ -201,6 +203,10 @@ def main() -> None:
     for n in (8, 13):
         index = DecontIndex.build(items, IndexSettings(unit="tokens", tokenizer=tiktoken, n=n))
         results[f"jaxcontam tokens (GPT-2, {n})"] = flags(ours(index))
+    smollm2 = str(DATA / "smollm2_135m_instruct" / "SmolLM2-135M-Instruct.Q4_1.gguf")  # splits digits one by one
+    for share in (0.5, 0.0):
+        index = DecontIndex.build(items, IndexSettings(unit="tokens", tokenizer=smollm2, letter_share=share))
+        results[f"jaxcontam tokens (SmolLM2, 8, letter share {share:g})"] = flags(ours(index))
 
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
         from lm_eval.decontamination import janitor as janitor_module

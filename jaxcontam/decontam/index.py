@@ -9,13 +9,14 @@ On the host a window's key is a 64-bit multiply-add of its n ids (one vectorised
 bitmap over the keys' top bits rejects most windows, `searchsorted` finds the rest, and a hit counts only when
 its n ids equal the table row's, so a hash collision never flags a document.
 
-Which n-grams an item gives (`fields`): "item" (default): what a copy of the item holds, its own question and
-answer text as one text (their junction included), without the prompt's labels or template words ("Q:", "A:",
-"Question:", "Answer:", MMLU's header and lettered options), and, as a second segment, its prompt rendering (so a
-copy with the labels is found too); "prompt": the rendering alone, the item as the model sees it (prompt and
-gold answer, one text, `ngram.item_text`, labels included: the text `ngram` and ConTAM score); otherwise any of
-datatrove's options "question", "answer" (each on its own) and "overlap" (the n-grams that hold the question's last
-units and the answer's first ones).
+Which n-grams an item gives (`fields`): "item" (default): what a copy of the item holds, its own question and answer
+text as one text (their junction included), without the prompt's labels or template words ("Q:", "A:", "Question:",
+"Answer:", MMLU's header and lettered options), and, as a second segment, its prompt rendering (so a copy with the
+labels is found too); a question shorter than n is also matched whole on its own (down to the floor), so a copy that
+keeps it apart from its answer (a dataset's JSON row) is found; "prompt": the rendering alone, the item as the model
+sees it (prompt and gold answer, one text, `ngram.item_text`, labels included: the text `ngram` and ConTAM score);
+otherwise any of datatrove's options "question", "answer" (each on its own) and "overlap" (the n-grams that hold the
+question's last units and the answer's first ones).
 
 Escapes. Under the gpt3 word rule (the default) the items and the corpus are read with their escapes decoded
 (`escapes.decode`: JSON's `\\n` and `\\uXXXX`, HTML character references and tags), so a copy inside a JSON string
@@ -441,7 +442,13 @@ def _item_segments(items: Sequence[ItemSides], fields: tuple[str, ...], n: int, 
         texts = [item.own for item in items]
         encoded = iter(encode([t for own in texts for t in own]))
         rendered = encode([item.whole for item in items])
-        per_item = [[np.concatenate([next(encoded) for _ in own]), whole] for own, whole in zip(texts, rendered)]
+        per_item = []
+        for own, whole in zip(texts, rendered):
+            pieces = [next(encoded) for _ in own]
+            segments = [np.concatenate(pieces), whole]
+            if len(pieces) == 2 and floor <= len(pieces[0]) < n:  # a short question alone: a copy that keeps the
+                segments.append(pieces[0])  # question apart from its answer (a JSON row's fields) still holds it
+            per_item.append(segments)
     else:
         questions = encode([item.question for item in items])
         answers = encode([item.answer for item in items])

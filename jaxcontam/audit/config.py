@@ -50,6 +50,7 @@ from jaxcontam.detect.pacost import PacostSettings
 from jaxcontam.detect.rephrase import RephraseGates
 from jaxcontam.detect.stage import DetectorStage
 from jaxcontam.detect.stages import BUILT_IN, CORPUS_STAGES, STAGES
+from jaxcontam.detect.stages import settings_of as stage_settings
 from jaxcontam.dtypes import DTYPES
 from jaxcontam.errors import JaxcontamError
 from jaxcontam.mesh import MeshSettings
@@ -119,8 +120,7 @@ class AuditConfig:
 
     def settings_of(self, name: str) -> Any:
         """Detector `name`'s settings: its table's, else its settings type's defaults."""
-        given = self.detectors.get(name)
-        return STAGES[name].settings_type() if given is None else given
+        return stage_settings(name, self.detectors)
 
     @property
     def pacost(self) -> PacostSettings:

@@ -24,6 +24,7 @@ from typing import Any
 from jaxcontam.detect.pacost import PacostSettings
 from jaxcontam.detect.stage import AuditTarget, BuiltInResults, DetectorStage, StageInput
 from jaxcontam.detect.stages import CORPUS_STAGES, DEFAULT_DETECTORS, DETECTORS, STAGES, detector_names
+from jaxcontam.detect.stages import settings_of as stage_settings
 from jaxcontam.detect.summaries import Accuracy, GroundTruthResult, accuracy, ground_truth_result
 from jaxcontam.errors import JaxcontamError
 from jaxcontam.stage_clock import stage as timed
@@ -60,8 +61,7 @@ class AuditSettings:
 
     def settings_of(self, name: str) -> Any:
         """The settings detector `name` runs with."""
-        given = self.detector_settings.get(name)
-        return STAGES[name].settings_type() if given is None else given
+        return stage_settings(name, self.detector_settings)
 
     @property
     def pacost(self) -> PacostSettings:

@@ -8,6 +8,9 @@ Adding a detector: its own module defining a `detect.stage.DetectorStage`, and o
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from jaxcontam.detect.stage import DetectorStage
 from jaxcontam.detect.stages.contam import CONTAM_STAGE
 from jaxcontam.detect.stages.exchangeability import EXCHANGEABILITY_STAGE
@@ -33,6 +36,12 @@ def unregister(name: str) -> None:
     if name in BUILT_IN:
         raise JaxcontamError(f"{name!r} is a built-in detector and cannot be removed")
     STAGES.pop(name, None)
+
+
+def settings_of(name: str, given: Mapping[str, Any]) -> Any:
+    """Detector `name`'s settings: the ones `given` holds for it, else its settings type's defaults."""
+    chosen = given.get(name)
+    return STAGES[name].settings_type() if chosen is None else chosen
 
 
 def detector_names() -> tuple[str, ...]:

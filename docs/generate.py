@@ -40,8 +40,10 @@ def experiment_module(relative: str):
     path = EXPERIMENTS / relative
     sys.path.insert(0, str(path.parent))
     try:
-        spec = importlib.util.spec_from_file_location(f"experiments_{path.parent.name}_{path.stem}", path)
+        name = f"experiments_{path.parent.name}_{path.stem}"
+        spec = importlib.util.spec_from_file_location(name, path)
         module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module  # a dataclass of the script resolves its module by name
         spec.loader.exec_module(module)
     finally:
         sys.path.remove(str(path.parent))
@@ -100,6 +102,15 @@ def real_contamination() -> str:
         return missing(source, "python experiments/real_contamination/report.py")
     report = json.loads(source.read_text(encoding="utf-8"))
     return experiment_module("real_contamination/report.py").docs_table(report)
+
+
+def real_contamination_balanced() -> str:
+    source = EXPERIMENTS / "real_contamination" / "results" / "crossover.json"
+    report = json.loads(source.read_text(encoding="utf-8")) if source.exists() else {}
+    if not report.get("balanced"):
+        command = "python experiments/real_contamination/crossover.py --out experiments/real_contamination/results"
+        return missing(source, command)
+    return experiment_module("real_contamination/crossover.py").balanced_docs_table(report)
 
 
 def corpus_storage() -> str:
@@ -481,6 +492,7 @@ TABLES: dict[str, Callable[[], str]] = {
                                                               "--skip-membership"),
     "real-model-membership": real_model_membership,
     "real-contamination": real_contamination,
+    "real-contamination-balanced": real_contamination_balanced,
     "epg-null-flags": epg_null_flags,
     "lm-eval-parity": lm_eval_parity,
     "corpus-storage": corpus_storage,

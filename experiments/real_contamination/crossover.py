@@ -312,6 +312,60 @@ def unpaired_table(arms: dict, seed: int = 0, resamples: int = RESAMPLES) -> lis
     return rows
 
 
+def balanced_auc(arm, twin, detector: str, higher: bool, seed: int = 0, bootstraps: int = BOOTSTRAPS) -> Estimate:
+    """One benchmark's AUC of seen against unseen items, averaged over the two draws: the arm and its twin, trained on
+    the complementary halves, so the split imbalance of one draw cancels. Needs no twin *pairing*: each model's AUC
+    is its own (an auditor with one model has one of them). 95% CI: items resampled with replacement, the same draw
+    in both models (an item is a cluster), both AUCs recomputed and averaged; no p-value (the paired table tests)."""
+    ids = arm.index.intersection(twin.index)
+    rng = np.random.default_rng(seed)
+    weights = _bootstrap_weights(len(ids), bootstraps, rng).astype(np.float64)
+    values, boots = [], []
+    for items in (arm.loc[ids], twin.loc[ids]):
+        scores = oriented(items[detector], higher)
+        seen = items["seen"].to_numpy(bool)
+        keep = np.isfinite(scores)
+        positive, negative = seen & keep, ~seen & keep
+        if not positive.any() or not negative.any():
+            return Estimate(float("nan"), (float("nan"), float("nan")), float("nan"), 0)
+        wins = _wins_matrix(scores[positive], scores[negative])
+        values.append(float(wins.mean()))
+        w1, w0 = weights[:, positive], weights[:, negative]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            boots.append(np.einsum("bi,ij,bj->b", w1, wins, w0) / (w1.sum(1) * w0.sum(1)))
+    mean = np.nanmean(np.stack(boots), axis=0)
+    low, high = np.nanquantile(mean, [0.025, 0.975])
+    return Estimate(float(np.mean(values)), (float(low), float(high)), float("nan"), len(ids))
+
+
+def _seen_auc(items, detector: str, higher: bool) -> float:
+    """One model's AUC of its seen against its unseen items (ties half; items with a score)."""
+    scores, seen = oriented(items[detector], higher), items["seen"].to_numpy(bool)
+    keep = np.isfinite(scores)
+    if not (seen & keep).any() or not (~seen & keep).any():
+        return float("nan")
+    return float(_wins_matrix(scores[seen & keep], scores[~seen & keep]).mean())
+
+
+def balanced_table(arms: dict, seed: int = 0) -> list[dict]:
+    """Per dose, benchmark and detector: the AUC averaged over the two draws (`balanced_auc`), the arm's and its
+    twin's own AUCs beside it."""
+    rows = []
+    for dose, (name, twin) in DOSES.items():
+        if name not in arms or twin not in arms:
+            continue
+        for benchmark in BENCHMARKS:
+            a, b = (arms[n][arms[n]["benchmark"] == benchmark] for n in (name, twin))
+            for detector, higher in PAIRED_DETECTORS.items():
+                if detector not in a or detector not in b:
+                    continue
+                estimate = balanced_auc(a, b, detector, higher, seed)
+                single = [_seen_auc(m, detector, higher) for m in (a, b)]
+                rows.append({"dose": dose, "benchmark": benchmark, "detector": detector, **_asdict(estimate),
+                             "draws": single})
+    return rows
+
+
 def dose_table(folders: dict[str, pathlib.Path]) -> list[dict]:
     """Each arm's DiD of mean log-prob over the base GGUF (run.py's dose.json), audited and trained text."""
     rows = []
@@ -432,6 +486,13 @@ def markdown(report: dict) -> str:
             value = "-" if not verdicts.finite(r["value"]) else f"{r['value']:.2f}"
             lines.append(f"| {r['dose']} | {r['benchmark']} | {r['detector']} | {value} | {_ci(r['ci95'])} | "
                          f"{_p(r['pvalue'])} | {holm} | {r['n']} |")
+    if report.get("balanced"):
+        lines += ["", "## Single model, both draws: AUC of seen vs unseen averaged over the arm and its twin", "",
+                  "Each model's own AUC (no pairing); the 95% CI resamples items, the same draw in both models.", "",
+                  "| dose | benchmark | detector | AUC, two draws | 95% CI | arm | twin |",
+                  "|---|---|---|---|---|---|---|"]
+        lines += [f"| {r['dose']} | {r['benchmark']} | {r['detector']} | {r['value']:.2f} | {_ci(r['ci95'])} | "
+                  f"{r['draws'][0]:.2f} | {r['draws'][1]:.2f} |" for r in report["balanced"]]
     relative = " (scores relative to the reference)" if report["relative"] else ""
     lines += ["", f"## Unpaired, per arm{relative}: contaminated half vs clean half", "",
               "AUC / EPG with a 95% bootstrap CI and the random-split permutation p (half flag reshuffled).", "",
@@ -442,6 +503,27 @@ def markdown(report: dict) -> str:
         lines.append(f"| {r['arm']} | {r['benchmark']} | {r['statistic']} | {value} | {_ci(r['ci95'])} | "
                      f"{_p(r['pvalue'])} | {_p(r['pvalue_two_sided'])} |")
     lines += calibrated_markdown(report.get("calibrated_pacost"), report.get("reference"))
+    return "\n".join(lines) + "\n"
+
+
+BALANCED_SHOWN = {"min_k_plus_plus": "Min-K%++", "mean_logprob": "mean log-prob",
+                  "longest_match": "ConTAM LONGEST_MATCH"}
+
+
+def balanced_docs_table(report: dict) -> str:
+    """README's and docs/results.md's table: per detector and dose, each benchmark's AUC averaged over the two draws
+    with its item-cluster 95% CI (from crossover.json's `balanced`)."""
+    rows = {(r["detector"], r["dose"], r["benchmark"]): r for r in report.get("balanced", [])}
+    shown_benchmarks = {"gsm8k": "GSM8K", "copa": "COPA", "mmlu": "MMLU"}
+    lines = ["| detector | dose | " + " | ".join(shown_benchmarks[b] for b in BENCHMARKS) + " |",
+             "|---|---|" + "---|" * len(BENCHMARKS)]
+    for detector, shown in BALANCED_SHOWN.items():
+        for dose in DOSES:
+            cells = []
+            for benchmark in BENCHMARKS:
+                r = rows.get((detector, dose, benchmark))
+                cells.append("-" if r is None else f"{r['value']:.2f} ({r['ci95'][0]:.2f}, {r['ci95'][1]:.2f})")
+            lines.append(f"| {shown} | verbatim {dose} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
 
@@ -493,7 +575,8 @@ def analyse(results: list[pathlib.Path], use_relative: bool = False, reference_a
                          for arm, items in arms.items()}
     report = {"arms": {arm: _shown(folder) for arm, folder in folders.items()}, "relative": use_relative,
               "reference": _shown(reference_folder) if reference_folder else None, "dose": dose_table(folders),
-              "paired": paired_table(arms, seed), "unpaired": unpaired_table(unpaired_arms, seed, resamples)}
+              "paired": paired_table(arms, seed), "unpaired": unpaired_table(unpaired_arms, seed, resamples),
+              "balanced": balanced_table(arms, seed)}
     if reference is not None:
         report["calibrated_pacost"] = calibrated_pacost(arms, reference, seed=seed)
     return report

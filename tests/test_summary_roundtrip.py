@@ -30,10 +30,18 @@ from jaxcontam.detect.verdict import Verdict
 from jaxcontam.report.summary_schema import SCHEMA_VERSION, AuditSummary, RunEntry, headline_verdicts
 
 ROOT = Path(__file__).resolve().parents[1]
-FIXTURES = sorted(ROOT.glob("experiments/real_contamination/results/arms/*/audit_jaxcontam/summary.json")) + [
+COMMITTED = sorted(ROOT.glob("experiments/real_contamination/results/arms/*/audit_jaxcontam/summary.json")) + [
     ROOT / "experiments/real_model/results/audit/summary.json",
     ROOT / "experiments/real_model/results/audit-paper/summary.json",  # the `paper` preset: sampled answers, judge
 ]
+
+
+def _version(path: Path) -> int:
+    return json.loads(path.read_text(encoding="utf-8")).get("schema_version", 1)
+
+
+FIXTURES = [path for path in COMMITTED if _version(path) == 1]  # written before schema 2
+WRITTEN_AS_V2 = [path for path in COMMITTED if _version(path) == 2]  # the round-four arms
 
 
 def written(summary: AuditSummary) -> str:
@@ -61,6 +69,12 @@ def test_a_committed_version_1_summary_reads_into_version_2_keeping_every_test(p
         assert [v["detector"] for v in after["verdicts"]] == [
             k for k in ("pacost", "exchangeability", "contam") if before.get(k) is not None
         ]
+
+
+@pytest.mark.parametrize("path", WRITTEN_AS_V2, ids=lambda path: path.parent.relative_to(ROOT).as_posix())
+def test_a_committed_version_2_summary_reads_back_to_its_own_bytes(path):
+    text = path.read_text(encoding="utf-8")
+    assert written(AuditSummary.from_dict(json.loads(text))) == text
 
 
 def no_rephrasing_verdict(confidence: str) -> PairedVerdict:

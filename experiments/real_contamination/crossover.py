@@ -49,7 +49,8 @@ import summary_verdicts as verdicts  # noqa: E402  (experiments/summary_verdicts
 BENCHMARKS = ("gsm8k", "copa", "mmlu")
 DOSES = {"x1": ("verbatim_x1", "verbatim_x1_swapped"), "x4": ("verbatim_x4", "verbatim_x4_swapped")}
 ARMS = ("control", "verbatim_x1", "verbatim_x4", "verbatim_x1_swapped", "verbatim_x4_swapped", "fields_x4",
-        "rephrased_x4")
+        "rephrased_x4", "format_x4")
+FORMAT_ARM = "format_x4"  # the format control: other items of the same benchmarks, none audited
 # per-item score -> higher means seen? (PaCoST gaps: original minus rephrased confidence)
 PAIRED_DETECTORS = {"mean_logprob": True, "zlib_ratio": False, "min_k": True, "min_k_plus_plus": True,
                     "longest_match": True, "pacost_gap_p_true": True, "pacost_gap_answer_logprob": True}
@@ -439,11 +440,14 @@ def calibrated_pacost(arms: dict, reference, confidences=CONFIDENCES, seed: int 
         return {"flagged": k, "n": n, "untested": counts["untested"], "rate": k / n if n else None,
                 "ci95": [float(ci.low), float(ci.high)] if ci else None, "band99": list(_band(n)) if n else None}
 
+    untrained = ("control", FORMAT_ARM)  # arms that trained on no audited item: both halves clean
     control = [r for r in rows if r["arm"] == "control"]
-    contaminated = [r for r in rows if r["arm"] != "control" and r["half"] == "contaminated"]
-    clean = [r for r in rows if r["arm"] != "control" and r["half"] == "clean"]
+    format_control = [r for r in rows if r["arm"] == FORMAT_ARM]
+    contaminated = [r for r in rows if r["arm"] not in untrained and r["half"] == "contaminated"]
+    clean = [r for r in rows if r["arm"] not in untrained and r["half"] == "clean"]
     summary = {key: {"control_all_halves": share(control, key), "power_contaminated_halves": share(contaminated, key),
                      "fpr_clean_halves_of_contaminated_arms": share(clean, key)}
+               | ({"format_control_all_halves": share(format_control, key)} if format_control else {})
                for key in ("calibrated_p", "uncalibrated_p")}
     return {"rows": rows, "summary": summary}
 
@@ -534,16 +538,18 @@ def calibrated_markdown(calibrated: dict | None, reference: str | None) -> list[
         return lines + ["Waiting on the reference audit (`results/arms/base/audit_jaxcontam/items.parquet`)."]
     lines += [f"Reference: {reference}.", "",
               "| test | control: flagged halves (99% band) | power on contaminated halves (95% CI) | "
-              "flagged clean halves of contaminated arms (95% CI) |", "|---|---|---|---|"]
+              "flagged clean halves of contaminated arms (95% CI) | format control: flagged halves (99% band) |",
+              "|---|---|---|---|---|"]
     for key, label in (("calibrated_p", "calibrated"), ("uncalibrated_p", "uncalibrated (original vs rephrased)")):
         s = calibrated["summary"][key]
         control, power, clean = (s[k] for k in ("control_all_halves", "power_contaminated_halves",
                                                 "fpr_clean_halves_of_contaminated_arms"))
         cells = [(f"{c['flagged']}/{c['n']} ({_ci(c['ci95'])}{_untested(c)})" if c["n"] else
                   f"no test ({c['untested']})" if c.get("untested") else "-") for c in (power, clean)]
-        band = (f"{control['flagged']}/{control['n']} (band {control['band99']}{_untested(control)})" if control["n"]
-                else f"no test ({control['untested']})" if control.get("untested") else "-")
-        lines.append(f"| {label} | {band} | {cells[0]} | {cells[1]} |")
+        bands = [(f"{c['flagged']}/{c['n']} (band {c['band99']}{_untested(c)})" if c["n"]
+                  else f"no test ({c['untested']})" if c.get("untested") else "-")
+                 for c in (control, s.get("format_control_all_halves", {"n": 0}))]
+        lines.append(f"| {label} | {bands[0]} | {cells[0]} | {cells[1]} | {bands[1]} |")
     lines += ["", "| arm | benchmark | half | confidence | n | calibrated p | uncalibrated p |",
               "|---|---|---|---|---|---|---|"]
     for r in calibrated["rows"]:

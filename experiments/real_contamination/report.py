@@ -46,7 +46,7 @@ if str(HERE.parent) not in sys.path:
 import summary_verdicts as verdicts  # noqa: E402  (experiments/summary_verdicts.py: tested, not detected, not tested)
 
 ARM_ORDER = ("control", "verbatim_x1", "verbatim_x4", "verbatim_x1_swapped", "verbatim_x4_swapped", "fields_x4",
-             "rephrased_x4")
+             "rephrased_x4", "format_x4")  # format_x4: trained on no audited item; its "contaminated" half: the drawn
 AUC_DETECTORS = {"mean_logprob": True, "zlib_ratio": False, "min_k": True, "min_k_plus_plus": True,
                  "longest_match": True}  # higher = seen?
 LIKELIHOOD = {"mean_logprob": True, "zlib_ratio": False, "min_k": True, "min_k_plus_plus": True}  # higher = seen?
@@ -375,7 +375,8 @@ def markdown(report: dict) -> str:
     for arm, entry in report["arms"].items():
         if "dose" in entry:
             a, b = entry["dose"]["did"]["trained_text/all"], entry["dose"]["did"]["audited_text/all"]
-            took = "n/a (nothing mixed in)" if arm == "control" else ("yes" if entry["dose"]["took"] else "NO")
+            took = ("n/a (nothing mixed in)" if arm == "control" else "n/a (no audited item mixed in)"
+                    if arm == "format_x4" else ("yes" if entry["dose"]["took"] else "NO"))
             lines.append(f"| {arm} | {a['did']:+.3f} ({a['ci95'][0]:+.3f}, {a['ci95'][1]:+.3f}) | {b['did']:+.3f} "
                          f"({b['ci95'][0]:+.3f}, {b['ci95'][1]:+.3f}) | {took} |")
     lines += ["", "## Power on the contaminated half / false-positive rate on the clean half (95% CI)", "",
@@ -487,7 +488,7 @@ def docs_table(report: dict) -> str:
             cells.append("-")
             continue
         did = dose["did"]["audited_text/all"]
-        took = "" if arm == "control" else (", took" if dose["took"] else ", DID NOT TAKE")
+        took = "" if arm in ("control", "format_x4") else (", took" if dose["took"] else ", DID NOT TAKE")
         cells.append(f"{did['did']:+.2f} ({did['ci95'][0]:+.2f}, {did['ci95'][1]:+.2f}){took}")
     lines.append("| log-prob gain, contaminated minus clean items (95% CI) | " + " | ".join(cells) + " |")
     for key, label in DOC_DETECTORS.items():

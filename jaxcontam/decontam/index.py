@@ -94,10 +94,10 @@ class IndexSettings:
             )
         if self.escapes is None:
             object.__setattr__(self, "escapes", gpt3_words)
-        if self.letter_share is None:
-            object.__setattr__(self, "letter_share", LETTER_SHARE[self.unit])
-        if not 0 <= self.letter_share <= 1:
-            raise DataError(f"letter share {self.letter_share}: give a share of the units, from 0 to 1")
+        share = LETTER_SHARE[self.unit] if self.letter_share is None else self.letter_share
+        if not 0 <= share <= 1:
+            raise DataError(f"letter share {share}: give a share of the units, from 0 to 1")
+        object.__setattr__(self, "letter_share", share)
 
     @property
     def size(self) -> int:
@@ -378,9 +378,10 @@ class DecontIndex:
 
     def without_rows(self, rows: np.ndarray) -> DecontIndex:
         """This index with table rows `rows` never matched (the n-grams common in a corpus: `--drop-common`)."""
+        dropped = self.few_letters.copy()
+        dropped[np.asarray(rows, np.int64)] = True
         index = copy.copy(self)
-        index.dropped = self.few_letters.copy()
-        index.dropped[np.asarray(rows, np.int64)] = True
+        index.dropped = dropped
         return index
 
     def row_text(self, row: int) -> str:

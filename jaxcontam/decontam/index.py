@@ -22,6 +22,10 @@ Escapes. Under the gpt3 word rule (the default) the items and the corpus are rea
 (`escapes.decode`: JSON's `\\n` and `\\uXXXX`, HTML character references and tags), so a copy inside a JSON string
 or an HTML page has its words; `IndexSettings(escapes=False)` reads text as lm-eval's Janitor does.
 
+Letters. An n-gram counts only when `letter_share` of its units hold a letter (half in token mode, where a tokenizer
+that splits digits one by one makes n-grams of `100,000`; none in word mode): the others never match (`dropped`),
+and an item left with none is listed by `not_findable`.
+
 Short items. A segment shorter than n units holds no n-gram; one of at least `floor` units is matched whole, at its
 own length: its row in the table is its units followed by PAD up to n, and the lookup also tries every window of
 each such length. A segment under the floor gives nothing; an item left with no row at all cannot be found, and

@@ -407,8 +407,7 @@ def _claim(destination: Destination, index: DecontIndex, settings: RunSettings) 
     fingerprint = {
         "index": dataclasses.asdict(index.settings) | {"n": index.n},
         "table": index.table.checksum,
-        "run": {k: v for k, v in dataclasses.asdict(settings).items() if not (k == "drop_common" and v is None)}
-        | {"on_bad_line": None},  # a completed shard is the same either way; runs from before --drop-common resume
+        "run": dataclasses.asdict(settings) | {"on_bad_line": None},  # a completed shard is the same either way
     }
     text = json.dumps(fingerprint, sort_keys=True)
     if destination.exists("run.json"):

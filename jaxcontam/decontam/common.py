@@ -18,7 +18,7 @@ import numpy as np
 from jaxcontam.decontam.index import DecontIndex
 from jaxcontam.decontam.shards import BadLine, Destination, ShardSpec, read_records
 
-BATCH_CHARACTERS = 1 << 22
+BATCH_CHARACTERS = 1 << 22  # text per find_batch call, in this pass and in the run's (`decontam.run`)
 SHOWN = 200  # dropped n-grams named in summary.json (the most common first); the count covers them all
 
 

@@ -32,7 +32,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from jaxcontam.decontam.common import common_rows, count_shard, document_counts, summary_entry
+from jaxcontam.decontam.common import BATCH_CHARACTERS, common_rows, count_shard, document_counts, summary_entry
 from jaxcontam.decontam.index import DecontIndex, not_findable
 from jaxcontam.decontam.manifest import (
     SCHEMA_VERSION,
@@ -60,7 +60,6 @@ from jaxcontam.errors import DataError
 
 OnBadLine = Literal["stop", "skip"]
 Engine = Literal["local", "ray"]
-BATCH_CHARACTERS = 1 << 22  # text per find_batch call
 BAD_LINES_NAMED = 100  # per shard, in the summary
 
 

@@ -113,6 +113,14 @@ def real_contamination_balanced() -> str:
     return experiment_module("real_contamination/crossover.py").balanced_docs_table(report)
 
 
+def real_contamination_seeds() -> str:
+    source = EXPERIMENTS / "real_contamination" / "results" / "seeds.json"
+    if not source.exists():
+        return missing(source, "python experiments/real_contamination/seeds.py")
+    report = json.loads(source.read_text(encoding="utf-8"))
+    return experiment_module("real_contamination/seeds.py").docs_table(report)
+
+
 def corpus_storage() -> str:
     source = EXPERIMENTS / "perf" / "corpus_storage.jsonl"
     if not source.exists():
@@ -496,6 +504,7 @@ TABLES: dict[str, Callable[[], str]] = {
     "real-model-membership": real_model_membership,
     "real-contamination": real_contamination,
     "real-contamination-balanced": real_contamination_balanced,
+    "real-contamination-seeds": real_contamination_seeds,
     "epg-null-flags": epg_null_flags,
     "lm-eval-parity": lm_eval_parity,
     "corpus-storage": corpus_storage,

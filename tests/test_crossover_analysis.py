@@ -154,3 +154,67 @@ def test_the_paper_preset_table_counts_judge_verdicts_and_tests_the_kept_pairs(c
     judged = original > 0
     auc = scipy_stats.mannwhitneyu(original[judged & drawn], original[judged & ~drawn]).statistic
     assert cell["p_yes_auc"]["value"] == pytest.approx(auc / ((judged & drawn).sum() * (judged & ~drawn).sum()))
+
+
+def _write_arm(folder: pathlib.Path, items: pd.DataFrame, did: float) -> None:
+    """An arm folder as run.py leaves it: the audit's items, the ground truth and the dose."""
+    import json
+
+    (folder / "audit_jaxcontam").mkdir(parents=True)
+    items.drop(columns=["seen", "drawn"]).reset_index(drop=True).to_parquet(
+        folder / "audit_jaxcontam" / "items.parquet"
+    )
+    truth = [
+        {"id": i, "drawn": bool(d), "contaminated": bool(s)}
+        for i, d, s in zip(items["id"], items["drawn"], items["seen"])
+    ]
+    (folder / "ground_truth.jsonl").write_text("".join(json.dumps(row) + "\n" for row in truth))
+    dose = {"did": {"audited_text/all": {"did": did, "ci95": [did - 0.05, did + 0.05]}}}
+    (folder / "dose.json").write_text(json.dumps(dose))
+
+
+def test_seed_spread_per_arm_family(crossover, tmp_path):
+    """seeds.py: each seed's single-model AUC is scipy's Mann-Whitney U / (n1 n0) of the seen half against the unseen
+    one (the drawn half in the control arm), the spread is the sample SD over the seeds present, a seed not trained
+    is listed as missing, and the two-draw AUC is given per seed where the x1 arm and its twin both exist."""
+    import statistics
+
+    spec = importlib.util.spec_from_file_location("seeds", EXPERIMENT / "seeds.py")
+    seeds = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(seeds)
+    rng = np.random.default_rng(3)
+    arms = tmp_path / "arms"
+    written = {}
+    for seed, did in ((0, 0.24), (1, 0.18)):
+        twins = _twins(rng, effect=0.8)
+        control = _twins(rng, effect=0.0)["a"].assign(seen=False)
+        for family, items, dose in (
+            ("verbatim_x1", twins["a"], did),
+            ("verbatim_x1_swapped", twins["b"], did / 2),
+            ("control", control, 0.01 * seed),
+        ):
+            _write_arm(arms / seeds.arm_name(family, seed), items, dose)
+            written[family, seed] = items
+    report = seeds.analyse([tmp_path])
+    assert report["seeds_present"] == {"control": [0, 1], "verbatim_x1": [0, 1], "verbatim_x1_swapped": [0, 1]}
+    assert sorted(report["missing"]) == ["control_seed2", "verbatim_x1_seed2", "verbatim_x1_swapped_seed2"]
+    for row in report["auc"]:
+        if row["detector"] != "mean_logprob":
+            continue
+        expected = []
+        for seed in (0, 1):
+            items = written[row["family"], seed]
+            group = items[items["benchmark"] == row["benchmark"]]
+            flag = group["drawn"] if row["family"] == "control" else group["seen"]
+            u = scipy_stats.mannwhitneyu(group["mean_logprob"][flag], group["mean_logprob"][~flag]).statistic
+            expected.append(u / (flag.sum() * (~flag).sum()))
+        assert [row["seeds"]["0"], row["seeds"]["1"]] == pytest.approx(expected)
+        assert row["spread"]["sd"] == pytest.approx(statistics.stdev(expected))
+        assert row["spread"]["range"] == pytest.approx([min(expected), max(expected)])
+    x1 = next(d for d in report["dose"] if d["family"] == "verbatim_x1")
+    assert x1["spread"]["mean"] == pytest.approx(0.21) and x1["spread"]["sd"] == pytest.approx(
+        statistics.stdev([0.24, 0.18])
+    )
+    assert {r["seed"] for r in report["two_draws"]} == {0, 1}
+    table = seeds.docs_table(report)
+    assert "| verbatim_x1 | dose (DiD) | +0.240 | +0.180 | - | +0.210 |" in table

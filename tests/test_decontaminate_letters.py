@@ -42,3 +42,18 @@ def test_the_share_is_checked():
 
     with pytest.raises(DataError, match="letter share"):
         IndexSettings(letter_share=1.5)
+
+
+def test_the_training_filter_applies_the_letter_rule(smollm2):
+    """`index.filter()`, the token DecontaminationFilter a training loop uses, leaves out the rows the index does: the
+    digit runs flag nothing there either, and a copy of the item is still dropped."""
+    index = DecontIndex.build([ITEM, NUMBERS], IndexSettings(unit="tokens", tokenizer=smollm2))
+    every = DecontIndex.build([ITEM, NUMBERS], IndexSettings(unit="tokens", tokenizer=smollm2, letter_share=0))
+    clean = index.encode(
+        ["My parents grew up in the 1960s, when a house cost about 100,000 dollars. Count 1, 2, 3, 4, 5, 6!"]
+    )[0]
+    copy = index.encode(
+        ["From a local history: the mill had closed and half of them had moved to the coast, we read."]
+    )[0]
+    assert every.filter().contains(clean) and not index.filter().contains(clean)
+    assert index.filter().contains(copy) and every.filter().contains(copy)

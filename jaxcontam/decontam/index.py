@@ -426,12 +426,13 @@ class DecontIndex:
         return hit, self._row_items[first + offset]
 
     def filter(self, *, min_hits: int = 1):
-        """The token-array `DecontaminationFilter` on this index's table (token mode: the model's token ids)."""
+        """The token-array `DecontaminationFilter` on this index's table (token mode: the model's token ids); the
+        rows this index leaves out of its lookups (too few letters, common in the corpus) are no hit there either."""
         from jaxcontam.ngram.filter import DecontaminationFilter
 
         if self.vocab is not None:
             raise DataError("the token DecontaminationFilter needs a token index (unit='tokens', --tokenizer)")
-        return DecontaminationFilter(self.table, min_hits=min_hits)
+        return DecontaminationFilter(self.table, min_hits=min_hits, left_out=self.dropped)
 
     def __getstate__(self):
         return self.__dict__.copy()

@@ -8,7 +8,8 @@
     style pipelines, e.g. `grain.MapDataset.filter(lambda d: not f.contains(d))`);
   - `drop_windows(batch, lengths)`: the batch with contaminated rows removed.
 Matches are exact (fingerprint hit + token comparison), so clean data is never dropped by a
-hash collision.
+hash collision. `left_out` (bool per table row) names n-grams that are no evidence (a decontamination index's
+rows with too few letters, or common in the corpus): a window matching one is not a hit.
 """
 
 from __future__ import annotations
@@ -23,10 +24,13 @@ from jaxcontam.ngram.lookup import device_table, window_rows
 
 
 class DecontaminationFilter:
-    def __init__(self, table, *, min_hits: int = 1):
+    def __init__(self, table, *, min_hits: int = 1, left_out=None):
         self.n = table.n
         self.min_hits = min_hits
         self._table = device_table(table)
+        if left_out is not None and len(left_out) != len(table.keys):
+            raise DataError(f"decontamination filter: left_out has {len(left_out)} rows, the table {len(table.keys)}")
+        self._left_out = None if left_out is None or not np.any(left_out) else jnp.asarray(left_out, bool)
 
     def flags(self, batch, lengths=None) -> np.ndarray:
         """bool [B]: rows of an int [B, L] batch that hold >= min_hits table n-grams."""
@@ -37,7 +41,10 @@ class DecontaminationFilter:
             return np.zeros(batch.shape[0], bool)
         lengths = jnp.full(batch.shape[0], batch.shape[1], jnp.int32) if lengths is None else jnp.asarray(lengths)
         rows = window_rows(self._table, batch, lengths.astype(jnp.int32))
-        return np.asarray((rows >= 0).sum(axis=1) >= self.min_hits)
+        hits = rows >= 0
+        if self._left_out is not None:
+            hits &= ~self._left_out[jnp.maximum(rows, 0)]
+        return np.asarray(hits.sum(axis=1) >= self.min_hits)
 
     def contains(self, tokens) -> bool:
         """Whether one 1-D document holds >= min_hits table n-grams (padded to a power of two to limit compiles)."""

@@ -231,3 +231,32 @@ def test_unreachable_hub_dataset_is_explained(monkeypatch):
     monkeypatch.setattr(datasets, "load_dataset", load_dataset)
     with pytest.raises(DataError, match="'org/none' is not a local path and loading it .* failed: no network"):
         open_corpus("org/none")
+
+
+@pytest.mark.parametrize("suffix", [".gz", ".zst"])
+def test_a_truncated_compressed_file_is_named_not_read_short(tmp_path, suffix):
+    """A download cut short: the audit's reader, like decontaminate's, names the file and says it is truncated, where
+    a bare zstd decoder ends the stream early without a word (the documents read so far would look like the corpus)."""
+    import zstandard
+
+    data = "".join(json.dumps({"text": f"document {i} " + "word " * 20}) + "\n" for i in range(3000)).encode()
+    packed = gzip.compress(data) if suffix == ".gz" else zstandard.ZstdCompressor().compress(data)
+    path = tmp_path / f"cut.jsonl{suffix}"
+    path.write_bytes(packed[: len(packed) // 2])
+    with pytest.raises(DataError, match=r"cut\.jsonl.*(ends early|ends inside a frame).*truncated"):
+        list(open_corpus(path).documents())
+
+
+def test_the_audit_and_decontaminate_list_a_corpus_alike(mixed_folder):
+    """One listing (`storage.list_files`): decontaminate's shards are the audit's corpus files, in the same order,
+    hidden files left out of both; a README the audit skips as metadata is a plain text shard to decontaminate."""
+    from jaxcontam.decontam.shards import list_shards
+
+    (mixed_folder / ".cache").mkdir()
+    (mixed_folder / ".cache" / "x.jsonl").write_text(json.dumps({"text": "hidden folder"}) + "\n")
+    (mixed_folder / "README.md").write_text("# about this corpus")
+    with pytest.warns(JaxcontamWarning, match="README"):
+        corpus = open_corpus(mixed_folder)
+    shards = [s.label for s in list_shards([str(mixed_folder)])]
+    assert shards == ["README.md", *[s.name for s in corpus.shards]]
+    assert [s.label for s in list_shards([str(mixed_folder / "*.jsonl")])] == ["c.jsonl"]

@@ -229,6 +229,8 @@ def main() -> None:
     name = "precision_tokens" if args.tokenizer else "precision"
     if args.letter_share is not None:
         name += f"_letters{args.letter_share:g}"
+    if args.n is not None:
+        name += f"_n{args.n}"
     (here / f"{name}.json").write_text(json.dumps(summary, indent=2, default=int) + "\n")
     (here / f"{name}.md").write_text(markdown(summary))
     print(markdown(summary))

@@ -22,7 +22,8 @@ nothing planted (false positives). A document counts as flagged when the tool fi
   jaxcontam words, prompt  the same rule on the rendering (`--fields prompt`, the default before 2026-11-28);
   jaxcontam tokens         GPT-2 tokens, 8-grams (`ngram`'s default) and 13-grams, default fields; SmolLM2's
                            tokens (digits one by one), 8-grams, with the default letter share (half an n-gram's
-                           tokens hold a letter) and without it;
+                           tokens hold a letter) and without it, and 10- and 13-grams with it (precision.py's
+                           --n 10 / 13 rows: the length that flags no clean document but the items' sources);
   Janitor                  lm-eval's, Python mode, 13-grams of the same question-and-answer texts;
   datatrove                NGramsDecontFilter, its defaults: NLTK words, 12-grams of the answer and the
                            question/answer overlap.
@@ -204,9 +205,9 @@ def main() -> None:
         index = DecontIndex.build(items, IndexSettings(unit="tokens", tokenizer=tiktoken, n=n))
         results[f"jaxcontam tokens (GPT-2, {n})"] = flags(ours(index))
     smollm2 = str(DATA / "smollm2_135m_instruct" / "SmolLM2-135M-Instruct.Q4_1.gguf")  # splits digits one by one
-    for share in (0.5, 0.0):
-        index = DecontIndex.build(items, IndexSettings(unit="tokens", tokenizer=smollm2, letter_share=share))
-        results[f"jaxcontam tokens (SmolLM2, 8, letter share {share:g})"] = flags(ours(index))
+    for n, share in ((8, 0.5), (8, 0.0), (10, 0.5), (13, 0.5)):
+        index = DecontIndex.build(items, IndexSettings(unit="tokens", tokenizer=smollm2, n=n, letter_share=share))
+        results[f"jaxcontam tokens (SmolLM2, {n}, letter share {share:g})"] = flags(ours(index))
 
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
         from lm_eval.decontamination import janitor as janitor_module

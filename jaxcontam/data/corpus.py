@@ -34,9 +34,9 @@ from jaxcontam.storage import (
     base_suffix,
     describe_error,
     fetch,
-    glob_files,
     has_glob,
     is_url,
+    list_files,
     open_binary,
     read_range,
     storage_errors,
@@ -290,7 +290,7 @@ SKIPPED_SHOWN = 5
 JSON_HEAD_CHARS = 1 << 20
 
 
-def _file_kind(path: Path) -> str | None:
+def file_kind(path: Path) -> str | None:
     """How a file is read: "text", "JSONL", "JSON", "Parquet" or "tokens"; None for any other file."""
     suffix = base_suffix(path)
     if suffix in TOKEN_SUFFIXES and path.suffix.lower() not in COMPRESSED:
@@ -299,7 +299,7 @@ def _file_kind(path: Path) -> str | None:
 
 
 def _kind(path: Path) -> Literal["text", "tokens"] | None:
-    kind = _file_kind(path)
+    kind = file_kind(path)
     return None if kind is None else "tokens" if kind == "tokens" else "text"
 
 
@@ -329,7 +329,7 @@ def _json_head_fields(path: Path) -> tuple[str, ...] | str | None:
 
 def _record_fields(path: Path) -> tuple[str, ...] | str | None:
     """Fields of a record file's first record (a Parquet file's columns), a reason it holds none, or None."""
-    kind = _file_kind(path)
+    kind = file_kind(path)
     if kind == "Parquet":
         import pyarrow.parquet as pq
 
@@ -347,7 +347,7 @@ def _not_corpus_text(path: Path, field: str) -> str | None:
     """Why a corpus file cannot give documents (empty, no records, no `field`), or None when it can."""
     if path.stat().st_size == 0:
         return "empty file"
-    if _file_kind(path) in ("JSONL", "JSON", "Parquet"):
+    if file_kind(path) in ("JSONL", "JSON", "Parquet"):
         fields = _record_fields(path)
         if isinstance(fields, str):
             return fields
@@ -362,13 +362,13 @@ def _skip_reason(path: Path, field: str) -> str | None:
         return "README, licence or metadata file"
     if path.suffix.lower() in CHECKSUM_SUFFIXES:
         return "checksum file"
-    if _file_kind(path) is None:
+    if file_kind(path) is None:
         return f"not a corpus format: {path.suffix or 'no suffix'}"
     return _not_corpus_text(path, field)
 
 
 def _file_shards(path: Path, label: str, field: str, token_dtype: str | None, chunk_tokens: int) -> list[CorpusShard]:
-    kind = _file_kind(path)
+    kind = file_kind(path)
     if kind == "tokens":
         return _token_shards(path, label, token_dtype, chunk_tokens)
     read = (
@@ -392,17 +392,14 @@ def _skipped_text(skipped: list[tuple[str, str]]) -> str:
 
 
 def _kinds_text(files: list[tuple[Path, str]]) -> str:
-    counts = collections.Counter(_file_kind(path) for path, _ in files)
+    counts = collections.Counter(file_kind(path) for path, _ in files)
     return ", ".join(f"{count} {kind} file{'s' if count > 1 else ''}" for kind, count in sorted(counts.items()))
 
 
-def _folder_files(root: Path, field: str) -> tuple[list[tuple[Path, str]], list[tuple[str, str]]]:
-    """(path, label) of the folder's corpus files in label order, and (label, reason) of every file skipped."""
+def _corpus_files(listed: list[tuple[Path, str]], field: str) -> tuple[list[tuple[Path, str]], list[tuple[str, str]]]:
+    """(path, label) of the listed files that are corpus files, and (label, reason) of every file skipped."""
     files, skipped = [], []
-    for path in sorted(root.rglob("*"), key=lambda p: p.relative_to(root).as_posix()):
-        label = path.relative_to(root).as_posix()
-        if not path.is_file() or any(part.startswith(".") for part in path.relative_to(root).parts):
-            continue
+    for path, label in listed:
         reason = _skip_reason(path, field)
         if reason is None:
             files.append((path, label))
@@ -411,21 +408,16 @@ def _folder_files(root: Path, field: str) -> tuple[list[tuple[Path, str]], list[
     return files, skipped
 
 
-def _file_corpus(
-    root: Path, field: str, token_dtype: str | None, chunk_tokens: int, matched: list | None = None
-) -> Corpus:
-    """The corpus of one file, of a folder's files, or of the files a glob `matched` under `root`."""
+def _file_corpus(spec: str | Path, field: str, token_dtype: str | None, chunk_tokens: int) -> Corpus:
+    """The corpus of one file, of a folder's files, or of the files a glob matches (`storage.list_files`)."""
+    root, listed = list_files(spec)
     skipped: list[tuple[str, str]] = []
-    if matched is not None:
-        files = []
-        for path in matched:
-            label = path.relative_to(root).as_posix()
-            reason = _skip_reason(path, field)
-            files.append((path, label)) if reason is None else skipped.append((label, reason))
+    if has_glob(str(spec)):
+        files, skipped = _corpus_files(listed, field)
         if not files:
             raise DataError(f"{root}: the pattern matches no corpus files; skipped {_skipped_text(skipped) or 'none'}")
     elif root.is_file():
-        if _file_kind(root) is None:
+        if file_kind(root) is None:
             raise DataError(
                 f"{root}: unsupported corpus file type; expected .txt/.md/.jsonl/.json/.parquet "
                 f"(optionally .gz or .zst) or a .npy/.bin token array"
@@ -436,9 +428,9 @@ def _file_corpus(
                 f"{root}: no corpus text ({reason}); pass field=<name> (--text-field) for the text "
                 f"column, or point at the corpus files"
             )
-        files = [(root, root.name)]
+        files = listed
     else:
-        files, skipped = _folder_files(root, field)
+        files, skipped = _corpus_files(listed, field)
         if not files:
             found = f"; skipped {_skipped_text(skipped)}" if skipped else ""
             raise DataError(
@@ -455,7 +447,7 @@ def _file_corpus(
             f"a corpus is either text or tokens, point at one kind"
         )
     for path, _ in files:
-        if _file_kind(path) in ("text", "JSONL", "JSON") and isinstance(path, Path):  # remote: checked as read
+        if file_kind(path) in ("text", "JSONL", "JSON") and isinstance(path, Path):  # remote: checked as read
             _check_utf8(path)
     shards = [s for path, label in files for s in _file_shards(path, label, field, token_dtype, chunk_tokens)]
     if not shards:
@@ -521,16 +513,6 @@ def _hub_corpus(spec: str, field: str, split: str, streaming: bool) -> Corpus:
     return Corpus(name=spec, kind="text", shards=tuple(CorpusShard(name, reader(name, i)) for name, i in parts))
 
 
-def _remote_or_glob_corpus(spec: str, field: str, token_dtype: str | None, chunk_tokens: int) -> Corpus:
-    if has_glob(spec):
-        root, matched = glob_files(spec)
-        return _file_corpus(root, field, token_dtype, chunk_tokens, matched)
-    path = as_path(spec)
-    if not path.exists():
-        raise DataError(f"corpus {spec} does not exist; check the URL (bucket, prefix) and the credentials")
-    return _file_corpus(path, field, token_dtype, chunk_tokens)
-
-
 def open_corpus(
     spec: str | Path,
     *,
@@ -554,12 +536,12 @@ def open_corpus(
         raise DataError(f"token_dtype must be one of {', '.join(TOKEN_DTYPES)}, got {token_dtype!r}")
     if has_glob(str(spec)) or is_url(str(spec)):
         try:
-            return _remote_or_glob_corpus(str(spec), field, token_dtype, chunk_tokens)
+            return _file_corpus(str(spec), field, token_dtype, chunk_tokens)
         except storage_errors() as error:  # no credentials, a refused permission: named before any model work
             raise describe_error(spec, error) from None
     path = as_path(spec)
     if path.exists():
-        return _file_corpus(path, field, token_dtype, chunk_tokens)
+        return _file_corpus(spec, field, token_dtype, chunk_tokens)
     looks_like_a_path = path.suffix.lower() in TEXT_SUFFIXES + RECORD_SUFFIXES + TOKEN_SUFFIXES
     if looks_like_a_path or str(spec).startswith((".", "/")):
         raise DataError(f"corpus file {spec} does not exist; check the path")

@@ -16,16 +16,23 @@ import io
 import json
 import os
 import tempfile
-import zlib
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
+from jaxcontam.data.corpus import file_kind
 from jaxcontam.errors import DataError
-from jaxcontam.storage import as_path, base_suffix, describe_error, glob_files, has_glob, is_url, storage_errors
+from jaxcontam.storage import (
+    CorruptStream,
+    as_path,
+    decompressed,
+    describe_error,
+    is_url,
+    list_files,
+    storage_errors,
+)
 
 Format = Literal["jsonl", "parquet", "text"]
-FORMATS: dict[str, Format] = {".jsonl": "jsonl", ".json": "jsonl", ".parquet": "parquet", ".txt": "text", ".md": "text"}
 COMPRESSIONS = ("", ".gz", ".zst")
 
 
@@ -39,37 +46,26 @@ class ShardSpec:
     compression: str  # "", ".gz" or ".zst"
 
 
+# the corpus reader's file kinds (`data.corpus.file_kind`) as decontaminate reads and writes them (.json: JSON lines)
+SHARD_FORMATS: dict[str, Format] = {"text": "text", "JSONL": "jsonl", "JSON": "jsonl", "Parquet": "parquet"}
+
+
 def _spec(path: Any, label: str) -> ShardSpec | None:
-    name = path.name.lower()
-    compression = next((c for c in COMPRESSIONS[1:] if name.endswith(c)), "")
-    fmt = FORMATS.get(base_suffix(path))
-    if fmt is None or (fmt == "parquet" and compression) or name.startswith("."):
+    fmt = SHARD_FORMATS.get(file_kind(path) or "")
+    compression = next((c for c in COMPRESSIONS[1:] if path.name.lower().endswith(c)), "")
+    if fmt is None or (fmt == "parquet" and compression):
         return None
     return ShardSpec(label, str(path), fmt, compression)
 
 
 def list_shards(corpora: Sequence[str]) -> list[ShardSpec]:
-    """The shards of every corpus (a file, a folder, a glob, local or a bucket URL), in name order; labels get a
-    `<k>/` prefix when several corpora are given."""
+    """The shards of every corpus (a file, a folder, a glob, local or a bucket URL: `storage.list_files`, the audit's
+    listing), in label order; labels get a `<k>/` prefix when several corpora are given."""
     shards: list[ShardSpec] = []
     for k, corpus in enumerate(corpora):
         prefix = f"{k}/" if len(corpora) > 1 else ""
-        try:
-            if has_glob(corpus):
-                root, files = glob_files(corpus)
-            else:
-                root = as_path(corpus)
-                if not root.exists():
-                    raise DataError(f"corpus {corpus} does not exist; check the path or URL")
-                files = [root] if root.is_file() else sorted((p for p in root.rglob("*") if p.is_file()), key=str)
-        except storage_errors() as error:
-            raise describe_error(corpus, error) from None
-        found = []
-        for path in files:
-            label = path.name if path == root else Path(str(path)).relative_to(Path(str(root))).as_posix()
-            spec = _spec(path, prefix + label)
-            if spec is not None:
-                found.append(spec)
+        _, files = list_files(corpus)
+        found = [spec for path, label in files if (spec := _spec(path, prefix + label)) is not None]
         if not found:
             raise DataError(
                 f"corpus {corpus}: no .jsonl/.json/.parquet/.txt/.md files (optionally .gz or .zst) found; "
@@ -109,45 +105,6 @@ class BadLine:
 
     def describe(self, label: str) -> str:
         return f"{label}, line {self.line} (byte {self.offset}): {self.reason}"
-
-
-class TruncatedError(Exception):
-    """A compressed stream that ends before its end marker."""
-
-
-class _Zstd(io.RawIOBase):
-    """A .zst stream, decompressed frame after frame; a stream cut inside a frame raises TruncatedError."""
-
-    def __init__(self, raw):
-        import zstandard
-
-        self._raw, self._new = raw, zstandard.ZstdDecompressor().decompressobj
-        self._part, self._pending, self._in_frame = self._new(), b"", False
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, buffer) -> int:
-        while not self._pending:
-            data = self._raw.read(1 << 20)
-            if not data:
-                if self._in_frame:
-                    raise TruncatedError("the .zst stream ends inside a frame (a truncated file)")
-                return 0
-            while data:
-                self._pending += self._part.decompress(data)
-                self._in_frame = not self._part.eof
-                data = b""
-                if self._part.eof:  # the next frame, if any, starts in the unused bytes
-                    data, self._part = self._part.unused_data, self._new()
-        size = min(len(buffer), len(self._pending))
-        buffer[:size] = self._pending[:size]
-        self._pending = self._pending[size:]
-        return size
-
-    def close(self) -> None:
-        self._raw.close()
-        super().close()
 
 
 class ShardDigest:
@@ -217,38 +174,7 @@ def _open(spec: ShardSpec, digest: ShardDigest | None = None) -> tuple[Any, _Has
         raw = hashing = _Hashing(raw, digest)
         if not spec.compression:
             return io.BufferedReader(hashing, buffer_size=1 << 20), hashing
-    if spec.compression == ".zst":
-        return io.BufferedReader(_Zstd(raw), buffer_size=1 << 20), hashing
-    if spec.compression == ".gz":
-        return _Gzip(raw), hashing
-    return raw, hashing
-
-
-class _Gzip(gzip.GzipFile):
-    """A GzipFile that closes the file under it too."""
-
-    def __init__(self, raw):
-        super().__init__(fileobj=raw, mode="rb")
-        self._under = raw
-
-    def close(self) -> None:
-        try:
-            super().close()
-        finally:
-            self._under.close()
-
-
-_STREAM_ERRORS = (TruncatedError, EOFError, gzip.BadGzipFile, zlib.error)
-
-
-def _stream_error(error: BaseException) -> str:
-    if isinstance(error, EOFError):
-        return "the .gz stream ends early (a truncated file)"
-    import zstandard
-
-    if isinstance(error, zstandard.ZstdError):
-        return f"the .zst stream is corrupt ({error})"
-    return str(error)
+    return decompressed(raw, spec.compression, spec.label), hashing
 
 
 def read_records(
@@ -256,9 +182,6 @@ def read_records(
 ) -> Iterator[Record | BadLine]:
     """Every document of the shard, and a BadLine for each line that cannot be one (see the module docstring).
     `digest`, when given, is fed the whole file as stored once the records are read to the end."""
-    import zstandard
-
-    stream_errors = (*_STREAM_ERRORS, zstandard.ZstdError)
     if spec.format == "parquet":
         yield from _parquet_records(spec, text_field)
         if digest is not None:
@@ -266,17 +189,17 @@ def read_records(
         return
     handle, hashing = _open(spec, digest)
     with handle:
-        yield from _stream_records(spec, handle, text_field, stream_errors)
+        yield from _stream_records(spec, handle, text_field)
         if hashing is not None:
             hashing.drain()
 
 
-def _stream_records(spec: ShardSpec, handle, text_field: str, stream_errors) -> Iterator[Record | BadLine]:
+def _stream_records(spec: ShardSpec, handle, text_field: str) -> Iterator[Record | BadLine]:
     if spec.format == "text":
         try:
             data = handle.read()
-        except stream_errors as error:
-            yield BadLine(1, 0, _stream_error(error))
+        except CorruptStream as error:
+            yield BadLine(1, 0, error.reason)
             return
         try:
             yield Record(0, 1, 0, data.decode("utf-8"), None)
@@ -288,8 +211,8 @@ def _stream_records(spec: ShardSpec, handle, text_field: str, stream_errors) -> 
     while True:
         try:
             raw = handle.readline()
-        except stream_errors as error:
-            yield BadLine(line + 1, offset, _stream_error(error))
+        except CorruptStream as error:
+            yield BadLine(line + 1, offset, error.reason)
             return
         if not raw:
             return

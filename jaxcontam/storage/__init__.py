@@ -21,14 +21,25 @@ from jaxcontam.storage.locations import (
     glob_files,
     has_glob,
     is_url,
+    list_files,
     read_range,
     storage_errors,
 )
 from jaxcontam.storage.outputs import cache_root, output_file, output_folder, publish, publish_tree
-from jaxcontam.storage.streams import COMPRESSED, Fetched, base_suffix, decompressed, fetch, open_binary, read_ahead
+from jaxcontam.storage.streams import (
+    COMPRESSED,
+    CorruptStream,
+    Fetched,
+    base_suffix,
+    decompressed,
+    fetch,
+    open_binary,
+    read_ahead,
+)
 
 __all__ = [
     "COMPRESSED",
+    "CorruptStream",
     "EXTRAS",
     "Fetched",
     "Readable",
@@ -41,6 +52,7 @@ __all__ = [
     "glob_files",
     "has_glob",
     "is_url",
+    "list_files",
     "open_binary",
     "output_file",
     "output_folder",

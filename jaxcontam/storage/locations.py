@@ -113,6 +113,33 @@ def glob_files(spec: str) -> tuple[Any, list[Any]]:
         raise describe_error(spec, error) from None
 
 
+def list_files(spec: str | Path) -> tuple[Any, list[tuple[Any, str]]]:
+    """The files of a corpus given as a file, a folder (recursively) or a glob, local or in a bucket: the folder they
+    are under and each file with its label (its path under that folder; a file given alone: its name), in label
+    order. Hidden files and folders (a name starting with ".") are left out of a folder's listing. The one listing
+    of every corpus reader (the audit, `ngram`, `decontaminate`)."""
+    text = str(spec)
+    try:
+        if has_glob(text):
+            root, matched = glob_files(text)
+            return root, [(p, Path(str(p)).relative_to(Path(str(root))).as_posix()) for p in matched]
+        root = as_path(spec)
+        if not root.exists():
+            raise DataError(
+                f"corpus {spec} does not exist; check the URL (bucket, prefix) and the credentials, or the path"
+            )
+        if root.is_file():
+            return root, [(root, root.name)]
+        files = []
+        for path in root.rglob("*"):
+            label = Path(str(path)).relative_to(Path(str(root))).as_posix()
+            if not any(part.startswith(".") for part in label.split("/")) and path.is_file():
+                files.append((path, label))
+        return root, sorted(files, key=lambda entry: entry[1])
+    except storage_errors() as error:
+        raise describe_error(spec, error) from None
+
+
 def read_range(path: Any, start: int, length: int) -> bytes:
     """Up to `length` bytes at offset `start` of a local file (a positioned read) or a bucket object (one ranged
     request)."""

@@ -1,5 +1,9 @@
 """Reading a file as a stream, `.gz` and `.zst` decompressed by suffix, and fetching bucket objects ahead of
-their turn on threads."""
+their turn on threads.
+
+The one decompression layer of every reader (the audit's corpora, `ngram`, `decontaminate`): a stream that ends
+before its end marker (a truncated download) or whose bytes do not decompress raises `CorruptStream`, naming the
+file, where a bare decoder would end a `.zst` stream early without a word."""
 
 from __future__ import annotations
 
@@ -7,11 +11,13 @@ import collections
 import dataclasses
 import gzip
 import io
+import zlib
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from jaxcontam.errors import DataError
 from jaxcontam.storage.locations import describe_error, storage_errors
 
 COMPRESSED = (".gz", ".zst")
@@ -27,7 +33,7 @@ def open_binary(path: Any) -> io.BufferedIOBase:
         raise describe_error(path, error) from None
     if not isinstance(path, Path):
         raw = io.BufferedReader(_NamedErrors(raw, path), buffer_size=1 << 20)
-    return decompressed(raw, path.suffix.lower())
+    return decompressed(raw, path.suffix.lower(), str(path))
 
 
 class _NamedErrors(io.RawIOBase):
@@ -52,15 +58,87 @@ class _NamedErrors(io.RawIOBase):
         super().close()
 
 
-def decompressed(raw, suffix: str) -> io.BufferedIOBase:
-    """`raw` (a binary stream) decompressed for `suffix` (.gz, .zst; anything else as it is)."""
-    if suffix == ".gz":
-        return gzip.GzipFile(fileobj=raw, mode="rb")  # type: ignore[return-value]
-    if suffix == ".zst":
+class CorruptStream(DataError):
+    """A compressed file that ends before its end marker (truncated) or whose bytes do not decompress: `reason` says
+    which, the message names the file too."""
+
+    def __init__(self, name: str, reason: str):
+        super().__init__(f"{name}: {reason}; fetch or compress the file again")
+        self.reason = reason
+
+
+class _Zstd(io.RawIOBase):
+    """A .zst stream, decompressed frame after frame; a stream cut inside a frame raises CorruptStream."""
+
+    def __init__(self, raw, name: str):
         import zstandard
 
-        return io.BufferedReader(zstandard.ZstdDecompressor().stream_reader(raw, closefd=True))
-    return raw
+        self._raw, self._name, self._new = raw, name, zstandard.ZstdDecompressor().decompressobj
+        self._part, self._pending, self._in_frame = self._new(), b"", False
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        while not self._pending:
+            data = self._raw.read(1 << 20)
+            if not data:
+                if self._in_frame:
+                    raise CorruptStream(self._name, "the .zst stream ends inside a frame (a truncated file)")
+                return 0
+            while data:
+                self._pending += self._part.decompress(data)
+                self._in_frame = not self._part.eof
+                data = b""
+                if self._part.eof:  # the next frame, if any, starts in the unused bytes
+                    data, self._part = self._part.unused_data, self._new()
+        size = min(len(buffer), len(self._pending))
+        buffer[:size] = self._pending[:size]
+        self._pending = self._pending[size:]
+        return size
+
+    def close(self) -> None:
+        self._raw.close()
+        super().close()
+
+
+class _Checked(io.RawIOBase):
+    """A decoder's stream whose errors come out as CorruptStream naming the file; closing it closes the file."""
+
+    def __init__(self, decoder, raw, name: str):
+        self._decoder, self._raw, self._name = decoder, raw, name
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        import zstandard
+
+        try:
+            return self._decoder.readinto(buffer)
+        except EOFError:
+            raise CorruptStream(self._name, "the .gz stream ends early (a truncated file)") from None
+        except (gzip.BadGzipFile, zlib.error, zstandard.ZstdError) as error:
+            raise CorruptStream(self._name, f"the compressed stream is corrupt ({error})") from None
+
+    def close(self) -> None:
+        try:
+            self._decoder.close()
+        finally:
+            self._raw.close()
+            super().close()
+
+
+def decompressed(raw, suffix: str, name: str = "the file") -> io.BufferedIOBase:
+    """`raw` (a binary stream) decompressed for `suffix` (.gz, .zst; anything else as it is); a truncated or corrupt
+    stream raises CorruptStream naming `name`."""
+    if suffix == ".gz":
+        decoder = gzip.GzipFile(fileobj=raw, mode="rb")
+    elif suffix == ".zst":
+        decoder = _Zstd(raw, name)
+    else:
+        return raw
+    return io.BufferedReader(_Checked(decoder, raw, name), buffer_size=1 << 20)
 
 
 def base_suffix(path: Any) -> str:

@@ -17,6 +17,7 @@ import zstandard
 
 from helpers import run_cli as run
 from jaxcontam.decontam.manifest import SCHEMA_VERSION, DecontSummary, read_summary
+from jaxcontam.decontam.report import render as render_report
 
 
 def _sha256(path: Path) -> str:
@@ -95,7 +96,10 @@ def test_reproduce_gives_the_same_bytes_and_refuses_a_changed_shard(shared_data,
         p.name: (p.stat().st_size, _sha256(p)) for p in corpus.iterdir()
     }
     assert DecontSummary.from_dict(summary).to_dict() == summary  # typed, and read back whole
+    typed = read_summary(out / "summary.json")
+    assert typed.not_findable is not None and typed.common_ngrams is None and "not_findable" not in typed.extra
     report = (out / "report.html").read_text()
+    assert render_report(typed) == report  # the report is its summary.json read back
     assert _sha256(benchmark_file) in report and "--reproduce OUT/summary.json" in report
 
     again = tmp_path / "again"  # from the summary alone, in another process count, from another folder
@@ -151,13 +155,16 @@ def test_reproduce_from_another_folder_and_a_changed_benchmark_file(
 
 def test_summary_versions(tmp_path):
     old = {"corpora": ["c"], "out": "o", "engine": "local", "units": "words", "seconds": 1.0, "policy": "spans"}
-    old |= {"total": {"documents": 1}, "benchmarks": {}, "shards": {}}
+    old |= {"total": {"documents": 1, "units": 9, "matched": 0, "removed": 0, "split": 0, "bad_lines": 0}}
+    old |= {"benchmarks": {}, "shards": {}}
     read = DecontSummary.from_dict(old)  # written before schema_version: read, without a manifest
     assert read.schema_version == 0 and read.manifest is None and read.extra["policy"] == "spans"
     with pytest.raises(Exception, match="schema_version 99 is not one this jaxcontam reads"):
         DecontSummary.from_dict(old | {"schema_version": 99})
     (tmp_path / "summary.json").write_text(json.dumps(old))
-    assert read_summary(tmp_path / "summary.json").total == {"documents": 1}
+    assert read_summary(tmp_path / "summary.json").total == old["total"]
+    assert read.not_findable is None and "not_findable" not in read.to_dict()  # absent stays absent
+    assert "policy spans" in render_report(read)  # an old summary renders too
 
 
 def test_a_manifest_from_before_escapes_were_decoded_reproduces_them_kept():

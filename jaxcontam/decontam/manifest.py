@@ -281,6 +281,8 @@ class DecontSummary:
     benchmarks: Mapping[str, Mapping[str, int]]
     shards: Mapping[str, Mapping[str, Any]]
     rejects: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    not_findable: tuple[Mapping[str, Any], ...] | None = None  # items no copy can match, with the reason
+    common_ngrams: Mapping[str, Any] | None = None  # what `--drop-common` left out (`decontam.common.summary_entry`)
     extra: Mapping[str, Any] = dataclasses.field(default_factory=dict)
 
     # written from the manifest for readers of the layout before it (version 0)
@@ -300,7 +302,9 @@ class DecontSummary:
             )
         try:
             manifest = Manifest.from_dict(summary["manifest"]) if "manifest" in summary else None
-            known = set(cls._FIELDS) | {"rejects"} | (set(cls._DERIVED) if manifest is not None else set())
+            known = set(cls._FIELDS) | {"rejects", "not_findable", "common_ngrams"}
+            known |= set(cls._DERIVED) if manifest is not None else set()
+            not_findable = summary.get("not_findable")
             return cls(
                 version,
                 manifest,
@@ -312,6 +316,8 @@ class DecontSummary:
                 dict(summary["benchmarks"]),
                 dict(summary["shards"]),
                 dict(summary.get("rejects") or {}),
+                None if not_findable is None else tuple(dict(item) for item in not_findable),
+                summary.get("common_ngrams"),
                 {k: v for k, v in summary.items() if k not in known},
             )
         except (KeyError, TypeError, ValueError) as error:
@@ -336,6 +342,8 @@ class DecontSummary:
             | {"out": self.out, "engine": self.engine, "units": self.units, "seconds": self.seconds}
             | {"total": dict(self.total), "benchmarks": dict(self.benchmarks), "shards": dict(self.shards)}
             | {"rejects": dict(self.rejects)}
+            | ({"not_findable": [dict(item) for item in self.not_findable]} if self.not_findable is not None else {})
+            | ({"common_ngrams": self.common_ngrams} if self.common_ngrams is not None else {})
             | dict(self.extra)
             | ({"manifest": self.manifest.to_dict()} if self.manifest is not None else {})
         )

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import collections
 import dataclasses
-import html
 import json
 import multiprocessing
 import os
@@ -45,6 +44,7 @@ from jaxcontam.decontam.manifest import (
     jaxcontam_version,
 )
 from jaxcontam.decontam.matching import POLICIES, Policy, SpanSettings, apply_policy, find_batch
+from jaxcontam.decontam.report import render as render_report
 from jaxcontam.decontam.shards import (
     BadLine,
     CleanedWriter,
@@ -469,11 +469,12 @@ def finish(
     summary = _summary(index, stats, items, settings, corpora, seconds, engine, out)
     if common is not None:
         summary["common_ngrams"] = common
-    summary = _typed(summary, index, shards, stats, settings, corpora, benchmarks).to_dict()
+    typed = _typed(summary, index, shards, stats, settings, corpora, benchmarks)
+    summary = typed.to_dict()
     with destination.scratch() as folder:
         pq.write_table(matches, folder / "matches.parquet")
         pq.write_table(pa.Table.from_pylist(items), folder / "items.parquet")
-        (folder / "report.html").write_text(_report(summary), encoding="utf-8")
+        (folder / "report.html").write_text(render_report(typed), encoding="utf-8")
         (folder / "summary.json").write_text(json.dumps(summary, indent=2), encoding="utf-8")
         for name in ("matches.parquet", "items.parquet", "report.html", "summary.json"):  # summary last
             destination.put(name, folder / name)
@@ -537,7 +538,7 @@ def _typed(summary: dict, index, shards, stats, settings: RunSettings, corpora, 
         tuple(entries),
     )
     known = {"corpora", "index", "policy", "spans", "on_bad_line", "table_ngrams", "out", "engine", "units"}
-    known |= {"seconds", "total", "benchmarks", "shards"}
+    known |= {"seconds", "total", "benchmarks", "shards", "not_findable", "common_ngrams"}
     return DecontSummary(
         schema_version=SCHEMA_VERSION,
         manifest=manifest,
@@ -549,97 +550,7 @@ def _typed(summary: dict, index, shards, stats, settings: RunSettings, corpora, 
         benchmarks=summary["benchmarks"],
         shards=summary["shards"],
         rejects={s["shard"]: s["rejects"] for s in stats if s.get("rejects")},
+        not_findable=tuple(summary["not_findable"]),
+        common_ngrams=summary.get("common_ngrams"),
         extra={k: v for k, v in summary.items() if k not in known},
-    )
-
-
-def _table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
-    head = "".join(f"<th>{html.escape(str(h))}</th>" for h in headers)
-    body = "".join("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in row) + "</tr>" for row in rows)
-    return f"<table><tr>{head}</tr>{body}</table>"
-
-
-def _report(summary: dict) -> str:
-    total = summary["total"]
-    benchmarks = _table(
-        [
-            "benchmark",
-            "items",
-            "items found",
-            "documents holding one",
-            "documents removed",
-            f"{summary['units']} removed",
-        ],
-        [
-            [name, b["items"], b["items_found"], b["documents"], b["removed_documents"], b["removed_units"]]
-            for name, b in summary["benchmarks"].items()
-        ],
-    )
-    rejects = summary.get("rejects") or {}
-    shards = _table(
-        ["shard", "documents", "matched", "removed", "split", "bad lines", "named", "skipped lines kept in"],
-        [
-            [name, s["documents"], s["matched"], s["removed"], s["split"], s["bad_lines"], "; ".join(s["bad"][:5])]
-            + [rejects.get(name, "")]
-            for name, s in summary["shards"].items()
-        ],
-    )
-    return (
-        "<!doctype html><meta charset='utf-8'><title>jaxcontam decontaminate</title>"
-        "<style>body{font-family:sans-serif}td,th{padding:2px 8px;border-bottom:1px solid #ddd}</style>"
-        f"<h1>Decontamination</h1><p>{total['documents']} documents ({total['units']} {summary['units']}), "
-        f"{total['matched']} holding a benchmark item, {total['removed']} removed, {total['split']} split; policy "
-        f"{html.escape(summary['policy'])}; {total['bad_lines']} bad lines.</p>"
-        f"<h2>Benchmarks</h2>{benchmarks}{_not_findable_html(summary.get('not_findable') or [])}"
-        f"{_common_html(summary.get('common_ngrams'))}"
-        f"<h2>Shards</h2>{shards}" + _manifest_html(summary.get("manifest"))
-    )
-
-
-def _not_findable_html(items: list[dict]) -> str:
-    """The items no copy can match (shorter than the floor), with the reason: a clean run says nothing of them."""
-    if not items:
-        return ""
-    rows = [[item.get("benchmark", ""), item.get("item", ""), item.get("reason", "")] for item in items]
-    return (
-        f"<h2>Not findable ({len(items)} items)</h2><p>These items are too short to be told from chance matches: "
-        "no copy of them is looked for, so their absence above is no evidence.</p>"
-        + _table(["benchmark", "item", "why"], rows)
-    )
-
-
-def _common_html(common: dict | None) -> str:
-    """The n-grams `--drop-common` left out: held by more documents than the limit, so no flag stands on them."""
-    if not common:
-        return ""
-    rows = [
-        [c["ngram"], c["documents"], ", ".join(c["items"][:5]) + (" ..." if len(c["items"]) > 5 else "")]
-        for c in common["ngrams"]
-    ]
-    return (
-        f"<h2>Common n-grams left out ({common['dropped']})</h2><p>Benchmark n-grams found in more than "
-        f"{common['limit']} of the {common['documents_counted']} documents: boilerplate a benchmark shares with the "
-        "corpus, not copies; no match above rests on them.</p>" + _table(["n-gram", "documents", "items"], rows)
-    )
-
-
-def _manifest_html(manifest: dict | None) -> str:
-    """The manifest: what the run read (benchmark files and rows, the table, the shards), by hash."""
-    if not manifest:
-        return ""
-    files = [
-        [b["name"], b["loaded_split"], b["items"], f["path"], f["bytes"], f["sha256"]]
-        for b in manifest["benchmarks"]
-        for f in b["files"] or [{"path": "(hub)", "bytes": "", "sha256": ""}]
-    ]
-    rows = [[b["name"], b["rows_sha256"]] for b in manifest["benchmarks"]]
-    index = manifest["index"]
-    size = sum(s["bytes"] for s in manifest["shards"])
-    return (
-        f"<h2>Manifest</h2><p>jaxcontam {html.escape(manifest['jaxcontam_version'])}; n-gram table "
-        f"{index['table_ngrams']} n-grams, sha256 {index['table_sha256']}; {len(manifest['shards'])} input shards, "
-        f"{size} bytes (each with its sha256 in summary.json). Repeat the run: "
-        "<code>jaxcontam decontaminate --reproduce OUT/summary.json --out OUT2</code>.</p>"
-        + _table(["benchmark", "split", "items", "file", "bytes", "sha256"], files)
-        + _table(["benchmark", "rows sha256"], rows)
     )

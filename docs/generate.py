@@ -121,6 +121,14 @@ def real_contamination_seeds() -> str:
     return experiment_module("real_contamination/seeds.py").docs_table(report)
 
 
+def real_contamination_default() -> str:
+    source = EXPERIMENTS / "real_contamination" / "results" / "round_four.json"
+    if not source.exists():
+        return missing(source, "python experiments/real_contamination/round_four.py")
+    report = json.loads(source.read_text(encoding="utf-8"))
+    return experiment_module("real_contamination/round_four.py").docs_table(report)
+
+
 def corpus_storage() -> str:
     source = EXPERIMENTS / "perf" / "corpus_storage.jsonl"
     if not source.exists():
@@ -505,6 +513,7 @@ TABLES: dict[str, Callable[[], str]] = {
     "real-contamination": real_contamination,
     "real-contamination-balanced": real_contamination_balanced,
     "real-contamination-seeds": real_contamination_seeds,
+    "real-contamination-default": real_contamination_default,
     "epg-null-flags": epg_null_flags,
     "lm-eval-parity": lm_eval_parity,
     "corpus-storage": corpus_storage,

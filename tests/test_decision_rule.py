@@ -187,3 +187,34 @@ def test_round_four_bootstrap_flip_test_agrees_with_scipy():
         "contaminated",
         "clean",
     )
+
+
+def test_round_four_docs_table_names_every_candidate_and_the_outcome():
+    """docs/methods.md's table: one row per candidate with flagged / tested halves and the bootstrap upper end of each
+    level, an untested role said as such, a design without input listed as not run, and the rule's outcome."""
+    sys.path.insert(0, str(EXPERIMENT))
+    try:
+        import round_four
+    finally:
+        sys.path.remove(str(EXPERIMENT))
+
+    def count(flagged, tested, total):
+        return {"flagged": flagged, "tested": tested, "total": total}
+
+    row = {
+        "levels": {"control": count(0, 0, 6), "clean": count(1, 17, 18), "format_control": count(0, 6, 6)},
+        "bootstrap_ci95": {"clean": [0.0, 0.17], "format_control": [0.0, 0.08]},
+        "power": count(9, 18, 18),
+        "eligible": False,
+    }
+    report = {
+        "designs": {"control_reference": {"confidences": {"p_true": row}}},
+        "not_run": {"fresh_items": "no arm has an audit of fresh items"},
+        "decision": {"choice": None},
+    }
+    table = round_four.docs_table(report)
+    assert "| control_reference | p_true | no half tested | 1/17 (1 no test) (0.17) | 0/6 (0.08) | 9/18 | no |" in table
+    assert "| fresh_items | - | not run: no arm has an audit of fresh items |" in table
+    assert table.endswith("Rule 2's outcome: no candidate passes: the default is unchanged.\n")
+    report["decision"]["choice"] = ["p_true", "control_reference"]
+    assert "default: p_true / control_reference" in round_four.docs_table(report)

@@ -312,6 +312,45 @@ def markdown(report: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _fraction(c: dict) -> str:
+    return f"{c['flagged']}/{c['tested']}" + (
+        f" ({c['total'] - c['tested']} no test)" if c["tested"] < c["total"] else ""
+    )
+
+
+def docs_table(report: dict) -> str:
+    """docs/methods.md's table: each candidate of rule 2 (confidence x design) with its calibrated level on every
+    level role and its power (flagged / tested halves, the bootstrap 95% upper end of each level), and whether it
+    passed; then the rule's outcome."""
+    roles = rule.LEVEL_ROLES
+    lines = [
+        "| design | confidence | " + " | ".join(f"level: {r} (95% upper)" for r in roles) + " | power | eligible |",
+        "|---|---|" + "---|" * (len(roles) + 2),
+    ]
+    for design, entry in report["designs"].items():
+        for confidence, row in entry["confidences"].items():
+            ci = row["bootstrap_ci95"]
+            cells = []
+            for r in roles:
+                level = row["levels"].get(r)
+                if level is None or not level["tested"]:
+                    cells.append("no half tested")
+                    continue
+                upper = f" ({ci[r][1]:.2f})" if ci.get(r) else ""
+                cells.append(_fraction(level) + upper)
+            power = row["power"]
+            eligible = "yes" if row["eligible"] else ("no (oracle)" if design in rule.ORACLE_DESIGNS else "no")
+            lines.append(
+                f"| {design} | {confidence} | " + " | ".join(cells) + f" | {power['flagged']}/{power['total']} | "
+                f"{eligible} |"
+            )
+    for design, reason in report["not_run"].items():
+        lines.append(f"| {design} | - | not run: {reason} |" + " |" * (len(roles) + 1))
+    choice = report["decision"]["choice"]
+    outcome = f"default: {choice[0]} / {choice[1]}" if choice else "no candidate passes: the default is unchanged"
+    return "\n".join(lines) + f"\n\nRule 2's outcome: {outcome}.\n"
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--results", type=pathlib.Path, action="append")

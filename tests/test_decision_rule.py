@@ -218,3 +218,17 @@ def test_round_four_docs_table_names_every_candidate_and_the_outcome():
     assert table.endswith("Rule 2's outcome: no candidate passes: the default is unchanged.\n")
     report["decision"]["choice"] = ["p_true", "control_reference"]
     assert "default: p_true / control_reference" in round_four.docs_table(report)
+
+
+def test_rule_two_bootstrap_condition_under_an_exact_null():
+    """round_four.bootstrap_null_level: a sign-flip test at its level on symmetric differences is flagged about alpha
+    of the time, but its item-bootstrap re-tests (resampled with replacement, as condition 3 re-tests) flag about
+    twice that: above 2 alpha, which is why rule 2 as committed picks no default."""
+    sys.path.insert(0, str(EXPERIMENT))
+    try:
+        import round_four
+    finally:
+        sys.path.remove(str(EXPERIMENT))
+    null = round_four.bootstrap_null_level(data_sets=200, replicates=10)
+    assert 0.02 < null["level"] < 0.09
+    assert null["bootstrap_level"] > 2 * 0.05 > null["level"]

@@ -27,6 +27,7 @@ Writes round_four.json and round_four.md to --out (default: results/).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import functools
 import json
 import pathlib
@@ -233,7 +234,42 @@ def analyse(results: list[pathlib.Path], replicates: int, seed: int = 0) -> dict
         }
     decision = rule.decide(candidates)
     report["decision"] = {"choice": list(decision.choice) if decision.choice else None, "reason": decision.reason}
+    report["bootstrap_null_level"] = bootstrap_null_level()
+    band_only = rule.decide(
+        [dataclasses.replace(c, level_upper95={r: 0.0 for r in rule.LEVEL_ROLES}) for c in candidates]
+    )
+    report["post_hoc_band_only"] = {
+        "choice": list(band_only.choice) if band_only.choice else None,
+        "reason": band_only.reason,
+        "note": POST_HOC_NOTE,
+    }
     return report
+
+
+POST_HOC_NOTE = (
+    "not the committed rule: rule 2 with its condition 3 (bootstrap upper end below 2 alpha) dropped, read after "
+    "seeing that a test at its exact level fails condition 3 (bootstrap_null_level); it sets no default"
+)
+
+
+def bootstrap_null_level(items: int = 34, data_sets: int = 200, replicates: int = 20, seed: int = 0) -> dict:
+    """What condition 3 of rule 2 asks of a test at its exact level: per-item differences drawn from N(0, 1) (the
+    calibrated test's null, symmetric about 0) for `data_sets` halves of `items` items, each half re-tested by
+    `flip_pvalue` on `replicates` item-bootstrap resamples, as `cluster_bootstrap_levels` re-tests. Resampling with
+    replacement duplicates items, which narrows the sign-flip null, so the re-tests flag more than alpha."""
+    rng = np.random.default_rng(seed)
+    original, retested = [], []
+    for _ in range(data_sets):
+        d = rng.normal(0.0, 1.0, items)
+        original.append(flip_pvalue(d) < rule.ALPHA)
+        retested += [flip_pvalue(d[rng.integers(0, items, items)]) < rule.ALPHA for _ in range(replicates)]
+    return {
+        "items": items,
+        "data_sets": data_sets,
+        "replicates": replicates,
+        "level": float(np.mean(original)),
+        "bootstrap_level": float(np.mean(retested)),
+    }
 
 
 def _cell(c: dict, ci: list[float] | None = None) -> str:
@@ -298,6 +334,13 @@ def markdown(report: dict) -> str:
             )
         lines.append("")
     lines += ["## The default (rule 2)", "", f"- {report['decision']['reason']}", ""]
+    if "bootstrap_null_level" in report:
+        lines += [
+            _bootstrap_sentence(report),
+            "",
+            f"- Post hoc, band only ({report['post_hoc_band_only']['note']}): {_choice(report['post_hoc_band_only'])}",
+            "",
+        ]
     if report["format_control_verdicts"]:
         lines += [
             "## Headline verdicts of the audit on the format control beside the control arm",
@@ -348,7 +391,27 @@ def docs_table(report: dict) -> str:
         lines.append(f"| {design} | - | not run: {reason} |" + " |" * (len(roles) + 1))
     choice = report["decision"]["choice"]
     outcome = f"default: {choice[0]} / {choice[1]}" if choice else "no candidate passes: the default is unchanged"
-    return "\n".join(lines) + f"\n\nRule 2's outcome: {outcome}.\n"
+    text = "\n".join(lines) + f"\n\nRule 2's outcome: {outcome}.\n"
+    if "bootstrap_null_level" in report:
+        post_hoc = report["post_hoc_band_only"]
+        text += f"\n{_bootstrap_sentence(report)} Post hoc, with condition 3 dropped: {_choice(post_hoc)}"
+        text += " (sets no default).\n"
+    return text
+
+
+def _bootstrap_sentence(report: dict) -> str:
+    null = report["bootstrap_null_level"]
+    return (
+        f"Condition 3 under an exact null: {null['data_sets']} halves of {null['items']} items with symmetric "
+        f"differences are flagged at {null['level']:.3f} by the test itself and at {null['bootstrap_level']:.3f} by "
+        f"its item-bootstrap re-tests ({null['replicates']} each), above 2 alpha = {2 * rule.ALPHA:.2f}: the rule's "
+        "bootstrap upper end cannot fall below 2 alpha even for a test that holds its level, so rule 2 as committed "
+        "picks no default whatever the data."
+    )
+
+
+def _choice(decision: dict) -> str:
+    return f"{decision['choice'][0]} / {decision['choice'][1]}" if decision["choice"] else "none"
 
 
 def main(argv=None) -> None:

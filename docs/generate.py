@@ -69,8 +69,12 @@ def tpu_efficiency() -> str:
     """The published fractions of peak `jaxcontam plan`'s estimate uses, per chip, each with its source."""
     from jaxcontam.planning.efficiency import EFFICIENCY
 
-    names = {"compute": "compute (matmul-bound)", "hbm": "HBM bandwidth (decode)", "ici": "ICI bandwidth",
-             "best_mfu": "best published MFU (flag above it)"}
+    names = {
+        "compute": "compute (matmul-bound)",
+        "hbm": "HBM bandwidth (decode)",
+        "ici": "ICI bandwidth",
+        "best_mfu": "best published MFU (flag above it)",
+    }
     lines = ["| chip | what | fraction | measured | source |", "|---|---|---|---|---|"]
     for chip, entry in EFFICIENCY.items():
         for field, label in names.items():
@@ -96,12 +100,17 @@ def real_model_membership() -> str:
     return "\n".join(experiment_module("real_model/report.py").membership_rows(results)) + "\n"
 
 
-def real_contamination() -> str:
-    source = EXPERIMENTS / "real_contamination" / "results" / "report.json"
-    if not source.exists():
-        return missing(source, "python experiments/real_contamination/report.py")
-    report = json.loads(source.read_text(encoding="utf-8"))
-    return experiment_module("real_contamination/report.py").docs_table(report)
+def real_contamination_table(result: str, script: str) -> Callable[[], str]:
+    """The table `script`'s `docs_table` renders from its results/`result` (experiments/real_contamination)."""
+
+    def table() -> str:
+        source = EXPERIMENTS / "real_contamination" / "results" / result
+        if not source.exists():
+            return missing(source, f"python experiments/real_contamination/{script}")
+        report = json.loads(source.read_text(encoding="utf-8"))
+        return experiment_module(f"real_contamination/{script}").docs_table(report)
+
+    return table
 
 
 def real_contamination_balanced() -> str:
@@ -111,22 +120,6 @@ def real_contamination_balanced() -> str:
         command = "python experiments/real_contamination/crossover.py --out experiments/real_contamination/results"
         return missing(source, command)
     return experiment_module("real_contamination/crossover.py").balanced_docs_table(report)
-
-
-def real_contamination_seeds() -> str:
-    source = EXPERIMENTS / "real_contamination" / "results" / "seeds.json"
-    if not source.exists():
-        return missing(source, "python experiments/real_contamination/seeds.py")
-    report = json.loads(source.read_text(encoding="utf-8"))
-    return experiment_module("real_contamination/seeds.py").docs_table(report)
-
-
-def real_contamination_default() -> str:
-    source = EXPERIMENTS / "real_contamination" / "results" / "round_four.json"
-    if not source.exists():
-        return missing(source, "python experiments/real_contamination/round_four.py")
-    report = json.loads(source.read_text(encoding="utf-8"))
-    return experiment_module("real_contamination/round_four.py").docs_table(report)
 
 
 def corpus_storage() -> str:
@@ -143,23 +136,53 @@ PERF = EXPERIMENTS / "perf"
 # Each figure's key, in the order docs/performance.md lists them; a key not here is an error, so a new figure gets
 # a place. The README's Performance table shows the latest row of each key in README_PERF.
 PERF_KEYS = (
-    "scoring-16x512", "scoring-ceiling", "scoring-4x2048", "scoring-60m", "scoring-memory",
-    "generation-16x64", "decode-ceiling", "generation-64x96", "generation-32x256",
-    "pacost-audit", "smollm2-audit", "bundled-audit", "lm-eval",
-    "ngram-count-50m", "ngram-infinigram", "ngram-count-8m", "ngram-text", "ngram-text-views",
-    "ngram-tokenizers-smollm2", "ngram-tokenizers-llama3-style", "ngram-tokenizers-qwen2-style",
-    "ngram-tokenizers-llama2-style", "corpus-storage", "decontaminate", "matmul-rate", "ci",
+    "scoring-16x512",
+    "scoring-ceiling",
+    "scoring-4x2048",
+    "scoring-60m",
+    "scoring-memory",
+    "generation-16x64",
+    "decode-ceiling",
+    "generation-64x96",
+    "generation-32x256",
+    "pacost-audit",
+    "smollm2-audit",
+    "bundled-audit",
+    "lm-eval",
+    "ngram-count-50m",
+    "ngram-infinigram",
+    "ngram-count-8m",
+    "ngram-text",
+    "ngram-text-views",
+    "ngram-tokenizers-smollm2",
+    "ngram-tokenizers-llama3-style",
+    "ngram-tokenizers-qwen2-style",
+    "ngram-tokenizers-llama2-style",
+    "corpus-storage",
+    "decontaminate",
+    "matmul-rate",
+    "ci",
 )
-README_PERF = ("scoring-16x512", "generation-16x64", "lm-eval", "ngram-count-50m", "ngram-text",
-               "ngram-tokenizers-smollm2", "corpus-storage", "pacost-audit")
-TOKENIZER_NAMES = {"smollm2": "SmolLM2's own (49k byte-level BPE, from its GGUF)",
-                   "llama3-style": "a Llama-3-style one (its split regex, byte level, `ignore_merges`; 106k trained "
-                                   "here on the books, Llama 3's own file is not reachable offline)",
-                   "qwen2-style": "a Qwen2-style one (its regex, NFC; 105k trained here)",
-                   "llama2-style": "a SentencePiece-style BPE (Metaspace `▁`, byte fallback; the Llama 2 / Gemma "
-                                   "shape; 32k trained here; batches of two files encoded at once, 0.34M tokens/s and "
-                                   "1.06 cores one at a time; slower than the peer, which hands `tokenizers` every "
-                                   "document in one call)"}
+README_PERF = (
+    "scoring-16x512",
+    "generation-16x64",
+    "lm-eval",
+    "ngram-count-50m",
+    "ngram-text",
+    "ngram-tokenizers-smollm2",
+    "corpus-storage",
+    "pacost-audit",
+)
+TOKENIZER_NAMES = {
+    "smollm2": "SmolLM2's own (49k byte-level BPE, from its GGUF)",
+    "llama3-style": "a Llama-3-style one (its split regex, byte level, `ignore_merges`; 106k trained "
+    "here on the books, Llama 3's own file is not reachable offline)",
+    "qwen2-style": "a Qwen2-style one (its regex, NFC; 105k trained here)",
+    "llama2-style": "a SentencePiece-style BPE (Metaspace `▁`, byte fallback; the Llama 2 / Gemma "
+    "shape; 32k trained here; batches of two files encoded at once, 0.34M tokens/s and "
+    "1.06 cores one at a time; slower than the peer, which hands `tokenizers` every "
+    "document in one call)",
+}
 
 
 def jsonl_rows(path: Path) -> list[dict]:
@@ -171,42 +194,58 @@ def jsonl_rows(path: Path) -> list[dict]:
 def perf_rows() -> list[dict]:
     """Every dated figure as {key, date, what, jaxcontam, peer, ratio, machine, command, source, note}: the rows of
     perf/history.jsonl (figures measured before their scripts wrote result files) and of the result files."""
-    rows = [{**r, "source": f"`history.jsonl`, {r['commit']}" if r["commit"] else "`history.jsonl`"}
-            for r in jsonl_rows(PERF / "history.jsonl")]
+    rows = [
+        {**r, "source": f"`history.jsonl`, {r['commit']}" if r["commit"] else "`history.jsonl`"}
+        for r in jsonl_rows(PERF / "history.jsonl")
+    ]
     for r in jsonl_rows(PERF / "ngram_tokenizers.jsonl"):
         name = r["tokenizer"]
         owner = "SmolLM2" if name == "smollm2" else f"a {name} tokenizer"
-        rows.append({
-            "key": f"ngram-tokenizers-{name}", "date": r["date"],
-            "what": f"raw text to counts in {owner}'s `tokenizer.json` ids, "
-                    f"{r['characters'] / 1e6:.1f}M characters",
-            "jaxcontam": f"{r['jaxcontam_tokens_per_s'] / 1e6:.2f}M tokens/s",
-            "peer": f"`tokenizers` batch encoding + counting: {r['peer_tokens_per_s'] / 1e6:.2f}M tokens/s",
-            "ratio": f"{r['ratio']:.2f}x", "machine": f"2 cores, load average {r['load_average']}",
-            "command": "python experiments/perf/ngram_tokenizers.py"
-                       + ("" if name == "smollm2" else f" --tokenizers {name}"),
-            "source": "`ngram_tokenizers.jsonl`",
-            "note": f"{TOKENIZER_NAMES.get(name, name)}, vocab {r['vocab']:,}; the 15 Gutenberg books x 4, a book "
-                    f"per `.txt` document, the 8-gram table in those ids; {r['jaxcontam_s']} s, "
-                    f"{r['cores_busy']} cores busy, through "
-                    + ("the tiktoken twin (`jaxcontam/ngram/tiktoken_twin.py`)" if r["engine"] == "tiktoken" else
-                       "`tokenizers` (no tiktoken twin: whole documents are not cut into pieces, a merge may cross "
-                       "a `▁`)")
-                    + f"; ids equal to `tokenizers`': {'yes' if r['ids_equal'] else 'no'}; goal >= 2.5M tokens/s: "
-                      f"{'met' if r['jaxcontam_tokens_per_s'] >= 2.5e6 else 'not met'}. The peer: "
-                      "`encode_batch_fast` over all documents in one call (a thread per core), then jaxcontam's "
-                      "counter on the ids"})
+        rows.append(
+            {
+                "key": f"ngram-tokenizers-{name}",
+                "date": r["date"],
+                "what": f"raw text to counts in {owner}'s `tokenizer.json` ids, "
+                f"{r['characters'] / 1e6:.1f}M characters",
+                "jaxcontam": f"{r['jaxcontam_tokens_per_s'] / 1e6:.2f}M tokens/s",
+                "peer": f"`tokenizers` batch encoding + counting: {r['peer_tokens_per_s'] / 1e6:.2f}M tokens/s",
+                "ratio": f"{r['ratio']:.2f}x",
+                "machine": f"2 cores, load average {r['load_average']}",
+                "command": "python experiments/perf/ngram_tokenizers.py"
+                + ("" if name == "smollm2" else f" --tokenizers {name}"),
+                "source": "`ngram_tokenizers.jsonl`",
+                "note": f"{TOKENIZER_NAMES.get(name, name)}, vocab {r['vocab']:,}; the 15 Gutenberg books x 4, a book "
+                f"per `.txt` document, the 8-gram table in those ids; {r['jaxcontam_s']} s, "
+                f"{r['cores_busy']} cores busy, through "
+                + (
+                    "the tiktoken twin (`jaxcontam/ngram/tiktoken_twin.py`)"
+                    if r["engine"] == "tiktoken"
+                    else "`tokenizers` (no tiktoken twin: whole documents are not cut into pieces, a merge may cross "
+                    "a `▁`)"
+                )
+                + f"; ids equal to `tokenizers`': {'yes' if r['ids_equal'] else 'no'}; goal >= 2.5M tokens/s: "
+                f"{'met' if r['jaxcontam_tokens_per_s'] >= 2.5e6 else 'not met'}. The peer: "
+                "`encode_batch_fast` over all documents in one call (a thread per core), then jaxcontam's "
+                "counter on the ids",
+            }
+        )
     for r in jsonl_rows(PERF / "corpus_storage.jsonl"):
         tokens, seconds = r["tokens"], r["seconds"]
-        rows.append({
-            "key": "corpus-storage", "date": r["date"],
-            "what": f"corpus counting from {r['shards']} `.jsonl.zst` shards, {tokens / 1e6:.1f}M SmolLM2 tokens",
-            "jaxcontam": f"{tokens / seconds['zstd'] / 1e6:.2f}M tokens/s; from an S3 server: "
-                         f"{tokens / seconds['bucket'] / 1e6:.2f}M",
-            "peer": f"the same shards as plain JSONL: {tokens / seconds['plain'] / 1e6:.2f}M tokens/s",
-            "ratio": f"{seconds['plain'] / seconds['zstd']:.2f}x; {seconds['plain'] / seconds['bucket']:.2f}x",
-            "machine": f"{r['cores']} cores", "command": "python experiments/perf/corpus_storage.py",
-            "source": "`corpus_storage.jsonl`", "note": "the whole run: [storage.md](storage.md)"})
+        rows.append(
+            {
+                "key": "corpus-storage",
+                "date": r["date"],
+                "what": f"corpus counting from {r['shards']} `.jsonl.zst` shards, {tokens / 1e6:.1f}M SmolLM2 tokens",
+                "jaxcontam": f"{tokens / seconds['zstd'] / 1e6:.2f}M tokens/s; from an S3 server: "
+                f"{tokens / seconds['bucket'] / 1e6:.2f}M",
+                "peer": f"the same shards as plain JSONL: {tokens / seconds['plain'] / 1e6:.2f}M tokens/s",
+                "ratio": f"{seconds['plain'] / seconds['zstd']:.2f}x; {seconds['plain'] / seconds['bucket']:.2f}x",
+                "machine": f"{r['cores']} cores",
+                "command": "python experiments/perf/corpus_storage.py",
+                "source": "`corpus_storage.jsonl`",
+                "note": "the whole run: [storage.md](storage.md)",
+            }
+        )
     decontaminate = PERF / "decontaminate_vs_peers.json"
     if decontaminate.exists():
         r = json.loads(decontaminate.read_text(encoding="utf-8"))
@@ -214,25 +253,37 @@ def perf_rows() -> list[dict]:
         decon = r["rows"].get("decon", {}).get("words_per_s_per_core_less_fixed")
         decon_text = f"; allenai's decon (less its fixed cost): {decon / 1e6:.2f}M" if decon else ""
         decon_ratio = f"; {r['summary']['ratio_vs_decon_less_fixed']}x" if decon else ""
-        rows.append({
-            "key": "decontaminate", "date": r.get("date", ""),
-            "what": "decontamination, GPT-3's rule (words, 13-grams), per core",
-            "jaxcontam": f"{per_core['jaxcontam words gpt3 (find_batch)'] / 1e6:.2f}M words/s",
-            "peer": f"datatrove's filter: {per_core['datatrove NGramsDecontFilter (NLTK words)'] / 1e3:.0f}k "
-                    f"words/s; lm-eval's Janitor: {per_core['lm-eval Janitor (Python mode)'] / 1e3:.0f}k{decon_text}",
-            "ratio": f"{r['summary']['ratio_vs_datatrove']}x; {r['summary']['ratio_vs_janitor']}x{decon_ratio}",
-            "machine": r["machine"], "command": "python experiments/perf/decontaminate_vs_peers.py",
-            "source": "`decontaminate_vs_peers.json`",
-            "note": "every row: [decontamination.md](decontamination.md)"})
+        rows.append(
+            {
+                "key": "decontaminate",
+                "date": r.get("date", ""),
+                "what": "decontamination, GPT-3's rule (words, 13-grams), per core",
+                "jaxcontam": f"{per_core['jaxcontam words gpt3 (find_batch)'] / 1e6:.2f}M words/s",
+                "peer": f"datatrove's filter: {per_core['datatrove NGramsDecontFilter (NLTK words)'] / 1e3:.0f}k "
+                f"words/s; lm-eval's Janitor: {per_core['lm-eval Janitor (Python mode)'] / 1e3:.0f}k{decon_text}",
+                "ratio": f"{r['summary']['ratio_vs_datatrove']}x; {r['summary']['ratio_vs_janitor']}x{decon_ratio}",
+                "machine": r["machine"],
+                "command": "python experiments/perf/decontaminate_vs_peers.py",
+                "source": "`decontaminate_vs_peers.json`",
+                "note": "every row: [decontamination.md](decontamination.md)",
+            }
+        )
     for r in jsonl_rows(PERF / "bundled_audit.jsonl"):
-        rows.append({
-            "key": "bundled-audit", "date": r["date"][:16].replace("T", " "),
-            "what": "`jaxcontam audit` of the bundled example, as a new user runs it",
-            "jaxcontam": f"median {r['median_s']:.0f} s of {len(r['walls_s'])} runs", "peer": "", "ratio": "",
-            "machine": r["machine"], "command": "python experiments/perf/bundled_audit.py",
-            "source": f"`bundled_audit.jsonl`, {r['commit']}",
-            "note": f"walls {', '.join(f'{w:.1f}' for w in r['walls_s'])} s"
-                    + (f"; fresh install {r['fresh_install_s']:.0f} s" if r.get("fresh_install_s") else "")})
+        rows.append(
+            {
+                "key": "bundled-audit",
+                "date": r["date"][:16].replace("T", " "),
+                "what": "`jaxcontam audit` of the bundled example, as a new user runs it",
+                "jaxcontam": f"median {r['median_s']:.0f} s of {len(r['walls_s'])} runs",
+                "peer": "",
+                "ratio": "",
+                "machine": r["machine"],
+                "command": "python experiments/perf/bundled_audit.py",
+                "source": f"`bundled_audit.jsonl`, {r['commit']}",
+                "note": f"walls {', '.join(f'{w:.1f}' for w in r['walls_s'])} s"
+                + (f"; fresh install {r['fresh_install_s']:.0f} s" if r.get("fresh_install_s") else ""),
+            }
+        )
     unknown = sorted({r["key"] for r in rows} - set(PERF_KEYS))
     if unknown:
         raise SystemExit(f"performance figures with no place in PERF_KEYS (docs/generate.py): {', '.join(unknown)}")
@@ -250,13 +301,21 @@ def performance_history() -> str:
         group = [r for r in rows if r["key"] == key]
         if not group:
             continue
-        columns = [c for c in ("date", "jaxcontam", "peer", "ratio", "machine", "note", "command", "source")
-                   if any(r.get(c) for r in group)]
-        lines = [f"**{group[-1]['what']}** (`{key}`)", "", "| " + " | ".join(columns) + " |",
-                 "|" + "---|" * len(columns)]
+        columns = [
+            c
+            for c in ("date", "jaxcontam", "peer", "ratio", "machine", "note", "command", "source")
+            if any(r.get(c) for r in group)
+        ]
+        lines = [
+            f"**{group[-1]['what']}** (`{key}`)",
+            "",
+            "| " + " | ".join(columns) + " |",
+            "|" + "---|" * len(columns),
+        ]
         for r in group:
-            lines.append("| " + " | ".join(cell(f"`{r[c]}`" if c == "command" else r.get(c) or "")
-                                           for c in columns) + " |")
+            lines.append(
+                "| " + " | ".join(cell(f"`{r[c]}`" if c == "command" else r.get(c) or "") for c in columns) + " |"
+            )
         parts.append("\n".join(lines) + "\n")
     return "\n".join(parts)
 
@@ -266,12 +325,18 @@ def performance_current() -> str:
     rows = perf_rows()
     current = [[r for r in rows if r["key"] == key][-1] for key in README_PERF]
     dates = sorted(r["date"][:10] for r in current)
-    lines = [f"Measured {dates[0]} to {dates[-1]}; each row's date and machine load, and every earlier figure: "
-             "[docs/performance.md](docs/performance.md).", "",
-             "| what | jaxcontam | peer | ratio | command |", "|---|---|---|---|---|"]
+    lines = [
+        f"Measured {dates[0]} to {dates[-1]}; each row's date and machine load, and every earlier figure: "
+        "[docs/performance.md](docs/performance.md).",
+        "",
+        "| what | jaxcontam | peer | ratio | command |",
+        "|---|---|---|---|---|",
+    ]
     for r in current:
-        lines.append(f"| {cell(r['what'])} | {cell(r['jaxcontam'])} | {cell(r['peer'])} | {cell(r['ratio'])} | "
-                     f"`{cell(r['command'])}` |")
+        lines.append(
+            f"| {cell(r['what'])} | {cell(r['jaxcontam'])} | {cell(r['peer'])} | {cell(r['ratio'])} | "
+            f"`{cell(r['command'])}` |"
+        )
     plan = jsonl_rows(EXPERIMENTS / "plan" / "readme_table.jsonl")
     found = [r for r in plan if (r["model"], r["slice"], r["seq"]) == ("Llama-3.1-8B", "v5e-8", 2048)]
     if found:
@@ -283,7 +348,8 @@ def performance_current() -> str:
             f"(roofline upper bound: {r['tokens_per_second_upper_bound']:,.0f} tokens/s, "
             f"{r['mfu_upper_bound']:.0%} MFU) | best published {r['chip']} MFU: {estimate.best_published_mfu:.2%} "
             f"(MaxText, 32B training) | | `jaxcontam plan --model experiments/plan/configs/{r['model']}.json "
-            f"--topology {r['topology']} --steps score --batch {r['batch']} --seq {r['seq']}` |")
+            f"--topology {r['topology']} --steps score --batch {r['batch']} --seq {r['seq']}` |"
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -318,35 +384,49 @@ def lm_eval_parity() -> str:
     if not source.exists():
         return missing(source, "python experiments/lm_eval_parity/copa_smollm2.py")
     found = json.loads(source.read_text(encoding="utf-8"))
-    return ("| benchmark | model | strings / token ids identical | largest / mean log-likelihood difference | "
-            "acc / acc_norm choices differing | acc jaxcontam / lm-eval | seconds |\n|---|---|---|---|---|---|---|\n"
-            f"| {found['benchmark']} | {found['model']} | {found['strings_identical']} / "
-            f"{found['token_ids_identical']} | {found['max_abs_delta_loglik']:.1e} / "
-            f"{found['mean_abs_delta_loglik']:.1e} | {found['acc_choices_differing']} / "
-            f"{found['acc_norm_choices_differing']} | {found['acc_jaxcontam']} / {found['acc_lm_eval']} | "
-            f"{found['seconds']:.0f} |\n")
+    return (
+        "| benchmark | model | strings / token ids identical | largest / mean log-likelihood difference | "
+        "acc / acc_norm choices differing | acc jaxcontam / lm-eval | seconds |\n|---|---|---|---|---|---|---|\n"
+        f"| {found['benchmark']} | {found['model']} | {found['strings_identical']} / "
+        f"{found['token_ids_identical']} | {found['max_abs_delta_loglik']:.1e} / "
+        f"{found['mean_abs_delta_loglik']:.1e} | {found['acc_choices_differing']} / "
+        f"{found['acc_norm_choices_differing']} | {found['acc_jaxcontam']} / {found['acc_lm_eval']} | "
+        f"{found['seconds']:.0f} |\n"
+    )
 
 
 # ---- the config reference
 
 # (TOML table, "module:attribute" of a settings dataclass or a dict of defaults, {TOML key: field} or None = all)
 CONFIG_TABLES = [
-    ("top level", "jaxcontam.audit.config:AuditConfig",
-     {"out": "out", "alpha": "alpha", "correction": "correction", "chunk_size": "chunk_size"}),
+    (
+        "top level",
+        "jaxcontam.audit.config:AuditConfig",
+        {"out": "out", "alpha": "alpha", "correction": "correction", "chunk_size": "chunk_size"},
+    ),
     ("[[model]]", "jaxcontam.audit.config:ModelEntry", None),
     ("[[benchmark]]", "jaxcontam.audit.config:BenchmarkEntry", None),
-    ("[corpus]", "jaxcontam.audit.config:AuditConfig",
-     {"paths": "corpora", "text_field": "corpus_text_field", "counts": "counts"}),
+    (
+        "[corpus]",
+        "jaxcontam.audit.config:AuditConfig",
+        {"paths": "corpora", "text_field": "corpus_text_field", "counts": "counts"},
+    ),
     ("[pacost]", "jaxcontam.detect.pacost:PacostSettings", None),
-    ("[pacost] (the rephrase model)", "jaxcontam.audit.config:AuditConfig",
-     {"rephrase_model": "rephrase_model", "rephrase_dtype": "rephrase_dtype", "rephrase_mesh": "rephrase_mesh"}),
+    (
+        "[pacost] (the rephrase model)",
+        "jaxcontam.audit.config:AuditConfig",
+        {"rephrase_model": "rephrase_model", "rephrase_dtype": "rephrase_dtype", "rephrase_mesh": "rephrase_mesh"},
+    ),
     ("[pacost.gates]", "jaxcontam.detect.rephrase:RephraseGates", None),
     ("[likelihood]", "jaxcontam.detect.likelihood:LikelihoodSettings", None),
     ("[exchangeability]", "jaxcontam.detect.exchangeability:ExchangeabilitySettings", None),
     ("[ngram]", "jaxcontam.ngram.audit:NgramSettings", None),
     ("[ngram] (scoring)", "jaxcontam.ngram.audit:NgramScoring", None),
-    ("[contam]", "jaxcontam.detect.contam:ContamSettings",  # alpha is the top-level key
-     {k: k for k in ("metric", "z_crit", "min_clean", "min_contaminated", "resamples", "seed")}),
+    (
+        "[contam]",
+        "jaxcontam.detect.contam:ContamSettings",  # alpha is the top-level key
+        {k: k for k in ("metric", "z_crit", "min_clean", "min_contaminated", "resamples", "seed")},
+    ),
     ("[mesh]", "jaxcontam.mesh:MeshSettings", None),
 ]
 # Keys whose default the TOML reader fills in itself (`jaxcontam.audit.config.load_config`), not the dataclass.
@@ -433,13 +513,19 @@ def pacost_presets() -> str:
 def environment_variables() -> str:
     """Every `JAXCONTAM_*` name the package, its tests and experiments name, with the files that name it."""
     found: dict[str, set[str]] = {}
-    for path in sorted(p for folder in ("jaxcontam", "kernels", "tests", "experiments")
-                       for p in (ROOT / folder).rglob("*.py")):
+    for path in sorted(
+        p for folder in ("jaxcontam", "kernels", "tests", "experiments") for p in (ROOT / folder).rglob("*.py")
+    ):
         for name in re.findall(r"\bJAXCONTAM_[A-Z_]+\b", path.read_text(encoding="utf-8")):
             found.setdefault(name, set()).add(str(path.relative_to(ROOT)))
     lines = ["| variable | named in |", "|---|---|"]
-    return "\n".join(lines + [f"| `{name}` | {', '.join(f'`{p}`' for p in sorted(files))} |"
-                              for name, files in sorted(found.items())]) + "\n"
+    return (
+        "\n".join(
+            lines
+            + [f"| `{name}` | {', '.join(f'`{p}`' for p in sorted(files))} |" for name, files in sorted(found.items())]
+        )
+        + "\n"
+    )
 
 
 # ---- code-derived tables
@@ -453,9 +539,17 @@ def command_options() -> str:
 
     def describe(name: str, command: click.Command) -> list[str]:
         if isinstance(command, click.Group):
-            return [line for sub, child in sorted(command.commands.items()) for line in describe(f"{name} {sub}", child)]
-        lines = [f"### `jaxcontam {name}`", "", (command.help or "").strip().split("\n\n")[0].replace("\n", " "), "",
-                 "| argument / option | default | help |", "|---|---|---|"]
+            return [
+                line for sub, child in sorted(command.commands.items()) for line in describe(f"{name} {sub}", child)
+            ]
+        lines = [
+            f"### `jaxcontam {name}`",
+            "",
+            (command.help or "").strip().split("\n\n")[0].replace("\n", " "),
+            "",
+            "| argument / option | default | help |",
+            "|---|---|---|",
+        ]
         for param in command.params:
             if isinstance(param, click.Argument):
                 lines.append(f"| `{param.name.upper()}`{'' if param.required else ' (optional)'} | | |")
@@ -488,8 +582,13 @@ def package_imports() -> str:
     for path in sorted(package.rglob("*.py")):
         found = graph.setdefault(top(path), set())
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            modules = ([node.module] if isinstance(node, ast.ImportFrom) and node.module and not node.level
-                       else [a.name for a in node.names] if isinstance(node, ast.Import) else [])
+            modules = (
+                [node.module]
+                if isinstance(node, ast.ImportFrom) and node.module and not node.level
+                else [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else []
+            )
             for module in modules:
                 parts = module.split(".")
                 if parts[0] == "jaxcontam" and len(parts) > 1:
@@ -507,13 +606,14 @@ TABLES: dict[str, Callable[[], str]] = {
     "tpu-capacity": tpu_capacity,
     "tpu-efficiency": tpu_efficiency,
     "real-model-audit": real_model_audit("audit", "python experiments/real_model/run.py"),
-    "real-model-audit-paper": real_model_audit("audit-paper", "python experiments/real_model/run.py --preset paper "
-                                                              "--skip-membership"),
+    "real-model-audit-paper": real_model_audit(
+        "audit-paper", "python experiments/real_model/run.py --preset paper --skip-membership"
+    ),
     "real-model-membership": real_model_membership,
-    "real-contamination": real_contamination,
+    "real-contamination": real_contamination_table("report.json", "report.py"),
     "real-contamination-balanced": real_contamination_balanced,
-    "real-contamination-seeds": real_contamination_seeds,
-    "real-contamination-default": real_contamination_default,
+    "real-contamination-seeds": real_contamination_table("seeds.json", "seeds.py"),
+    "real-contamination-default": real_contamination_table("round_four.json", "round_four.py"),
     "epg-null-flags": epg_null_flags,
     "lm-eval-parity": lm_eval_parity,
     "corpus-storage": corpus_storage,

@@ -166,15 +166,14 @@ def docs_table(report: dict, detectors: tuple[str, ...] = ("min_k_plus_plus", "m
         )
         for row in report["auc"]:
             if row["family"] == entry["family"] and row["detector"] in detectors:
-                cells = [_number(row["seeds"].get(str(s))) for s in SEEDS]
-                lines.append(
-                    f"| {entry['family']} | {SHOWN[row['detector']]} AUC, {row['benchmark']} | "
-                    + " | ".join(cells)
-                    + " | "
-                    + " | ".join(_spread_cells(row))
-                    + " |"
-                )
+                lines.append(_auc_line([entry["family"], f"{SHOWN[row['detector']]} AUC, {row['benchmark']}"], row))
     return "\n".join(lines) + "\n"
+
+
+def _auc_line(head: list[str], row: dict) -> str:
+    """A table line: the `head` cells, then the row's AUC per seed and its spread."""
+    cells = head + [_number(row["seeds"].get(str(s))) for s in SEEDS] + _spread_cells(row)
+    return "| " + " | ".join(cells) + " |"
 
 
 def markdown(report: dict) -> str:
@@ -197,15 +196,7 @@ def markdown(report: dict) -> str:
         "| arm | benchmark | detector | " + " | ".join(f"seed {s}" for s in SEEDS) + " | mean | SD | range |",
         "|---|---|---|" + "---|" * (len(SEEDS) + 3),
     ]
-    for row in report["auc"]:
-        cells = [_number(row["seeds"].get(str(s))) for s in SEEDS]
-        lines.append(
-            f"| {row['family']} | {row['benchmark']} | {SHOWN[row['detector']]} | "
-            + " | ".join(cells)
-            + " | "
-            + " | ".join(_spread_cells(row))
-            + " |"
-        )
+    lines += [_auc_line([row["family"], row["benchmark"], SHOWN[row["detector"]]], row) for row in report["auc"]]
     if report["two_draws"]:
         lines += [
             "",

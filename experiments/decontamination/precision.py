@@ -6,6 +6,10 @@ Index: 15 benchmarks' evaluation splits, the default settings (gpt3 words, 13-gr
 escapes decoded). Corpora, as documents:
   clean    every Pile record of mimir_pile_nonmembers; the Gutenberg books, tinyshakespeare and the addresses in
            5,000-character pieces (text no benchmark was drawn from);
+  machine  the documentation and licences installed on this machine, in 5,000-character pieces: every text file
+           under /usr/share/doc (gzip ones decompressed) and the README, LICENSE, COPYING, METADATA, .md, .rst and
+           .txt files of this Python's site-packages: real text dense in boilerplate (licences, changelogs, install
+           notes); machine-dependent, so its files are counted and digested in the output;
   related  the project's other datasets, each record's string fields joined: GSM8K train, MMLU dev, GSM-Plus, the
            DICE and LLM-decontaminator rephrasings, XCOPA's English back-translations, the contamination-challenge
            files, MATH's 5,000 test problems (MATH-500 is drawn from them), NQ-open's EfficientQA files (text that
@@ -31,6 +35,7 @@ from __future__ import annotations
 import csv
 import dataclasses
 import gzip
+import hashlib
 import json
 import os
 import re
@@ -82,6 +87,35 @@ def clean_documents() -> list[tuple[str, str]]:
         text = path.read_bytes().decode("utf-8", "replace")
         docs += [(f"{path.name}#{k}", piece) for k, piece in enumerate(_pieces(text))]
     return docs
+
+
+def _doc_files() -> list[Path]:
+    site = Path(sys.prefix) / "lib" / f"python{sys.version_info[0]}.{sys.version_info[1]}" / "site-packages"
+    named = ("README", "LICENSE", "COPYING", "METADATA")
+    files = [p for p in sorted(Path("/usr/share/doc").rglob("*")) if p.is_file() and not p.is_symlink()]
+    files += [
+        p
+        for p in sorted(site.rglob("*"))
+        if p.is_file() and (p.suffix in (".md", ".rst", ".txt") or p.name.startswith(named))
+    ]
+    return files
+
+
+def machine_documents() -> tuple[list[tuple[str, str]], dict]:
+    """Documentation and licences of this machine in pieces, and (files, sha256 over every path and content)."""
+    docs, digest, files = [], hashlib.sha256(), 0
+    for path in _doc_files():
+        try:
+            data = gzip.decompress(path.read_bytes()) if path.suffix == ".gz" else path.read_bytes()
+        except (OSError, EOFError):
+            continue
+        if b"\0" in data[:4096]:  # binary
+            continue
+        files += 1
+        digest.update(f"{path}\0{hashlib.sha256(data).hexdigest()}\n".encode())
+        text = data.decode("utf-8", "replace")
+        docs += [(f"{path}#{k}", piece) for k, piece in enumerate(_pieces(text))]
+    return docs, {"files": files, "sha256": digest.hexdigest()}
 
 
 def _strings(value) -> list[str]:
@@ -146,7 +180,8 @@ def main() -> None:
     index = DecontIndex.build(items, IndexSettings(n=args.n, letter_share=args.letter_share, **tokens))
     position = {(i.benchmark, i.id): k for k, i in enumerate(items)}
     own_chars = np.array([len(" ".join(" ".join(i.own).split())) for i in items])
-    groups = {"clean": clean_documents(), "related": related_documents()}
+    machine, machine_files = machine_documents()
+    groups = {"clean": clean_documents(), "machine": machine, "related": related_documents()}
     print(f"{len(items)} items of {len(loaded)} benchmarks; skipped {skipped}", flush=True)
     flags, started = [], time.perf_counter()
     sizes = {}
@@ -216,14 +251,15 @@ def main() -> None:
         "benchmarks": [b.name for b in loaded],
         "skipped_benchmarks": skipped,
         "corpora": sizes,
+        "machine_files": machine_files,
         "drop_common": DROP_COMMON,
         "dropped_ngrams": sorted(
             ({"ngram": index.row_text(r), "documents": c} for r, c in row_documents.items() if c > DROP_COMMON),
             key=lambda e: -e["documents"],
         ),
-        # listed: every clean flag, and the related corpora's boilerplate and other ones (copies and template
-        # matches of the related datasets are only counted, above: they are what those datasets are)
-        "flags": [f for f in flags if f["group"] == "clean" or f["category"] not in ("copy", "template")][:LISTED],
+        # listed: every flag of the clean and machine corpora, and the related corpora's boilerplate and other ones
+        # (copies and template matches of the related datasets are only counted, above: they are what they are)
+        "flags": [f for f in flags if f["group"] != "related" or f["category"] not in ("copy", "template")][:LISTED],
     }
     here = Path(__file__).parent
     name = "precision_tokens" if args.tokenizer else "precision"
@@ -255,6 +291,13 @@ def markdown(summary: dict) -> str:
             f"{count['copy']} | {count['template']} | {count['boilerplate']} | {count['other']} | "
             f"{kept['copy']} / {kept['template']} / {kept['boilerplate']} / {kept['other']} |"
         )
+    machine = summary.get("machine_files")
+    if machine:
+        lines += [
+            "",
+            f"The machine corpus: {machine['files']:,} files on the machine this ran on (sha256 over their paths and "
+            f"contents {machine['sha256'][:16]}).",
+        ]
     categories = ("copy", "template", "boilerplate", "other")
     lines += ["", "Related corpora, per file (flags):", "", "| file | " + " | ".join(categories) + " |"]
     lines += ["|---|" + "---|" * len(categories)]
@@ -265,8 +308,8 @@ def markdown(summary: dict) -> str:
     lines += [
         "",
         (
-            f"Every flag of the clean corpus, then the boilerplate and other flags of the related corpora (the first "
-            f"{LISTED:,} flags in all):"
+            f"Every flag of the clean and machine corpora, then the boilerplate and other flags of the related "
+            f"corpora (the first {LISTED:,} flags in all):"
         ),
         "",
     ]

@@ -1,6 +1,7 @@
 """Nothing left running, nothing lost: the pool's workers end when the run's process is SIGKILLed (and commit no
-more shards), a rerun removes the killed run's `.partial-*` folders and gives the bytes of an uninterrupted run, and
-`--on-bad-line skip` keeps every skipped line, byte for byte, in a rejects file named in summary.json."""
+more shards), a rerun removes the killed run's `.partial-*` folders and gives the bytes of an uninterrupted run, a
+run ends with none of its own dead attempts' folders, and `--on-bad-line skip` keeps every skipped line, byte for
+byte, in a rejects file named in summary.json."""
 
 from __future__ import annotations
 
@@ -130,6 +131,40 @@ def test_sigkill_of_the_run_ends_its_workers_and_the_rerun_cleans_up(shared_data
     for name in [f"cleaned/part-{s}.jsonl" for s in range(8)] + ["matches.parquet", "items.parquet"]:
         assert (out / name).read_bytes() == (tmp_path / "whole" / name).read_bytes(), name
     assert pq.read_table(out / "matches.parquet").num_rows >= 8
+
+
+def test_a_dead_attempts_scratch_is_removed_when_the_run_ends(shared_data, tmp_path, capsys, monkeypatch):
+    """A shard attempt that dies mid-write (a Ray node lost, its task retried elsewhere) leaves a `.partial-*` folder
+    in OUT during the run; the run ends with none, and with the bytes of a run that lost nothing."""
+    import jaxcontam.decontam.run as decontam_run
+
+    corpus, out = tmp_path / "corpus", tmp_path / "out"
+    _corpus(shared_data, corpus)
+    real = decontam_run.run_local
+
+    def losing_an_attempt(index, shards, settings, where, workers, work=decontam_run.process_shard):
+        dead = Path(where) / ".partial-lost-attempt"  # what a SIGKILLed attempt leaves: half of a cleaned shard
+        dead.mkdir(parents=True)
+        (dead / "part").write_bytes(b'{"id": "s0-0", "te')
+        return real(index, shards, settings, where, workers, work)
+
+    monkeypatch.setattr(decontam_run, "run_local", losing_an_attempt)
+    args = ["decontaminate", "--benchmark", "gsm8k", "--path", shared_data / "gsm8k", "--split", "test"]
+    args += ["--corpus", corpus, "--policy", "drop", "--workers", 1]
+    code, text = run([*args, "--out", out], capsys)
+    assert code == 0, text
+    assert not list(out.rglob(".partial-*"))
+    monkeypatch.setattr(decontam_run, "run_local", real)
+    code, text = run([*args, "--out", tmp_path / "whole"], capsys)
+    assert code == 0, text
+    made = sorted(p.relative_to(out) for p in out.rglob("*") if p.is_file() and p.name != "summary.json")
+    assert made == sorted(
+        p.relative_to(tmp_path / "whole")
+        for p in (tmp_path / "whole").rglob("*")
+        if p.is_file() and p.name != "summary.json"
+    )
+    for name in [f"cleaned/part-{s}.jsonl" for s in range(8)] + ["matches.parquet", "items.parquet"]:
+        assert (out / name).read_bytes() == (tmp_path / "whole" / name).read_bytes(), name
 
 
 def test_skip_keeps_every_skipped_line_byte_for_byte_in_a_rejects_file(shared_data, tmp_path, capsys):

@@ -10,7 +10,8 @@ After all shards (`finish`): `matches.parquet` (one row per document and item), 
 documents holding it, its n-grams and how many the corpus holds), `report.html`, and last `summary.json` (with the
 manifest that repeats the run: `decontam.manifest`).
 Engines: `local` (a process per core, shards in parallel; `workers=1` runs in this process; a worker ends itself
-when this process dies) and `ray`. A run first removes the `.partial-*` scratch folders a killed run left in OUT.
+when this process dies) and `ray`. A run removes the `.partial-*` scratch folders a killed run left in OUT first, and
+again once every shard is done: those of its own attempts that died (a Ray node lost mid-shard, its task retried).
 """
 
 from __future__ import annotations
@@ -386,6 +387,7 @@ def decontaminate(
         common = summary_entry(index, counts, documents, settings.drop_common)
         index = index.without_rows(common_rows(counts, settings.drop_common))
     stats = each_shard(process_shard, index)
+    destination.remove_scratch()  # every shard is done: what is left is a dead attempt's (a lost Ray node's)
     seconds = time.perf_counter() - started
     return finish(
         index,

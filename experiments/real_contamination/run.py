@@ -215,15 +215,16 @@ def dose_check(base: list[dict], after: list[dict]) -> dict:
 
 
 def write_audit_config(path: pathlib.Path, model: pathlib.Path, arm_folder: pathlib.Path, mmlu: pathlib.Path,
-                       items: int, preset: str, out: pathlib.Path) -> None:
+                       items: int, preset: str, out: pathlib.Path, judge_tokens: int = 64,
+                       audited: tuple[str, ...] = BENCHMARKS) -> None:
     lines = [f'out = "{out}"', "[[model]]", f'path = "{model}"', f'name = "{arm_folder.name}"']
-    for name in BENCHMARKS:
+    for name in audited:
         lines += ["[[benchmark]]", f'name = "{name}"', 'split = "test"',
                   f'path = "{mmlu if name == "mmlu" else SHARED}"', f"limit = {items}",
                   f'paraphrases = "{PARAPHRASES[name]}"', f'ground_truth = "{arm_folder / "ground_truth.jsonl"}"']
     lines += ["[corpus]", f'paths = ["{arm_folder / "corpus"}"]', "[pacost]", f'preset = "{preset}"']
     if preset == "paper":  # the real-model paper audit's lengths (docs/results.md): the authors' 1,024-token judge
-        lines += ["max_new_tokens = 192", "judge_max_new_tokens = 64"]  # replies cost hours on 2 cores
+        lines += ["max_new_tokens = 192", f"judge_max_new_tokens = {judge_tokens}"]  # 64: 1,024 costs hours on 2 cores
     lines += ["[contam]", "min_clean = 5", "min_contaminated = 5"]  # EPG thresholds that N/2 items per half can meet
     path.write_text("\n".join(lines) + "\n")
 
@@ -253,12 +254,17 @@ def run_arm(args, arm: str, out: pathlib.Path, mmlu: pathlib.Path, base_rows: li
     log(f"{arm}: {verdict} (decided on the audited text: the item as the detectors score it)")
     if args.skip_audit:
         return
+    audited = tuple(args.audit_benchmarks.split(","))
     for preset in args.presets.split(","):
-        audit_out = folder / f"audit_{preset}"
+        name = f"audit_{preset}"  # another judge cap or fewer benchmarks: an audit of its own, beside the default's
+        name += f"_judge{args.judge_tokens}" if preset == "paper" and args.judge_tokens != 64 else ""
+        name += "" if audited == BENCHMARKS else "_" + "_".join(audited)
+        audit_out = folder / name
         if (audit_out / "summary.json").exists() and (audit_out / "done").exists():
             continue
-        config = folder / f"audit_{preset}.toml"
-        write_audit_config(config, folder / "model", folder, mmlu, args.items, preset, audit_out)
+        config = folder / f"{name}.toml"
+        write_audit_config(config, folder / "model", folder, mmlu, args.items, preset, audit_out, args.judge_tokens,
+                           audited)
         jaxcontam("audit", "--config", config)
         (audit_out / "done").write_text("")
 
@@ -286,6 +292,11 @@ def main() -> None:
     parser.add_argument("--audit-every", type=int, default=10, help="AuditCallback interval in the curve arm")
     parser.add_argument("--skip-audit", action="store_true", help="train and check the dose only")
     parser.add_argument("--presets", default=",".join(PRESETS), help="PaCoST presets each arm is audited with")
+    parser.add_argument("--judge-tokens", type=int, default=64,
+                        help="the paper preset's judge reply cap (the authors': 1024); another cap audits into "
+                             "audit_paper_judge<N>")
+    parser.add_argument("--audit-benchmarks", default=",".join(BENCHMARKS),
+                        help=f"the benchmarks audited, some of {','.join(BENCHMARKS)}")
     parser.add_argument("--pilot", action="store_true", help="verbatim x4 alone, 3 x 10 items, 16k general tokens")
     parser.add_argument("--smoke", action="store_true", help="the bundled tiny model, few items: the pipeline")
     args = parser.parse_args()

@@ -79,7 +79,7 @@ def markdown(rows: list[dict]) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description="Could the 64-token judge cap have cost verdicts?")
     parser.add_argument("--results", type=pathlib.Path, default=HERE / "results")
     parser.add_argument("--model", default=str(SHARED / "smollm2_135m_instruct" / "SmolLM2-135M-Instruct.Q4_1.gguf"))
     args = parser.parse_args()

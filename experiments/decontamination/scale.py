@@ -5,9 +5,9 @@ user runs it (GSM8K and MMLU test, the default settings, every core), timed end 
 copies, and its peak memory (the summed resident set of the command and its workers, sampled every 0.2 s); with
 --kill, a second run is killed (SIGKILL of the whole process group) partway and rerun to the end, and its outputs
 compared with the uninterrupted run's; with --ray, the same command on a local Ray cluster of two nodes (one CPU
-each) whose second node is SIGKILLed (its raylet and workers, the whole process group) once a third of the shards are
-done, and its outputs compared with the one-host run's. The Ray run starts itself inside a network namespace of its
-own (`unshare --net`, loopback up), so every Ray process binds 127.0.0.1.
+each) whose second node is SIGKILLed (its raylet, agents and workers: every process of its session) once a third
+of the shards are done, and its outputs compared with the one-host run's. The Ray run starts itself inside a
+network namespace of its own (`unshare --net`, loopback up), so every Ray process binds 127.0.0.1.
 
     .venv/bin/python experiments/decontamination/scale.py --gigabytes 10 --out /tmp/scale [--kill] [--ray]
 

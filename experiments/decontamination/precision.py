@@ -40,6 +40,7 @@ import json
 import os
 import re
 import sys
+import sysconfig
 import time
 from collections import Counter
 from pathlib import Path
@@ -90,7 +91,7 @@ def clean_documents() -> list[tuple[str, str]]:
 
 
 def _doc_files() -> list[Path]:
-    site = Path(sys.prefix) / "lib" / f"python{sys.version_info[0]}.{sys.version_info[1]}" / "site-packages"
+    site = Path(sysconfig.get_paths()["purelib"])
     named = ("README", "LICENSE", "COPYING", "METADATA")
     files = [p for p in sorted(Path("/usr/share/doc").rglob("*")) if p.is_file() and not p.is_symlink()]
     files += [

@@ -19,14 +19,16 @@ from __future__ import annotations
 import argparse
 import json
 import pathlib
+import sys
 import tomllib
 
 import numpy as np
 import pyarrow.parquet as pq
 
 HERE = pathlib.Path(__file__).resolve().parent
-SHARED = HERE.parents[2] / "shared" / "data"
-BENCHMARKS = ("gsm8k", "copa", "mmlu")
+if str(HERE) not in sys.path:
+    sys.path.insert(0, str(HERE))
+from run import BENCHMARKS, GGUF  # noqa: E402
 
 
 def cap_of(arm: pathlib.Path) -> int:
@@ -81,7 +83,7 @@ def markdown(rows: list[dict]) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description="Could the 64-token judge cap have cost verdicts?")
     parser.add_argument("--results", type=pathlib.Path, default=HERE / "results")
-    parser.add_argument("--model", default=str(SHARED / "smollm2_135m_instruct" / "SmolLM2-135M-Instruct.Q4_1.gguf"))
+    parser.add_argument("--model", default=str(GGUF), help="the model whose tokenizer counts the reply tokens")
     args = parser.parse_args()
     rows = analyse(args.results, args.model)
     (args.results / "judge_cap.json").write_text(json.dumps(rows, indent=2) + "\n")

@@ -191,6 +191,12 @@ def _squeeze(text: str) -> str:
     return " ".join(text.casefold().split())
 
 
+def _same_up_to_case(original: str, rephrase: str) -> bool:
+    """Equal up to case and whitespace. Casefolding alone does not join every case pair (Turkish dotless `ı`
+    casefolds to itself, its upper case `I` to `i`), so the texts are also compared upper- and lower-cased."""
+    return any(_squeeze(case(original)) == _squeeze(case(rephrase)) for case in (str, str.upper, str.lower))
+
+
 def check_rephrase(original: str, rephrase: str, gates: RephraseGates = RephraseGates()) -> GateResult:
     """Run the gates in GATE_REASONS order on one candidate; the first failure is the reason."""
     n_original, n_rephrase = len(words(original)), len(words(rephrase))
@@ -200,7 +206,7 @@ def check_rephrase(original: str, rephrase: str, gates: RephraseGates = Rephrase
     def fail(reason: str, detail: str) -> GateResult:
         return GateResult(False, reason, detail, ratio, overlap)
 
-    if _squeeze(original) == _squeeze(rephrase):
+    if _same_up_to_case(original, rephrase):
         return fail("identical", "the rephrase equals the original up to case and whitespace")
     if not rephrase.strip():
         return fail("empty", "the rephrase is empty")

@@ -356,6 +356,21 @@ def performance_current() -> str:
 EPG_SIZES = (100, 500, 2000, 14042)
 
 
+def accelerator_gpu() -> str:
+    """The latest GPU check (experiments/accelerator/results/) as its own report renders it, then the bundled
+    audit's compile-cache runs, without their titles (the README's text names card and date)."""
+    results = EXPERIMENTS / "accelerator" / "results"
+    check, cache = results / "accelerator.json", results / "compile_cache.json"
+    if not check.exists():
+        return missing(check, "experiments/accelerator/run.sh")
+    report = experiment_module("accelerator/gpucheck/report.py")
+    text = report.table(json.loads(check.read_text())).split("\n", 2)[2]
+    if cache.exists():
+        runs = experiment_module("accelerator/compile_cache.py")
+        text += "\n" + runs.table(json.loads(cache.read_text())).split("\n", 2)[2]
+    return text
+
+
 def epg_null_flags() -> str:
     """Per score shape and benchmark size: how often the paper's rule and the max-z test flag a null benchmark (the
     max-z test over the benchmarks it could test, the count it could not beside it)."""
@@ -619,6 +634,7 @@ TABLES: dict[str, Callable[[], str]] = {
     "corpus-storage": corpus_storage,
     "performance-history": performance_history,
     "performance-current": performance_current,
+    "accelerator-gpu": accelerator_gpu,
     "config-reference": config_reference,
     "pacost-presets": pacost_presets,
     "environment-variables": environment_variables,

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import click
 
-from jaxcontam import __version__
+from jaxcontam import __version__, compile_cache
 from jaxcontam.cluster import peer_lost
 from jaxcontam.commands.cluster_options import check_cluster_options, cluster_options
 from jaxcontam.errors import ClusterError, JaxcontamError, JaxcontamWarning
@@ -109,6 +109,7 @@ def main(argv=None):
     """Entry point: run the CLI, printing user errors without a traceback."""
     quiet_third_party()
     warnings.showwarning = _show_warning
+    compile_cache.configure()
     try:
         cli.main(args=argv, prog_name="jaxcontam", standalone_mode=False)
     except click.exceptions.Abort:

@@ -113,6 +113,11 @@ def measure_shape(
         result["scoring"].append(module)
         return None
     peaks = result["device"].get("peaks")
+    batch = scoring.tokens(shape, sizes.score_rows, sizes.score_length)
+    truth = guarded(clock, 20, f"{name}: float32 reference", lambda: scoring.torch_logprobs(module, batch, target), log)
+    if isinstance(truth, dict):
+        result["scoring"].append(truth)
+        return None
     for dtype in sizes.dtypes:
         reference = module if dtype == "float32" else _cast(module, dtype)
         load = functools.partial(jaxcontam.load_model, str(folder), dtype=dtype)
@@ -122,7 +127,7 @@ def measure_shape(
             continue
         same = (shape, model, reference, dtype)
         score = functools.partial(
-            scoring.measure, *same, sizes.score_rows, sizes.score_length, sizes.score_repeats, peaks, target
+            scoring.measure, *same, sizes.score_rows, sizes.score_length, sizes.score_repeats, peaks, target, truth
         )
         row = guarded(clock, 40, f"{name} {dtype}: scoring", score, log)
         if "error" in row.get("skipped", "") and model.config.attention == "auto":
@@ -131,7 +136,7 @@ def measure_shape(
             model = jaxcontam.load_model(str(folder), dtype=dtype, attention="jnp")
             same = (shape, model, reference, dtype)
             score = functools.partial(
-                scoring.measure, *same, sizes.score_rows, sizes.score_length, sizes.score_repeats, peaks, target
+                scoring.measure, *same, sizes.score_rows, sizes.score_length, sizes.score_repeats, peaks, target, truth
             )
             row = guarded(clock, 40, f"{name} {dtype}: scoring (attention jnp)", score, log)
         result["scoring"].append(row)

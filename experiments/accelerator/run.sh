@@ -5,6 +5,7 @@
 #   experiments/accelerator/run.sh            # the GPU machine: install from the checkout and wheels/, then measure
 #   experiments/accelerator/run.sh --smoke    # anywhere: every step at tiny sizes on the CPU, jaxcontam as installed
 #   experiments/accelerator/run.sh --smoke --install   # the same after the GPU machine's install (a rehearsal)
+#   experiments/accelerator/run.sh --script compile_cache.py   # another script of this folder, installed the same way
 #
 # The GPU machine has no network: jaxcontam goes in with `pip install --no-index --no-deps` from this checkout
 # (its build backend, setuptools, is there) and from wheels/ (the packages it lacks; built by wheels.sh here and
@@ -14,9 +15,12 @@ here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
 out=${OUT:-$repo/accelerator-out}
 python=${PYTHON:-python3}
-smoke=0 forced=0 args=()
+smoke=0 forced=0 script=check.py args=()
+expect_script=0
 for arg in "$@"; do
+  if [ "$expect_script" = 1 ]; then script=$arg expect_script=0; continue; fi
   case "$arg" in
+    --script) expect_script=1 ;;
     --smoke) smoke=1 args+=("$arg") ;;
     --install) forced=1 ;;
     *) args+=("$arg") ;;
@@ -43,4 +47,4 @@ else
   export XLA_PYTHON_CLIENT_PREALLOCATE=false  # torch shares the GPU in this process
 fi
 export PYTHONUNBUFFERED=1 TOKENIZERS_PARALLELISM=false
-exec "$python" "$here/check.py" --out "$out" "${args[@]}"
+exec "$python" "$here/$script" --out "$out" "${args[@]}"

@@ -7,6 +7,7 @@ import hashlib
 import os
 import shutil
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -17,9 +18,9 @@ _MIRRORS: dict[Path, Any] = {}  # local mirror folder -> the bucket folder it st
 _UPLOADED: dict[Path, tuple[int, int]] = {}  # file of a mirror -> (size, mtime) when it matched the bucket
 
 
-def cache_root() -> Path:
+def cache_root(environ: Mapping[str, str] = os.environ) -> Path:
     """jaxcontam's local cache: $JAXCONTAM_CACHE, else ~/.cache/jaxcontam."""
-    return Path(os.environ.get("JAXCONTAM_CACHE") or Path.home() / ".cache" / "jaxcontam").expanduser()
+    return Path(environ.get("JAXCONTAM_CACHE") or Path.home() / ".cache" / "jaxcontam").expanduser()
 
 
 def output_folder(out: str | Path, fill: bool = True) -> Path:

@@ -40,9 +40,13 @@ def torch_logprobs(module, batch: np.ndarray, device: str) -> np.ndarray:
     return torch.cat(out).cpu().numpy()
 
 
-def measure(shape: Shape, model, reference, dtype: str, rows: int, length: int, repeats: int, peaks, device: str):
-    """One row of the scoring table: both sides' tokens/s, MFU, their ratio and max |log-prob difference|;
-    `model`: jaxcontam's, `reference`: the torch module, both in `dtype`."""
+def measure(
+    shape: Shape, model, reference, dtype: str, rows: int, length: int, repeats: int, peaks, device: str, truth
+):
+    """One row of the scoring table: both sides' tokens/s, MFU, their ratio, max |log-prob difference| between them,
+    and each side's max |error| against `truth` (torch's float32 log-probs of the same batch; in bfloat16 the two
+    sides round differently, so their difference alone cannot say which is off); `model`: jaxcontam's,
+    `reference`: the torch module, both in `dtype`."""
     batch = tokens(shape, rows, length)
     ours = jax_logprobs(model, batch)  # compiles
     theirs = torch_logprobs(reference, batch, device)
@@ -61,6 +65,8 @@ def measure(shape: Shape, model, reference, dtype: str, rows: int, length: int, 
         "ratio_to_torch": round(torch_s / jax_s, 3),
         "jaxcontam_tflops": round(flops / jax_s / 1e12, 2),
         "max_abs_logprob_diff": float(np.max(np.abs(ours - theirs))),
+        "max_abs_error_vs_float32": float(np.max(np.abs(ours - truth))),
+        "torch_max_abs_error_vs_float32": float(np.max(np.abs(theirs - truth))),
     }
     if peaks:
         for key in ("bf16", "tf32", "fp32"):

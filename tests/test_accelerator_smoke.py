@@ -40,3 +40,27 @@ def test_the_gpu_check_runs_every_step_at_tiny_sizes(tmp_path):
     assert all(row["ok"] for row in result["numerics"]["against_torch"]), result["numerics"]["against_torch"]
     table = (tmp_path / "accelerator.md").read_text()
     assert table.startswith("# jaxcontam on ") and "| scoring Llama-3.2-1B bfloat16" in table
+
+
+def test_the_compile_cache_runs_measure_a_filled_cache_at_tiny_sizes(tmp_path):
+    """`run.sh --script compile_cache.py --smoke`: the bundled audit (limit 1) with the cache empty, then filled;
+    every program stored in the first run (no compile-time floor), none compiled again in the second."""
+    env = dict(os.environ, OUT=str(tmp_path), PYTHON=sys.executable, PYTHONPATH=str(REPO_ROOT))
+    env.pop("JAX_PLATFORMS", None)
+    env.pop("JAX_COMPILATION_CACHE_DIR", None)  # conftest's own cache: each run here names its own folder
+    env["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"] = "0"
+    script = REPO_ROOT / "experiments" / "accelerator" / "run.sh"
+    done = subprocess.run(
+        ["bash", str(script), "--script", "compile_cache.py", "--smoke", "--runs", "empty,filled"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    runs = json.loads((tmp_path / "compile_cache.json").read_text())["runs"]
+    assert [run["name"] for run in runs] == ["cache on, empty", "cache on, filled"]
+    assert all(run["exit_code"] == 0 and "compile" in run["stages"] for run in runs), runs
+    assert runs[0]["cache_files"] > 0 and runs[1]["cache_files"] == runs[0]["cache_files"], runs
+    assert (tmp_path / "compile_cache.md").read_text().startswith("# The bundled audit and the compile cache")

@@ -12,18 +12,24 @@ REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
 SECTIONS = ("device", "ceilings", "scoring", "generation", "attention", "audit", "numerics", "goals")
 
 
-def test_the_gpu_check_runs_every_step_at_tiny_sizes(tmp_path):
-    env = dict(os.environ, OUT=str(tmp_path), PYTHON=sys.executable, PYTHONPATH=str(REPO_ROOT))
-    env.pop("JAX_PLATFORMS", None)  # run.sh --smoke sets cpu
+def run_smoke(out: pathlib.Path, *args: str, **environment: str | None) -> None:
+    """`run.sh --smoke ARGS` writing to `out`, jaxcontam from this checkout, `environment` changed (None: unset);
+    fails the test on a non-zero exit."""
+    env = dict(os.environ, OUT=str(out), PYTHON=sys.executable, PYTHONPATH=str(REPO_ROOT), JAX_PLATFORMS=None)
+    env = {k: v for k, v in (env | environment).items() if v is not None}  # run.sh --smoke sets JAX_PLATFORMS=cpu
     done = subprocess.run(
-        ["bash", str(REPO_ROOT / "experiments" / "accelerator" / "run.sh"), "--smoke"],
-        cwd=tmp_path,
+        ["bash", str(REPO_ROOT / "experiments" / "accelerator" / "run.sh"), "--smoke", *args],
+        cwd=out,
         env=env,
         capture_output=True,
         text=True,
         timeout=600,
     )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+
+
+def test_the_gpu_check_runs_every_step_at_tiny_sizes(tmp_path):
+    run_smoke(tmp_path)
     result = json.loads((tmp_path / "accelerator.json").read_text())
     assert set(SECTIONS) <= set(result) and result["smoke"]
     assert result["errors"] == [], result["errors"]
@@ -45,20 +51,9 @@ def test_the_gpu_check_runs_every_step_at_tiny_sizes(tmp_path):
 def test_the_compile_cache_runs_measure_a_filled_cache_at_tiny_sizes(tmp_path):
     """`run.sh --script compile_cache.py --smoke`: the bundled audit (limit 1) with the cache empty, then filled;
     every program stored in the first run (no compile-time floor), none compiled again in the second."""
-    env = dict(os.environ, OUT=str(tmp_path), PYTHON=sys.executable, PYTHONPATH=str(REPO_ROOT))
-    env.pop("JAX_PLATFORMS", None)
-    env.pop("JAX_COMPILATION_CACHE_DIR", None)  # conftest's own cache: each run here names its own folder
-    env["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"] = "0"
-    script = REPO_ROOT / "experiments" / "accelerator" / "run.sh"
-    done = subprocess.run(
-        ["bash", str(script), "--script", "compile_cache.py", "--smoke", "--runs", "empty,filled"],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    # conftest's own cache unset, so each run's folder is the one it names; no compile-time floor
+    no_floor = {"JAX_COMPILATION_CACHE_DIR": None, "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0"}
+    run_smoke(tmp_path, "--script", "compile_cache.py", "--runs", "empty,filled", **no_floor)
     runs = json.loads((tmp_path / "compile_cache.json").read_text())["runs"]
     assert [run["name"] for run in runs] == ["cache on, empty", "cache on, filled"]
     assert all(run["exit_code"] == 0 and "compile" in run["stages"] for run in runs), runs

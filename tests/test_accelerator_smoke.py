@@ -12,11 +12,11 @@ REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
 SECTIONS = ("device", "ceilings", "scoring", "generation", "attention", "audit", "numerics", "goals")
 
 
-def run_smoke(out: pathlib.Path, *args: str, **environment: str | None) -> None:
-    """`run.sh --smoke ARGS` writing to `out`, jaxcontam from this checkout, `environment` changed (None: unset);
-    fails the test on a non-zero exit."""
-    env = dict(os.environ, OUT=str(out), PYTHON=sys.executable, PYTHONPATH=str(REPO_ROOT), JAX_PLATFORMS=None)
-    env = {k: v for k, v in (env | environment).items() if v is not None}  # run.sh --smoke sets JAX_PLATFORMS=cpu
+def run_smoke(out: pathlib.Path, *args: str, **environment: str) -> None:
+    """`run.sh --smoke ARGS` writing to `out`, jaxcontam from this checkout, with `environment` added; fails the
+    test on a non-zero exit."""
+    env = dict(os.environ, OUT=str(out), PYTHON=sys.executable, PYTHONPATH=str(REPO_ROOT)) | environment
+    env.pop("JAX_PLATFORMS", None)  # run.sh --smoke sets cpu
     done = subprocess.run(
         ["bash", str(REPO_ROOT / "experiments" / "accelerator" / "run.sh"), "--smoke", *args],
         cwd=out,
@@ -51,8 +51,7 @@ def test_the_gpu_check_runs_every_step_at_tiny_sizes(tmp_path):
 def test_the_compile_cache_runs_measure_a_filled_cache_at_tiny_sizes(tmp_path):
     """`run.sh --script compile_cache.py --smoke`: the bundled audit (limit 1) with the cache empty, then filled;
     every program stored in the first run (no compile-time floor), none compiled again in the second."""
-    # conftest's own cache unset, so each run's folder is the one it names; no compile-time floor
-    no_floor = {"JAX_COMPILATION_CACHE_DIR": None, "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0"}
+    no_floor = {"JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0"}  # (the script unsets conftest's own cache)
     run_smoke(tmp_path, "--script", "compile_cache.py", "--runs", "empty,filled", **no_floor)
     runs = json.loads((tmp_path / "compile_cache.json").read_text())["runs"]
     assert [run["name"] for run in runs] == ["cache on, empty", "cache on, filled"]

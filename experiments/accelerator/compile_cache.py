@@ -82,6 +82,11 @@ def table(result: dict) -> str:
     return "\n".join(rows) + "\n"
 
 
+def save(result: dict, out: pathlib.Path) -> None:
+    (out / "compile_cache.json").write_text(json.dumps(result, indent=1) + "\n")
+    (out / "compile_cache.md").write_text(table(result))
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", type=pathlib.Path, default=pathlib.Path(os.environ.get("OUT", "accelerator-out")))
@@ -90,6 +95,7 @@ def main(argv=None) -> int:
     parser.add_argument("--runs", default=",".join(RUNS), help=f"which runs, in this order (of {', '.join(RUNS)})")
     args = parser.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
+    os.environ.pop("JAX_COMPILATION_CACHE_DIR", None)  # JAX's own setting would win over the one each run names
     start = time.perf_counter()
     result = {"date": time.strftime("%Y-%m-%d"), "device": device.describe(), "runs": []}
     with tempfile.TemporaryDirectory(prefix="jaxcontam-cc-") as scratch:
@@ -100,15 +106,15 @@ def main(argv=None) -> int:
             if left < 30:  # a run cut short still says it takes longer than it was given (exit -9, its wall)
                 result["runs"].append({"name": name, "for": stands_for, "skipped": f"budget ({left:.0f} s left)"})
                 continue
-            os.environ.update({key: value.format(cache=cache) for key, value in environment.items()})
+            os.environ.update({variable: value.format(cache=cache) for variable, value in environment.items()})
             out = work / "audit"
             shutil.rmtree(out, ignore_errors=True)  # an audit resumes from a folder it finds: each starts afresh
             cli = ["audit", "--out", str(out)]
             if args.smoke:
                 cli += ["--limit", "1", *audit.SMOKE_SETTINGS]
             run = audit.run_cli(cli, left, work)
-            for key in environment:
-                os.environ.pop(key, None)
+            for variable in environment:
+                os.environ.pop(variable, None)
             result["runs"].append(
                 {
                     "name": name,
@@ -123,10 +129,8 @@ def main(argv=None) -> int:
                 }
             )
             print(f"[{time.perf_counter() - start:6.1f} s] {name}: {run['wall_s']:.1f} s, exit {run['exit_code']}")
-            (args.out / "compile_cache.json").write_text(json.dumps(result, indent=1) + "\n")
-            (args.out / "compile_cache.md").write_text(table(result))
-    (args.out / "compile_cache.json").write_text(json.dumps(result, indent=1) + "\n")  # the skipped runs too
-    (args.out / "compile_cache.md").write_text(table(result))
+            save(result, args.out)  # after each run, so a call cut short still brings back what ran
+    save(result, args.out)
     print(table(result))
     return 0
 

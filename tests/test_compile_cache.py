@@ -60,11 +60,15 @@ def _score(tmp_path, out_name: str, cache) -> list[dict]:
     # every program stored, however fast it compiled on a loaded machine (a user's JAX setting wins over ours)
     environment |= {compile_cache.SETTING: str(cache), "JAX_PLATFORMS": "cpu", JAX_SETTINGS[2]: "0"}
     out = tmp_path / out_name
-    command = "import sys; from jaxcontam.cli import main; sys.exit(main())"
     model = EXAMPLE_CONFIG.parent / "model"
     args = ["score", "--model", str(model), "--data", str(tmp_path / "texts.txt"), "--out", str(out)]
-    subprocess.run([sys.executable, "-c", command, *args], env=environment, check=True, capture_output=True)
+    subprocess.run([sys.executable, "-m", "jaxcontam.cli", *args], env=environment, check=True, capture_output=True)
     return [json.loads(line) for line in out.read_text().splitlines()]
+
+
+def read_mark(stored) -> bytes:
+    """The last-read time JAX keeps beside a stored program (its LRU eviction's clock)."""
+    return stored.with_name(stored.name.replace("-cache", "-atime")).read_bytes()
 
 
 def test_a_second_run_reads_the_programs_the_first_wrote(tmp_path):
@@ -73,11 +77,9 @@ def test_a_second_run_reads_the_programs_the_first_wrote(tmp_path):
     first = _score(tmp_path, "first.jsonl", cache)
     stored = sorted(cache.glob("*-cache"))
     assert stored, "the first run stored no compiled program"
-    read_marks = {path: path.with_name(path.name.replace("-cache", "-atime")).read_bytes() for path in stored}
+    read_marks = {path: read_mark(path) for path in stored}
     second = _score(tmp_path, "second.jsonl", cache)
     assert second == first
     assert sorted(cache.glob("*-cache")) == stored, "the second run compiled a program the first had stored"
-    reread = [
-        p for p, mark in read_marks.items() if p.with_name(p.name.replace("-cache", "-atime")).read_bytes() != mark
-    ]
+    reread = [path for path, mark in read_marks.items() if read_mark(path) != mark]
     assert reread, "the second run read no stored program"

@@ -19,7 +19,8 @@ replicates of control, verbatim_x1 and verbatim_x1_swapped (the same draw, anoth
 and `diverged_sibling`, a reference an auditor can have: the base fine-tuned on other text only (the first
 340,000 tokens of tinyshakespeare in corpus_misc, about 166 steps of 4 x 512; nothing of the benchmarks).
 The verbatim x4 arm also runs the
-likelihood detectors on the live weights during training (`--audit-every`, the AuditCallback curve).
+likelihood detectors on the live weights during training (`--audit-every`, the AuditCallback curve). `--fresh` also
+audits each arm's model on the fresh items of calibration design (b) (`fresh_parts`; PaCoST alone, into audit_fresh/).
 Resumable per arm: a finished step leaves its output and a rerun skips it (training itself resumes from its
 orbax checkpoint). `report.py` turns the results into the tables.
 
@@ -66,6 +67,7 @@ SWAPPED |= {name for name in DATA_SEEDS if name.startswith("verbatim_x1_swapped"
 SIBLING_ARM, SIBLING_CORPUS, SIBLING_TOKENS = "diverged_sibling", SHARED / "corpus_misc" / "tinyshakespeare", 340_000
 ARMS[SIBLING_ARM] = ("verbatim", 0)
 PRESETS = ("jaxcontam", "paper")
+FRESH = "audit_fresh"  # design (b)'s audit: PaCoST on items after the audited ones, in each arm's model (`--fresh`)
 
 
 def log(message: str) -> None:
@@ -92,6 +94,45 @@ def mmlu_subjects(out: pathlib.Path, items: int) -> pathlib.Path:
         with open(folder / "test" / f"{subject}_test.csv", "w", encoding="utf-8", newline="") as handle:
             csv.writer(handle).writerows(header + rows[len(header):len(header) + per_subject])
     return folder
+
+
+def fresh_parts(out: pathlib.Path, items: int) -> dict[str, list[tuple[str, pathlib.Path, int, int]]]:
+    """Design (b)'s items, (benchmark, path, offset, limit) per `jaxcontam pacost` run: the `items` after the audited
+    ones in GSM8K's and COPA's test splits, and the rows after the audited ones in each MMLU subject (one run per
+    subject: an audit holds a benchmark once); all with built-in rephrasings, none trained on by any arm (the
+    format arm's items come from GSM8K train, COPA train and two other subjects)."""
+    per_subject = -(-items // len(MMLU_SUBJECTS))
+    folders = []
+    for subject in MMLU_SUBJECTS:  # the subject's first 2 x per_subject rows, so rows keep their ids
+        folder = out / "mmlu_fresh" / subject
+        (folder / "test").mkdir(parents=True, exist_ok=True)
+        with open(SHARED / "mmlu" / "test" / f"{subject}_test.csv", encoding="utf-8", newline="") as handle:
+            rows = list(csv.reader(handle))
+        header = rows[:1] if rows[0][0] == "question" else []
+        with open(folder / "test" / f"{subject}_test.csv", "w", encoding="utf-8", newline="") as handle:
+            csv.writer(handle).writerows(header + rows[len(header):len(header) + 2 * per_subject])
+        folders.append(folder)
+    mmlu = [("mmlu", folder, per_subject, per_subject) for folder in folders]
+    return {"part1": [("gsm8k", SHARED, items, items), ("copa", SHARED, items, items), mmlu[0]],
+            **{f"part{i}": [part] for i, part in enumerate(mmlu[1:], start=2)}}
+
+
+def fresh_audit(arm_folder: pathlib.Path, out: pathlib.Path, items: int) -> None:
+    """The arm's model audited by PaCoST (jaxcontam preset) on design (b)'s fresh items, into FRESH/<part>/."""
+    for part, entries in fresh_parts(out, items).items():
+        folder = arm_folder / FRESH / part
+        if (folder / "items.parquet").exists() and (folder / "done").exists():
+            continue
+        folder.mkdir(parents=True, exist_ok=True)
+        lines = [f'out = "{folder}"', "[[model]]", f'path = "{arm_folder / "model"}"', f'name = "{arm_folder.name}"']
+        for name, path, offset, limit in entries:
+            lines += ["[[benchmark]]", f'name = "{name}"', 'split = "test"', f'path = "{path}"', f"offset = {offset}",
+                      f"limit = {limit}", f'paraphrases = "{PARAPHRASES[name]}"']
+        lines += ["[pacost]", 'preset = "jaxcontam"']
+        config = arm_folder / FRESH / f"{part}.toml"
+        config.write_text("\n".join(lines) + "\n")
+        jaxcontam("pacost", "--config", config)
+        (folder / "done").write_text("")
 
 
 def format_items(items: int) -> list[str]:
@@ -252,6 +293,8 @@ def run_arm(args, arm: str, out: pathlib.Path, mmlu: pathlib.Path, base_rows: li
         log(f"{arm}: DiD of mean log-prob on the {text.replace('_', ' ')}, within benchmarks, {all_did['did']:+.3f} "
             f"(95% CI {all_did['ci95'][0]:+.3f} to {all_did['ci95'][1]:+.3f})")
     log(f"{arm}: {verdict} (decided on the audited text: the item as the detectors score it)")
+    if args.fresh:
+        fresh_audit(folder, out, args.items)
     if args.skip_audit:
         return
     audited = tuple(args.audit_benchmarks.split(","))
@@ -291,6 +334,8 @@ def main() -> None:
     parser.add_argument("--checkpoint-every", type=int, default=10)
     parser.add_argument("--audit-every", type=int, default=10, help="AuditCallback interval in the curve arm")
     parser.add_argument("--skip-audit", action="store_true", help="train and check the dose only")
+    parser.add_argument("--fresh", action="store_true",
+                        help=f"also audit each arm's model on design (b)'s fresh items (PaCoST, into {FRESH}/)")
     parser.add_argument("--presets", default=",".join(PRESETS), help="PaCoST presets each arm is audited with")
     parser.add_argument("--judge-tokens", type=int, default=64,
                         help="the paper preset's judge reply cap (the authors': 1024); another cap audits into "
@@ -319,7 +364,7 @@ def main() -> None:
     if not set(args.presets.split(",")) <= set(PRESETS):
         parser.error(f"--presets takes some of {', '.join(PRESETS)}, got {args.presets!r}")
     args.out.mkdir(parents=True, exist_ok=True)
-    per_invocation = ("out", "arms", "presets", "skip_audit", "audit_every", "pilot", "smoke")  # run.log has them
+    per_invocation = ("out", "arms", "presets", "skip_audit", "fresh", "audit_every", "pilot", "smoke")  # in run.log
     design = {key: str(value) for key, value in vars(args).items() if key not in per_invocation}
     (args.out / "design.json").write_text(json.dumps(design, indent=2) + "\n")  # the same for every arm's run
     mmlu = mmlu_subjects(args.out, args.items)

@@ -81,10 +81,18 @@ class BenchmarkEntry:
     paraphrases: str | None = None
     ground_truth: str | None = None
     limit: int | None = None
+    offset: int = 0  # items skipped before `limit` counts (rephrasings still matched on the whole split)
+
+    def __post_init__(self):
+        if isinstance(self.offset, bool) or not isinstance(self.offset, int) or self.offset < 0:
+            raise JaxcontamError(f"benchmark {self.name}: offset must be a whole number >= 0, got {self.offset!r}")
 
     @property
     def label(self) -> str:
-        return self.name if self.split is None else f"{self.name}:{self.split}"
+        """name[:split], then [offset:] when items are skipped: the selection's name in reports and in the keys of
+        stored chunks (an offset moves every chunk; a limit only adds or drops chunks at the end)."""
+        label = self.name if self.split is None else f"{self.name}:{self.split}"
+        return f"{label}[{self.offset}:]" if self.offset else label
 
 
 @dataclasses.dataclass(frozen=True)

@@ -54,7 +54,10 @@ def _ground_truth(path: str, benchmark: Benchmark) -> dict[str, bool]:
 
 def _check_answers(benchmark: Benchmark, entry: BenchmarkEntry) -> None:
     if len(benchmark) == 0:
-        raise DataError(f"benchmark {entry.label} has no items (limit={entry.limit}); nothing to audit")
+        raise DataError(
+            f"benchmark {entry.label} has no items (offset={entry.offset}, limit={entry.limit}); nothing to audit: "
+            "lower the offset"
+        )
     missing = [item.id for item in benchmark if item.choices is None and not str(item.answer).strip()]
     if missing:
         raise DataError(
@@ -64,13 +67,14 @@ def _check_answers(benchmark: Benchmark, entry: BenchmarkEntry) -> None:
 
 
 def _selected(entry: BenchmarkEntry, roots: Sequence[Path]) -> Benchmark:
-    """The benchmark with its rephrasings attached (matched on the whole split, then cut to `limit`); local data
-    is looked for under `roots`."""
+    """The benchmark with its rephrasings attached (matched on the whole split, then cut to `limit` items after the
+    first `offset`); local data is looked for under `roots`."""
     benchmark = load_benchmark(entry.name, split=entry.split, path=entry.path, fields=entry.fields, roots=roots)
     if entry.paraphrases is not None:
         benchmark = attach_paraphrases(benchmark, load_paraphrases(entry.paraphrases, benchmark, roots=roots))
-    if entry.limit is not None:
-        benchmark = benchmark.replace_items(benchmark.items[: entry.limit])
+    if entry.offset or entry.limit is not None:
+        end = None if entry.limit is None else entry.offset + entry.limit
+        benchmark = benchmark.replace_items(benchmark.items[entry.offset : end])
     return benchmark
 
 
@@ -86,7 +90,7 @@ def _coverage_problem(entry: BenchmarkEntry, benchmark: Benchmark, roots: Sequen
     """What the paraphrase source covers instead of the selection, and how to select that."""
     where = []
     for split in covered_splits(entry.paraphrases, benchmark.name) or (benchmark.split,):
-        whole = _selected(dataclasses.replace(entry, split=split, limit=None), roots)
+        whole = _selected(dataclasses.replace(entry, split=split, limit=None, offset=0), roots)
         first = next((item.id for item in whole if item.paraphrases), None)
         where.append(
             f"split {split!r}: {_covered(whole)} of {len(whole)} items"
@@ -138,7 +142,7 @@ def _with_rephrasings(entry: BenchmarkEntry, roots: Sequence[Path]) -> tuple[Ben
 def load_audit_benchmark(
     entry: BenchmarkEntry, *, needs_rephrasings: bool = False, roots: Sequence[Path] = DEFAULT_ROOTS
 ) -> AuditBenchmark:
-    """The benchmark with its rephrasings attached (matched on the whole split, then cut to `limit`).
+    """The benchmark with its rephrasings attached (matched on the whole split, then cut to `offset`, `limit`).
 
     `needs_rephrasings`: the paraphrase source is the only source of rephrasings (PaCoST runs without a
     rephrase model), so it must cover at least `MIN_PARAPHRASE_SHARE` of the selected items.
@@ -183,8 +187,9 @@ def check_inputs(config: AuditConfig) -> AuditInputs:
             "the audit names no model or no benchmark: add [[model]] and [[benchmark]] entries "
             "or pass --model and --benchmark"
         )
-    labels = [entry.label for entry in config.benchmarks]
-    if len(set(labels)) != len(labels):
+    selections = [(entry.name, entry.split) for entry in config.benchmarks]  # reports name runs by name:split
+    if len(set(selections)) != len(selections):
+        labels = [entry.label for entry in config.benchmarks]
         raise JaxcontamError(f"benchmark listed twice in the audit: {labels}; give each name:split once")
     config.mesh.build()  # a mesh that does not match the devices is refused before any work
     if config.rephrase_model is not None:

@@ -120,14 +120,18 @@ def ngram_rows(config: AuditConfig, inputs: AuditInputs, out: Path) -> dict | No
     tokenizer = config.ngram_tokenizer or config.models[0].path
     units = load_units(tokenizer)
     corpora = [(c, inputs.corpora.get(c) or open_corpus(c, field=config.corpus_text_field)) for c in config.corpora]
+    loaded = [b.benchmark for b in inputs.benchmarks]
+    selection = [f"{benchmark.name}/{item.id}" for benchmark in loaded for item in benchmark]  # its own table
     counts_dir = (
         output_folder(config.counts)  # a bucket URL: its counts are read back, and new ones uploaded
         if config.counts
         else out
         / "counts"
-        / fingerprint({"tokenizer": str(tokenizer), "corpora": list(config.corpora), **dataclasses.asdict(settings)})
+        / fingerprint(
+            {"tokenizer": str(tokenizer), "corpora": list(config.corpora), **dataclasses.asdict(settings)}
+            | {"items": selection}
+        )
     )
-    loaded = [b.benchmark for b in inputs.benchmarks]
     _say(f"n-gram counts ({settings.n}-grams, scope {settings.scope}) over {len(corpora)} corpus/corpora")
     counted, scanned = ensure_counts(loaded, corpora, units, settings, counts_dir)
     _say(f"  {'counted' if scanned else 'reused'} {counts_dir}")

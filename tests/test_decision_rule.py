@@ -189,6 +189,36 @@ def test_round_four_bootstrap_flip_test_agrees_with_scipy():
     )
 
 
+def test_round_four_fresh_items_bootstrap_test_agrees_with_scipy():
+    """Design (b)'s re-test inside the bootstrap (random splits of the pooled gaps) is scipy's exact one-sided
+    two-sample permutation p-value of the difference of means within Monte Carlo error, and has no test where a side
+    is empty."""
+    from scipy.stats import permutation_test
+
+    sys.path.insert(0, str(EXPERIMENT))
+    try:
+        import round_four
+    finally:
+        sys.path.remove(str(EXPERIMENT))
+    rng = np.random.default_rng(5)
+    # 9 + 8 gaps: every split is enumerated on both sides; 20 + 20: random splits here, 200,000 in scipy
+    for shift, sizes, resamples in ((0.0, (9, 8), np.inf), (0.4, (9, 8), np.inf), (0.5, (20, 20), 200_000)):
+        half, fresh = rng.normal(shift, 1.0, sizes[0]), rng.normal(0.0, 1.0, sizes[1])
+        exact = permutation_test(
+            (half, fresh),
+            lambda a, b, axis: np.mean(a, axis=axis) - np.mean(b, axis=axis),
+            permutation_type="independent",
+            alternative="greater",
+            n_resamples=resamples,
+            vectorized=True,
+            rng=0,
+        ).pvalue
+        ours = round_four.split_pvalue((half, fresh))
+        flips = round_four.BOOTSTRAP_FLIPS
+        assert abs(ours - exact) < 4 * np.sqrt(exact * (1 - exact) / flips) + 2 / flips
+    assert round_four.split_pvalue((np.array([]), np.array([1.0, 2.0]))) is None
+
+
 def test_round_four_docs_table_names_every_candidate_and_the_outcome():
     """docs/methods.md's table: one row per candidate with flagged / tested halves and the bootstrap upper end of each
     level, an untested role said as such, a design without input listed as not run, and the rule's outcome."""

@@ -11,13 +11,18 @@ Designs, as far as their inputs exist (a design with no input is listed as not r
 - `base_model`: the base GGUF's audit (an oracle: the exact starting weights, never eligible as the default);
 - `control_reference`: the seed-0 control arm's audit (its model saw the same general text, none of the items);
 - `diverged_sibling`: the `diverged_sibling` arm's audit (the base fine-tuned on other text only);
-- `fresh_items`: needs each arm's audit of items no arm saw (`audit_fresh/items.parquet`).
+- `fresh_items` (design b): each half's gaps against the same model's gaps on fresh items of the same benchmark (the
+  items after the audited ones, which no arm saw: `run.py --fresh`, `audit_fresh/part*/items.parquet`), on the arms
+  that have that audit. Its halves are fewer than the other designs', so its candidates are also shown beside the
+  other designs on the same arms (`same_arms`).
 
 Each half is tested as `reference_test` does (the sign-flip permutation test of gap(audited) - gap(reference),
-one-sided). The level's and the power's 95% CIs resample items with replacement within each benchmark, the same
-draw for every half that holds the item (the same items are audited in every arm), and re-run every half's test on
-its resampled items (`decision_rule.cluster_bootstrap_levels`; the permutation test with 999 flips inside the
-bootstrap). PaCoST's own uncalibrated test (original vs rephrased in the audited model alone) is shown beside it.
+one-sided), or under design (b) as `fresh_items_test` does (the permutation test of the difference of mean gaps,
+half against fresh items, one-sided). The level's and the power's 95% CIs resample items with replacement within
+each benchmark, the same draw for every half that holds the item (the same items are audited in every arm), and
+re-run every half's test on its resampled items (`decision_rule.cluster_bootstrap_levels`; the permutation test with
+999 flips inside the bootstrap; design (b): the fresh items resampled in strata of their own, 999 random splits).
+PaCoST's own uncalibrated test (original vs rephrased in the audited model alone) is shown beside it.
 
     python experiments/real_contamination/round_four.py [--results DIR ...] [--replicates 200] [--out DIR]
 
@@ -41,6 +46,7 @@ if str(HERE) not in sys.path:
 import crossover  # noqa: E402
 import decision_rule as rule  # noqa: E402
 from crossover import BENCHMARKS, find_arm, load_arm, verdicts  # noqa: E402
+from run import FRESH  # noqa: E402
 
 CONTROL_ARMS = ("control", "control_seed1", "control_seed2")
 FORMAT_ARM = "format_x4"
@@ -58,6 +64,7 @@ CONTAMINATED_ARMS = (
 )
 AUDITED = (*CONTROL_ARMS, FORMAT_ARM, *CONTAMINATED_ARMS)
 REFERENCES = {"base_model": "base", "control_reference": "control", "diverged_sibling": "diverged_sibling"}
+FRESH_DESIGN = "fresh_items"
 BOOTSTRAP_FLIPS = 999
 
 
@@ -142,11 +149,68 @@ def _share(values: np.ndarray) -> list[float] | None:
     return [float(np.percentile(finite, 2.5)), float(np.percentile(finite, 97.5))] if finite.size else None
 
 
-def candidate(arms: dict, reference, design: str, confidence: str, replicates: int, seed: int):
-    halves_, uncalibrated, samples = design_halves(arms, reference, design, confidence)
-    shares = rule.cluster_bootstrap_levels(
-        samples, lambda drawn: flip_pvalue(drawn[0]), replicates=replicates, seed=seed
-    )
+def load_fresh(folder: pathlib.Path):
+    """The arm's audit of design (b)'s fresh items (every part of `audit_fresh/`, finished), indexed by id, or None."""
+    import pandas as pd
+
+    parts = sorted((folder / FRESH).glob("part*.toml"))
+    done = [part.with_suffix("") for part in parts if (part.with_suffix("") / "done").exists()]
+    if not parts or len(done) < len(parts):
+        return None
+    return pd.concat([pd.read_parquet(part / "items.parquet") for part in done]).set_index("id", drop=False)
+
+
+def fresh_halves(arms: dict, fresh: dict, confidence: str):
+    """Design (b) per half of every arm with fresh items: HalfResult with the p of `fresh_items_test` (the half's
+    gaps against the same model's fresh items of the same benchmark), the uncalibrated p, and the HalfSamples (the
+    half's gaps in the benchmark's stratum, the fresh gaps in their own) the bootstrap re-tests."""
+    from jaxcontam.stats.calibrated import fresh_items_test, uncalibrated_test
+    from jaxcontam.stats.validation import StatsInputError
+
+    results, uncalibrated, samples = [], [], []
+    original, rephrased = f"{confidence}_original", f"{confidence}_rephrased"
+    for arm in (a for a in AUDITED if a in fresh):
+        for benchmark, label, seen, rows in halves(arms[arm]):
+            role = role_of(arm, seen)
+            new = fresh[arm][fresh[arm]["benchmark"] == benchmark]
+            try:
+                p = fresh_items_test(rows[original], rows[rephrased], new[original], new[rephrased]).pvalue
+            except StatsInputError:
+                p = None
+            try:
+                raw = uncalibrated_test(rows[original], rows[rephrased]).pvalue
+            except StatsInputError:
+                raw = None
+            results.append(rule.HalfResult(arm, benchmark, label, role, confidence, p))
+            uncalibrated.append(rule.HalfResult(arm, benchmark, label, role, confidence, raw))
+            parts = []
+            for stratum, group in ((benchmark, rows), (f"fresh/{benchmark}", new)):
+                g = gaps(group, confidence)
+                keep = np.isfinite(g)
+                parts.append(rule.ItemSample(stratum, tuple(group.index[keep].astype(str)), tuple(g[keep])))
+            samples.append(rule.HalfSamples(arm, benchmark, label, role, tuple(parts)))
+    return results, uncalibrated, samples
+
+
+def split_pvalue(drawn) -> float | None:
+    """design (b)'s test on resampled gaps: one-sided permutation p of mean(half) - mean(fresh), BOOTSTRAP_FLIPS
+    random splits (None where a side has no value, where `fresh_items_test` has no test either)."""
+    from jaxcontam.stats.calibrated import mean_difference_pvalue
+
+    half, new = drawn
+    if half.size < 1 or new.size < 1:
+        return None
+    return mean_difference_pvalue(half, new, "greater", resamples=BOOTSTRAP_FLIPS, seed=0)[0]
+
+
+def candidate(arms: dict, reference, design: str, confidence: str, replicates: int, seed: int, fresh=None):
+    if design == FRESH_DESIGN:
+        halves_, uncalibrated, samples = fresh_halves(arms, fresh, confidence)
+        test = split_pvalue
+    else:
+        halves_, uncalibrated, samples = design_halves(arms, reference, design, confidence)
+        test = lambda drawn: flip_pvalue(drawn[0])  # noqa: E731
+    shares = rule.cluster_bootstrap_levels(samples, test, replicates=replicates, seed=seed)
     cand = rule.Candidate(confidence, design, tuple(halves_), rule.bootstrap_upper95(shares))
     return cand, uncalibrated, {role: _share(values) for role, values in shares.items()}
 
@@ -180,6 +244,37 @@ def format_control_verdicts(folders: dict) -> list[dict]:
     return rows
 
 
+def design_report(arms: dict, reference, design: str, replicates: int, seed: int, fresh=None) -> tuple[dict, list]:
+    """One design's entry of the report (per confidence: power, levels, bands, bootstrap CIs, eligibility, the
+    uncalibrated counts and every half's p; rule 1's counts) and its rule-2 candidates."""
+    per_confidence, candidates, halves_by_confidence = {}, [], []
+    for confidence in rule.CONFIDENCES:
+        cand, uncalibrated, ci = candidate(arms, reference, design, confidence, replicates, seed, fresh)
+        candidates.append(cand)
+        halves_by_confidence += cand.halves
+        a = rule.assess(cand)
+        raw = {
+            role: rule.count([h for h in uncalibrated if h.role == role], lambda h: h.p < rule.ALPHA)
+            for role in rule.ROLES
+        }
+        per_confidence[confidence] = {
+            "power": _count(a.power),
+            "levels": {r: _count(c) for r, c in a.levels.items()},
+            "bands99": {r: list(b) for r, b in a.bands.items()},
+            "bootstrap_ci95": ci,
+            "eligible": a.eligible,
+            "reasons": list(a.reasons),
+            "uncalibrated": {role: _count(c) for role, c in raw.items()},
+            "halves": [
+                {"arm": h.arm, "benchmark": h.benchmark, "half": h.half, "role": h.role, "p": h.pvalue}
+                for h in cand.halves
+            ],
+        }
+    counts = rule.counts_per_confidence(halves_by_confidence)
+    rule1 = {c: {r: {k: _count(v) for k, v in by.items()} for r, by in roles.items()} for c, roles in counts.items()}
+    return {"confidences": per_confidence, "rule1_counts": rule1}, candidates
+
+
 def analyse(results: list[pathlib.Path], replicates: int, seed: int = 0) -> dict:
     folders = {arm: folder for arm in {*AUDITED, *REFERENCES.values()} if (folder := find_arm(results, arm))}
     arms = {arm: load_arm(folder) for arm, folder in folders.items() if arm in AUDITED}
@@ -193,45 +288,33 @@ def analyse(results: list[pathlib.Path], replicates: int, seed: int = 0) -> dict
     missing = [a for a in AUDITED if a not in arms]
     if missing:
         report["arms_missing"] = missing
-    report["not_run"]["fresh_items"] = "no arm has an audit of fresh items (audit_fresh/items.parquet)"
     candidates = []
-    for design, arm in REFERENCES.items():
-        if arm not in folders:
+    designs = {design: (arm, None) for design, arm in REFERENCES.items()}
+    fresh = {arm: items for arm in arms if (items := load_fresh(folders[arm])) is not None}
+    designs[FRESH_DESIGN] = (None, fresh)
+    for design, (arm, fresh_items) in designs.items():
+        if design == FRESH_DESIGN and not fresh:
+            report["not_run"][design] = "no arm has a finished audit of fresh items (run.py --fresh: audit_fresh/)"
+            continue
+        if arm is not None and arm not in folders:
             report["not_run"][design] = f"no audit of the {arm} arm"
             continue
-        reference = load_arm(folders[arm])
-        per_confidence = {}
-        halves_by_confidence = []
-        for confidence in rule.CONFIDENCES:
-            cand, uncalibrated, ci = candidate(arms, reference, design, confidence, replicates, seed)
-            candidates.append(cand)
-            halves_by_confidence += cand.halves
-            a = rule.assess(cand)
-            raw = {
-                role: rule.count([h for h in uncalibrated if h.role == role], lambda h: h.p < rule.ALPHA)
-                for role in rule.ROLES
-            }
-            per_confidence[confidence] = {
-                "power": _count(a.power),
-                "levels": {r: _count(c) for r, c in a.levels.items()},
-                "bands99": {r: list(b) for r, b in a.bands.items()},
-                "bootstrap_ci95": ci,
-                "eligible": a.eligible,
-                "reasons": list(a.reasons),
-                "uncalibrated": {role: _count(c) for role, c in raw.items()},
-                "halves": [
-                    {"arm": h.arm, "benchmark": h.benchmark, "half": h.half, "role": h.role, "p": h.pvalue}
-                    for h in cand.halves
-                ],
-            }
-        counts = rule.counts_per_confidence(halves_by_confidence)
+        reference = load_arm(folders[arm]) if arm is not None else None
+        entry, found = design_report(arms, reference, design, replicates, seed, fresh_items)
+        candidates += found
         report["designs"][design] = {
-            "reference": crossover._shown(folders[arm]),
-            "confidences": per_confidence,
-            "rule1_counts": {
-                c: {r: {k: _count(v) for k, v in by.items()} for r, by in roles.items()} for c, roles in counts.items()
-            },
+            "reference": crossover._shown(folders[arm]) if arm is not None else "fresh items, in each audited model",
+            **entry,
         }
+        if fresh_items:
+            report["designs"][design]["arms"] = sorted(fresh_items)
+    if fresh:  # the other designs on design (b)'s arms alone: its candidates' like-for-like comparison
+        subset = {a: arms[a] for a in fresh}
+        report["same_arms"] = {"arms": sorted(fresh), "designs": {}}
+        for design, arm in REFERENCES.items():
+            if arm in folders:
+                entry, _ = design_report(subset, load_arm(folders[arm]), design, replicates, seed, None)
+                report["same_arms"]["designs"][design] = entry
     decision = rule.decide(candidates)
     report["decision"] = {"choice": list(decision.choice) if decision.choice else None, "reason": decision.reason}
     report["bootstrap_null_level"] = bootstrap_null_level()
@@ -296,9 +379,10 @@ def markdown(report: dict) -> str:
     ]
     roles = (*rule.LEVEL_ROLES, "contaminated")
     for design, entry in report["designs"].items():
+        lines += [f"## {design} (reference: {entry['reference']})", ""]
+        if entry.get("arms"):
+            lines += [f"On the arms with an audit of fresh items only: {', '.join(entry['arms'])}.", ""]
         lines += [
-            f"## {design} (reference: {entry['reference']})",
-            "",
             "| confidence | test | "
             + " | ".join(f"level: {r}" for r in rule.LEVEL_ROLES)
             + " | power: contaminated | eligible |",
@@ -332,6 +416,24 @@ def markdown(report: dict) -> str:
                 + " | ".join(f"{_cell(by_role[r]['raw'])} | {_cell(by_role[r]['holm'])}" for r in roles)
                 + " |"
             )
+        lines.append("")
+    if report.get("same_arms"):
+        lines += [
+            "## Every design on design (b)'s arms alone (like for like)",
+            "",
+            f"Arms: {', '.join(report['same_arms']['arms'])}; calibrated, flagged / tested halves.",
+            "",
+            "| design | confidence | " + " | ".join(f"level: {r}" for r in rule.LEVEL_ROLES) + " | power |",
+            "|---|---|" + "---|" * (len(rule.LEVEL_ROLES) + 1),
+        ]
+        same = {**report["same_arms"]["designs"], FRESH_DESIGN: report["designs"].get(FRESH_DESIGN)}
+        for design, entry in same.items():
+            for confidence, row in (entry or {"confidences": {}})["confidences"].items():
+                cells = [_cell(row["levels"][r]) if r in row["levels"] else "-" for r in rule.LEVEL_ROLES]
+                power = row["power"]
+                lines.append(
+                    f"| {design} | {confidence} | " + " | ".join(cells) + f" | {power['flagged']}/{power['total']} |"
+                )
         lines.append("")
     lines += ["## The default (rule 2)", "", f"- {report['decision']['reason']}", ""]
     if "bootstrap_null_level" in report:
@@ -383,8 +485,9 @@ def docs_table(report: dict) -> str:
                 cells.append(_fraction(level) + upper)
             power = row["power"]
             eligible = "yes" if row["eligible"] else ("no (oracle)" if design in rule.ORACLE_DESIGNS else "no")
+            shown = f"{design} ({len(entry['arms'])} arms)" if entry.get("arms") else design
             lines.append(
-                f"| {design} | {confidence} | " + " | ".join(cells) + f" | {power['flagged']}/{power['total']} | "
+                f"| {shown} | {confidence} | " + " | ".join(cells) + f" | {power['flagged']}/{power['total']} | "
                 f"{eligible} |"
             )
     for design, reason in report["not_run"].items():

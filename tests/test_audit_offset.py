@@ -48,7 +48,7 @@ def test_a_second_offset_in_the_same_folder_computes_its_own_items(tmp_path, cap
     config = small_toml(tmp_path, limit=4, exchangeability=False)
     first_code, _ = run_cli(["pacost", "--config", config], capsys)
     first = pq.read_table(tmp_path / "out" / "items.parquet").to_pandas()
-    code, printed = run_cli(["pacost", "--config", config, "--set", "benchmark.offset=4"], capsys)
+    code, printed = run_cli(["pacost", "--config", config, "--offset", "4"], capsys)
     assert first_code == 0 and code == 0, printed
     second = pq.read_table(tmp_path / "out" / "items.parquet").to_pandas()
     chunks = [line for line in printed.splitlines() if ": chunk " in line]

@@ -46,7 +46,6 @@ if str(HERE) not in sys.path:
 import crossover  # noqa: E402
 import decision_rule as rule  # noqa: E402
 from crossover import BENCHMARKS, find_arm, load_arm, verdicts  # noqa: E402
-from run import FRESH  # noqa: E402
 
 CONTROL_ARMS = ("control", "control_seed1", "control_seed2")
 FORMAT_ARM = "format_x4"
@@ -65,6 +64,7 @@ CONTAMINATED_ARMS = (
 AUDITED = (*CONTROL_ARMS, FORMAT_ARM, *CONTAMINATED_ARMS)
 REFERENCES = {"base_model": "base", "control_reference": "control", "diverged_sibling": "diverged_sibling"}
 FRESH_DESIGN = "fresh_items"
+FRESH = "audit_fresh"  # run.py's folder of an arm's fresh-items audit (not imported: experiments share module names)
 BOOTSTRAP_FLIPS = 999
 
 

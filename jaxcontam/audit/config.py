@@ -386,6 +386,7 @@ def with_overrides(
     preset: str | None = None,
     dtype: str | None = None,
     limit: int | None = None,
+    offset: int | None = None,
     paraphrases: str | None = None,
     rephrase_model: str | None = None,
     reference_model: str | None = None,
@@ -396,7 +397,7 @@ def with_overrides(
     data_roots: tuple[Path, ...] | None = None,
 ) -> AuditConfig:
     """The config with the command line's named options taking precedence: models, benchmarks (their --path,
-    --split, --paraphrases, --limit), corpora, output folder, --dtype of every model, mesh (`--mesh
+    --split, --paraphrases, --limit, --offset), corpora, output folder, --dtype of every model, mesh (`--mesh
     data=D,model=M`, `--fsdp/--no-fsdp`), the rephrase model, the PaCoST preset and `pacost` fields (settings
     the config's [pacost] table sets explicitly still win over the preset's; fields given here win over both) and
     --alpha, the audit's one level."""
@@ -432,6 +433,10 @@ def with_overrides(
     if limit is not None:
         changes["benchmarks"] = tuple(
             dataclasses.replace(b, limit=limit) for b in changes.get("benchmarks", base.benchmarks)
+        )
+    if offset is not None:
+        changes["benchmarks"] = tuple(
+            dataclasses.replace(b, offset=offset) for b in changes.get("benchmarks", base.benchmarks)
         )
     if corpora:
         changes["corpora"] = tuple(corpora)

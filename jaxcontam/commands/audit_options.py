@@ -58,6 +58,12 @@ def audit_options(command):
         click.option(
             "--limit", type=click.IntRange(min=1), default=None, help="Audit only each benchmark's first N items."
         ),
+        click.option(
+            "--offset",
+            type=click.IntRange(min=0),
+            default=None,
+            help="Skip each benchmark's first N items (then --limit counts): fresh items beside an audited slice.",
+        ),
         click.option("--corpus", "corpora", multiple=True, help="Training corpus for ConTAM (repeatable)."),
         click.option("--out", default=None, help="Output folder (default: the config's, else ./jaxcontam-audit)."),
         click.option(
@@ -161,6 +167,7 @@ def audit_config(options: dict, stages: tuple[str, ...] | None = None):
         preset=options["preset"],
         dtype=options["dtype"],
         limit=options["limit"],
+        offset=options["offset"],
         paraphrases=options["paraphrases"],
         rephrase_model=options["rephrase_model"],
         reference_model=options["reference_model"],

@@ -54,9 +54,9 @@ def _ground_truth(path: str, benchmark: Benchmark) -> dict[str, bool]:
 
 def _check_answers(benchmark: Benchmark, entry: BenchmarkEntry) -> None:
     if len(benchmark) == 0:
+        fix = "; lower the offset: the split holds no item after it" if entry.offset else ""
         raise DataError(
-            f"benchmark {entry.label} has no items (offset={entry.offset}, limit={entry.limit}); nothing to audit: "
-            "lower the offset"
+            f"benchmark {entry.label} has no items (offset={entry.offset}, limit={entry.limit}); nothing to audit{fix}"
         )
     missing = [item.id for item in benchmark if item.choices is None and not str(item.answer).strip()]
     if missing:

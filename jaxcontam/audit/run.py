@@ -121,7 +121,7 @@ def ngram_rows(config: AuditConfig, inputs: AuditInputs, out: Path) -> dict | No
     units = load_units(tokenizer)
     corpora = [(c, inputs.corpora.get(c) or open_corpus(c, field=config.corpus_text_field)) for c in config.corpora]
     loaded = [b.benchmark for b in inputs.benchmarks]
-    selection = [f"{benchmark.name}/{item.id}" for benchmark in loaded for item in benchmark]  # its own table
+    selection = [f"{benchmark.name}/{item.id}" for benchmark in loaded for item in benchmark]  # its own folder
     counts_dir = (
         output_folder(config.counts)  # a bucket URL: its counts are read back, and new ones uploaded
         if config.counts

@@ -150,11 +150,12 @@ def _share(values: np.ndarray) -> list[float] | None:
 
 
 def load_fresh(folder: pathlib.Path):
-    """The arm's audit of design (b)'s fresh items (every part of `audit_fresh/`, finished), indexed by id, or None."""
+    """The arm's audit of design (b)'s fresh items (every part of `audit_fresh/` finished: its summary.json written,
+    as an audit does last), indexed by id, or None."""
     import pandas as pd
 
     parts = sorted((folder / FRESH).glob("part*.toml"))
-    done = [part.with_suffix("") for part in parts if (part.with_suffix("") / "done").exists()]
+    done = [part.with_suffix("") for part in parts if (part.with_suffix("") / "summary.json").exists()]
     if not parts or len(done) < len(parts):
         return None
     return pd.concat([pd.read_parquet(part / "items.parquet") for part in done]).set_index("id", drop=False)

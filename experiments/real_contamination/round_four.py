@@ -213,7 +213,7 @@ def candidate(arms: dict, reference, design: str, confidence: str, replicates: i
         test = lambda drawn: flip_pvalue(drawn[0])  # noqa: E731
     shares = rule.cluster_bootstrap_levels(samples, test, replicates=replicates, seed=seed)
     cand = rule.Candidate(confidence, design, tuple(halves_), rule.bootstrap_upper95(shares))
-    return cand, uncalibrated, {role: _share(values) for role, values in shares.items()}
+    return cand, uncalibrated, {role: _share(values) for role, values in sorted(shares.items())}  # a stable order
 
 
 def _count(c: rule.Count) -> dict:

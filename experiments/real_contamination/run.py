@@ -364,7 +364,8 @@ def main() -> None:
     if not set(args.presets.split(",")) <= set(PRESETS):
         parser.error(f"--presets takes some of {', '.join(PRESETS)}, got {args.presets!r}")
     args.out.mkdir(parents=True, exist_ok=True)
-    per_invocation = ("out", "arms", "presets", "skip_audit", "fresh", "audit_every", "pilot", "smoke")  # in run.log
+    per_invocation = ("out", "arms", "presets", "skip_audit", "fresh", "judge_tokens", "audit_benchmarks",
+                      "audit_every", "pilot", "smoke")  # in each run's log and audit config
     design = {key: str(value) for key, value in vars(args).items() if key not in per_invocation}
     (args.out / "design.json").write_text(json.dumps(design, indent=2) + "\n")  # the same for every arm's run
     mmlu = mmlu_subjects(args.out, args.items)

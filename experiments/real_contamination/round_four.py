@@ -113,11 +113,20 @@ def flip_pvalue(differences: np.ndarray, flips: int = BOOTSTRAP_FLIPS) -> float 
     return (1 + exceed) / (1 + flips)
 
 
+def _pvalue(test, *confidences) -> float | None:
+    """`test(*confidences).pvalue`, None where the test cannot be made (too few items with both confidences)."""
+    from jaxcontam.stats.validation import StatsInputError
+
+    try:
+        return test(*confidences).pvalue
+    except StatsInputError:
+        return None
+
+
 def design_halves(arms: dict, reference, design: str, confidence: str):
     """Per half of every audited arm (the reference's own arm left out): HalfResult with the calibrated p, the
     uncalibrated p, and the HalfSamples (d = gap(audited) - gap(reference) by item) the bootstrap re-tests."""
     from jaxcontam.stats.calibrated import reference_test, uncalibrated_test
-    from jaxcontam.stats.validation import StatsInputError
 
     results, uncalibrated, samples = [], [], []
     for arm in (a for a in AUDITED if a in arms and a != REFERENCES.get(design)):
@@ -125,14 +134,8 @@ def design_halves(arms: dict, reference, design: str, confidence: str):
             role = role_of(arm, seen)
             ref = reference.reindex(rows.index)
             original, rephrased = f"{confidence}_original", f"{confidence}_rephrased"
-            try:
-                p = reference_test(rows[original], rows[rephrased], ref[original], ref[rephrased]).pvalue
-            except StatsInputError:
-                p = None
-            try:
-                raw = uncalibrated_test(rows[original], rows[rephrased]).pvalue
-            except StatsInputError:
-                raw = None
+            p = _pvalue(reference_test, rows[original], rows[rephrased], ref[original], ref[rephrased])
+            raw = _pvalue(uncalibrated_test, rows[original], rows[rephrased])
             results.append(rule.HalfResult(arm, benchmark, label, role, confidence, p))
             uncalibrated.append(rule.HalfResult(arm, benchmark, label, role, confidence, raw))
             d = gaps(rows, confidence) - gaps(ref, confidence)
@@ -166,7 +169,6 @@ def fresh_halves(arms: dict, fresh: dict, confidence: str):
     gaps against the same model's fresh items of the same benchmark), the uncalibrated p, and the HalfSamples (the
     half's gaps in the benchmark's stratum, the fresh gaps in their own) the bootstrap re-tests."""
     from jaxcontam.stats.calibrated import fresh_items_test, uncalibrated_test
-    from jaxcontam.stats.validation import StatsInputError
 
     results, uncalibrated, samples = [], [], []
     original, rephrased = f"{confidence}_original", f"{confidence}_rephrased"
@@ -174,14 +176,8 @@ def fresh_halves(arms: dict, fresh: dict, confidence: str):
         for benchmark, label, seen, rows in halves(arms[arm]):
             role = role_of(arm, seen)
             new = fresh[arm][fresh[arm]["benchmark"] == benchmark]
-            try:
-                p = fresh_items_test(rows[original], rows[rephrased], new[original], new[rephrased]).pvalue
-            except StatsInputError:
-                p = None
-            try:
-                raw = uncalibrated_test(rows[original], rows[rephrased]).pvalue
-            except StatsInputError:
-                raw = None
+            p = _pvalue(fresh_items_test, rows[original], rows[rephrased], new[original], new[rephrased])
+            raw = _pvalue(uncalibrated_test, rows[original], rows[rephrased])
             results.append(rule.HalfResult(arm, benchmark, label, role, confidence, p))
             uncalibrated.append(rule.HalfResult(arm, benchmark, label, role, confidence, raw))
             parts = []

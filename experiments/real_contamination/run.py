@@ -85,15 +85,21 @@ def mmlu_subjects(out: pathlib.Path, items: int) -> pathlib.Path:
     """A folder holding the first items // len(MMLU_SUBJECTS) rows of each subject's test CSV (header kept), so the
     first `items` MMLU items are a group of subjects and keep their official ids (`mmlu/test/<subject>/<row>`)."""
     folder = out / "mmlu_subjects"
-    (folder / "test").mkdir(parents=True, exist_ok=True)  # the benchmark's layout: <folder>/test/<subject>_test.csv
     per_subject = -(-items // len(MMLU_SUBJECTS))
     for subject in MMLU_SUBJECTS:
-        with open(SHARED / "mmlu" / "test" / f"{subject}_test.csv", encoding="utf-8", newline="") as handle:
-            rows = list(csv.reader(handle))
-        header = rows[:1] if rows[0][0] == "question" else []
-        with open(folder / "test" / f"{subject}_test.csv", "w", encoding="utf-8", newline="") as handle:
-            csv.writer(handle).writerows(header + rows[len(header):len(header) + per_subject])
+        subject_rows(subject, per_subject, folder)
     return folder
+
+
+def subject_rows(subject: str, rows: int, folder: pathlib.Path) -> None:
+    """The first `rows` rows of an MMLU subject's test CSV (header kept) in the benchmark's layout,
+    <folder>/test/<subject>_test.csv, so the rows keep their official ids (`mmlu/test/<subject>/<row>`)."""
+    (folder / "test").mkdir(parents=True, exist_ok=True)
+    with open(SHARED / "mmlu" / "test" / f"{subject}_test.csv", encoding="utf-8", newline="") as handle:
+        table = list(csv.reader(handle))
+    header = table[:1] if table[0][0] == "question" else []
+    with open(folder / "test" / f"{subject}_test.csv", "w", encoding="utf-8", newline="") as handle:
+        csv.writer(handle).writerows(header + table[len(header):len(header) + rows])
 
 
 def fresh_parts(out: pathlib.Path, items: int) -> dict[str, list[tuple[str, pathlib.Path, int, int]]]:
@@ -102,16 +108,9 @@ def fresh_parts(out: pathlib.Path, items: int) -> dict[str, list[tuple[str, path
     subject: an audit holds a benchmark once); all with built-in rephrasings, none trained on by any arm (the
     format arm's items come from GSM8K train, COPA train and two other subjects)."""
     per_subject = -(-items // len(MMLU_SUBJECTS))
-    folders = []
-    for subject in MMLU_SUBJECTS:  # the subject's first 2 x per_subject rows, so rows keep their ids
-        folder = out / "mmlu_fresh" / subject
-        (folder / "test").mkdir(parents=True, exist_ok=True)
-        with open(SHARED / "mmlu" / "test" / f"{subject}_test.csv", encoding="utf-8", newline="") as handle:
-            rows = list(csv.reader(handle))
-        header = rows[:1] if rows[0][0] == "question" else []
-        with open(folder / "test" / f"{subject}_test.csv", "w", encoding="utf-8", newline="") as handle:
-            csv.writer(handle).writerows(header + rows[len(header):len(header) + 2 * per_subject])
-        folders.append(folder)
+    folders = [out / "mmlu_fresh" / subject for subject in MMLU_SUBJECTS]
+    for subject, folder in zip(MMLU_SUBJECTS, folders):  # the audited rows and as many after them
+        subject_rows(subject, 2 * per_subject, folder)
     mmlu = [("mmlu", folder, per_subject, per_subject) for folder in folders]
     return {"part1": [("gsm8k", SHARED, items, items), ("copa", SHARED, items, items), mmlu[0]],
             **{f"part{i}": [part] for i, part in enumerate(mmlu[1:], start=2)}}
@@ -121,7 +120,7 @@ def fresh_audit(arm_folder: pathlib.Path, out: pathlib.Path, items: int) -> None
     """The arm's model audited by PaCoST (jaxcontam preset) on design (b)'s fresh items, into FRESH/<part>/."""
     for part, entries in fresh_parts(out, items).items():
         folder = arm_folder / FRESH / part
-        if (folder / "items.parquet").exists() and (folder / "done").exists():
+        if (folder / "summary.json").exists():  # an audit writes it last: the part is finished
             continue
         folder.mkdir(parents=True, exist_ok=True)
         lines = [f'out = "{folder}"', "[[model]]", f'path = "{arm_folder / "model"}"', f'name = "{arm_folder.name}"']
@@ -132,7 +131,6 @@ def fresh_audit(arm_folder: pathlib.Path, out: pathlib.Path, items: int) -> None
         config = arm_folder / FRESH / f"{part}.toml"
         config.write_text("\n".join(lines) + "\n")
         jaxcontam("pacost", "--config", config)
-        (folder / "done").write_text("")
 
 
 def format_items(items: int) -> list[str]:

@@ -3,6 +3,7 @@
 import dataclasses
 import json
 import os
+import pathlib
 import signal
 import subprocess
 import sys
@@ -11,7 +12,7 @@ import time
 import pyarrow.parquet as pq
 import pytest
 
-from helpers import small_toml, without_timings
+from helpers import run_cli, small_toml, without_timings
 from jaxcontam.audit.config import EXAMPLE_CONFIG, load_config
 from jaxcontam.errors import JaxcontamError
 from jaxcontam.report.summary_schema import SCHEMA_VERSION, read_summary
@@ -147,6 +148,48 @@ def test_truncated_last_line_is_redone_and_a_corrupt_line_is_an_error(tmp_path):
     store.path.write_text("garbage\n" + text)
     with pytest.raises(JaxcontamError, match="corrupted"):
         StageStore(tmp_path, "stage", {"k": 1})
+
+
+def test_a_chunk_is_reused_only_for_the_items_it_was_computed_on(tmp_path):
+    from jaxcontam.audit.store import StageStore, run_chunked
+
+    calls = []
+
+    def compute(chunk):
+        calls.append(list(chunk))
+        return [{"x": x} for x in chunk]
+
+    run_chunked(StageStore(tmp_path, "stage", {"k": 1}), [0, 1, 2, 3, 4, 5], 2, compute)
+    edited = [0, 1, 2, 30, 4, 5]  # the same stage key, one item of the second chunk changed
+    records = run_chunked(StageStore(tmp_path, "stage", {"k": 1}), edited, 2, compute)
+    assert calls[3:] == [[2, 30]] and [r["x"] for r in records] == edited
+    records = run_chunked(StageStore(tmp_path, "stage", {"k": 1}), edited, 2, compute)  # the later line holds
+    assert len(calls) == 4 and [r["x"] for r in records] == edited
+
+
+def test_an_edited_benchmark_file_in_the_same_folder_recomputes_its_changed_chunks(tmp_path, capsys):
+    """The same benchmark (name and split) read from another file into the same output folder: the chunks whose
+    items changed are computed again, the others reused."""
+    config = small_toml(tmp_path, limit=8, chunk_size=4, exchangeability=False)
+    code, printed = run_cli(["pacost", "--config", config], capsys)
+    assert code == 0, printed
+    lines = (EXAMPLE_CONFIG.parent / "gsm8k_test_sample.jsonl").read_text().splitlines()
+    item = json.loads(lines[5])
+    item["question"] = item["question"].replace("ordered", "bought")  # small: its rephrasing still passes the gates
+    edited = tmp_path / "gsm8k_edited.jsonl"
+    edited.write_text("\n".join(lines[:5] + [json.dumps(item)] + lines[6:]) + "\n")
+    text = pathlib.Path(config).read_text()
+    pathlib.Path(config).write_text(
+        text.replace(json.dumps(str(EXAMPLE_CONFIG.parent / "gsm8k_test_sample.jsonl")), json.dumps(str(edited)))
+    )
+    code, printed = run_cli(["pacost", "--config", config], capsys)
+    assert code == 0, printed
+    gsm8k = [line for line in printed.splitlines() if ": chunk " in line and "gsm8k" in line]
+    copa = [line for line in printed.splitlines() if ": chunk " in line and "copa" in line]
+    assert gsm8k and all(("reused" in line) == ("chunk 1/" in line) for line in gsm8k)
+    assert copa and all("reused" in line for line in copa)
+    rows = pq.read_table(tmp_path / "out" / "items.parquet").to_pandas()
+    assert rows[rows.benchmark == "gsm8k"].question.tolist()[5] == item["question"]
 
 
 def config_with(tmp_path, **changes):

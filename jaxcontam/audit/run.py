@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from jaxcontam import __version__
 from jaxcontam.audit.config import AuditConfig
 from jaxcontam.audit.inputs import AuditBenchmark, AuditInputs, check_inputs
-from jaxcontam.audit.store import StageStore, run_chunked, write_atomic
+from jaxcontam.audit.store import StageStore, items_key, run_chunked, write_atomic
 from jaxcontam.audit.summary import sweep_decisions
 from jaxcontam.cluster import is_writer
 from jaxcontam.dataclass_config import non_default_values
@@ -121,7 +121,7 @@ def ngram_rows(config: AuditConfig, inputs: AuditInputs, out: Path) -> dict | No
     units = load_units(tokenizer)
     corpora = [(c, inputs.corpora.get(c) or open_corpus(c, field=config.corpus_text_field)) for c in config.corpora]
     loaded = [b.benchmark for b in inputs.benchmarks]
-    selection = [f"{benchmark.name}/{item.id}" for benchmark in loaded for item in benchmark]  # its own folder
+    selection = items_key([item for benchmark in loaded for item in benchmark])  # other items: their own folder
     counts_dir = (
         output_folder(config.counts)  # a bucket URL: its counts are read back, and new ones uploaded
         if config.counts

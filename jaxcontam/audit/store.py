@@ -2,10 +2,13 @@
 """Resumable results: records persisted per (model, benchmark, stage) in fixed chunks of items.
 
 Each stage appends one JSON line per finished chunk of items (flushed and fsynced), in a file named by a hash
-of everything that determines the results (model, benchmark, stage settings, chunk size). A rerun reads the
-finished chunks and computes only the missing ones; chunk boundaries never move, so every chunk is computed
-on the same batch shapes and the final outputs equal those of an uninterrupted run. A line cut short by a
-kill is ignored (its chunk is redone); any other unreadable line is an error naming the file.
+of everything that determines the results (model, benchmark, stage settings, chunk size). Each line also holds
+a hash of its chunk's items (their whole content), so a rerun reuses a chunk only for the very items it was
+computed on: the same benchmark read from another file, or edited in place, has its changed chunks recomputed
+(a later line of a chunk replaces an earlier one). A rerun computes only the missing or changed chunks; chunk
+boundaries never move, so every chunk is computed on the same batch shapes and the final outputs equal those
+of an uninterrupted run. A line cut short by a kill is ignored (its chunk is redone); any other unreadable line
+is an error naming the file.
 
 Under `jax.distributed` process 0 alone reads and writes the file; the other processes get its finished chunks
 from process 0 and keep the chunks they compute (the same records) in memory.
@@ -13,9 +16,10 @@ from process 0 and keep the chunks they compute (the same records) in memory.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from jaxcontam.cluster import from_writer, is_writer
@@ -34,7 +38,7 @@ class StageStore:
     def _text(self) -> str | None:
         return self.path.read_text(encoding="utf-8") if self.path.exists() else None
 
-    def _parse(self, text: str | None) -> dict[int, list[dict]]:
+    def _parse(self, text: str | None) -> dict[int, tuple[str | None, list[dict]]]:
         if text is None:
             return {}
         chunks = {}
@@ -51,18 +55,35 @@ class StageStore:
                     f"{self.path}, line {number}: not a JSON record; the resume state is "
                     "corrupted: delete this file to recompute its stage"
                 ) from None
-            chunks[int(entry["chunk"])] = entry["records"]
+            chunks[int(entry["chunk"])] = (entry.get("items"), entry["records"])
         return chunks
 
-    def append(self, chunk: int, records: list[dict]) -> None:
+    def finished(self, chunk: int, key: str) -> list[dict] | None:
+        """The stored records of `chunk` if they were computed on the items hashed to `key` (`items_key`), else None."""
+        stored = self.chunks.get(chunk)
+        return stored[1] if stored is not None and stored[0] == key else None
+
+    def append(self, chunk: int, key: str, records: list[dict]) -> None:
         if is_writer():
             self.path.parent.mkdir(parents=True, exist_ok=True)
             with open(self.path, "a", encoding="utf-8") as handle:
-                handle.write(json.dumps({"chunk": chunk, "records": records}) + "\n")
+                handle.write(json.dumps({"chunk": chunk, "items": key, "records": records}) + "\n")
                 handle.flush()
                 os.fsync(handle.fileno())
             publish(self.path)
-        self.chunks[chunk] = records
+        self.chunks[chunk] = (key, records)
+
+
+def items_key(items: Sequence) -> str:
+    """A hash of a chunk's items, field by field for dataclasses (an item's id, text, answer, paraphrases, meta)."""
+    return fingerprint({"items": [_fields(item) for item in items]})
+
+
+def _fields(item):
+    if not dataclasses.is_dataclass(item) or isinstance(item, type):
+        return item
+    values = {field.name: getattr(item, field.name) for field in dataclasses.fields(item)}
+    return {name: dict(value) if isinstance(value, Mapping) else value for name, value in values.items()}
 
 
 def run_chunked(
@@ -72,18 +93,24 @@ def run_chunked(
     compute: Callable[[Sequence], list[dict]],
     progress: Callable[[int, int, bool], None] | None = None,
 ) -> list[dict]:
-    """Records of every item in order, computing only the chunks `store` does not hold yet.
+    """Records of every item in order, computing only the chunks `store` does not hold for these very items.
 
     `progress(done, total, reused)` is called after each chunk; `reused` says it came from an earlier run.
     """
     starts = range(0, len(items), chunk_size)
+    records = []
     for chunk, start in enumerate(starts):
-        reused = chunk in store.chunks
-        if not reused:
-            store.append(chunk, compute(items[start : start + chunk_size]))
+        chunk_items = items[start : start + chunk_size]
+        key = items_key(chunk_items)
+        stored = store.finished(chunk, key)
+        reused = stored is not None
+        if stored is None:
+            stored = compute(chunk_items)
+            store.append(chunk, key, stored)
+        records += stored
         if progress is not None:
             progress(chunk + 1, len(starts), reused)
-    return [record for chunk in range(len(starts)) for record in store.chunks[chunk]]
+    return records
 
 
 def write_atomic(path: Path, write: Callable[[Path], None]) -> None:

@@ -172,8 +172,9 @@ def test_llama3_rope_frequencies_match_transformers(factor, low, gap, old, theta
     hf = tf.LlamaConfig(hidden_size=head_dim * 2, num_attention_heads=2, head_dim=head_dim, rope_parameters=params)
     expected, _ = ROPE_INIT_FUNCTIONS["llama3"](hf)
     spec = from_hf_config(hf.to_dict())
-    # float32 both ways; numpy's and torch's pow differ by up to an ulp, which the smoothing blend can amplify ~20x
-    np.testing.assert_allclose(rope_inverse_frequencies(spec), expected.numpy(), rtol=1e-5)
+    # float32 both ways, torch's operations mirrored; the powers still differ by an ulp in about one entry in a
+    # hundred, which the smoothing blend can amplify ~10x
+    np.testing.assert_allclose(rope_inverse_frequencies(spec), expected.numpy(), rtol=2e-6)
 
 
 def test_hub_id_downloads_only_config_tokenizer_and_safetensors(llama_dir, monkeypatch):

@@ -40,13 +40,14 @@ def activation(name: str, x: jax.Array) -> jax.Array:
 
 
 def _rope_powers(base: float, dim: int) -> np.ndarray:
-    """float32 [dim // 2] base ** (2i / dim), the exponents rounded to float32 and each power rounded once from
-    float64: transformers' float32 values in all but 7 of 1,640 entries (thetas 1e4-1e7, head dims 32-256), where
-    numpy's float32 pow is a unit in the last place off in 275. An angle (position x inverse frequency) carries that
-    error times the position: in `tests/test_rope_precision.py`'s random Llama, 7.5e-3 of a log-prob from
-    transformers' float64 over positions 1,280-1,535 with numpy's powers, 5.1e-4 with these (torch's float32 3.4e-4)."""
+    """float32 [dim // 2] base ** (2i / dim), base and exponents rounded to float32 as torch does and each power
+    rounded once from float64: transformers' float32 values in all but 18 of 2,296 entries (thetas 1e4-1e7 and two
+    unround ones, head dims 32-256; those within 2 units in the last place), where numpy's float32 pow is off in 415.
+    An angle (position x inverse frequency) carries that error times the position: in the random Llama of
+    `tests/test_rope_precision.py`, 7.5e-3 of a log-prob from transformers' float64 over positions 1,280-1,535 with
+    numpy's powers, 5.1e-4 with these (torch's float32 3.4e-4)."""
     exponents = (np.arange(0, dim, 2).astype(np.float32) / np.float32(dim)).astype(np.float32)
-    return (np.float64(base) ** exponents.astype(np.float64)).astype(np.float32)
+    return (np.float64(np.float32(base)) ** exponents.astype(np.float64)).astype(np.float32)  # torch's float32 base
 
 
 def rope_inverse_frequencies(spec: DecoderConfig, theta: float | None = None) -> np.ndarray:
@@ -62,9 +63,10 @@ def rope_inverse_frequencies(spec: DecoderConfig, theta: float | None = None) ->
     if spec.rope_type == "llama3":
         factor, low, high = params["factor"], params["low_freq_factor"], params["high_freq_factor"]
         old_len = params["original_max_position_embeddings"]
-        wavelen = 2 * math.pi / inv
+        # a number over a tensor is the tensor's reciprocal times the number in torch: mirrored, to the bit
+        wavelen = (np.float32(1.0) / inv) * np.float32(2 * math.pi)
         scaled = np.where(wavelen > old_len / low, inv / factor, inv)
-        smooth = (old_len / wavelen - low) / (high - low)
+        smooth = ((np.float32(1.0) / wavelen) * np.float32(old_len) - low) / (high - low)
         smoothed = (1 - smooth) * scaled / factor + smooth * scaled
         medium = ~(wavelen < old_len / high) & ~(wavelen > old_len / low)
         return np.where(medium, smoothed, scaled).astype(np.float32)

@@ -80,6 +80,7 @@ def items_key(items: Sequence) -> str:
 
 
 def _fields(item):
+    """A dataclass item as a dict of its fields (mappings as plain dicts, so they hash by content); else the item."""
     if not dataclasses.is_dataclass(item) or isinstance(item, type):
         return item
     values = {field.name: getattr(item, field.name) for field in dataclasses.fields(item)}

@@ -63,7 +63,7 @@ def rope_inverse_frequencies(spec: DecoderConfig, theta: float | None = None) ->
     if spec.rope_type == "llama3":
         factor, low, high = params["factor"], params["low_freq_factor"], params["high_freq_factor"]
         old_len = params["original_max_position_embeddings"]
-        # a number over a tensor is the tensor's reciprocal times the number in torch: mirrored, to the bit
+        # torch computes a number over a tensor as the tensor's reciprocal times the number: the same here
         wavelen = (np.float32(1.0) / inv) * np.float32(2 * math.pi)
         scaled = np.where(wavelen > old_len / low, inv / factor, inv)
         smooth = ((np.float32(1.0) / wavelen) * np.float32(old_len) - low) / (high - low)

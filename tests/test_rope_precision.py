@@ -33,7 +33,7 @@ def test_inverse_frequencies_equal_transformers_nearly_everywhere():
 
 def test_float32_log_probs_keep_their_precision_at_long_positions(tmp_path):
     import jaxcontam
-    from jaxcontam import models
+    from jaxcontam.engine.scoring import score_logprobs
 
     config = tf.LlamaConfig(
         vocab_size=256,
@@ -61,18 +61,7 @@ def test_float32_log_probs_keep_their_precision_at_long_positions(tmp_path):
 
     exact, torch32 = torch_log_probs(torch.float64), torch_log_probs(torch.float32)
     model = jaxcontam.load_model(str(tmp_path))
-    n = len(tokens)
-    hidden = models.hidden_states(
-        model.params,
-        model.config,
-        tokens[None].astype(np.int32),
-        np.arange(n)[None].astype(np.int32),
-        np.ones((1, n), np.int32),
-    )
-    logits = np.asarray(models.logits_from_hidden(model.params, model.config, hidden), np.float64)[0, :-1]
-    top = logits.max(-1, keepdims=True)
-    log_probs = logits - top - np.log(np.exp(logits - top).sum(-1, keepdims=True))
-    ours = np.take_along_axis(log_probs, tokens[1:, None], -1)[:, 0]
+    ours = score_logprobs(model, [tokens.tolist()], rows_per_batch=1, buckets=(len(tokens),))[0].logprobs
     late = slice(-256, None)
     torch_error = np.abs(torch32 - exact)[late].max()
-    assert np.abs(ours - exact)[late].max() <= max(3 * torch_error, 3e-5)  # numpy's float32 pow: ~2e-4 here
+    assert np.abs(ours - exact)[late].max() <= max(3 * torch_error, 3e-5)  # numpy's float32 pow: 7.5e-3 here

@@ -151,13 +151,7 @@ def test_saved_model_loads_in_score_and_audit_with_the_ground_truth_and_corpus(
 
 def test_killed_run_resumes_to_the_same_weights_as_an_uninterrupted_one(runs, shared_data, tmp_path):
     killed = tmp_path / "killed"
-
-    def kill_at_step_3(line):
-        if line.startswith("step 3/"):
-            raise KeyboardInterrupt("killed")
-
-    with pytest.raises(KeyboardInterrupt):
-        run_contamination(settings(shared_data, killed), log=kill_at_step_3)
+    _killed_at_step_3(settings(shared_data, killed))
     assert not (killed / "model").exists()
     messages = []
     run_contamination(settings(shared_data, killed), log=messages.append)
@@ -174,6 +168,49 @@ def test_finished_run_is_skipped_and_other_settings_are_refused(runs, shared_dat
     assert any("finished" in m for m in messages)
     with pytest.raises(JaxcontamError, match="copies differ"):
         run_contamination(settings(shared_data, runs["verbatim"], copies=1), log=messages.append)
+
+
+def _killed_at_step_3(settings_of_run: ContaminationSettings) -> None:
+    def kill_at_step_3(line):
+        if line.startswith("step 3/"):
+            raise KeyboardInterrupt("killed")
+
+    with pytest.raises(KeyboardInterrupt):
+        run_contamination(settings_of_run, log=kill_at_step_3)
+
+
+def _copa_copy(shared_data, folder: pathlib.Path, edit: bool = False) -> pathlib.Path:
+    """A copy of the COPA test file in `folder` (a moved checkout); `edit` changes every premise (a clean item's
+    text is not trained on, so only an edit of a contaminated one changes the run)."""
+    folder.mkdir()
+    rows = [json.loads(line) for line in (shared_data / "copa" / "copa_test.jsonl").read_text().splitlines()]
+    edited = [{**row, "premise": row["premise"] + " Edited."} if edit else row for row in rows]
+    (folder / "copa_test.jsonl").write_text("".join(json.dumps(row) + "\n" for row in edited))
+    return folder
+
+
+def test_a_run_whose_data_files_moved_resumes_when_they_build_the_same_mix(runs, shared_data, tmp_path):
+    """The same COPA file at another path (a moved checkout) resumes the killed run to the uninterrupted one's
+    weights; an edited file at the new path is refused by the mix it builds, and other settings stay refused."""
+    out = tmp_path / "run"
+    first = _copa_copy(shared_data, tmp_path / "first")
+    _killed_at_step_3(settings(shared_data, out, paths=(("copa", str(first)),)))
+    edited = settings(shared_data, out, paths=(("copa", str(_copa_copy(shared_data, tmp_path / "edited", True))),))
+    with pytest.raises(JaxcontamError, match="training mix built now differs"):
+        run_contamination(edited, log=lambda line: None)
+    with pytest.raises(JaxcontamError, match="copies differ"):
+        run_contamination(settings(shared_data, out, copies=1, paths=(("copa", str(first)),)), log=lambda line: None)
+    moved = settings(shared_data, out, paths=(("copa", str(_copa_copy(shared_data, tmp_path / "moved"))),))
+    messages = []
+    run_contamination(moved, log=messages.append)
+    assert any("data files at other paths" in m for m in messages)
+    assert "resumed from the checkpoint of step 2" in messages
+    whole = (runs["verbatim"] / "model" / "model.safetensors").read_bytes()
+    assert (out / "model" / "model.safetensors").read_bytes() == whole
+    assert json.loads((out / "settings.json").read_text())["settings"]["paths"] == [["copa", str(tmp_path / "moved")]]
+    messages.clear()
+    run_contamination(settings(shared_data, out, paths=(("copa", str(first)),)), log=messages.append)
+    assert any("finished" in m for m in messages)
 
 
 def test_a_run_in_a_bucket_killed_mid_training_resumes_there_on_a_fresh_machine(

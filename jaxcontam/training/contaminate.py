@@ -19,7 +19,8 @@ is mixed in `extra_copies` times (default: `copies`) in `form`, outside the grou
 `copies=0` with extra items of the same benchmarks trains their format and none of the audited items).
 `data_seed` seeds the data order alone (default: `seed`, which also seeds the draw): a replicate of a run.
 
-A rerun with other settings into the same folder is refused; one after the model was written does nothing.
+A rerun with other settings into the same folder is refused; one after the model was written does nothing. Local
+data files given at other paths (a moved checkout) are the same settings when the mix built from them is the same.
 """
 
 from __future__ import annotations
@@ -138,21 +139,32 @@ def _read_jsonl(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
-def _recorded(out: Path, settings: ContaminationSettings) -> bool:
-    """Whether `out` holds a run of these settings (True) or nothing yet (False); another run is an error."""
+def _data_paths_ignored(identity: dict) -> dict:
+    """`identity` without where the local data files lie: the benchmarks named, not their folders."""
+    fields = dict(identity)
+    fields["paths"] = sorted(name for name, _ in fields.get("paths", []))
+    if "extra_items" in fields:
+        fields["extra_items"] = [list(spec[:3]) for spec in fields["extra_items"]]
+    return fields
+
+
+def _recorded(out: Path, settings: ContaminationSettings) -> str | None:
+    """What `out` holds: None (nothing yet), "same" (a run of these settings), or "moved" (a run of these settings
+    with its local data files given at other paths, e.g. a moved checkout: the training mix built from the files
+    now decides whether it resumes). Another run is an error."""
     path = out / "settings.json"
     if not path.exists():
-        return False
-    recorded = json.loads(path.read_text())["settings"]
-    if recorded != settings.identity():
-        changed = sorted(
-            k for k in set(recorded) | set(settings.identity()) if recorded.get(k) != settings.identity().get(k)
-        )
-        raise JaxcontamError(
-            f"{out} holds a run with other settings ({', '.join(changed)} differ); resume it with "
-            "the same options, or pass a new --out"
-        )
-    return True
+        return None
+    recorded, current = json.loads(path.read_text())["settings"], settings.identity()
+    if recorded == current:
+        return "same"
+    if _data_paths_ignored(recorded) == _data_paths_ignored(current):
+        return "moved"
+    changed = sorted(k for k in set(recorded) | set(current) if recorded.get(k) != current.get(k))
+    raise JaxcontamError(
+        f"{out} holds a run with other settings ({', '.join(changed)} differ); resume it with "
+        "the same options, or pass a new --out"
+    )
 
 
 def _benchmarks(settings: ContaminationSettings):
@@ -319,7 +331,8 @@ def run_contamination(settings: ContaminationSettings, log: Callable[[str], None
     settings.check()
     out = output_folder(settings.out)  # a bucket URL: a local mirror, filled from the bucket, uploaded as it grows
     model_dir = out / "model"
-    if _recorded(out, settings) and (model_dir / "config.json").exists():
+    recorded = _recorded(out, settings)
+    if recorded == "same" and (model_dir / "config.json").exists():
         log(f"{settings.out}: this run is finished (its model in model/); nothing to do")
         return model_dir
     layout = settings.mesh
@@ -348,6 +361,11 @@ def run_contamination(settings: ContaminationSettings, log: Callable[[str], None
             f"{settings.out}: the training mix built now differs from the one its checkpoints were trained "
             "on (same settings, other jaxcontam code or data files); pass a new --out"
         )
+    if recorded == "moved":
+        log(f"{settings.out}: recorded with its data files at other paths; the mix built from these is the same")
+        if (model_dir / "config.json").exists():
+            log(f"{settings.out}: this run is finished (its model in model/); nothing to do")
+            return model_dir
     out.mkdir(parents=True, exist_ok=True)
     (out / "corpus").mkdir(exist_ok=True)
     _write_jsonl(out / "corpus" / "train.jsonl", (d.to_row() for d in documents))

@@ -32,6 +32,7 @@ import math
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Literal
 
 from jaxcontam.data.roots import DEFAULT_ROOTS
 from jaxcontam.errors import JaxcontamError
@@ -148,7 +149,7 @@ def _data_paths_ignored(identity: dict) -> dict:
     return fields
 
 
-def _recorded(out: Path, settings: ContaminationSettings) -> str | None:
+def _recorded(out: Path, settings: ContaminationSettings) -> Literal["same", "moved"] | None:
     """What `out` holds: None (nothing yet), "same" (a run of these settings), or "moved" (a run of these settings
     with its local data files given at other paths, e.g. a moved checkout: the training mix built from the files
     now decides whether it resumes). Another run is an error."""
@@ -332,8 +333,9 @@ def run_contamination(settings: ContaminationSettings, log: Callable[[str], None
     out = output_folder(settings.out)  # a bucket URL: a local mirror, filled from the bucket, uploaded as it grows
     model_dir = out / "model"
     recorded = _recorded(out, settings)
+    finished = f"{settings.out}: this run is finished (its model in model/); nothing to do"
     if recorded == "same" and (model_dir / "config.json").exists():
-        log(f"{settings.out}: this run is finished (its model in model/); nothing to do")
+        log(finished)
         return model_dir
     layout = settings.mesh
     mesh = layout.build()
@@ -364,7 +366,7 @@ def run_contamination(settings: ContaminationSettings, log: Callable[[str], None
     if recorded == "moved":
         log(f"{settings.out}: recorded with its data files at other paths; the mix built from these is the same")
         if (model_dir / "config.json").exists():
-            log(f"{settings.out}: this run is finished (its model in model/); nothing to do")
+            log(finished)
             return model_dir
     out.mkdir(parents=True, exist_ok=True)
     (out / "corpus").mkdir(exist_ok=True)

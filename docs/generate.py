@@ -246,9 +246,7 @@ def perf_rows() -> list[dict]:
                 "note": "the whole run: [storage.md](storage.md)",
             }
         )
-    decontaminate = PERF / "decontaminate_vs_peers.json"
-    if decontaminate.exists():
-        r = json.loads(decontaminate.read_text(encoding="utf-8"))
+    for r in jsonl_rows(PERF / "decontaminate_vs_peers.jsonl"):
         per_core = {name: row["words_per_s_per_core"] for name, row in r["rows"].items()}
         decon = r["rows"].get("decon", {}).get("words_per_s_per_core_less_fixed")
         decon_text = f"; allenai's decon (less its fixed cost): {decon / 1e6:.2f}M" if decon else ""
@@ -264,7 +262,7 @@ def perf_rows() -> list[dict]:
                 "ratio": f"{r['summary']['ratio_vs_datatrove']}x; {r['summary']['ratio_vs_janitor']}x{decon_ratio}",
                 "machine": r["machine"],
                 "command": "python experiments/perf/decontaminate_vs_peers.py",
-                "source": "`decontaminate_vs_peers.json`",
+                "source": "`decontaminate_vs_peers.jsonl`",
                 "note": "every row: [decontamination.md](decontamination.md)",
             }
         )

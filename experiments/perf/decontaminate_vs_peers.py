@@ -31,7 +31,7 @@ processes: words/s per core.
 Recall: --planted-per-benchmark items of each benchmark, planted into corpus documents in the nine forms of
 experiments/decontamination/recall.py (its functions, imported), flagged or not by decon, corpus-assay and, for
 reference, jaxcontam's default word mode. A peer that cannot run is reported as "not run: <reason>".
-Writes experiments/perf/decontaminate_vs_peers.json. Usage:
+Appends its result, one line per run, to experiments/perf/decontaminate_vs_peers.jsonl. Usage:
   python3.12 -m venv experiments/perf/cache/peers-venv  # any CPython >= 3.12
   experiments/perf/cache/peers-venv/bin/pip install decontaminate corpus-assay  # the peers extra's packages
   .venv/bin/python experiments/perf/decontaminate_vs_peers.py [--peer-words 300000] [--rust-peer-words N]
@@ -315,7 +315,7 @@ def main() -> None:
     parser.add_argument("--corpus-words", type=int, default=0, help="the corpus cut to its first N words (0: whole)")
     parser.add_argument("--planted-per-benchmark", type=int, default=100)
     parser.add_argument("--peers-python", default=str(PEERS_PYTHON), help="a CPython >= 3.12 with both peers")
-    parser.add_argument("--out", default=str(Path(__file__).with_suffix(".json")))
+    parser.add_argument("--out", default=str(Path(__file__).with_suffix(".jsonl")), help="the JSONL file appended to")
     args = parser.parse_args()
     os.environ.setdefault("JAX_PLATFORMS", "cpu")
     sys.path.insert(0, str(REPO))
@@ -488,7 +488,8 @@ def main() -> None:
         "recall": recall,
         "summary": summary,
     }
-    Path(args.out).write_text(json.dumps(result, indent=2) + "\n")
+    with open(args.out, "a", encoding="utf-8") as handle:
+        handle.write(json.dumps(result) + "\n")
 
 
 if __name__ == "__main__":

@@ -71,3 +71,13 @@ def test_a_value_missing_on_one_side_or_another_text_or_outcome_disagrees(compar
     )
     assert flipped.verdicts == [("m/copa", "pacost", "not detected", "CONTAMINATED", 0.2, 0.01)]
     assert not flipped.agrees(1.0)
+
+
+def test_a_schema_1_summary_is_read_by_its_pacost_entry_and_an_untested_one_is_not_tested(compare_audits, tmp_path):
+    folder = _audit(tmp_path / "a", [0.1, 0.2, 0.3], [None, None, None])
+    pacost = {"test": "t", "pvalue": None, "contaminated": False, "status": "no test: 1 usable pair(s) of 34"}
+    summary = {"schema_version": 1, "runs": [{"model": "m", "benchmark": "copa", "pacost": pacost}]}
+    (folder / "summary.json").write_text(json.dumps(summary))
+    result = compare_audits.compare(folder, folder)
+    assert result.verdicts == [("m/copa", "pacost", "not tested", "not tested", None, None)]
+    assert result.agrees(0.0)

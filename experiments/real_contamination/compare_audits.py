@@ -1,6 +1,8 @@
 """Do two audits of the same model agree? Compares a committed audit folder with a new one (e.g. the same config run
 again with today's code): every item matched by (model, benchmark, id), each numeric column's largest absolute
-difference, each text column's count of differing items, and every headline verdict's outcome and p-value.
+difference, each text column's count of differing items, and every headline verdict's outcome and p-value (read
+with experiments/summary_verdicts.py, so a test that could not run is "not tested" in either summary schema; schema 1
+had no headline list, and its PaCoST entry stands for it).
 
     python experiments/real_contamination/compare_audits.py results/arms/verbatim_x4/audit_fresh/part1 /tmp/part1
 
@@ -18,6 +20,9 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import summary_verdicts as verdicts  # noqa: E402  (experiments/summary_verdicts.py: tested, not detected, not tested)
 
 KEY = ["model", "benchmark", "id"]
 
@@ -59,11 +64,14 @@ def _differing(a: pd.Series, b: pd.Series) -> int:
 
 
 def _verdicts(summary: dict) -> dict[tuple[str, str, str], dict]:
-    return {
-        (f"{run['model']}/{run['benchmark']}", verdict["detector"], verdict.get("test", "")): verdict
-        for run in summary["runs"]
-        for verdict in run["verdicts"]
-    }
+    """Each headline verdict, keyed by (model/benchmark, detector, test), as {"outcome", "pvalue"}."""
+    found = {}
+    for run in summary["runs"]:
+        entries = run["verdicts"] if "verdicts" in run else [{"detector": "pacost", **run["pacost"]}]
+        for entry in entries:
+            key = (f"{run['model']}/{run['benchmark']}", entry["detector"], entry.get("test", ""))
+            found[key] = {"outcome": verdicts.outcome(entry), "pvalue": entry.get("pvalue")}
+    return found
 
 
 def compare(first: Path, second: Path) -> Comparison:

@@ -632,6 +632,7 @@ TABLES: dict[str, Callable[[], str]] = {
     "real-contamination-balanced": real_contamination_balanced,
     "real-contamination-seeds": real_contamination_table("seeds.json", "seeds.py"),
     "real-contamination-default": real_contamination_table("round_four.json", "round_four.py"),
+    "real-contamination-rule": real_contamination_table("decision_rule.json", "apply_rule.py"),
     "epg-null-flags": epg_null_flags,
     "lm-eval-parity": lm_eval_parity,
     "corpus-storage": corpus_storage,

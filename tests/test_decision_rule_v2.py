@@ -184,3 +184,35 @@ def test_declared_clusters_only_weaken_the_evidence():
     assert clean_clustered.pvalue >= clean_plain.pvalue
     assert clustered.power_lower <= plain.power_lower
     assert math.isnan(rule.level_pvalue(rule.Share(0, 0, 3, 0, 1.0)))
+
+
+def test_apply_rule_docs_table_names_the_pick_and_what_was_not_measured():
+    import importlib.util
+    import pathlib
+    import sys
+
+    here = pathlib.Path(__file__).resolve().parents[1] / "experiments" / "real_contamination"
+    sys.path.insert(0, str(here))
+    try:
+        spec = importlib.util.spec_from_file_location("apply_rule", here / "apply_rule.py")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(str(here))
+    decisions = rule.decide([_fixed("strong", _flags(8)), _fixed("weak", _flags(1))])
+    report = {
+        "rule_commit": "abc1234",
+        "situations": {
+            "model_alone": {
+                "choice": "strong",
+                "reason": decisions["model_alone"].reason,
+                "candidates": [module._assessment(a) for a in decisions["model_alone"].assessments],
+            },
+            "corpus": {"not_measured": "no per-half test"},
+        },
+    }
+    table = module.docs_table(report)
+    assert "| model_alone | strong | 0/10, p 1 | 0/10, p 1 | 0/10, p 1 | 8/10 [0.44, 0.97] | 0.49 | **picked** |" in table
+    assert "| model_alone | weak |" in table and "eligible, no power" in table
+    assert "| corpus | not measured: no per-half test |" in table
+    assert table.endswith("picks, per situation: model_alone: strong.\n")

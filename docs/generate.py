@@ -633,6 +633,7 @@ TABLES: dict[str, Callable[[], str]] = {
     "real-contamination-seeds": real_contamination_table("seeds.json", "seeds.py"),
     "real-contamination-default": real_contamination_table("round_four.json", "round_four.py"),
     "real-contamination-rule": real_contamination_table("decision_rule.json", "apply_rule.py"),
+    "real-contamination-blind": real_contamination_table("blind_baseline.json", "blind_baseline.py"),
     "epg-null-flags": epg_null_flags,
     "lm-eval-parity": lm_eval_parity,
     "corpus-storage": corpus_storage,

@@ -7,10 +7,17 @@
     curve = epg_curve(longest_match_scores, correct)
     select_threshold(curve, z_crit=1.645, min_clean=10, min_contaminated=10).row
     max_z_test(longest_match_scores, correct, min_clean=10, min_contaminated=10).pvalue   # the search, calibrated
+    auc(scores, seen).confidence_interval(0.95); clopper_pearson(flagged, tested)
+    blind_baseline(member_texts, nonmember_texts).statistic                 # a model-free classifier's AUC
+    constat_test(acc_original, acc_rephrased, refs_original, refs_rephrased).pvalue   # ConStat over a family
+    jaxcontam.stats.decision_rule.decide(candidates)                        # which evidence to recommend
 
 Pure numpy/scipy; every test equal to scipy where scipy has it (see tests/test_stats_*.py).
 """
 
+from jaxcontam.stats.auc import AUCResult, auc
+from jaxcontam.stats.blind import BlindBaselineResult, blind_baseline
+from jaxcontam.stats.constat import ConStatResult, constat_test
 from jaxcontam.stats.epg import (
     EPGCurve,
     EPGRow,
@@ -22,6 +29,7 @@ from jaxcontam.stats.epg import (
     select_threshold,
 )
 from jaxcontam.stats.exchangeability import ExchangeabilityStatistic, exchangeability_statistic
+from jaxcontam.stats.intervals import binomial_tail, clopper_pearson, cluster_design_effect
 from jaxcontam.stats.multiple import AdjustedPValues, adjust, sweep_resamples
 from jaxcontam.stats.paired import (
     ConfidenceInterval,
@@ -37,7 +45,10 @@ from jaxcontam.stats.validation import StatsInputError
 
 __all__ = [
     "DROP_REASONS",
+    "AUCResult",
     "AdjustedPValues",
+    "BlindBaselineResult",
+    "ConStatResult",
     "ConfidenceInterval",
     "EPGCurve",
     "EPGRow",
@@ -48,7 +59,13 @@ __all__ = [
     "StatsInputError",
     "ThresholdSelection",
     "adjust",
+    "auc",
+    "binomial_tail",
+    "blind_baseline",
+    "clopper_pearson",
+    "cluster_design_effect",
     "cohens_dz",
+    "constat_test",
     "default_paired_method",
     "default_thresholds",
     "epg_curve",

@@ -7,8 +7,9 @@ Candidates per situation:
   diverged sibling; against the base model as an oracle (assessed, never picked);
 - `model_alone`: per confidence, PaCoST's own uncalibrated test (original vs rephrased in the audited model), and
   design (b) (`fresh_items_test`: the same model's gaps on fresh items of the benchmark, on the arms that have them);
-- `corpus` and `model_family`: round four has no per-half test there (ConTAM's and EPG's tests are per benchmark,
-  the likelihood detectors have scores, not tests; ConStat was not run): listed as not measured.
+- `corpus` and `model_family`: round four has no per-half test with a corpus (ConTAM's and EPG's tests are per
+  benchmark, the likelihood detectors have scores, not tests), and ConStat could test no half of the arm family
+  (`constat_family.py`): listed as not measured.
 
 Halves and roles as in round_four.py; each half's cluster is the item set it tests (benchmark and side of the draw),
 shared by every arm that audits those items. A design's reference arm is left out of its own candidates.
@@ -35,7 +36,8 @@ from jaxcontam.stats import decision_rule as rule  # noqa: E402
 
 NOT_MEASURED = {
     "corpus": "round four has no per-half test with a corpus (ConTAM's and EPG's tests are per benchmark)",
-    "model_family": "ConStat was not run in round four",
+    "model_family": "ConStat could test no half of the arm family (constat_family.py: the reference models score too "
+    "alike)",
 }
 COMMIT = "e5db0f0"
 

@@ -129,6 +129,7 @@ def _sized(operator: str, left, right) -> int:
 def _environment():
     import jinja2
     import jinja2.ext
+    import jinja2.nodes
     from jinja2.sandbox import ImmutableSandboxedEnvironment
 
     class BoundedSandbox(ImmutableSandboxedEnvironment):

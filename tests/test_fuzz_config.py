@@ -8,7 +8,6 @@ import datetime
 import math
 import tomllib
 
-import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -117,17 +116,3 @@ def test_named_options_take_the_fields_checks(name, value):
     except JaxcontamError:
         return
     _in_range(config)
-
-
-@pytest.mark.parametrize(
-    "override, message",
-    [
-        ("benchmark.limit=-1", "limit = -1 is out of range; limit takes a whole number >= 1"),
-        ("chunk_size=0", "chunk_size = 0 is out of range; chunk_size takes a whole number >= 1"),
-        ("contam.z_crit=nan", "z_crit = nan is not a finite number"),
-        ("pacost.top_p=inf", "top_p = inf is not a finite number; top_p takes a finite number in \\(0, 1\\]"),
-    ],
-)
-def test_the_issue_cases_are_refused_naming_the_key(override, message):
-    with pytest.raises(JaxcontamError, match=message):
-        config_from_toml(apply_overrides(EXAMPLE, [override]), BASE, "--set")

@@ -81,9 +81,7 @@ class BenchmarkEntry:
     paraphrases: str | None = None
     ground_truth: str | None = None
     limit: int | None = ranged(None, at_least=1)  # the first `limit` items (after `offset`); None: all
-    offset: int = ranged(
-        0, at_least=0
-    )  # items skipped before `limit` counts (rephrasings still matched on the whole split)
+    offset: int = ranged(0, at_least=0)  # items skipped before `limit` counts (rephrasings: the whole split)
 
     def __post_init__(self):
         check_ranges(self, f"benchmark {self.name}")

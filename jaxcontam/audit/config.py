@@ -181,8 +181,8 @@ class _PacostExtras:
 
     rephrase_model: str
     rephrase_dtype: str
-    rephrase_mesh: dict
-    gates: dict
+    rephrase_mesh: Any  # a table, checked by `mesh_settings` (which names the fix)
+    gates: Any  # a table, checked by `table_values` against `RephraseGates`
     reference: str
 
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 import ctypes
 import functools
 import json
+import os
 import re
 import threading
 import time
@@ -58,11 +59,13 @@ class _Watchdog:
         self._lock = threading.Condition()
         self._armed: dict[int, float] = {}  # thread id -> deadline
         self._thread: threading.Thread | None = None
+        self._pid = os.getpid()
 
     def arm(self, seconds: float) -> None:
         with self._lock:
             self._armed[threading.get_ident()] = time.monotonic() + seconds
-            if self._thread is None:
+            if self._thread is None or self._pid != os.getpid():  # a forked child has no watchdog thread: start one
+                self._pid = os.getpid()
                 self._thread = threading.Thread(target=self._watch, name="jaxcontam-template-watchdog", daemon=True)
                 self._thread.start()
             self._lock.notify()

@@ -142,3 +142,20 @@ def test_audit_with_a_hostile_template_ends_in_a_clear_error(tmp_path, capsys):
     assert code == 2, printed
     assert f"the chat template of {model} failed: SecurityError" in printed
     assert "Traceback" not in printed and not (out / "summary.json").exists()
+
+
+def test_the_time_limit_holds_in_a_forked_child(short_limit):
+    """A forked child (a worker pool) has no watchdog thread of its parent's: it starts its own."""
+    import multiprocessing
+
+    render_chat(template(ECHO), USER)  # the parent's watchdog runs
+    with multiprocessing.get_context("fork").Pool(1) as pool:
+        assert "ran past" in pool.apply_async(_render_message, (HOSTILE["10^10 iterations"],)).get(timeout=60)
+
+
+def _render_message(source: str) -> str:
+    try:
+        render_chat(template(source), USER)
+    except ChatTemplateError as error:
+        return str(error)
+    return "rendered"

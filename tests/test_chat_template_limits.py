@@ -144,18 +144,11 @@ def test_audit_with_a_hostile_template_ends_in_a_clear_error(tmp_path, capsys):
     assert "Traceback" not in printed and not (out / "summary.json").exists()
 
 
-def test_the_time_limit_holds_in_a_forked_child(short_limit):
-    """A forked child (a worker pool) has no watchdog thread of its parent's: it starts its own."""
-    import multiprocessing
-
-    render_chat(template(ECHO), USER)  # the parent's watchdog runs
-    with multiprocessing.get_context("fork").Pool(1) as pool:
-        assert "ran past" in pool.apply_async(_render_message, (HOSTILE["10^10 iterations"],)).get(timeout=60)
-
-
-def _render_message(source: str) -> str:
-    try:
-        render_chat(template(source), USER)
-    except ChatTemplateError as error:
-        return str(error)
-    return "rendered"
+def test_the_time_limit_holds_in_a_forked_child(short_limit, monkeypatch):
+    """A forked child (a worker pool) has no copy of its parent's watchdog thread: it starts its own. Simulated
+    (the watchdog thinks it is in another process): a real fork of a process running JAX may deadlock."""
+    render_chat(template(ECHO), USER)  # the watchdog runs
+    monkeypatch.setattr(chat_render._WATCHDOG, "_pid", -1)
+    monkeypatch.setattr(chat_render._WATCHDOG, "_thread", chat_render._WATCHDOG._thread)
+    with pytest.raises(ChatTemplateError, match="ran past"):
+        render_chat(template(HOSTILE["10^10 iterations"]), USER)

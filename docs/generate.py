@@ -506,7 +506,8 @@ def config_table(table: str, target: str, keys: dict[str, str] | None) -> str:
     for key, name in keys.items():
         field = fields[name]
         note = comments.get(name, "")
-        written = type_text(hints[name], field.type)
+        bounds = field.metadata.get("range")  # `dataclass_config.ranged`: what every entry point accepts
+        written = type_text(hints[name], field.type) + ("" if bounds is None else bounds.describe())
         cells = (f"`{written}`", READER_DEFAULTS.get((table, key)) or default_text(field), note)
         lines.append(f"| `{key}` | " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |")
     return "\n".join(lines)

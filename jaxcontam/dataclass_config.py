@@ -10,6 +10,11 @@ command-line override goes through exactly the checks a TOML value does:
 An override's value is read as a TOML value (0.3, true, "text", [1, 2]), and as plain text when it is not one
 (`pacost.confidence=p_true`). A key into an array of tables (`benchmark.limit`) sets it in every entry.
 
+A numeric field's range sits beside its definition (`ranged`: `limit: int | None = ranged(None, at_least=1)`), and
+every entry point reads it there: `table_values` (a TOML file and `--set`), the settings' own `__post_init__`
+(`check_ranges`: the named options, which replace fields of a built config, and the Python API) and the named
+options' click types (`click_type`). A float field never takes NaN or inf.
+
 Self-written rather than draccus or pydantic: the settings are plain frozen dataclasses whose own
 `__post_init__` checks (allowed choices, ranges) already give jaxcontam's errors, and the layer needed on top
 (unknown keys, types, dotted overrides) is this small module; a dependency would bring its own error texts and
@@ -21,12 +26,104 @@ from __future__ import annotations
 import copy
 import dataclasses
 import functools
+import math
+import numbers
 import tomllib
 import types
 import typing
 from collections.abc import Iterable, Sequence
 
 from jaxcontam.errors import JaxcontamError
+
+
+@dataclasses.dataclass(frozen=True)
+class Range:
+    """The numbers a field takes: `low` <= value (< when `low_open`), value <= `high` (< when `high_open`)."""
+
+    low: float | None = None
+    high: float | None = None
+    low_open: bool = False
+    high_open: bool = False
+
+    def admits(self, value) -> bool:
+        above = self.low is None or (value > self.low if self.low_open else value >= self.low)
+        below = self.high is None or (value < self.high if self.high_open else value <= self.high)
+        return above and below
+
+    def describe(self) -> str:
+        """'>= 1', '> 0', 'in (0, 1]', ... as an error message says it ('' without bounds)."""
+        low, high = _number(self.low), _number(self.high)
+        if self.low is not None and self.high is not None:
+            left, right = "(" if self.low_open else "[", ")" if self.high_open else "]"
+            return f" in {left}{low}, {high}{right}"
+        if self.low is not None:
+            return f" {'>' if self.low_open else '>='} {low}"
+        if self.high is not None:
+            return f" {'<' if self.high_open else '<='} {high}"
+        return ""
+
+
+def _number(value) -> str:
+    return str(int(value)) if isinstance(value, (int, float)) and float(value).is_integer() else f"{value}"
+
+
+def ranged(default, *, at_least=None, above=None, at_most=None, below=None):
+    """A dataclass field with `default` whose numbers must lie in the given bounds (and be finite)."""
+    low, high = (above if at_least is None else at_least), (below if at_most is None else at_most)
+    bounds = Range(low, high, low_open=above is not None, high_open=below is not None)
+    return dataclasses.field(default=default, metadata={"range": bounds})
+
+
+def field_range(cls, name: str) -> Range | None:
+    """The range of field `name` of dataclass `cls` (None: not a ranged field)."""
+    return next((f.metadata.get("range") for f in dataclasses.fields(cls) if f.name == name), None)
+
+
+def _is_int_field(kind) -> bool:
+    options = typing.get_args(kind) if typing.get_origin(kind) in (typing.Union, types.UnionType) else (kind,)
+    return int in options and float not in options
+
+
+def range_error(key: str, value, cls, where: str) -> str | None:
+    """Why `value` is not a number field `key` of `cls` takes (its type's integrality, finiteness, its range), or
+    None when it is, or when the field is not a number."""
+    kind = _field_types(cls).get(key)
+    bounds = field_range(cls, key)
+    options = set(typing.get_args(kind) if typing.get_origin(kind) in (typing.Union, types.UnionType) else (kind,))
+    numeric = bool(options - {type(None)}) and options - {type(None)} <= {int, float}
+    if not numeric or value is None:
+        return None
+    wanted = "a whole number" if _is_int_field(kind) else "a finite number"
+    shown = bounds.describe() if bounds is not None else ""
+    is_number = isinstance(value, numbers.Real) and not isinstance(value, bool)
+    if not is_number or not math.isfinite(value) or (_is_int_field(kind) and not float(value).is_integer()):
+        return f"{where}: {key} = {value!r} is not {wanted}; {key} takes {wanted}{shown}"
+    if bounds is not None and not bounds.admits(value):
+        return f"{where}: {key} = {value!r} is out of range; {key} takes {wanted}{shown}"
+    return None
+
+
+def check_ranges(settings, where: str) -> None:
+    """Refuse a settings dataclass whose numeric fields are out of their range, not finite or not whole numbers
+    where the field is an int: called by its `__post_init__`, so every way of setting a field is checked."""
+    for f in dataclasses.fields(settings):
+        if f.init:
+            error = range_error(f.name, getattr(settings, f.name), type(settings), where)
+            if error:
+                raise JaxcontamError(error)
+
+
+def click_type(cls, name: str):
+    """A click parameter type for field `name` of `cls`, bounded as the field is (`--limit` as `limit`)."""
+    import click
+
+    bounds = field_range(cls, name) or Range()
+    if _is_int_field(_field_types(cls)[name]):
+        return click.IntRange(
+            None if bounds.low is None else int(bounds.low) + int(bounds.low_open),
+            None if bounds.high is None else int(bounds.high) - int(bounds.high_open),
+        )
+    return click.FloatRange(bounds.low, bounds.high, min_open=bounds.low_open, max_open=bounds.high_open)
 
 
 @functools.cache
@@ -93,6 +190,10 @@ def table_values(table: dict, classes: Sequence[type], where: str, extra: Iterab
                 f"{where}: {key} = {value!r} is {type(value).__name__}, but {key} takes "
                 f"{_type_name(kind)}; e.g. {key} = {_example(kind)}"
             )
+        owner = next((cls for cls in classes if key in _field_types(cls)), None)
+        error = None if owner is None else range_error(key, value, owner, where)
+        if error:
+            raise JaxcontamError(error)
         is_tuple = kind is not None and typing.get_origin(kind) is tuple
         values[key] = tuple(value) if is_tuple and isinstance(value, list) else value
     return values

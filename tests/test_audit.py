@@ -217,8 +217,8 @@ def test_benchmark_without_answers_and_empty_benchmark_are_refused(tmp_path):
     with pytest.raises(JaxcontamError, match="no gold answer"):
         run_audit(config)
     empty = dataclasses.replace(
-        config.benchmarks[0], name="gsm8k", path=str(EXAMPLE / "gsm8k_test_sample.jsonl"), limit=0
-    )
+        config.benchmarks[0], name="gsm8k", path=str(EXAMPLE / "gsm8k_test_sample.jsonl"), offset=10**6
+    )  # (limit = 0 is refused as the config is built: test_config_ranges)
     with pytest.raises(JaxcontamError, match="has no items"):
         run_audit(dataclasses.replace(config, benchmarks=(empty,)))
     assert not (tmp_path / "out").exists()

@@ -76,7 +76,7 @@ def test_the_bundled_config_with_overrides():
         ("contam.alpha=0.1", r"\[contam\] alpha: every verdict's level is the audit's one alpha; set it at the top"),
         ("pacost.alpha=0.1", r"\[pacost\] alpha: every verdict's level is the audit's one alpha; set it at the top"),
         ("exchangeability.alpha=0.1", r"\[exchangeability\] alpha: every verdict's level is the audit's one alpha"),
-        ("alpha=1.5", r"alpha = 1\.5 is not a level: use a number between 0 and 1"),
+        ("alpha=1.5", r"alpha = 1\.5 is out of range; alpha takes a finite number in \(0, 1\)"),
         ("pacost.gates.min_length=1", r"\[pacost\] gates: unknown key\(s\) min_length; known: .*min_length_ratio"),
         ("tokens=1", r"unknown key\(s\) tokens; known: alpha, chunk_size, correction, out"),
     ],

@@ -20,7 +20,17 @@ MODELS = f"{PACKAGE}.models"
 # own layer (no circle) and the layers below, never above. "__init__" is the package's facade (`jaxcontam.load_model`,
 # `jaxcontam.AuditCallback`): it reaches into detect, so only layer 4 and up import it.
 LAYERS = (
-    ("errors", "mesh", "cluster", "storage", "dataclass_config", "dtypes", "stage_clock", "compile_cache"),
+    (
+        "errors",
+        "mesh",
+        "cluster",
+        "storage",
+        "dataclass_config",
+        "dtypes",
+        "stage_clock",
+        "compile_cache",
+        "chat_render",
+    ),
     ("models", "language_model", "functional", "flax_models", "kernels", "cache_slots"),
     ("data", "stats", "engine", "ngram", "decontam"),
     ("detect", "report"),

@@ -44,7 +44,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from jaxcontam.data.roots import DEFAULT_ROOTS
-from jaxcontam.dataclass_config import apply_overrides, non_default_values, table_values
+from jaxcontam.dataclass_config import apply_overrides, check_ranges, non_default_values, ranged, table_values
 from jaxcontam.detect.audit_core import DEFAULT_DETECTORS, AuditSettings
 from jaxcontam.detect.pacost import PacostSettings
 from jaxcontam.detect.rephrase import RephraseGates
@@ -80,12 +80,11 @@ class BenchmarkEntry:
     fields: dict | None = None
     paraphrases: str | None = None
     ground_truth: str | None = None
-    limit: int | None = None
-    offset: int = 0  # items skipped before `limit` counts (rephrasings still matched on the whole split)
+    limit: int | None = ranged(None, at_least=1)  # the first `limit` items (after `offset`); None: all
+    offset: int = ranged(0, at_least=0)  # items skipped before `limit` counts (rephrasings: the whole split)
 
     def __post_init__(self):
-        if isinstance(self.offset, bool) or not isinstance(self.offset, int) or self.offset < 0:
-            raise JaxcontamError(f"benchmark {self.name}: offset must be a whole number >= 0, got {self.offset!r}")
+        check_ranges(self, f"benchmark {self.name}")
 
     @property
     def label(self) -> str:
@@ -103,9 +102,9 @@ class AuditConfig:
     corpus_text_field: str = "text"
     counts: str | None = None  # a folder of precomputed counts (written by `jaxcontam ngram` or an earlier audit)
     out: str = DEFAULT_OUT
-    alpha: float = DEFAULT_ALPHA  # the one level of every verdict
+    alpha: float = ranged(DEFAULT_ALPHA, above=0, below=1)  # the one level of every verdict
     correction: SweepCorrection = "holm"
-    chunk_size: int = 64  # items per resumable chunk; a multiple of the 16-row batches, so none runs part-empty
+    chunk_size: int = ranged(64, at_least=1)  # items per resumable chunk; a multiple of the 16-row batches
     detectors: Mapping[str, Any] = dataclasses.field(default_factory=dict)  # stage name -> its settings (its table)
     rephrase_model: str | None = None
     pacost_reference: str | None = None  # a model believed clean on the benchmarks: PaCoST's calibrated verdict
@@ -120,8 +119,7 @@ class AuditConfig:
     data_roots: tuple[Path, ...] = DEFAULT_ROOTS  # where local benchmark data is looked for (the command's roots)
 
     def __post_init__(self):
-        if isinstance(self.alpha, bool) or not isinstance(self.alpha, (int, float)) or not 0 < self.alpha < 1:
-            raise JaxcontamError(f"alpha = {self.alpha!r} is not a level: use a number between 0 and 1, e.g. 0.05")
+        check_ranges(self, "audit")
         if self.correction not in CORRECTIONS:
             raise JaxcontamError(f"correction = {self.correction!r} is unknown: use one of {', '.join(CORRECTIONS)}")
         self.audit_settings(DEFAULT_RESAMPLES)  # the detectors' own checks, before any work starts
@@ -175,13 +173,27 @@ class AuditConfig:
 
 
 BASE_TABLES = ("model", "benchmark", "corpus", "ngram", "mesh")  # beside each registered detector's own table
-PACOST_EXTRAS = (
-    "rephrase_model",
-    "rephrase_dtype",
-    "rephrase_mesh",
-    "gates",
-    "reference",
-)  # [pacost] keys beside PacostSettings
+
+
+@dataclasses.dataclass(frozen=True)
+class _PacostExtras:
+    """The types of the [pacost] keys beside `PacostSettings`' fields."""
+
+    rephrase_model: str
+    rephrase_dtype: str
+    rephrase_mesh: Any  # a table, checked by `mesh_settings` (which names the fix)
+    gates: Any  # a table, checked by `table_values` against `RephraseGates`
+    reference: str
+
+
+@dataclasses.dataclass(frozen=True)
+class _NgramExtras:
+    """The type of the [ngram] key beside `NgramSettings`' and `NgramScoring`'s fields."""
+
+    tokenizer: str
+
+
+_RANGES = {f.name: f.metadata for f in dataclasses.fields(AuditConfig) if "range" in f.metadata}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -189,9 +201,9 @@ class _TopLevelKeys:
     """The types of the file's top-level values (their defaults are `AuditConfig`'s)."""
 
     out: str
-    alpha: float
+    alpha: float = dataclasses.field(metadata=_RANGES["alpha"])
     correction: SweepCorrection
-    chunk_size: int
+    chunk_size: int = dataclasses.field(metadata=_RANGES["chunk_size"])
 
 
 @dataclasses.dataclass(frozen=True)
@@ -326,7 +338,7 @@ def config_from_toml(raw: dict, base: Path, where: str) -> AuditConfig:
             raise JaxcontamError(f"{where}: {name} must be a table, written [{name}]")
         if name in STAGES:
             _refuse_alpha(name, table, where)
-    pacost = _table(raw, "pacost", [PacostSettings], where, PACOST_EXTRAS)
+    pacost = _table(raw, "pacost", [PacostSettings, _PacostExtras], where)
     rephrase_model = _resolve(base, pacost.pop("rephrase_model", None))
     reference = pacost.pop("reference", None)
     if reference is not None and not isinstance(reference, str):
@@ -339,7 +351,7 @@ def config_from_toml(raw: dict, base: Path, where: str) -> AuditConfig:
         rephrase_mesh = mesh_settings(rephrase_mesh, f"{where} [pacost] rephrase_mesh")
     mesh = mesh_settings(raw.get("mesh", {}), f"{where} [mesh]")
     gates = table_values(pacost.pop("gates", {}), [RephraseGates], f"{where} [pacost] gates")
-    ngram = _table(raw, "ngram", [NgramSettings, NgramScoring], where, ["tokenizer"])
+    ngram = _table(raw, "ngram", [NgramSettings, NgramScoring, _NgramExtras], where)
     counting = {f.name for f in dataclasses.fields(NgramSettings)}
     tables = {name: raw[name] for name in STAGES if name in raw and name != "pacost"} | {"pacost": pacost}
     detectors = {name: detector_settings(STAGES[name], table, where) for name, table in tables.items()}

@@ -19,9 +19,10 @@ from jaxcontam.audit.store import StageStore, items_key, run_chunked, write_atom
 from jaxcontam.audit.summary import sweep_decisions
 from jaxcontam.cluster import is_writer
 from jaxcontam.dataclass_config import non_default_values
-from jaxcontam.detect.audit_core import AuditSettings
+from jaxcontam.detect.audit_core import AuditSettings, chunk_naming_items
 from jaxcontam.detect.stage import AuditTarget, StageInput, fingerprint
 from jaxcontam.detect.summary_values import json_ready
+from jaxcontam.engine.finite import NonFiniteScoresError
 from jaxcontam.report import write_report
 from jaxcontam.report.summary_schema import SCHEMA_VERSION, AuditSummary, RunEntry, headline_verdicts
 from jaxcontam.stage_clock import StageClock, stage
@@ -217,7 +218,10 @@ def audit_one(
         store = StageStore(out / "state", name, key | stage_key)
         return run_chunked(store, stage_items, config.chunk_size, compute, _progress(f"{name} {label}"))
 
-    result = audit_benchmark(model, target, settings, run_stage)
+    try:
+        result = audit_benchmark(model, target, settings, run_stage)
+    except NonFiniteScoresError as error:  # stop the audit: no verdict from a model that computes NaN (engine.finite)
+        raise error.naming(error.names, f"model {entry.name} ({entry.path}) on {error.where}") from None
     rows = [
         ItemRow(
             model=entry.name,
@@ -248,7 +252,7 @@ def reference_records(
     key = _stage_key(config, str(config.pacost_reference), "float32", bench)
     store = StageStore(out / "state", "pacost", key | work.resume_key(stage_input, settings.pacost))
     progress = _progress(f"pacost reference | {bench.entry.label}")
-    compute = work.compute(stage_input, settings.pacost)
+    compute = chunk_naming_items(work.compute(stage_input, settings.pacost), f"{bench.entry.label}: pacost reference")
     return run_chunked(store, list(bench.benchmark), config.chunk_size, compute, progress)
 
 

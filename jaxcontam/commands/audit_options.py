@@ -12,9 +12,11 @@ from pathlib import Path
 
 import click
 
+from jaxcontam.audit.config import AuditConfig, BenchmarkEntry
 from jaxcontam.commands.mesh_options import DTYPES, attention_from_environment, dtype_option, mesh_options
 from jaxcontam.commands.verdicts import FAIL_ON
-from jaxcontam.detect.pacost import CONFIDENCES, PRESETS
+from jaxcontam.dataclass_config import click_type
+from jaxcontam.detect.pacost import CONFIDENCES, PRESETS, PacostSettings
 from jaxcontam.engine.chat import CHAT_MODES
 from jaxcontam.stats.batched import METHODS
 
@@ -56,11 +58,14 @@ def audit_options(command):
             "mmlu_rephrase, xcopa_backtranslation) or an {id, paraphrase} file.",
         ),
         click.option(
-            "--limit", type=click.IntRange(min=1), default=None, help="Audit only each benchmark's first N items."
+            "--limit",
+            type=click_type(BenchmarkEntry, "limit"),
+            default=None,
+            help="Audit only each benchmark's first N items.",
         ),
         click.option(
             "--offset",
-            type=click.IntRange(min=0),
+            type=click_type(BenchmarkEntry, "offset"),
             default=None,
             help="Skip each benchmark's first N items (then --limit counts): fresh items beside an audited slice.",
         ),
@@ -68,7 +73,7 @@ def audit_options(command):
         click.option("--out", default=None, help="Output folder (default: the config's, else ./jaxcontam-audit)."),
         click.option(
             "--alpha",
-            type=click.FloatRange(min=0, max=1, min_open=True, max_open=True),
+            type=click_type(AuditConfig, "alpha"),
             default=None,
             help="The significance level of every verdict: PaCoST (raw and calibrated), the sweep's correction, "
             "ConTAM, exchangeability and the report (default: the config's alpha, else 0.05).",
@@ -106,7 +111,12 @@ def audit_options(command):
             default=None,
             help="Ask and judge as chat turns: auto (the default) = when the tokenizer has a template.",
         ),
-        click.option("--seed", type=int, default=None, help="Seed of PaCoST's sampled answers (default 0)."),
+        click.option(
+            "--seed",
+            type=click_type(PacostSettings, "seed"),
+            default=None,
+            help="Seed of PaCoST's sampled answers (default 0).",
+        ),
         click.option(
             "--rephrase-model", default=None, help="A model that rephrases items lacking an accepted rephrasing."
         ),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 from pathlib import Path
 
@@ -12,6 +13,7 @@ from jaxcontam.commands.config_file import config_file_options
 from jaxcontam.commands.mesh_options import dtype_option, mesh_layout, mesh_options
 from jaxcontam.commands.text_files import output_file, parse_fields, read_texts
 from jaxcontam.detect.likelihood import LikelihoodSettings
+from jaxcontam.engine.finite import NonFiniteScoresError
 from jaxcontam.errors import DataError
 from jaxcontam.storage import publish
 
@@ -25,6 +27,15 @@ def tokenize_texts(tokenizer, texts, path) -> list[list[int]]:
         if len(ids) < 2:
             raise DataError(f"{path}: text {ident!r} has {len(ids)} token(s); scoring needs at least two")
     return encoded
+
+
+@contextlib.contextmanager
+def naming_texts(names: list[str], where: str):
+    """A NaN or inf score stops the command naming the texts it came from (nothing is written)."""
+    try:
+        yield
+    except NonFiniteScoresError as error:
+        raise error.naming([names[i] for i in error.bad], where) from None
 
 
 @runs_on_every_host
@@ -71,15 +82,18 @@ def score(model_path, data_path, field_pairs, out, k, reference_model, dtype, ba
         model_path, dtype=dtype, mesh=device_mesh, fsdp=layout.fsdp, attention=layout.attention
     )
     token_ids = tokenize_texts(model.tokenizer, texts, data_path)
-    scores = score_logprobs(model, token_ids, with_stats=True, rows_per_batch=batch_rows, progress=True)
+    ids = [f"text {ident!r}" for ident, _ in texts]
+    with naming_texts(ids, f"{data_path} scored by {model_path}"):
+        scores = score_logprobs(model, token_ids, with_stats=True, rows_per_batch=batch_rows, progress=True)
     reference = None
     if reference_model is not None:
         ref = jaxcontam.load_model(
             reference_model, dtype=dtype, mesh=device_mesh, fsdp=layout.fsdp, attention=layout.attention
         )
-        reference = score_logprobs(
-            ref, tokenize_texts(ref.tokenizer, texts, data_path), rows_per_batch=batch_rows, progress=True
-        )
+        with naming_texts(ids, f"{data_path} scored by {reference_model}"):
+            reference = score_logprobs(
+                ref, tokenize_texts(ref.tokenizer, texts, data_path), rows_per_batch=batch_rows, progress=True
+            )
     if not is_writer():  # every process scored its share of each batch; process 0 writes them all
         return
     with open(out, "w", encoding="utf-8") as handle:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from jaxcontam.detect.pacost import PacostSettings
@@ -26,6 +26,7 @@ from jaxcontam.detect.stage import AuditTarget, BuiltInResults, DetectorStage, S
 from jaxcontam.detect.stages import CORPUS_STAGES, DEFAULT_DETECTORS, DETECTORS, STAGES, detector_names
 from jaxcontam.detect.stages import settings_of as stage_settings
 from jaxcontam.detect.summaries import Accuracy, GroundTruthResult, accuracy, ground_truth_result
+from jaxcontam.engine.finite import NonFiniteScoresError
 from jaxcontam.errors import JaxcontamError
 from jaxcontam.stage_clock import stage as timed
 from jaxcontam.stats.multiple import DEFAULT_ALPHA
@@ -109,6 +110,30 @@ class BenchmarkAudit(BuiltInResults):
         )
 
 
+@contextlib.contextmanager
+def naming_items(where: str, items: Sequence):
+    """A NaN or inf score (`engine.finite`) met while a stage works on `items` says where: the benchmark, the stage
+    and the items (the engine numbers sequences, several per item)."""
+    try:
+        yield
+    except NonFiniteScoresError as error:
+        if error.where:
+            raise
+        ids = [str(item.id) for item in items]
+        shown = f"items {ids[0]} .. {ids[-1]} ({len(ids)})" if len(ids) > 1 else f"item {''.join(ids) or '?'}"
+        raise error.naming((), f"{where}, {shown}") from None
+
+
+def chunk_naming_items(compute: Callable, where: str) -> Callable:
+    """`compute` of a chunk, its NaN or inf scores named by the chunk's items (`naming_items`)."""
+
+    def named(chunk):
+        with naming_items(where, chunk):
+            return compute(chunk)
+
+    return named
+
+
 def _whole(name, key, items, compute):
     return compute(items)
 
@@ -139,7 +164,8 @@ def audit_benchmark(
         start = time.perf_counter()
         key = work.resume_key(stage_input, stage_settings)
         with timed(work.clock) if work.clock else contextlib.nullcontext():
-            records = run_stage(stage.name, key, items, work.compute(stage_input, stage_settings))
+            compute = chunk_naming_items(work.compute(stage_input, stage_settings), f"{benchmark.name}: {stage.name}")
+            records = run_stage(stage.name, key, items, compute)
         seconds[stage.name] = time.perf_counter() - start
         for row, record in zip(rows, records, strict=True):
             row.update({k: v for k, v in record.items() if k != "id"})
@@ -155,7 +181,7 @@ def audit_benchmark(
     results = {}
     for stage in stages:
         start = time.perf_counter()
-        with timed(stage.result_clock):
+        with timed(stage.result_clock), naming_items(f"{benchmark.name}: {stage.name}", items):
             result = stage.result(stage_input, settings.settings_of(stage.name), rows)
         if result is not None:  # None: the stage had nothing to work on (ConTAM without a corpus)
             results[stage.name] = result

@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import math
 
+from jaxcontam.dataclass_config import check_ranges, ranged
 from jaxcontam.detect.status import TestOutcome
 from jaxcontam.detect.summary_values import json_float, json_optional_float
 from jaxcontam.errors import JaxcontamError
@@ -33,14 +34,15 @@ class ContamSettings:
     permutations from `seed`, significant at p <= `alpha`)."""
 
     metric: str = "longest_match"
-    z_crit: float = 1.645
-    min_clean: int = 10
-    min_contaminated: int = 10
-    alpha: float = DEFAULT_ALPHA
-    resamples: int = DEFAULT_RESAMPLES
-    seed: int = 0
+    z_crit: float = ranged(1.645)
+    min_clean: int = ranged(10, at_least=1)
+    min_contaminated: int = ranged(10, at_least=1)
+    alpha: float = ranged(DEFAULT_ALPHA, above=0, below=1)
+    resamples: int = ranged(DEFAULT_RESAMPLES, at_least=1)
+    seed: int = ranged(0, at_least=0, below=2**32)
 
     def __post_init__(self):
+        check_ranges(self, "[contam]")
         if self.metric not in METRICS:
             raise JaxcontamError(f"ConTAM metric {self.metric!r} is unknown: use one of {', '.join(METRICS)}")
 

@@ -18,6 +18,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from jaxcontam.dataclass_config import check_ranges, ranged
 from jaxcontam.detect.status import TestOutcome
 from jaxcontam.detect.summary_values import json_float
 from jaxcontam.engine.scoring import score_logprobs
@@ -32,16 +33,11 @@ class ExchangeabilitySettings:
     """The test's settings in an audit: at least `chunks` contiguous chunks (more when needed to fit the model's
     context), `permutations` random orders of each."""
 
-    chunks: int = 10  # at least this many contiguous chunks (more if needed to fit the context)
-    permutations: int = 10  # random within-chunk orders scored per chunk
+    chunks: int = ranged(10, at_least=2)  # at least this many contiguous chunks (more if needed to fit the context)
+    permutations: int = ranged(10, at_least=1)  # random within-chunk orders scored per chunk
 
     def __post_init__(self):
-        for key, least in (("chunks", 2), ("permutations", 1)):
-            value = getattr(self, key)
-            if isinstance(value, bool) or not isinstance(value, int) or value < least:
-                raise JaxcontamError(
-                    f"exchangeability {key} = {value!r}: use an integer >= {least}, e.g. chunks = 10, permutations = 10"
-                )
+        check_ranges(self, "[exchangeability]")
 
 
 @dataclasses.dataclass(frozen=True)

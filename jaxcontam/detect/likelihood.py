@@ -16,6 +16,7 @@ import zlib
 
 import numpy as np
 
+from jaxcontam.dataclass_config import check_ranges, ranged
 from jaxcontam.errors import JaxcontamError
 
 LIKELIHOOD_DETECTORS = ("mean_logprob", "zlib_ratio", "min_k", "min_k_plus_plus")  # what `detector_scores` returns
@@ -26,7 +27,10 @@ LOWER_MEANS_SEEN = frozenset({"zlib_ratio", "lowercase_ratio", "reference_ratio"
 class LikelihoodSettings:
     """The likelihood detectors' settings; `k` is the fraction of lowest-scoring tokens of Min-K% and Min-K%++."""
 
-    k: float = 0.2
+    k: float = ranged(0.2, above=0, at_most=1)
+
+    def __post_init__(self):
+        check_ranges(self, "[likelihood]")
 
 
 def _as_logprobs(token_logprobs) -> np.ndarray:

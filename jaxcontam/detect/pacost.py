@@ -34,6 +34,7 @@ from typing import Literal
 
 import numpy as np
 
+from jaxcontam.dataclass_config import check_ranges, ranged
 from jaxcontam.detect.answering import MAX_NEW_TOKENS, Sampling, answer_items
 from jaxcontam.detect.likelihood import LikelihoodSettings, min_k_plus_plus
 from jaxcontam.detect.status import TestOutcome
@@ -93,16 +94,17 @@ class PacostSettings:
     answers: AnswerMode | None = None
     correction: Correction | None = None
     alternative: Alternative = "greater"
-    k: float = LikelihoodSettings.k  # Min-K%++ of the question (`question_min_k_plus_plus`)
-    max_new_tokens: int = MAX_NEW_TOKENS
-    judge_max_new_tokens: int = AUTHORS_MAX_NEW_TOKENS
-    seed: int = 0
-    temperature: float = 1.0
-    top_p: float = 1.0
+    k: float = ranged(LikelihoodSettings.k, above=0, at_most=1)  # Min-K%++ of the question (`question_min_k_plus_plus`)
+    max_new_tokens: int = ranged(MAX_NEW_TOKENS, at_least=1)
+    judge_max_new_tokens: int = ranged(AUTHORS_MAX_NEW_TOKENS, at_least=1)
+    seed: int = ranged(0, at_least=0, below=2**32)
+    temperature: float = ranged(1.0, above=0)
+    top_p: float = ranged(1.0, above=0, at_most=1)
     chat_template: ChatMode = "auto"  # "auto": answer and judge as chat turns when the tokenizer has a template
     given: tuple[str, ...] = dataclasses.field(init=False, repr=False, compare=False)  # preset fields set explicitly
 
     def __post_init__(self):
+        check_ranges(self, "[pacost]")
         check_chat_mode(self.chat_template)
         if self.preset not in PRESETS:
             raise JaxcontamError(f"PaCoST preset {self.preset!r} is unknown: use one of {', '.join(PRESETS)}")

@@ -23,6 +23,7 @@ from collections.abc import Iterable, Sequence
 from typing import Literal
 
 from jaxcontam.data.item import Item
+from jaxcontam.dataclass_config import check_ranges, ranged
 from jaxcontam.engine import generate
 from jaxcontam.engine.chat import chat_prompt, encode_chat
 from jaxcontam.errors import JaxcontamError
@@ -76,13 +77,14 @@ class RephraseGates:
     names (a proxy for quantities and entities) to survive.
     """
 
-    min_length_ratio: float = 0.5
-    max_length_ratio: float = 2.0
-    max_ngram_overlap: float = 0.8
+    min_length_ratio: float = ranged(0.5, above=0)
+    max_length_ratio: float = ranged(2.0, above=0)
+    max_ngram_overlap: float = ranged(0.8, at_least=0, at_most=1)
     preserve_numbers: bool = True
     preserve_names: bool = True
 
     def __post_init__(self):
+        check_ranges(self, "[pacost] gates")
         if not 0 < self.min_length_ratio <= self.max_length_ratio:
             raise JaxcontamError(
                 f"need 0 < min_length_ratio <= max_length_ratio, got {self.min_length_ratio} and "

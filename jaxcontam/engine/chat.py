@@ -9,6 +9,8 @@ prompt followed by the same prefix. The rendered text already holds the template
 tokens (BOS included where the template writes it), so it is encoded without adding any.
 
 Modes: "auto" uses the template when the tokenizer has one, "never" never, "always" requires one.
+Templates render in a box with time and size limits (`jaxcontam.chat_render`), and one that drops the user's
+message or renders every prompt alike is refused (`check_writes_prompt`).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from __future__ import annotations
 import typing
 from typing import Literal
 
+from jaxcontam.chat_render import ChatTemplateError, render_chat, template_name
 from jaxcontam.errors import JaxcontamError
 
 ChatMode = Literal["auto", "never", "always"]
@@ -36,7 +39,32 @@ def uses_chat(tokenizer, mode: str) -> bool:
             "chat_template='always' but the model's tokenizer has no chat template: "
             "use 'auto' or 'never', or give a tokenizer with a template"
         )
-    return mode != "never" and has_template
+    if mode == "never" or not has_template:
+        return False
+    check_writes_prompt(tokenizer)
+    return True
+
+
+_PROBES = ("which river is the longest on earth", "how many legs does a spider have")  # two distinct user turns
+_WRITES_PROMPT: set[str] = set()  # templates seen to write the user's message
+
+
+def check_writes_prompt(tokenizer) -> None:
+    """Refuse a chat template that drops the user's message or renders every prompt alike (checked once per
+    template): every prompt would reach the model as the same text, and PaCoST would compare nothing with
+    nothing and report "not detected" where it tested nothing."""
+    source = str(tokenizer.chat_template)
+    if source in _WRITES_PROMPT:
+        return
+    first, second = (render_chat(tokenizer, [{"role": "user", "content": probe}]) for probe in _PROBES)
+    if first == second or _PROBES[0] not in first or _PROBES[1] not in second:
+        raise JaxcontamError(
+            f"{template_name(tokenizer)} does not write the user's message into its render "
+            f"({'every prompt renders alike' if first == second else 'the message text is missing'}: "
+            f"{first[:80]!r}); use chat_template = 'never' ([pacost], --chat-template never) or a tokenizer whose "
+            "template writes the prompt"
+        )
+    _WRITES_PROMPT.add(source)
 
 
 def chat_text(tokenizer, prompt: str, mode: str, assistant_prefix: str = "", system: str | None = None) -> str:
@@ -47,20 +75,15 @@ def chat_text(tokenizer, prompt: str, mode: str, assistant_prefix: str = "", sys
     """
     if not uses_chat(tokenizer, mode):
         return (f"{system}\n\n{prompt}" if system else prompt) + assistant_prefix
-    from jinja2.exceptions import TemplateError
-
     user = [{"role": "user", "content": prompt}]
     if system:
         try:
-            return (
-                tokenizer.apply_chat_template(
-                    [{"role": "system", "content": system}] + user, tokenize=False, add_generation_prompt=True
-                )
-                + assistant_prefix
-            )
-        except TemplateError:  # e.g. Gemma's "System role not supported"
+            return render_chat(tokenizer, [{"role": "system", "content": system}] + user) + assistant_prefix
+        except ChatTemplateError as error:  # e.g. Gemma's "System role not supported"
+            if not error.raised_by_template:
+                raise
             user = [{"role": "user", "content": f"{system}\n\n{prompt}"}]
-    return tokenizer.apply_chat_template(user, tokenize=False, add_generation_prompt=True) + assistant_prefix
+    return render_chat(tokenizer, user) + assistant_prefix
 
 
 def chat_prompt(tokenizer, prompt: str, mode: str) -> str:

@@ -22,6 +22,7 @@ import numpy as np
 
 from jaxcontam.engine import decode_loop, platform
 from jaxcontam.engine.distributed import fetch, global_array, model_mesh, rows_for
+from jaxcontam.engine.finite import check_finite
 from jaxcontam.engine.packing import default_buckets, plan_batches
 from jaxcontam.errors import JaxcontamError
 
@@ -180,7 +181,8 @@ def generate(
     power of two holding the longest prompt, for every prefill: fewer programs to compile than one per width).
     `sample_keys`: one integer in [0, 2**31) per prompt that, with `seed`, keys its sampling (default: its index
     in `prompts`). `watch_ids`: token ids whose summed probability is recorded at every step
-    (`Generation.watched_logprobs`).
+    (`Generation.watched_logprobs`). A model whose picks have NaN or inf log-probs is refused (`engine.finite`):
+    its tokens were chosen from NaN logits.
     """
     if padding not in ("left", "right"):
         raise JaxcontamError(f"padding must be 'left' or 'right', got {padding!r}")
@@ -222,6 +224,7 @@ def generate(
     watch = np.asarray(list(watch_ids) or [0], np.int32)  # without watch ids the recorded values are dropped
     sampling = (np.uint32(seed), np.float32(temperature), np.float32(top_p), stop, watch)
     results: dict[int, Generation] = {}  # by position in `prompts`
+    decided: dict[int, np.ndarray] = {}  # by position: the log-probs of every token picked, the stop token's too
     report = _progress_bar(len(prompts)) if progress is True else (progress or None)
     start, finished, generated = time.perf_counter(), 0, 0
     free, holder = list(range(rows)), {}  # rows without a prompt; row -> index of the prompt it holds
@@ -252,9 +255,12 @@ def generate(
                 model.tokenizer,
                 stop_strings,
             )
+            picked = len(generation.token_ids) + 1  # a row that stopped at once still picked its stop token
+            decided[index] = np.concatenate([logp[row][:picked], watched[row][:picked] if watch_ids else []])
             generated += len(generation.token_ids)
             finished += 1
             free.append(row)
         if report is not None:
             report(Progress(finished, len(prompts), generated, time.perf_counter() - start))
+    check_finite("generated tokens' log-probs", [decided[i] for i in range(len(prompts))])
     return [results[i] for i in range(len(prompts))]

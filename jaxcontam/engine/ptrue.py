@@ -31,6 +31,7 @@ import numpy as np
 
 from jaxcontam.engine.chat import chat_prompt, encode_chat
 from jaxcontam.engine.distributed import fetch, global_array, model_mesh, rows_for
+from jaxcontam.engine.finite import check_finite
 from jaxcontam.engine.packing import plan_batches
 from jaxcontam.engine.scoring import score_logprobs
 from jaxcontam.errors import JaxcontamError
@@ -169,6 +170,7 @@ def _single_token_logprobs(model, prompts, sides, rows_per_batch: int) -> np.nda
         out = fetch(_last_position_logprobs(model.params, model.config, *arrays, candidates, sets))
         for p in batch.placements:
             logp[p.index] = out[p.row]
+    check_finite("judge log-probs", list(logp))
     return logp
 
 

@@ -21,6 +21,7 @@ import jax
 import numpy as np
 
 from jaxcontam.engine.distributed import fetch, global_array, model_mesh, rows_for
+from jaxcontam.engine.finite import check_finite
 from jaxcontam.engine.packing import PackedBatch, packs_rows, plan_batches, unpack_rows
 from jaxcontam.engine.platform import matmul_precision
 from jaxcontam.errors import JaxcontamError
@@ -38,6 +39,7 @@ class SequenceScores:
     requested). `start` is the index in the sequence of the first scored token.
     max_logprobs: max over the vocabulary of log p at the same positions (None unless requested):
     token t is the greedy choice where logprobs reach it.
+    Every value is finite: `score_logprobs` refuses a model that gives NaN or inf (`engine.finite`).
     """
 
     logprobs: np.ndarray
@@ -189,7 +191,12 @@ def score_logprobs(
                 cut["logprob"], cut.get("mean_logprob"), cut.get("std_logprob"), start, cut.get("max_logprob")
             )
         )
+    check_finite("log-probs", [np.concatenate([s for s in _fields_of(r) if s is not None]) for r in results])
     return results
+
+
+def _fields_of(scores: SequenceScores) -> tuple[np.ndarray | None, ...]:
+    return (scores.logprobs, scores.mean_logprobs, scores.std_logprobs, scores.max_logprobs)
 
 
 def _progress(items, enabled: bool):

@@ -12,6 +12,7 @@ import dataclasses
 import json
 import pathlib
 
+from jaxcontam.chat_render import ChatTemplateError, render_chat
 from jaxcontam.errors import ModelError
 from jaxcontam.models.config import eos_field, eos_ids_tuple
 from jaxcontam.models.spec import ModelSpec
@@ -42,8 +43,8 @@ def end_of_turn_id(tokenizer) -> int | None:
         return None
     conversation = [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": _PROBE}]
     try:
-        text = tokenizer.apply_chat_template(conversation, tokenize=False)
-    except Exception:  # a template may refuse this conversation (e.g. insist on a system turn): no answer from it
+        text = render_chat(tokenizer, conversation, add_generation_prompt=False)
+    except ChatTemplateError:  # refused (e.g. insists on a system turn) or stopped: no answer from it
         return None
     if not isinstance(text, str) or _PROBE not in text:
         return None

@@ -25,6 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from jaxcontam.cluster import from_writer, is_writer
+from jaxcontam.dataclass_config import check_ranges, ranged
 from jaxcontam.errors import DataError
 from jaxcontam.ngram.item_text import SCOPES, item_text
 from jaxcontam.ngram.metrics import table_scores
@@ -44,11 +45,12 @@ VIEW_OF_METRIC = {
 
 @dataclasses.dataclass(frozen=True)
 class NgramSettings:
-    n: int = 8
+    n: int = ranged(8, at_least=1)
     scope: str = "item"
     normalize: str = "paper"
 
     def __post_init__(self):
+        check_ranges(self, "[ngram]")
         if self.scope not in SCOPES:
             raise DataError(
                 f"scope={self.scope!r}: choose 'item' (the item as the model sees it) or 'fields' "
@@ -71,10 +73,11 @@ class NgramScoring:
     an n-gram is contaminated when its corpus count is >= `mincount`; a matched span may hold `skip_budget`
     unmatched units in total (TOKEN_EXTEND, LONGEST_MATCH; Llama 2's rule)."""
 
-    mincount: int = 1
-    skip_budget: int = 0
+    mincount: int = ranged(1, at_least=1)
+    skip_budget: int = ranged(0, at_least=0)
 
     def __post_init__(self):
+        check_ranges(self, "[ngram]")
         if self.mincount < 1 or self.skip_budget < 0:
             raise DataError(
                 f"mincount={self.mincount}, skip_budget={self.skip_budget}: mincount must be >= 1 and skip_budget >= 0"

@@ -16,6 +16,7 @@ import numpy as np
 from scipy import stats as scipy_stats
 
 from jaxcontam.stats.signflip import DEFAULT_RESAMPLES, EXACT_MAX, sign_flip_pvalues
+from jaxcontam.stats.validation import finite_differences
 from jaxcontam.stats.wilcoxon import wilcoxon_pvalues
 
 PairedMethod = Literal["t", "wilcoxon", "sign", "permutation"]
@@ -28,7 +29,7 @@ def t_pvalues(differences: np.ndarray, alternative: str) -> tuple[np.ndarray, np
     With zero spread the statistic is +-inf when the mean is non-zero (p = 0 or
     1, as scipy) and 0 with p = 1 when every difference is zero (scipy: NaN).
     """
-    differences = np.atleast_2d(differences)
+    differences = finite_differences(differences)
     n = differences.shape[1]
     mean = differences.mean(axis=1)
     sd = differences.std(axis=1, ddof=1)
@@ -51,7 +52,7 @@ def sign_pvalues(differences: np.ndarray, alternative: str) -> tuple[np.ndarray,
     Equal to `scipy.stats.binomtest(k, m, 0.5)`: for p = 0.5 the two-sided
     p-value is twice the smaller tail, capped at 1.
     """
-    differences = np.atleast_2d(differences)
+    differences = finite_differences(differences)
     positive = np.count_nonzero(differences > 0, axis=1)
     nonzero = np.count_nonzero(differences, axis=1)
     upper = scipy_stats.binom.sf(positive - 1, nonzero, 0.5)  # P(K >= k)

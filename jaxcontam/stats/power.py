@@ -25,7 +25,13 @@ from scipy import stats as scipy_stats
 
 from jaxcontam.stats.batched import METHODS
 from jaxcontam.stats.multiple import DEFAULT_ALPHA
-from jaxcontam.stats.validation import StatsInputError, check_alternative, check_count, check_probability
+from jaxcontam.stats.validation import (
+    StatsInputError,
+    check_alternative,
+    check_count,
+    check_finite_number,
+    check_probability,
+)
 
 WILCOXON_ARE = 3.0 / math.pi
 MAX_N = 10_000_000
@@ -61,6 +67,7 @@ def power(effect_size: float, n, alpha: float = DEFAULT_ALPHA, method: str = "t"
     alternative = check_alternative(alternative)
     if method not in METHODS:
         raise StatsInputError(f"method={method!r}: expected one of {METHODS}")
+    check_finite_number("effect_size", effect_size)
     if np.any(np.asarray(n) < 2):
         raise StatsInputError(f"n={n}: power needs at least 2 pairs")
     if method == "sign":
@@ -73,10 +80,10 @@ def _standardised(effect_size, mean_difference, sd) -> float:
     if effect_size is None:
         if mean_difference is None or sd is None or not sd > 0:
             raise StatsInputError("give effect_size (d_z), or mean_difference together with a positive sd")
-        return float(mean_difference) / float(sd)
+        return float(check_finite_number("mean_difference", mean_difference)) / float(check_finite_number("sd", sd))
     if mean_difference is not None or sd is not None:
         raise StatsInputError("give either effect_size or mean_difference with sd, not both")
-    return float(effect_size)
+    return float(check_finite_number("effect_size", effect_size))
 
 
 def sample_size(

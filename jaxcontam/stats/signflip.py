@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from jaxcontam.stats.validation import finite_differences
+
 EXACT_MAX = 20  # enumerate all 2^m flips up to this many non-zero differences
 DEFAULT_RESAMPLES = 9999  # Monte Carlo resamples of a permutation test that cannot enumerate (p >= 1e-4)
 ENUMERATION_CHUNK = 1 << 16
@@ -77,7 +79,7 @@ def sign_flip_pvalues(
     differences: np.ndarray, alternative: str, *, resamples: int, seed: int, exact_max: int = EXACT_MAX
 ) -> tuple[np.ndarray, np.ndarray]:
     """p-values for each row of `differences` [rows, n] and whether each was exact."""
-    differences = np.atleast_2d(differences)
+    differences = finite_differences(differences)
     nonzero = np.count_nonzero(differences, axis=1)
     exact = nonzero <= exact_max
     pvalues = np.empty(len(differences))

@@ -1,5 +1,12 @@
 # pyright: standard
-"""Input checks shared by the statistics functions, raising `StatsInputError` with a fix."""
+"""Input checks shared by the statistics functions, raising `StatsInputError` with a fix.
+
+NaN never becomes a p-value: the tests' kernels (`finite_differences`) and every number setting refuse NaN and
+inf. The one place a NaN is read is a per-item confidence or score, where the documented meaning is "missing"
+(`stats.pairs.filter_pairs`, `stats.separation`): it is dropped and counted in the result. The engine refuses a
+model whose log-probs are NaN or inf (`engine.finite`), so a missing value there is a missing answer, never a
+broken model.
+"""
 
 from __future__ import annotations
 
@@ -47,6 +54,29 @@ def same_length(names: Sequence[str], arrays: Sequence[np.ndarray]) -> None:
         raise StatsInputError(f"arrays must have one entry per item, got lengths {lengths}; align them by item id")
 
 
+def finite_differences(differences) -> np.ndarray:
+    """Paired differences [rows, n] as float64, refused when any is NaN or inf (no p-value is computed from them)."""
+    array = np.atleast_2d(np.asarray(differences, dtype=np.float64))
+    bad = np.argwhere(~np.isfinite(array))
+    if bad.size:
+        raise StatsInputError(
+            f"differences[{', '.join(map(str, bad[0]))}] is {array[tuple(bad[0])]} ({len(bad)} not finite): a paired "
+            "test needs finite differences; drop the missing pairs first (`filter_pairs`) and check the scores' source"
+        )
+    return array
+
+
+def check_finite_number(name: str, value):
+    """`value` (a number or an array of them) when every entry is finite, not NaN or inf."""
+    try:
+        finite = not isinstance(value, bool) and bool(np.isfinite(np.asarray(value, dtype=np.float64)).all())
+    except (TypeError, ValueError):
+        finite = False
+    if not finite:
+        raise StatsInputError(f"{name}={value!r}: expected a finite number")
+    return value
+
+
 def check_alternative(alternative: str) -> str:
     if alternative not in ALTERNATIVES:
         raise StatsInputError(f"alternative={alternative!r}: expected one of {ALTERNATIVES}")
@@ -55,7 +85,7 @@ def check_alternative(alternative: str) -> str:
 
 def check_probability(name: str, value: float, *, closed: bool = False) -> float:
     """A number strictly inside (0, 1) (or in [0, 1] when `closed`)."""
-    value = float(value)
+    value = float(value)  # NaN is inside no interval: refused below
     inside = 0.0 <= value <= 1.0 if closed else 0.0 < value < 1.0
     if not inside:
         interval = "[0, 1]" if closed else "(0, 1)"

@@ -21,6 +21,7 @@ import numpy as np
 from scipy import stats as scipy_stats
 
 from jaxcontam.stats.signflip import exact_pvalue
+from jaxcontam.stats.validation import finite_differences
 
 EXACT_MAX_N = 50
 PERMUTATION_MAX_N = 13
@@ -70,7 +71,7 @@ def _tie_term(abs_nonzero_row: np.ndarray) -> float:
 
 def wilcoxon_pvalues(differences: np.ndarray, alternative: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """R+, p-value and the branch used ("exact", "permutation", "normal") for each row of `differences`."""
-    differences = np.atleast_2d(np.asarray(differences, dtype=np.float64))
+    differences = finite_differences(differences)
     n = differences.shape[1]
     ranks = signed_ranks(differences)
     r_plus = np.where(ranks > 0, ranks, 0.0).sum(axis=1)

@@ -28,7 +28,7 @@ def output_folder(out: str | Path, fill: bool = True) -> Path:
     filled first with what the bucket folder holds when `fill` (a rerun resumes from it), whose files `publish`
     uploads."""
     if not is_url(str(out)):
-        return Path(out)
+        return local_folder(Path(out))
     remote = as_path(str(out))
     local = cache_root() / "outputs" / (hashlib.sha256(str(out).encode()).hexdigest()[:16] + _process_suffix())
     if local in _MIRRORS:
@@ -48,6 +48,16 @@ def output_folder(out: str | Path, fill: bool = True) -> Path:
         raise describe_error(out, error) from None
     _MIRRORS[local] = remote
     return local
+
+
+def local_folder(out: Path) -> Path:
+    """`out` when it is a folder or can become one: refused (naming it) when it, or the nearest part of it that
+    exists, is a file; checked before any work, so a run does not end in NotADirectoryError after its model work."""
+    existing = next((p for p in (out, *out.parents) if p.exists()), None)
+    if existing is not None and not existing.is_dir():
+        where = "is a file" if existing == out else f"lies under {existing}, which is a file"
+        raise DataError(f"--out {out} {where}, not a folder: name a new or existing folder for the outputs")
+    return out
 
 
 def _process_suffix() -> str:

@@ -28,6 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
+from jaxcontam.chat_render import render_chat
 from jaxcontam.data import attach_paraphrases, load_paraphrases
 from jaxcontam.data.paraphrases import SOURCE_SPLITS
 from jaxcontam.data.roots import DEFAULT_ROOTS
@@ -113,8 +114,10 @@ def _chat_turns(tokenizer, prompt: str, answer: str) -> str:
     opened = chat_prompt(tokenizer, prompt, "auto")
     request, newline, cue = prompt.rpartition("\n")
     request, cue = (request, cue) if newline else (prompt, "")
-    whole = tokenizer.apply_chat_template(
-        [{"role": "user", "content": request}, {"role": "assistant", "content": cue + answer}], tokenize=False
+    whole = render_chat(
+        tokenizer,
+        [{"role": "user", "content": request}, {"role": "assistant", "content": cue + answer}],
+        add_generation_prompt=False,
     )
     body = opened + answer
     return whole if whole.startswith(body) else body + (tokenizer.eos_token or "")

@@ -1,0 +1,110 @@
+"""A model that computes NaN or inf stops the work with an error naming the texts or items; stats refuse NaN.
+
+Reproduction of issue 61's case: a copy of the bundled example model with one NaN weight made `jaxcontam score`
+write NaN log-probs with exit 0 and `jaxcontam audit` report accuracy and "no test" verdicts from NaN scores.
+"""
+
+import shutil
+
+import numpy as np
+import pytest
+from safetensors.numpy import load_file, save_file
+
+from helpers import run_cli, toy_model
+from jaxcontam.audit.config import EXAMPLE_CONFIG
+from jaxcontam.engine.finite import NonFiniteScoresError
+from jaxcontam.engine.generation import generate
+from jaxcontam.engine.scoring import score_logprobs
+from jaxcontam.stats import StatsInputError, paired_test, power, sample_size
+from jaxcontam.stats.batched import METHODS, paired_pvalues
+from jaxcontam.stats.wilcoxon import wilcoxon_pvalues
+
+BROKEN = 7  # the toy token whose embedding is NaN
+
+
+@pytest.fixture(scope="module")
+def broken_toy():
+    model = toy_model()
+    model.params = dict(model.params, embed=model.params["embed"].at[BROKEN].set(np.nan))
+    return model
+
+
+@pytest.fixture(scope="module")
+def nan_weight_model(tmp_path_factory):
+    """The bundled example model with one NaN in a layer-0 attention weight."""
+    folder = tmp_path_factory.mktemp("nan-model")
+    shutil.copytree(EXAMPLE_CONFIG.parent / "model", folder, dirs_exist_ok=True)
+    weights = load_file(folder / "model.safetensors")
+    name = "model.layers.0.self_attn.q_proj.weight"
+    weights[name] = weights[name].copy()
+    weights[name][0, 0] = np.nan
+    save_file(weights, folder / "model.safetensors", metadata={"format": "pt"})
+    return folder
+
+
+def test_scoring_refuses_the_sequences_that_score_nan_and_names_them(broken_toy):
+    sequences = [[1, 2, 3], [4, BROKEN, 5, 6], [8, 9], [BROKEN, 1]]
+    with pytest.raises(NonFiniteScoresError, match="2 of 4 sequences are NaN or infinite") as caught:
+        score_logprobs(broken_toy, sequences, with_stats=True, pack=False)  # a row per sequence: NaN stays in it
+    assert caught.value.bad == (1, 3)
+    assert "rms_norm_eps" in str(caught.value) and "float32" in str(caught.value)
+    fine = score_logprobs(broken_toy, sequences[:1] + sequences[2:3], with_stats=True, pack=False)
+    assert all(np.isfinite(s.logprobs).all() for s in fine)
+
+
+def test_generation_from_nan_logits_is_refused_even_when_it_stops_at_once(broken_toy):
+    """A row picked from NaN logits may stop at its first token (an empty answer): its pick still counts."""
+    with pytest.raises(NonFiniteScoresError, match="generated tokens' log-probs of 1 of 2"):
+        generate(broken_toy, [[1, 2, 3], [4, BROKEN]], max_new_tokens=3, stop_token_ids=list(range(61)))
+
+
+def test_naming_replaces_sequence_numbers_by_item_names():
+    error = NonFiniteScoresError("log-probs", [0, 2], 3).naming(["text 'a'", "text 'c'"], "data.txt")
+    assert str(error).startswith("data.txt: log-probs of 2 of 3 sequences are NaN or infinite (text 'a', text 'c')")
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_paired_kernels_refuse_nan_and_inf_differences(method):
+    for bad in (np.nan, np.inf, -np.inf):
+        with pytest.raises(StatsInputError, match="not finite"):
+            paired_pvalues(np.array([[0.1, bad, 0.3]]), method, "greater")
+    with pytest.raises(StatsInputError, match="not finite"):
+        wilcoxon_pvalues(np.array([0.2, np.nan]), "greater")
+
+
+def test_a_paired_test_with_only_missing_pairs_gives_no_pvalue():
+    with pytest.raises(StatsInputError, match="needs at least 1 usable pairs, got 0 of 3"):
+        paired_test([np.nan] * 3, [0.1, 0.2, 0.3], method="permutation")
+
+
+def test_power_refuses_a_nan_effect():
+    """sample_size(NaN) returned 2 pairs before."""
+    with pytest.raises(StatsInputError, match="effect_size=nan"):
+        sample_size(float("nan"))
+    with pytest.raises(StatsInputError, match="effect_size=nan"):
+        power(float("nan"), 30)
+    with pytest.raises(StatsInputError, match="mean_difference=inf"):
+        sample_size(mean_difference=float("inf"), sd=1.0)
+
+
+def test_score_command_stops_naming_the_texts_and_writes_nothing(nan_weight_model, tmp_path, capsys):
+    data = tmp_path / "texts.txt"
+    data.write_text("The quick brown fox jumps\nAnother line of text here\n")
+    out = tmp_path / "scores.jsonl"
+    code, printed = run_cli(["score", "--model", nan_weight_model, "--data", data, "--out", out], capsys)
+    assert code == 2, printed
+    assert "log-probs of 2 of 2 sequences are NaN or infinite (text '1', text '2')" in printed
+    assert "Traceback" not in printed and not out.exists()
+
+
+def test_audit_stops_naming_model_benchmark_stage_and_items(nan_weight_model, tmp_path, capsys):
+    out = tmp_path / "audit"
+    args = ["audit", "--config", EXAMPLE_CONFIG, "--model", nan_weight_model, "--limit", 2, "--out", out]
+    code, printed = run_cli(args, capsys)
+    assert code == 2, printed
+    assert (
+        f"model {nan_weight_model.name} ({nan_weight_model}) on gsm8k: pacost, items gsm8k/test/0 .. gsm8k/test/1 (2)"
+        in printed
+    )
+    assert "NaN or infinite" in printed and "Traceback" not in printed
+    assert not (out / "summary.json").exists()

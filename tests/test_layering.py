@@ -20,11 +20,11 @@ MODELS = f"{PACKAGE}.models"
 # own layer (no circle) and the layers below, never above. "__init__" is the package's facade (`jaxcontam.load_model`,
 # `jaxcontam.AuditCallback`): it reaches into detect, so only layer 4 and up import it.
 LAYERS = (
-    ("errors", "mesh", "cluster", "storage", "dataclass_config", "dtypes", "stage_clock", "compile_cache"),
+    ("errors", "mesh", "cluster", "storage", "dataclass_config", "dtypes", "stage_clock", "compile_cache", "registry"),
     ("models", "language_model", "functional", "flax_models", "kernels", "cache_slots"),
     ("data", "stats", "engine", "ngram", "decontam"),
     ("detect", "report"),
-    ("audit", "training", "planning", "lm_eval", "__init__"),
+    ("detectors", "audit", "training", "planning", "lm_eval", "__init__"),
     ("commands", "cli"),
 )
 LAYER = {component: level for level, components in enumerate(LAYERS) for component in components}

@@ -73,9 +73,9 @@ class ModelRun:
 
     def decided(self, name: str, decision: SweepDecision) -> ModelRun:
         """This run with the sweep's decision on stage `name`'s headline verdict."""
-        from jaxcontam.detect.stages import STAGES
+        from jaxcontam.detect.registry import DETECTORS
 
-        decide = STAGES[name].decide
+        decide = DETECTORS[name].decide
         assert decide is not None  # a swept verdict's stage takes the decision
         return dataclasses.replace(self, audit=self.audit.with_result(name, decide(self.audit.results[name], decision)))
 
@@ -240,9 +240,9 @@ def reference_records(
 ) -> list[dict]:
     """The reference model's PaCoST records of the benchmark's items, stored and resumed as an audited model's
     (the PaCoST stage's records and resume key)."""
-    from jaxcontam.detect.stages import STAGES
+    from jaxcontam.detect.registry import DETECTORS
 
-    work = STAGES["pacost"].per_item
+    work = DETECTORS["pacost"].per_item
     assert work is not None  # PaCoST answers per item
     stage_input = StageInput(model, target, settings.seed, settings.resamples, settings.alpha)
     key = _stage_key(config, str(config.pacost_reference), "float32", bench)

@@ -5,8 +5,8 @@
     result.pacost.verdict.pvalue, result.likelihood["min_k_plus_plus"].mean, result.to_dict()
 
 `model` is any `jaxcontam.LanguageModel`-backed model (a loaded checkpoint, or a Flax model wrapped by
-`jaxcontam.flax_models`). The detectors are the registered stages of `detect.stages` (`pacost`: answers, confidences
-and the paired test; `likelihood`: mean log-prob, zlib, Min-K%, Min-K%++ of each item's solved text;
+`jaxcontam.flax_models`). The detectors are the registered stages of `detect.registry.DETECTORS` (`pacost`: answers,
+confidences and the paired test; `likelihood`: mean log-prob, zlib, Min-K%, Min-K%++ of each item's solved text;
 `exchangeability`: Oren et al.'s test of the items in benchmark order; `contam`: with per-item ConTAM metrics
 (`AuditTarget.ngram`) and PaCoST's correctness, the EPG verdict), run in registry order, every verdict at
 `AuditSettings.alpha`; with known labels (`AuditTarget.contaminated`), each signal against the truth. Per-item work
@@ -22,9 +22,9 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from jaxcontam.detect.pacost import PacostSettings
+from jaxcontam.detect.registry import CORPUS_STAGES, DEFAULT_DETECTORS, DETECTORS
+from jaxcontam.detect.registry import settings_of as stage_settings
 from jaxcontam.detect.stage import AuditTarget, BuiltInResults, DetectorStage, StageInput
-from jaxcontam.detect.stages import CORPUS_STAGES, DEFAULT_DETECTORS, DETECTORS, STAGES, detector_names
-from jaxcontam.detect.stages import settings_of as stage_settings
 from jaxcontam.detect.summaries import Accuracy, GroundTruthResult, accuracy, ground_truth_result
 from jaxcontam.errors import JaxcontamError
 from jaxcontam.stage_clock import stage as timed
@@ -48,14 +48,14 @@ class AuditSettings:
     seed: int = 0
 
     def __post_init__(self):
-        known = detector_names()
+        known = DETECTORS.names()
         unknown = sorted((set(self.detectors) | set(self.detector_settings)) - set(known))
         if unknown:
             raise JaxcontamError(f"unknown detector(s) {', '.join(unknown)}: use some of {', '.join(known)}")
         if not 0 < self.alpha < 1:
             raise JaxcontamError(f"alpha = {self.alpha!r} is not a level: use a number between 0 and 1, e.g. 0.05")
         for name, value in self.detector_settings.items():
-            expected = STAGES[name].settings_type
+            expected = DETECTORS[name].settings_type
             if not isinstance(value, expected):
                 raise JaxcontamError(f"{name} settings must be a {expected.__name__}, got {type(value).__name__}")
 
@@ -69,7 +69,7 @@ class AuditSettings:
 
     def stages(self) -> list[DetectorStage]:
         """The detectors that run, in registry order."""
-        return [stage for name, stage in STAGES.items() if name in self.detectors or name in CORPUS_STAGES]
+        return [stage for name, stage in DETECTORS.items() if name in self.detectors or name in CORPUS_STAGES]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -99,7 +99,7 @@ class BenchmarkAudit(BuiltInResults):
 
         detectors = {
             name: stage.summary_entry(self.results[name]) if name in self.results else None
-            for name, stage in STAGES.items()
+            for name, stage in DETECTORS.items()
         }
         return (
             {"benchmark": self.benchmark, "split": self.split, "n_items": len(self.rows)}

@@ -1,13 +1,13 @@
 # pyright: standard
 """A detector as a registered stage of the audit core (`detect.audit_core.audit_benchmark` loops over them).
 
-A `DetectorStage` names the detector, its settings type and config table, its per-item work (`records`, run in
-chunks that `jaxcontam audit` stores and resumes under `resume_key`), the columns it derives per item, its result
-(`result`, from every item's row) and its headline verdict (three outcomes: `detect.verdict.Verdict`); its view
-(console phrase, report section, figures) lives in the report layer (`report.views`). The console, the report and
-the audit's multiple-testing sweep loop over the registry and name no detector. The built-in stages and the registry
-are in `detect.stages`; adding a detector is its own module plus one `report.views.register_detector` call
-(docs/adding_a_detector.md).
+A `DetectorStage` names the detector, its settings type and config table (and what of it summary.json records), its
+per-item work (`records`, run in chunks that `jaxcontam audit` stores and resumes under `resume_key`), the columns it
+derives per item, its result (`result`, from every item's row), its headline verdict (three outcomes:
+`detect.verdict.Verdict`) and its view (`DetectorView`: console phrase, report section, figures). The console, the
+report, the config reader and the audit's multiple-testing sweep loop over the registry (`detect.registry.DETECTORS`)
+and name no detector. A detector, built-in (`jaxcontam/detectors/`) or plug-in, is its own module plus one
+registration line (docs/adding_a_detector.md).
 """
 
 from __future__ import annotations
@@ -16,7 +16,10 @@ import dataclasses
 import hashlib
 import json
 from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+from jaxcontam.dataclass_config import non_default_values
 
 if TYPE_CHECKING:
     from jaxcontam.data.item import Benchmark, Item
@@ -83,6 +86,17 @@ class PerItemWork(Generic[Settings]):
 
 
 @dataclasses.dataclass(frozen=True)
+class DetectorView(Generic[Result]):
+    """How a detector shows itself. console(result): its phrase on the run's console line; section(result, figures):
+    its report section (HTML, every input text escaped: `report.html_parts.text`; `figures`: the run's plots by kind);
+    figures(run, items, plots_dir, stem): its PNGs by kind. Each may be None (nothing to show there)."""
+
+    console: Callable[[Result], str] | None = None
+    section: Callable[[Result, Mapping[str, Path]], str] | None = None
+    figures: Callable[[Any, list[dict], Path, str], dict[str, Path]] | None = None
+
+
+@dataclasses.dataclass(frozen=True)
 class DetectorStage(Generic[Settings, Result]):
     """One detector of the audit core.
 
@@ -94,10 +108,11 @@ class DetectorStage(Generic[Settings, Result]):
     headline(result, alpha): its headline verdict at the audit's level (None: the detector states no verdict, e.g.
         scores without a test); a verdict with `swept` enters the audit's multiple-testing family, and `decide(result,
         decision)` gives the result with the sweep's decision on it.
-    title: its name as a reader sees it; how it shows itself on the console and in the report is its view, in the
-        report layer (`report.views.DetectorView`, registered with it by `report.views.register_detector`).
+    title: its name as a reader sees it; view: how it shows itself on the console and in the report (`DetectorView`).
     parse_table(table, where): its settings from its config table (`[name]`, keys checked); None: the settings
         type's fields, checked by `dataclass_config.table_values`.
+    settings_entry(settings): what summary.json's `settings` records of it (`record_settings`); None: `{name: the
+        fields that differ from their defaults}`.
     """
 
     name: str
@@ -113,11 +128,20 @@ class DetectorStage(Generic[Settings, Result]):
     headline: Callable[[Result, float], Verdict | None] | None = None
     decide: Callable[[Result, SweepDecision], Result] | None = None
     parse_table: Callable[[dict, str], Settings] | None = None
+    view: DetectorView[Result] = DetectorView()
+    settings_entry: Callable[[Settings], dict] | None = None
 
     @property
     def heading(self) -> str:
         """Its name as a reader sees it (the report's section title)."""
         return self.title or self.name
+
+    def record_settings(self, settings: Settings) -> dict:
+        """summary.json's `settings` entries of this detector (its `settings_entry`, else its non-default fields
+        under its name), so that no detector's settings go unrecorded."""
+        if self.settings_entry is not None:
+            return self.settings_entry(settings)
+        return {self.name: non_default_values(settings)}
 
 
 class BuiltInResults:

@@ -1,5 +1,5 @@
 # pyright: standard
-"""The built-in detectors' report sections (HTML), each registered with its stage (`detect.stages`): PaCoST
+"""The built-in detectors' report sections (HTML), each shown by its detector (`jaxcontam/detectors/`): PaCoST
 (headline test, the authors' test beside a calibrated one, the other confidences as exploratory measures), the
 likelihood detectors, ConTAM and the exchangeability test."""
 

@@ -1,13 +1,14 @@
 # pyright: standard
-"""The likelihood detectors as an audit stage: mean log-prob, zlib ratio, Min-K% and Min-K%++ of each item's
+"""The likelihood detectors as one detector of the audit: mean log-prob, zlib ratio, Min-K% and Min-K%++ of each item's
 solved text (prompt + gold answer), summarised per benchmark (`detect.summaries.likelihood_result`)."""
 
 from __future__ import annotations
 
 from jaxcontam.detect.likelihood import LikelihoodSettings, detector_scores
-from jaxcontam.detect.stage import DetectorStage, PerItemWork, StageInput
+from jaxcontam.detect.stage import DetectorStage, DetectorView, PerItemWork, StageInput
 from jaxcontam.detect.summaries import DetectorSummary, likelihood_result
 from jaxcontam.engine import score_logprobs
+from jaxcontam.report import sections
 
 
 def likelihood_records(model, benchmark, items, k: float) -> list[dict]:
@@ -46,4 +47,6 @@ LIKELIHOOD_STAGE = DetectorStage(
     summary_entry=_summary_entry,
     read_entry=_read_entry,
     title="Likelihood detectors",
+    view=DetectorView(section=sections.likelihood_section),
+    settings_entry=lambda settings: {"k": settings.k},  # summary.json's top-level `k`
 )

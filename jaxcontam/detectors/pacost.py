@@ -1,11 +1,13 @@
 # pyright: standard
-"""PaCoST as an audit stage: answers and confidences per item (stored, resumed), then the authors' paired test and,
-with a reference model's records, the calibrated test, which is then the headline verdict (`detect.pacost`)."""
+"""PaCoST as a detector of the audit: answers and confidences per item (stored, resumed), then the authors' paired
+test and, with a reference model's records, the calibrated test, which is then the headline verdict
+(`detect.pacost`); its console phrase, report section and confidence figure."""
 
 from __future__ import annotations
 
 import dataclasses
 import math
+from pathlib import Path
 
 from jaxcontam.detect.pacost import (
     UNCALIBRATED_NOTE,
@@ -16,8 +18,10 @@ from jaxcontam.detect.pacost import (
     pacost_records,
     pacost_result,
 )
-from jaxcontam.detect.stage import DetectorStage, PerItemWork, StageInput, fingerprint
+from jaxcontam.detect.stage import DetectorStage, DetectorView, PerItemWork, StageInput, fingerprint
 from jaxcontam.detect.verdict import Verdict
+from jaxcontam.report import sections
+from jaxcontam.report.formatting import number, pacost_verdict
 
 
 def _records(stage_input: StageInput, settings: PacostSettings, items) -> list[dict]:
@@ -77,6 +81,29 @@ def _headline(result: PacostResult, alpha: float) -> Verdict:
     )
 
 
+def _console(result: PacostResult) -> str:
+    """The headline test's p (adjusted) and verdict; with a calibrated headline, the authors' p beside it."""
+    status = result.headline_status
+    test = result.headline_test
+    if not status.ran:
+        line = f"{test}: {status.label}"
+    else:
+        line = (
+            f"{test} p={number(result.headline_pvalue)} adj={number(result.pvalue_adjusted)} "
+            f"{pacost_verdict(result)} (correction {result.correction})"
+        )
+    if result.calibrated is not None:
+        authors = result.verdict
+        line += "; authors' test " + (f"p={number(authors.pvalue)}" if authors.status.ran else authors.status.label)
+    return line
+
+
+def _figures(run, items: list[dict], plots_dir: Path, stem: str) -> dict[str, Path]:
+    from jaxcontam.report import plots
+
+    return {"confidence": plots.confidence_png(run, items, plots_dir / f"{stem}-confidence.png")}
+
+
 PACOST_STAGE = DetectorStage(
     name="pacost",
     settings_type=PacostSettings,
@@ -89,4 +116,6 @@ PACOST_STAGE = DetectorStage(
     title="PaCoST",
     headline=_headline,
     decide=lambda result, decision: dataclasses.replace(result, decision=decision),
+    view=DetectorView(_console, sections.pacost_section, _figures),
+    settings_entry=lambda settings: {"pacost": settings.to_dict()},
 )

@@ -48,8 +48,9 @@ class Registry(Generic[T]):
 
     kind: what an entry is, for messages ("detector"); of: the entries' type (checked when an entry resolves);
     name_of: the name an entry carries (`stage.name`), checked against the name it is registered under and used by
-    `register(obj)`; group: the entry-point group installed packages register under; error: the error type of a
-    failed lookup. An alias two entries claim names neither (`unknown` says which), unless `alias` settles it.
+    `register(obj)`; aliases_of: the aliases an entry brings itself (a benchmark's hub ids), added when it is
+    registered or resolves; group: the entry-point group installed packages register under; error: the error type of
+    a failed lookup. An alias two entries claim names neither (`unknown` says which), unless `alias` settles it.
     """
 
     def __init__(
@@ -58,11 +59,12 @@ class Registry(Generic[T]):
         of: type[T],
         *,
         name_of: Callable[[T], str] | None = None,
+        aliases_of: Callable[[T], Iterable[str]] | None = None,
         group: str | None = None,
         error: type[JaxcontamError] = JaxcontamError,
     ):
         self.kind, self.of, self.group, self.error = kind, of, group, error
-        self._name_of = name_of
+        self._name_of, self._aliases_of = name_of, aliases_of
         self._entries: dict[str, T | _Lazy] = {}
         self._aliases: dict[str, str] = {}  # alias -> name
         self._ambiguous: dict[str, list[str]] = {}  # alias -> the names that claim it (it resolves to none of them)
@@ -88,7 +90,8 @@ class Registry(Generic[T]):
 
         def store(obj: T) -> T:
             named = self._named(obj, name)
-            self._store(named, self._checked(obj, named), aliases)
+            own = () if self._aliases_of is None else tuple(self._aliases_of(obj))
+            self._store(named, self._checked(obj, named), (*own, *aliases))
             return obj
 
         return store if item is None else store(item)
@@ -138,7 +141,11 @@ class Registry(Generic[T]):
     def canonical(self, name: str) -> str | None:
         """The entry name `name` (a name or an alias) stands for, or None."""
         self._read_entry_points()
-        return name if name in self._entries else self._aliases.get(name)
+        if name in self._entries:
+            return name
+        if name not in self._aliases and name not in self._ambiguous and self._aliases_of is not None:
+            self.values()  # an entry not imported yet may bring `name` as its alias
+        return self._aliases.get(name)
 
     def get(self, name: str) -> T | None:
         """The entry `name` (or alias) stands for, or None."""
@@ -221,6 +228,8 @@ class Registry(Generic[T]):
             raise JaxcontamError(f"{self.kind} {name!r}: {entry.label} is not the object its module registered")
         obj = self._checked(loaded, name)
         self._entries[name] = obj
+        if self._aliases_of is not None:
+            self._alias(name, self._aliases_of(obj))
         return obj
 
     def _read_entry_points(self) -> None:

@@ -71,8 +71,8 @@ def test_without_a_split_the_covered_split_is_chosen_and_said(jaxcontam_cli, tmp
     )
     assert err.startswith("model ") and MODEL_LOAD_REACHED in err  # COPA's default, validation, is covered: no warning
     # a default split the source covers too little of: COPA's default made its legacy `dev` (ids 1-500)
-    copa = registry.ALIASES["copa"]
-    monkeypatch.setitem(registry.ALIASES, "copa", dataclasses.replace(copa, default_split="dev"))
+    copa = registry.BENCHMARKS["copa"]
+    monkeypatch.setitem(registry.BENCHMARKS._entries, "copa", dataclasses.replace(copa, default_split="dev"))
     code, err = jaxcontam_cli(
         "pacost",
         "--model",

@@ -14,7 +14,8 @@ import click
 
 from jaxcontam.commands.mesh_options import DTYPES, attention_from_environment, dtype_option, mesh_options
 from jaxcontam.commands.verdicts import FAIL_ON
-from jaxcontam.detect.pacost import CONFIDENCES, PRESETS
+from jaxcontam.detect.confidences import CONFIDENCES
+from jaxcontam.detect.pacost import PRESETS
 from jaxcontam.engine.chat import CHAT_MODES
 from jaxcontam.stats.batched import METHODS
 
@@ -93,7 +94,7 @@ def audit_options(command):
         ),
         click.option(
             "--confidence",
-            type=click.Choice(CONFIDENCES),
+            type=click.Choice(CONFIDENCES.names()),
             default=None,
             help="PaCoST confidence (default: the preset's).",
         ),

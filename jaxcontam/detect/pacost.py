@@ -5,13 +5,8 @@ For each item with an accepted rephrasing, the model under test answers the orig
 question; a confidence is measured for each (question, own answer) pair, and a one-sided paired test asks
 whether original confidences exceed rephrased ones (contamination inflates confidence on the seen wording).
 
-Confidences (one chosen for the verdict, the others reported as variants):
-- `p_true`: normalised P(True) p_t / (p_t + p_f) of the model's own answer under a scored judge template;
-- `p_true_raw`: the raw probability p_t of the true option;
-- `p_yes`: PaCoST's released judge (`engine.pacost_judge`): the model replies to "Is the answer correct?" and the
-  confidence is P(yes) where it says yes or no; measured only when chosen (it generates a reply per answer);
-- `answer_logprob`: mean log-prob per token of the model's own answer given the prompt;
-- `question_min_k_plus_plus`: Min-K%++ of the question text itself (membership of the wording; needs no answer).
+Confidences (one chosen for the verdict, the others reported as variants) are registered in
+`detect.confidences.CONFIDENCES`.
 
 Presets (a field set explicitly overrides the preset's choice):
 - "jaxcontam": greedy answers, Kadavath's judge, normalised P(True), the sign-flip permutation test (which holds
@@ -35,10 +30,10 @@ from typing import Literal
 import numpy as np
 
 from jaxcontam.detect.answering import MAX_NEW_TOKENS, Sampling, answer_items
-from jaxcontam.detect.likelihood import LikelihoodSettings, min_k_plus_plus
+from jaxcontam.detect.confidences import CONFIDENCES, SideEvidence
+from jaxcontam.detect.likelihood import LikelihoodSettings
 from jaxcontam.detect.status import TestOutcome
 from jaxcontam.detect.summary_values import json_float
-from jaxcontam.engine import p_true, pacost_judge, score_logprobs
 from jaxcontam.engine.chat import ChatMode, check_chat_mode, uses_chat
 from jaxcontam.engine.pacost_judge import AUTHORS_MAX_NEW_TOKENS, yes_token_ids
 from jaxcontam.engine.ptrue import TEMPLATES
@@ -50,15 +45,10 @@ from jaxcontam.stats.batched import PairedMethod
 from jaxcontam.stats.multiple import DEFAULT_ALPHA
 from jaxcontam.stats.paired import DEFAULT_RESAMPLES, minimum_pairs
 
-Confidence = Literal["p_true", "p_true_raw", "p_yes", "answer_logprob", "question_min_k_plus_plus"]
 Preset = Literal["jaxcontam", "paper"]
 AnswerMode = Literal["greedy", "sampled"]
 Correction = Literal["sweep", "none"]
 Alternative = Literal["greater", "less", "two-sided"]
-CONFIDENCES: tuple[Confidence, ...] = typing.get_args(Confidence)
-ANSWER_FREE_CONFIDENCES = ("question_min_k_plus_plus",)  # measured on the question alone
-ON_DEMAND_CONFIDENCES = ("p_yes",)  # measured only when chosen
-POSITIVE_CONFIDENCES = ("p_yes",)  # 0 means "no verdict in the judge's reply": the pair is dropped
 NO_VERDICT = "no yes/no in the judge's reply (confidence 0)"
 ANSWER_MODES: tuple[AnswerMode, ...] = typing.get_args(AnswerMode)
 CORRECTIONS: tuple[Correction, ...] = typing.get_args(Correction)
@@ -72,7 +62,7 @@ PRESETS: dict[Preset, dict] = {
     },
     "paper": {"template": "kadavath", "confidence": "p_yes", "test": "t", "answers": "sampled", "correction": "none"},
 }
-_CHOICES = {"confidence": CONFIDENCES, "template": tuple(TEMPLATES), "answers": ANSWER_MODES, "correction": CORRECTIONS}
+_CHOICES = {"template": tuple(TEMPLATES), "answers": ANSWER_MODES, "correction": CORRECTIONS}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -87,7 +77,7 @@ class PacostSettings:
     """
 
     preset: Preset = "jaxcontam"
-    confidence: Confidence | None = None
+    confidence: str | None = None  # p_true, p_true_raw, p_yes, answer_logprob, question_min_k_plus_plus (CONFIDENCES)
     template: str | None = None  # a name of engine.ptrue.TEMPLATES
     test: PairedMethod | None = None
     answers: AnswerMode | None = None
@@ -110,7 +100,7 @@ class PacostSettings:
         for key, value in PRESETS[self.preset].items():
             if getattr(self, key) is None:
                 object.__setattr__(self, key, value)
-        for key, allowed in _CHOICES.items():
+        for key, allowed in ({"confidence": CONFIDENCES.names()} | _CHOICES).items():
             if getattr(self, key) not in allowed:
                 raise JaxcontamError(f"PaCoST {key} {getattr(self, key)!r} is unknown: use one of {', '.join(allowed)}")
         if self.answers == "sampled":
@@ -139,12 +129,12 @@ class PacostSettings:
 
     def measured(self) -> tuple[str, ...]:
         """The confidences a run measures: every one but the on-demand ones not chosen."""
-        return tuple(c for c in CONFIDENCES if c not in ON_DEMAND_CONFIDENCES or c == self.confidence)
+        return tuple(c.name for c in CONFIDENCES.values() if not c.on_demand or c.name == self.confidence)
 
 
 def needs_answer(confidence: str) -> bool:
     """Whether `confidence` measures the model's answer (so a pair without an answer cannot be tested)."""
-    return confidence not in ANSWER_FREE_CONFIDENCES
+    return CONFIDENCES[confidence].needs_answer
 
 
 _ANSWER_CUE = re.compile(r"(?:\b(?:Answer|Solution)|(?:^|(?<=\n))A)\s*:\s*$")
@@ -181,17 +171,9 @@ def judged_answer(benchmark, item, answer) -> str:
     return said if said.casefold() == option.casefold() else option
 
 
-def _question_min_k_plus_plus(model, questions: list[str], k: float) -> list[float]:
-    ids = [model.tokenizer.encode(q) for q in questions]
-    scored = [i for i, t in enumerate(ids) if len(t) >= 2]
-    values = [math.nan] * len(ids)
-    for i, s in zip(scored, score_logprobs(model, [ids[i] for i in scored], with_stats=True)):
-        values[i] = min_k_plus_plus(s.logprobs, s.mean_logprobs, s.std_logprobs, k)
-    return values
-
-
 def _side(model, benchmark, items, questions: list[str], settings: PacostSettings, side: str) -> list[dict]:
-    """Answers and every measured confidence for one side (original or rephrased) of a list of items."""
+    """Answers and every measured confidence (`PacostSettings.measured`) for one side (original or rephrased) of a
+    list of items."""
     with stage("answer"):
         answers = answer_items(
             model,
@@ -208,46 +190,17 @@ def _side(model, benchmark, items, questions: list[str], settings: PacostSetting
         [judge_question(benchmark, items[i], questions[i]) for i in judged],
         [judged_answer(benchmark, items[i], answers[i]) for i in judged],
     )
-    with stage("judge"):
-        normalised, raw, published = _judge(model, judged, shown, settings, len(items))
-    with stage("score"):
-        minkpp = _question_min_k_plus_plus(model, questions, settings.k)
+    evidence = SideEvidence(model, benchmark, items, questions, answers, judged, shown, settings)
+    columns: dict[str, list] = {}
+    for name in settings.measured():
+        confidence = CONFIDENCES[name]
+        with stage(confidence.clock):
+            columns |= confidence.measure(evidence)
     return [
-        {
-            f"answer_{side}": a.text,
-            f"correct_{side}": a.correct,
-            f"correct_norm_{side}": a.correct_norm,
-            f"p_true_{side}": normalised[i],
-            f"p_true_raw_{side}": raw[i],
-            f"answer_logprob_{side}": a.answer_logprob,
-            f"question_min_k_plus_plus_{side}": minkpp[i],
-        }
-        | {f"{name}_{side}": values[i] for name, values in published.items()}
+        {f"answer_{side}": a.text, f"correct_{side}": a.correct, f"correct_norm_{side}": a.correct_norm}
+        | {f"{column}_{side}": values[i] for column, values in columns.items()}
         for i, a in enumerate(answers)
     ]
-
-
-def _judge(model, judged: list[int], shown, settings: PacostSettings, count: int):
-    """(normalised P(True), raw P(True), the published judge's columns) of the `judged` answers, NaN elsewhere."""
-    normalised, raw = [math.nan] * count, [math.nan] * count
-    if judged:
-        assert settings.template is not None  # PacostSettings.__post_init__ fills it from the preset
-        result = p_true(model, *shown, template=settings.template, chat=settings.chat_template)
-        for i, value, value_raw in zip(judged, result.normalised, result.p_true):
-            normalised[i], raw[i] = float(value), float(value_raw)
-    published = {}
-    if "p_yes" in settings.measured():
-        p_yes: list[float] = [math.nan] * count
-        replies: list[str | None] = [None] * count
-        for i, reply in zip(
-            judged,
-            pacost_judge(model, *shown, chat=settings.chat_template, max_new_tokens=settings.judge_max_new_tokens)
-            if judged
-            else [],
-        ):
-            p_yes[i], replies[i] = reply.confidence, reply.text
-        published = {"p_yes": p_yes, "judge_reply": replies}
-    return normalised, raw, published
 
 
 def pacost_records(model, benchmark, items, rephrasings, settings: PacostSettings) -> list[dict]:
@@ -644,7 +597,7 @@ def paired_verdict(
     p < alpha (an audit's sweep may replace it, `audit.summary`), None when no test could run.
 
     A pair is dropped for a missing answer only when the confidence measures the answer (`needs_answer`), and
-    for a published-judge confidence of 0 (`POSITIVE_CONFIDENCES`: the authors keep pairs with both > 0).
+    for a confidence of 0 where 0 means no verdict (`Confidence.positive`: the authors keep pairs with both > 0).
     `resamples`: Monte Carlo flips when the permutation test cannot enumerate (a sweep sizes it with
     `stats.sweep_resamples`, so the p-value floor 1 / (1 + resamples) never blocks the correction).
     """
@@ -668,7 +621,7 @@ def paired_verdict(
     silent = {
         i
         for i in kept
-        if confidence in POSITIVE_CONFIDENCES and any(math.isfinite(v) and v <= 0 for v in (original[i], rephrased[i]))
+        if CONFIDENCES[confidence].positive and any(math.isfinite(v) and v <= 0 for v in (original[i], rephrased[i]))
     }
     kept = [i for i in kept if i not in silent]
     extra = {"no accepted rephrasing": no_rephrase, NO_VERDICT: len(silent)}

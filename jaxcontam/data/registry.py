@@ -441,9 +441,8 @@ def load_benchmark(
     if spec is None or fields is not None:
         file = as_path(path) if path is not None else as_path(name)
         if spec is None and not file.exists():
-            configs = [
-                f"{hub}:{s.hub_config}" for s in BENCHMARKS.values() for hub in s.hub if hub.lower() == str(name).lower()
-            ]
+            wanted = str(name).lower()
+            configs = [f"{hub}:{s.hub_config}" for s in BENCHMARKS.values() for hub in s.hub if hub.lower() == wanted]
             hint = (
                 f"this hub id has several configs: {', '.join(configs)}"
                 if configs

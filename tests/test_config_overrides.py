@@ -7,7 +7,7 @@ from click.testing import CliRunner
 
 from jaxcontam.audit.config import EXAMPLE_CONFIG, load_config, with_overrides
 from jaxcontam.dataclass_config import apply_overrides, parse_override
-from jaxcontam.detect.pacost import PacostSettings
+from jaxcontam.detect.pacost.settings import PacostSettings
 from jaxcontam.errors import JaxcontamError
 
 

@@ -55,7 +55,7 @@ def test_the_documented_benchmark_loads_by_its_hub_id_from_a_data_root(capitals,
 
 @pytest.fixture
 def question_logprob():
-    from jaxcontam.detect.confidences import CONFIDENCES
+    from jaxcontam.detect.pacost.confidences import CONFIDENCES
 
     yield run_example("adding_a_detector.md", "confidence-example")["QUESTION_LOGPROB"]
     CONFIDENCES.unregister("question_logprob")
@@ -65,7 +65,9 @@ def question_logprob():
 def test_the_documented_confidence_is_measured_and_tested_when_chosen(question_logprob):
     import jaxcontam
     from jaxcontam.data import load_benchmark
-    from jaxcontam.detect.pacost import PacostSettings, pacost_records, pacost_result
+    from jaxcontam.detect.pacost.records import pacost_records
+    from jaxcontam.detect.pacost.settings import PacostSettings
+    from jaxcontam.detect.pacost.significance import pacost_result
     from jaxcontam.engine import score_logprobs
 
     model = jaxcontam.load_model(str(EXAMPLE / "model"))

@@ -19,8 +19,10 @@ from jaxcontam import cli
 from jaxcontam.commands.verdicts import echo_verdicts
 from jaxcontam.data import registry
 from jaxcontam.detect.contam import ContamSettings, MetricVerdict, contam_result
-from jaxcontam.detect.pacost import PacostResult, PacostSettings, paired_verdict
-from jaxcontam.detect.summary_values import json_ready
+from jaxcontam.detect.json_values import json_ready
+from jaxcontam.detect.pacost.results import PacostResult
+from jaxcontam.detect.pacost.settings import PacostSettings
+from jaxcontam.detect.pacost.significance import paired_verdict
 from jaxcontam.report import write_report
 from jaxcontam.report.formatting import gain_verdict, pacost_verdict
 from jaxcontam.report.summary_schema import AuditSummary

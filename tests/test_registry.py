@@ -133,7 +133,7 @@ def test_a_module_that_registers_itself_on_import_resolves_its_entry_point(tmp_p
 
 def test_the_four_registries_list_their_built_ins():
     from jaxcontam.data.registry import BENCHMARKS, resolve_spec
-    from jaxcontam.detect.confidences import CONFIDENCES
+    from jaxcontam.detect.pacost.confidences import CONFIDENCES
     from jaxcontam.detect.registry import BUILT_IN, DETECTORS
     from jaxcontam.models.families import FAMILIES
 

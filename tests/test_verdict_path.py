@@ -23,7 +23,7 @@ from jaxcontam.commands.verdicts import (
 )
 from jaxcontam.data.item import Benchmark, Item
 from jaxcontam.detect.audit_core import AuditSettings, audit_benchmark
-from jaxcontam.detect.pacost import PacostSettings
+from jaxcontam.detect.pacost.settings import PacostSettings
 from jaxcontam.detect.stage import AuditTarget
 from jaxcontam.report.summary_schema import read_summary
 from jaxcontam.stage_clock import StageClock
@@ -178,7 +178,7 @@ def test_without_a_reference_the_headline_says_uncalibrated_and_how_often_it_fla
 def test_the_uncalibrated_note_states_the_committed_real_model_result():
     """The note's counts are the control arm's halves (4 confidences x 3 benchmarks x 2 halves) flagged at p < 0.05
     by the authors' test and by the calibrated one, in the committed crossover results."""
-    from jaxcontam.detect.pacost import UNCALIBRATED_NOTE
+    from jaxcontam.detect.pacost.results import UNCALIBRATED_NOTE
 
     results = Path(__file__).resolve().parents[1] / "experiments/real_contamination/results/crossover.json"
     rows = [r for r in json.loads(results.read_text())["calibrated_pacost"]["rows"] if r["arm"] == "control"]

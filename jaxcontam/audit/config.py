@@ -46,7 +46,7 @@ from typing import Any, Literal
 from jaxcontam.data.roots import DEFAULT_ROOTS
 from jaxcontam.dataclass_config import apply_overrides, non_default_values, table_values
 from jaxcontam.detect.audit_core import DEFAULT_DETECTORS, AuditSettings
-from jaxcontam.detect.pacost import PacostSettings
+from jaxcontam.detect.pacost.settings import PacostSettings
 from jaxcontam.detect.registry import CORPUS_STAGES, DETECTORS
 from jaxcontam.detect.registry import settings_of as stage_settings
 from jaxcontam.detect.rephrase import RephraseGates

@@ -16,12 +16,12 @@ from jaxcontam import __version__
 from jaxcontam.audit.config import AuditConfig
 from jaxcontam.audit.inputs import AuditBenchmark, AuditInputs, check_inputs
 from jaxcontam.audit.store import StageStore, items_key, run_chunked, write_atomic
-from jaxcontam.audit.summary import sweep_decisions
+from jaxcontam.audit.sweep import sweep_decisions
 from jaxcontam.cluster import is_writer
 from jaxcontam.dataclass_config import non_default_values
 from jaxcontam.detect.audit_core import AuditSettings
+from jaxcontam.detect.json_values import json_ready
 from jaxcontam.detect.stage import AuditTarget, StageInput, fingerprint
-from jaxcontam.detect.summary_values import json_ready
 from jaxcontam.report import write_report
 from jaxcontam.report.summary_schema import SCHEMA_VERSION, AuditSummary, RunEntry, headline_verdicts
 from jaxcontam.stage_clock import StageClock, stage
@@ -31,7 +31,7 @@ from jaxcontam.storage import output_folder
 
 if TYPE_CHECKING:
     from jaxcontam.detect.audit_core import BenchmarkAudit
-    from jaxcontam.detect.pacost import SweepDecision
+    from jaxcontam.detect.pacost.results import SweepDecision
     from jaxcontam.detect.verdict import Verdict
 
 

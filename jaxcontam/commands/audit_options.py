@@ -14,8 +14,8 @@ import click
 
 from jaxcontam.commands.mesh_options import DTYPES, attention_from_environment, dtype_option, mesh_options
 from jaxcontam.commands.verdicts import FAIL_ON
-from jaxcontam.detect.confidences import CONFIDENCES
-from jaxcontam.detect.pacost import PRESETS
+from jaxcontam.detect.pacost.confidences import CONFIDENCES
+from jaxcontam.detect.pacost.settings import PRESETS
 from jaxcontam.engine.chat import CHAT_MODES
 from jaxcontam.stats.batched import METHODS
 

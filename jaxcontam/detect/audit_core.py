@@ -21,11 +21,11 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from jaxcontam.detect.pacost import PacostSettings
+from jaxcontam.detect.benchmark_results import Accuracy, GroundTruthResult, accuracy, ground_truth_result
+from jaxcontam.detect.pacost.settings import PacostSettings
 from jaxcontam.detect.registry import CORPUS_STAGES, DEFAULT_DETECTORS, DETECTORS
 from jaxcontam.detect.registry import settings_of as stage_settings
 from jaxcontam.detect.stage import AuditTarget, BuiltInResults, DetectorStage, StageInput
-from jaxcontam.detect.summaries import Accuracy, GroundTruthResult, accuracy, ground_truth_result
 from jaxcontam.errors import JaxcontamError
 from jaxcontam.stage_clock import stage as timed
 from jaxcontam.stats.multiple import DEFAULT_ALPHA

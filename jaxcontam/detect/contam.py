@@ -12,8 +12,8 @@ from __future__ import annotations
 import dataclasses
 import math
 
+from jaxcontam.detect.json_values import json_float, json_optional_float
 from jaxcontam.detect.status import TestOutcome
-from jaxcontam.detect.summary_values import json_float, json_optional_float
 from jaxcontam.errors import JaxcontamError
 from jaxcontam.ngram.audit import METRICS
 from jaxcontam.stats import EPGRow, epg_curve, max_z_test, select_threshold

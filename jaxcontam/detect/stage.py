@@ -23,10 +23,10 @@ from jaxcontam.dataclass_config import non_default_values
 
 if TYPE_CHECKING:
     from jaxcontam.data.item import Benchmark, Item
+    from jaxcontam.detect.benchmark_results import DetectorSummary
     from jaxcontam.detect.contam import ContamResult
     from jaxcontam.detect.exchangeability import ExchangeabilityResult
-    from jaxcontam.detect.pacost import PacostResult, SweepDecision
-    from jaxcontam.detect.summaries import DetectorSummary
+    from jaxcontam.detect.pacost.results import PacostResult, SweepDecision
     from jaxcontam.detect.verdict import Verdict
 
 Settings = TypeVar("Settings")

@@ -1,12 +1,12 @@
 # pyright: standard
 """The likelihood detectors as one detector of the audit: mean log-prob, zlib ratio, Min-K% and Min-K%++ of each item's
-solved text (prompt + gold answer), summarised per benchmark (`detect.summaries.likelihood_result`)."""
+solved text (prompt + gold answer), summarised per benchmark (`detect.benchmark_results.likelihood_result`)."""
 
 from __future__ import annotations
 
+from jaxcontam.detect.benchmark_results import DetectorSummary, likelihood_result
 from jaxcontam.detect.likelihood import LikelihoodSettings, detector_scores
 from jaxcontam.detect.stage import DetectorStage, DetectorView, PerItemWork, StageInput
-from jaxcontam.detect.summaries import DetectorSummary, likelihood_result
 from jaxcontam.engine import score_logprobs
 from jaxcontam.report import sections
 

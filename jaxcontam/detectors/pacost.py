@@ -9,15 +9,10 @@ import dataclasses
 import math
 from pathlib import Path
 
-from jaxcontam.detect.pacost import (
-    UNCALIBRATED_NOTE,
-    PacostResult,
-    PacostSettings,
-    calibrated_verdict,
-    needs_answer,
-    pacost_records,
-    pacost_result,
-)
+from jaxcontam.detect.pacost.records import pacost_records
+from jaxcontam.detect.pacost.results import UNCALIBRATED_NOTE, PacostResult
+from jaxcontam.detect.pacost.settings import PacostSettings, needs_answer
+from jaxcontam.detect.pacost.significance import calibrated_verdict, pacost_result
 from jaxcontam.detect.stage import DetectorStage, DetectorView, PerItemWork, StageInput, fingerprint
 from jaxcontam.detect.verdict import Verdict
 from jaxcontam.report import sections

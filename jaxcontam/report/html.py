@@ -15,8 +15,8 @@ import re
 from html import escape
 from pathlib import Path
 
+from jaxcontam.detect.benchmark_results import Accuracy, GroundTruthResult
 from jaxcontam.detect.registry import DETECTORS
-from jaxcontam.detect.summaries import Accuracy, GroundTruthResult
 from jaxcontam.detect.sweep import Sweep
 from jaxcontam.detect.verdict import Verdict
 from jaxcontam.report import plots

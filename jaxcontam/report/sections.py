@@ -9,10 +9,10 @@ from collections.abc import Mapping
 from html import escape
 from pathlib import Path
 
+from jaxcontam.detect.benchmark_results import DetectorSummary
 from jaxcontam.detect.contam import ContamResult, MetricVerdict
 from jaxcontam.detect.exchangeability import ExchangeabilityResult
-from jaxcontam.detect.pacost import UNCALIBRATED_NOTE, PacostResult, PairedVerdict
-from jaxcontam.detect.summaries import DetectorSummary
+from jaxcontam.detect.pacost.results import UNCALIBRATED_NOTE, PacostResult, PairedVerdict
 from jaxcontam.report.formatting import interval, percent
 from jaxcontam.report.html_parts import (
     badge,

@@ -27,9 +27,9 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from jaxcontam.detect.benchmark_results import Accuracy, GroundTruthResult
 from jaxcontam.detect.registry import DETECTORS
 from jaxcontam.detect.stage import BuiltInResults
-from jaxcontam.detect.summaries import Accuracy, GroundTruthResult
 from jaxcontam.detect.sweep import Sweep
 from jaxcontam.detect.verdict import Verdict
 from jaxcontam.errors import JaxcontamError

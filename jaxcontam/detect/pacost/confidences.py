@@ -30,7 +30,7 @@ from jaxcontam.registry import Registry
 class SideEvidence:
     """One side of a chunk of items, as its confidences measure it: the model, the benchmark, the items, the questions
     asked (originals or rephrasings), the model's answers, the indices of the answers a judge is shown (`judged`: the
-    ones with text) with what it is shown (`shown`: questions and answers as `detect.pacost.judge_question` and
+    ones with text) with what it is shown (`shown`: questions and answers as `detect.pacost.records.judge_question` and
     `judged_answer` write them) and the PaCoST settings. What two confidences share is measured once."""
 
     model: Any
@@ -40,7 +40,7 @@ class SideEvidence:
     answers: Sequence[Answer]
     judged: Sequence[int]
     shown: tuple[list[str], list[str]]
-    settings: Any  # detect.pacost.PacostSettings
+    settings: Any  # detect.pacost.settings.PacostSettings
 
     def per_item(self, values: Sequence, fill: Any = math.nan) -> list:
         """Values of the judged answers spread over every item (`fill` elsewhere)."""

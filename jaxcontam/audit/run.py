@@ -246,7 +246,7 @@ def reference_records(
     assert work is not None  # PaCoST answers per item
     stage_input = StageInput(model, target, settings.seed, settings.resamples, settings.alpha)
     key = _stage_key(config, str(config.pacost_reference), "float32", bench)
-    store = StageStore(out / "state", "pacost", key | work.resume_key(stage_input, settings.pacost))
+    store = StageStore(out / "state", "pacost", key | work.key(stage_input, settings.pacost))
     progress = _progress(f"pacost reference | {bench.entry.label}")
     compute = work.compute(stage_input, settings.pacost)
     return run_chunked(store, list(bench.benchmark), config.chunk_size, compute, progress)

@@ -137,9 +137,10 @@ def audit_benchmark(
             continue
         stage_settings = settings.settings_of(stage.name)
         start = time.perf_counter()
-        key = work.resume_key(stage_input, stage_settings)
+        key = work.key(stage_input, stage_settings)
         with timed(work.clock) if work.clock else contextlib.nullcontext():
             records = run_stage(stage.name, key, items, work.compute(stage_input, stage_settings))
+        work.check(stage.name, stage_settings, records)
         seconds[stage.name] = time.perf_counter() - start
         for row, record in zip(rows, records, strict=True):
             row.update({k: v for k, v in record.items() if k != "id"})
@@ -152,8 +153,11 @@ def audit_benchmark(
                 {k: v for k, v in metrics.items() if k not in ("benchmark", "id", "num_tokens")},
                 ngram_num_tokens=metrics.get("num_tokens"),
             )
+    provided = set().union(*(stage.provides(settings.settings_of(stage.name)) for stage in stages))
     results = {}
     for stage in stages:
+        if not set(stage.reads) <= provided:
+            continue  # the columns it reads come from a detector that did not run (ConTAM without PaCoST)
         start = time.perf_counter()
         with timed(stage.result_clock):
             result = stage.result(stage_input, settings.settings_of(stage.name), rows)

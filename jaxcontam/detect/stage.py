@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from jaxcontam.dataclass_config import non_default_values
+from jaxcontam.errors import JaxcontamError
 
 if TYPE_CHECKING:
     from jaxcontam.data.item import Benchmark, Item
@@ -72,17 +73,35 @@ def fingerprint(key: dict) -> str:
 @dataclasses.dataclass(frozen=True)
 class PerItemWork(Generic[Settings]):
     """A stage's per-item work: `records(input, settings, items)` gives one JSON-able dict per item of a chunk
-    (`jaxcontam audit` stores finished chunks and resumes them); `resume_key(input, settings)` is everything besides
-    the model and benchmark those records depend on; `clock` the `stage_clock` stage its time counts as (None: the
-    work times its own parts)."""
+    (`jaxcontam audit` stores finished chunks and resumes them), holding its id and the columns `writes(settings)`
+    declares; `resume_key(input, settings)` is everything besides the model and benchmark those records depend on
+    (`key` adds the declared columns, so a stored chunk is reused only for the columns it holds); `clock` the
+    `stage_clock` stage its time counts as (None: the work times its own parts)."""
 
     records: Callable[[StageInput, Settings, Sequence[Item]], list[dict]]
     resume_key: Callable[[StageInput, Settings], dict]
+    writes: Callable[[Settings], Sequence[str]]
     clock: str | None = None
 
     def compute(self, stage_input: StageInput, settings: Settings) -> Callable[[Sequence[Item]], list[dict]]:
         """The records of a chunk of items, as `run_stage` calls it."""
         return lambda chunk: self.records(stage_input, settings, chunk)
+
+    def key(self, stage_input: StageInput, settings: Settings) -> dict:
+        """What its stored chunks are named by: its resume key and the columns it computes (a confidence or score
+        added later changes it, so an older folder's chunks are computed again, never read without the column)."""
+        return self.resume_key(stage_input, settings) | {"columns": sorted(self.writes(settings))}
+
+    def check(self, name: str, settings: Settings, records: Sequence[dict]) -> None:
+        """Refuse records that lack a declared column (a stage that writes other columns than it declares)."""
+        declared = set(self.writes(settings)) | {"id"}
+        for record in records:
+            if not declared <= set(record):
+                missing = ", ".join(sorted(declared - set(record)))
+                raise JaxcontamError(
+                    f"detector {name!r}: its records lack the column(s) {missing} its per-item work declares "
+                    "(PerItemWork.writes); declare exactly the columns `records` writes"
+                )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -100,8 +119,12 @@ class DetectorView(Generic[Result]):
 class DetectorStage(Generic[Settings, Result]):
     """One detector of the audit core.
 
-    per_item: its per-item work (`PerItemWork`), or None for a detector that works on the benchmark as a whole.
-    columns(settings, row): the per-item columns derived from an item's stored record (not stored themselves).
+    per_item: its per-item work (`PerItemWork`, with the columns it writes), or None for a detector that works on the
+        benchmark as a whole.
+    columns(settings, row): the per-item columns derived from an item's stored record (not stored themselves), the
+        ones `derives` names.
+    reads: the per-item columns of other stages its result needs (ConTAM reads PaCoST's `correct`); without a stage
+        that runs and writes or derives them, the detector has no result.
     result(input, settings, rows): the detector's result from every item's row (all stages' columns, ngram too),
         timed as `result_clock`; None when it has nothing to work on (ConTAM without a corpus).
     summary_entry(result) / read_entry(entry): summary.json's entry, and the result read back from it.
@@ -123,6 +146,8 @@ class DetectorStage(Generic[Settings, Result]):
     read_entry: Callable[[dict], Result]
     per_item: PerItemWork[Settings] | None = None
     columns: Callable[[Settings, dict], dict] | None = None
+    derives: tuple[str, ...] = ()
+    reads: tuple[str, ...] = ()
     result_clock: str = "verdicts"
     title: str = ""
     headline: Callable[[Result, float], Verdict | None] | None = None
@@ -135,6 +160,10 @@ class DetectorStage(Generic[Settings, Result]):
     def heading(self) -> str:
         """Its name as a reader sees it (the report's section title)."""
         return self.title or self.name
+
+    def provides(self, settings: Settings) -> set[str]:
+        """The per-item columns it gives every other stage: the ones its work writes and the ones it derives."""
+        return set(self.derives) | (set() if self.per_item is None else set(self.per_item.writes(settings)))
 
     def record_settings(self, settings: Settings) -> dict:
         """summary.json's `settings` entries of this detector (its `settings_entry`, else its non-default fields

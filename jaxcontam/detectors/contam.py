@@ -17,8 +17,8 @@ from jaxcontam.report.formatting import gain_verdict, number
 
 
 def _result(stage_input: StageInput, settings: ContamSettings, rows: list[dict]) -> ContamResult | None:
-    if stage_input.target.ngram is None or not rows or "correct" not in rows[0]:
-        return None  # EPG needs a corpus's metrics and the correctness PaCoST measures
+    if stage_input.target.ngram is None or not rows:
+        return None  # EPG needs a corpus's metrics (and the correctness PaCoST measures: `reads`)
     return contam_result(rows, dataclasses.replace(settings, alpha=stage_input.alpha))
 
 
@@ -69,6 +69,7 @@ CONTAM_STAGE = DetectorStage(
     result=_result,
     summary_entry=ContamResult.to_dict,
     read_entry=ContamResult.from_dict,
+    reads=("correct",),  # PaCoST's, per item
     result_clock="epg",
     title="ConTAM",
     headline=_headline,

@@ -5,7 +5,7 @@ solved text (prompt + gold answer), summarised per benchmark (`detect.benchmark_
 from __future__ import annotations
 
 from jaxcontam.detect.benchmark_results import DetectorSummary, likelihood_result
-from jaxcontam.detect.likelihood import LikelihoodSettings, detector_scores
+from jaxcontam.detect.likelihood import LIKELIHOOD_DETECTORS, LikelihoodSettings, detector_scores
 from jaxcontam.detect.stage import DetectorStage, DetectorView, PerItemWork, StageInput
 from jaxcontam.engine import score_logprobs
 from jaxcontam.report import sections
@@ -42,7 +42,7 @@ LIKELIHOOD_STAGE = DetectorStage(
     name="likelihood",
     settings_type=LikelihoodSettings,
     result_type=dict,  # detector name -> DetectorSummary
-    per_item=PerItemWork(_records, _resume_key, clock="score"),
+    per_item=PerItemWork(_records, _resume_key, lambda settings: LIKELIHOOD_DETECTORS, clock="score"),
     result=_result,
     summary_entry=_summary_entry,
     read_entry=_read_entry,

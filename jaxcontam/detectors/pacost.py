@@ -9,6 +9,7 @@ import dataclasses
 import math
 from pathlib import Path
 
+from jaxcontam.detect.pacost.confidences import CONFIDENCES
 from jaxcontam.detect.pacost.records import pacost_records
 from jaxcontam.detect.pacost.results import UNCALIBRATED_NOTE, PacostResult
 from jaxcontam.detect.pacost.settings import PacostSettings, needs_answer
@@ -29,6 +30,14 @@ def _records(stage_input: StageInput, settings: PacostSettings, items) -> list[d
 def _resume_key(stage_input: StageInput, settings: PacostSettings) -> dict:
     """The settings and the rephrasings answered."""
     return {"settings": settings.to_dict(), "rephrasings": fingerprint(stage_input.target.rephrasing_of())}
+
+
+def _writes(settings: PacostSettings) -> tuple[str, ...]:
+    """Per item: whether it was asked as chat turns, its accepted rephrasing, and on each side the answer, its
+    correctness and every column of every measured confidence."""
+    confidences = [column for name in settings.measured() for column in CONFIDENCES[name].columns]
+    per_side = ["answer", "correct", "correct_norm", *confidences]
+    return ("chat", "rephrase", *(f"{column}_{side}" for side in ("original", "rephrased") for column in per_side))
 
 
 def _columns(settings: PacostSettings, record: dict) -> dict:
@@ -103,8 +112,9 @@ PACOST_STAGE = DetectorStage(
     name="pacost",
     settings_type=PacostSettings,
     result_type=PacostResult,
-    per_item=PerItemWork(_records, _resume_key),
+    per_item=PerItemWork(_records, _resume_key, _writes),
     columns=_columns,
+    derives=("correct", "correct_norm", "pacost_conf_original", "pacost_conf_rephrased", "pacost_kept"),
     result=_result,
     summary_entry=PacostResult.to_dict,
     read_entry=PacostResult.from_dict,

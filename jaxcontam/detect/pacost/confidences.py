@@ -103,7 +103,7 @@ class Confidence:
     side; clock: the `stage_clock` stage its time counts as; needs_answer: it measures the model's answer (a pair
     without an answer is dropped from its test); on_demand: measured only when it is the chosen confidence (it costs
     a generation per answer); positive: 0 means "no verdict" (the pair is dropped, as the authors keep pairs with both
-    confidences > 0)."""
+    confidences > 0); beside: the columns `measure` writes beside its own (the judge's reply)."""
 
     name: str
     measure: Callable[[SideEvidence], dict[str, list]]
@@ -111,6 +111,12 @@ class Confidence:
     needs_answer: bool = True
     on_demand: bool = False
     positive: bool = False
+    beside: tuple[str, ...] = ()
+
+    @property
+    def columns(self) -> tuple[str, ...]:
+        """The per-side columns it writes: its own, then those beside it."""
+        return (self.name, *self.beside)
 
 
 CONFIDENCES: Registry[Confidence] = Registry(
@@ -118,7 +124,7 @@ CONFIDENCES: Registry[Confidence] = Registry(
 )
 CONFIDENCES.register(Confidence("p_true", _p_true))
 CONFIDENCES.register(Confidence("p_true_raw", _p_true_raw))
-CONFIDENCES.register(Confidence("p_yes", _p_yes, on_demand=True, positive=True))
+CONFIDENCES.register(Confidence("p_yes", _p_yes, on_demand=True, positive=True, beside=("judge_reply",)))
 CONFIDENCES.register(Confidence("answer_logprob", _answer_logprob, clock="answer"))
 CONFIDENCES.register(Confidence("question_min_k_plus_plus", _question_min_k_plus_plus, "score", needs_answer=False))
 CONFIDENCES.protect()

@@ -112,6 +112,12 @@ class Registry(Generic[T]):
         self._entries.pop(name, None)
         for alias in [alias for alias, owner in self._aliases.items() if owner == name]:
             del self._aliases[alias]
+        for alias, owners in list(self._ambiguous.items()):  # an alias it shared with one other goes back to it
+            if name in owners:
+                owners.remove(name)
+                if len(owners) == 1:
+                    del self._ambiguous[alias]
+                    self._aliases[alias] = owners[0]
 
     def protect(self) -> None:
         """Mark every entry registered so far as built-in (`unregister` refuses them)."""

@@ -67,8 +67,14 @@ def test_aliases_and_a_shared_alias_that_names_neither_until_settled():
     assert registry.get("org/arc") is None
     with pytest.raises(JaxcontamError, match="thing 'org/arc' is ambiguous: it names easy, hard"):
         registry["org/arc"]
-    registry.alias("org/arc", "hard")
-    assert registry["org/arc"].name == "hard"
+    registry.register(Thing("medium", hub=("org/arc",)))
+    registry.unregister("easy")
+    assert registry.get("arc-e") is None and registry.get("org/arc") is None  # still shared by hard and medium
+    registry.unregister("medium")
+    assert registry["org/arc"].name == "hard"  # its one claimant left
+    registry.register(Thing("other", hub=("org/arc",)))
+    registry.alias("org/arc", "other")
+    assert registry["org/arc"].name == "other"
 
 
 def test_a_lazy_entry_is_imported_on_first_use_and_checked(tmp_path, monkeypatch):

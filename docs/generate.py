@@ -429,7 +429,7 @@ CONFIG_TABLES = [
         "jaxcontam.audit.config:AuditConfig",
         {"paths": "corpora", "text_field": "corpus_text_field", "counts": "counts"},
     ),
-    ("[pacost]", "jaxcontam.detect.pacost:PacostSettings", None),
+    ("[pacost]", "jaxcontam.detect.pacost.settings:PacostSettings", None),
     (
         "[pacost] (the rephrase model)",
         "jaxcontam.audit.config:AuditConfig",
@@ -521,7 +521,7 @@ def config_reference() -> str:
 
 
 def pacost_presets() -> str:
-    presets = resolve("jaxcontam.detect.pacost:PRESETS")
+    presets = resolve("jaxcontam.detect.pacost.settings:PRESETS")
     keys = list(dict.fromkeys(k for preset in presets.values() for k in preset))
     lines = ["| preset | " + " | ".join(f"`{k}`" for k in keys) + " |", "|---|" + "---|" * len(keys)]
     for name, preset in presets.items():

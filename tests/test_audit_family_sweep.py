@@ -10,7 +10,7 @@ import pytest
 
 from jaxcontam.audit.config import load_config
 from jaxcontam.audit.run import run_audit
-from jaxcontam.detect.summaries import Accuracy
+from jaxcontam.detect.benchmark_results import Accuracy
 from jaxcontam.training import init_hf_tensors, save_hf_model
 
 BUNDLED = __import__("pathlib").Path(__file__).resolve().parents[1] / "jaxcontam" / "examples" / "tiny_contaminated"

@@ -7,9 +7,11 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from jaxcontam.audit.summary import sweep_decisions
+from jaxcontam.audit.sweep import sweep_decisions
 from jaxcontam.detect.contam import ContamSettings, contam_result
-from jaxcontam.detect.pacost import PacostResult, PacostSettings, SweepDecision, paired_verdict
+from jaxcontam.detect.pacost.results import PacostResult, SweepDecision
+from jaxcontam.detect.pacost.settings import PacostSettings
+from jaxcontam.detect.pacost.significance import paired_verdict
 from jaxcontam.detect.verdict import Verdict
 from jaxcontam.stats import separation, sweep_resamples
 

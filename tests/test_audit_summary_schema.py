@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from jaxcontam.detect.summaries import Accuracy
+from jaxcontam.detect.benchmark_results import Accuracy
 from jaxcontam.errors import JaxcontamError
 from jaxcontam.report.summary_schema import SCHEMA_VERSION, AuditSummary, read_summary
 

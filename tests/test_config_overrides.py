@@ -7,7 +7,7 @@ from click.testing import CliRunner
 
 from jaxcontam.audit.config import EXAMPLE_CONFIG, load_config, with_overrides
 from jaxcontam.dataclass_config import apply_overrides, parse_override
-from jaxcontam.detect.pacost import PacostSettings
+from jaxcontam.detect.pacost.settings import PacostSettings
 from jaxcontam.errors import JaxcontamError
 
 
@@ -65,7 +65,7 @@ def test_the_bundled_config_with_overrides():
         ("benchmark.limit=true", r"\[\[benchmark\]\] #1: limit = True is bool, but limit takes int \| None"),
         (
             "pacost.confidence=ptrue",
-            r"confidence = 'ptrue' is not allowed; confidence takes one of 'p_true', 'p_true_raw'",
+            r"\[pacost\] PaCoST confidence 'ptrue' is unknown: use one of p_true, p_true_raw",  # its registry's names
         ),
         ("pacost.preset=papers", r"preset = 'papers' is not allowed; preset takes one of 'jaxcontam', 'paper'"),
         ("pacost.answers=beam", r"answers = 'beam' is not allowed; answers takes one of 'greedy', 'sampled'"),

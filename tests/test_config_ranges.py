@@ -12,7 +12,7 @@ from helpers import MODEL_LOAD_REACHED
 from jaxcontam.audit.config import EXAMPLE_CONFIG, AuditConfig, BenchmarkEntry, config_from_toml, with_overrides
 from jaxcontam.dataclass_config import Range, apply_overrides, click_type, field_range
 from jaxcontam.detect.contam import ContamSettings
-from jaxcontam.detect.pacost import PacostSettings
+from jaxcontam.detect.pacost.settings import PacostSettings
 from jaxcontam.errors import JaxcontamError
 from jaxcontam.storage.outputs import local_folder
 

@@ -11,15 +11,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from jaxcontam.data.registry import load_benchmark
-from jaxcontam.detect.pacost import (
-    CONFIDENCES,
-    PacostSettings,
-    judge_question,
-    judged_answer,
-    pacost_records,
-    pacost_result,
-    paired_verdict,
-)
+from jaxcontam.detect.pacost.confidences import CONFIDENCES
+from jaxcontam.detect.pacost.records import judge_question, judged_answer, pacost_records
+from jaxcontam.detect.pacost.settings import PacostSettings
+from jaxcontam.detect.pacost.significance import pacost_result, paired_verdict
 from jaxcontam.engine.ptrue import KADAVATH
 from jaxcontam.errors import JaxcontamError
 
@@ -291,7 +286,7 @@ def test_jaxcontam_audit_takes_the_preset_from_its_option(tmp_path, monkeypatch)
 def test_the_calibrated_verdict_tests_the_gap_against_the_reference_models_gap():
     """Both models prefer every original by the same rephrasing bias: the authors' test flags the audited model, the
     calibrated one does not; an extra gap in the audited model alone is flagged (p from the sign-flip test of d)."""
-    from jaxcontam.detect.pacost import calibrated_verdict
+    from jaxcontam.detect.pacost.significance import calibrated_verdict
     from jaxcontam.stats.calibrated import reference_test
 
     rng = np.random.default_rng(3)

@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 import scipy.stats
 
-from jaxcontam.detect.pacost import PacostSettings, paired_verdict
+from jaxcontam.detect.pacost.settings import PacostSettings
+from jaxcontam.detect.pacost.significance import paired_verdict
 
 SIMULATIONS = 1000
 ALPHA = 0.05  # the audit's default level

@@ -4,7 +4,8 @@ import math
 
 import pytest
 
-from jaxcontam.detect.pacost import PacostSettings, paired_verdict
+from jaxcontam.detect.pacost.settings import PacostSettings
+from jaxcontam.detect.pacost.significance import paired_verdict
 from jaxcontam.detect.status import TestOutcome, TestStatus
 
 

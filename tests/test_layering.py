@@ -30,11 +30,12 @@ LAYERS = (
         "stage_clock",
         "compile_cache",
         "chat_render",
+        "registry",
     ),
     ("models", "language_model", "functional", "flax_models", "kernels", "cache_slots"),
     ("data", "stats", "engine", "ngram", "decontam"),
     ("detect", "report"),
-    ("audit", "training", "planning", "lm_eval", "__init__"),
+    ("detectors", "audit", "training", "planning", "lm_eval", "__init__"),
     ("commands", "cli"),
 )
 LAYER = {component: level for level, components in enumerate(LAYERS) for component in components}

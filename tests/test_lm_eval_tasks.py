@@ -34,7 +34,7 @@ from helpers import (
 lm_eval = pytest.importorskip("lm_eval")
 
 from jaxcontam.data import load_benchmark  # noqa: E402
-from jaxcontam.data.registry import SPECS  # noqa: E402
+from jaxcontam.data.registry import BENCHMARKS  # noqa: E402
 
 DOCS = 50
 
@@ -74,7 +74,7 @@ def test_copa_continuations_start_with_two_spaces(requests):
 
 
 def test_registered_lm_eval_tasks_exist_in_lm_eval():
-    named = {spec.lm_eval_task for spec in SPECS if spec.lm_eval_task}
+    named = {spec.lm_eval_task for spec in BENCHMARKS.values() if spec.lm_eval_task}
     assert named - {"mmlu", "minerva_math"} <= set(lm_eval_task_manager().all_subtasks)
     assert {"mmlu", "minerva_math"} <= set(lm_eval_task_manager().all_groups)
 

@@ -12,7 +12,7 @@ import pytest
 
 from helpers import LM_EVAL_FROZEN, LM_EVAL_PAIRS, jaxcontam_ids, jaxcontam_requests, smollm2_tokenizer
 from jaxcontam.data import load_benchmark
-from jaxcontam.data.registry import SPECS
+from jaxcontam.data.registry import BENCHMARKS
 
 FROZEN_TASKS = json.loads(LM_EVAL_FROZEN.read_text(encoding="utf-8"))["tasks"]
 
@@ -51,7 +51,7 @@ def test_each_benchmark_follows_an_lm_eval_task_checked_here_or_says_how_it_diff
     assert {(name, split, task) for name, split, task, _ in LM_EVAL_PAIRS} == {
         (entry["benchmark"], entry["split"], task) for task, entry in FROZEN_TASKS.items()
     }
-    for spec in SPECS:
+    for spec in BENCHMARKS.values():
         assert spec.lm_eval_task, spec.name
         assert spec.name in checked or spec.lm_eval_differences, spec.name
         pair = next((p for p in LM_EVAL_PAIRS if p[0] == spec.name), None)

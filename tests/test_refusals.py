@@ -19,8 +19,10 @@ from jaxcontam import cli
 from jaxcontam.commands.verdicts import echo_verdicts
 from jaxcontam.data import registry
 from jaxcontam.detect.contam import ContamSettings, MetricVerdict, contam_result
-from jaxcontam.detect.pacost import PacostResult, PacostSettings, paired_verdict
-from jaxcontam.detect.summary_values import json_ready
+from jaxcontam.detect.json_values import json_ready
+from jaxcontam.detect.pacost.results import PacostResult
+from jaxcontam.detect.pacost.settings import PacostSettings
+from jaxcontam.detect.pacost.significance import paired_verdict
 from jaxcontam.report import write_report
 from jaxcontam.report.formatting import gain_verdict, pacost_verdict
 from jaxcontam.report.summary_schema import AuditSummary
@@ -71,8 +73,8 @@ def test_without_a_split_the_covered_split_is_chosen_and_said(jaxcontam_cli, tmp
     )
     assert err.startswith("model ") and MODEL_LOAD_REACHED in err  # COPA's default, validation, is covered: no warning
     # a default split the source covers too little of: COPA's default made its legacy `dev` (ids 1-500)
-    copa = registry.ALIASES["copa"]
-    monkeypatch.setitem(registry.ALIASES, "copa", dataclasses.replace(copa, default_split="dev"))
+    copa = registry.BENCHMARKS["copa"]
+    monkeypatch.setitem(registry.BENCHMARKS._entries, "copa", dataclasses.replace(copa, default_split="dev"))
     code, err = jaxcontam_cli(
         "pacost",
         "--model",

@@ -12,20 +12,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from jaxcontam.audit.summary import sweep_decisions
+from jaxcontam.audit.sweep import sweep_decisions
+from jaxcontam.detect.benchmark_results import Accuracy, DetectorSummary, GroundTruthResult, GroupSummary
 from jaxcontam.detect.contam import ContamSettings, contam_result
 from jaxcontam.detect.exchangeability import ExchangeabilityResult
-from jaxcontam.detect.pacost import (
-    CalibratedVerdict,
-    PacostResult,
-    PacostSettings,
-    PairedVerdict,
-    SweepDecision,
-    paired_verdict,
-)
+from jaxcontam.detect.json_values import json_ready
+from jaxcontam.detect.pacost.results import CalibratedVerdict, PacostResult, PairedVerdict, SweepDecision
+from jaxcontam.detect.pacost.settings import PacostSettings
+from jaxcontam.detect.pacost.significance import paired_verdict
 from jaxcontam.detect.status import TestOutcome
-from jaxcontam.detect.summaries import Accuracy, DetectorSummary, GroundTruthResult, GroupSummary
-from jaxcontam.detect.summary_values import json_ready
 from jaxcontam.detect.verdict import Verdict
 from jaxcontam.report.summary_schema import SCHEMA_VERSION, AuditSummary, RunEntry, headline_verdicts
 

@@ -23,7 +23,8 @@ from jaxcontam.commands.verdicts import (
 )
 from jaxcontam.data.item import Benchmark, Item
 from jaxcontam.detect.audit_core import AuditSettings, audit_benchmark
-from jaxcontam.detect.pacost import PacostSettings
+from jaxcontam.detect.pacost.settings import PacostSettings
+from jaxcontam.detect.registry import DETECTORS
 from jaxcontam.detect.stage import AuditTarget
 from jaxcontam.report.summary_schema import read_summary
 from jaxcontam.stage_clock import StageClock
@@ -43,9 +44,11 @@ def gaps_with_pvalue(low: float, high: float) -> list[float]:
 
 def records(gaps: list[float] | None, settings: PacostSettings) -> list[dict]:
     """PaCoST records of N items: the chosen confidence 0.5 + gap on the original, 0.5 on the rephrasing (None: the
-    judge said neither yes nor no on any item, so no pair can be tested); the other measured confidences NaN."""
+    judge said neither yes nor no on any item, so no pair can be tested); every other column PaCoST declares NaN."""
     confidence = settings.confidence
-    others = {f"{c}_{side}": math.nan for c in settings.measured() for side in ("original", "rephrased")}
+    work = DETECTORS["pacost"].per_item
+    assert work is not None
+    others = dict.fromkeys(work.writes(settings), math.nan) | {"chat": False}
     rows = []
     for i in range(N):
         original = 0.0 if gaps is None else 0.5 + gaps[i]
@@ -178,7 +181,7 @@ def test_without_a_reference_the_headline_says_uncalibrated_and_how_often_it_fla
 def test_the_uncalibrated_note_states_the_committed_real_model_result():
     """The note's counts are the control arm's halves (4 confidences x 3 benchmarks x 2 halves) flagged at p < 0.05
     by the authors' test and by the calibrated one, in the committed crossover results."""
-    from jaxcontam.detect.pacost import UNCALIBRATED_NOTE
+    from jaxcontam.detect.pacost.results import UNCALIBRATED_NOTE
 
     results = Path(__file__).resolve().parents[1] / "experiments/real_contamination/results/crossover.json"
     rows = [r for r in json.loads(results.read_text())["calibrated_pacost"]["rows"] if r["arm"] == "control"]

@@ -31,7 +31,7 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "example"))
 from build_example import SHARED, public_text, sample  # noqa: E402
 
 from jaxcontam.data import attach_paraphrases, load_benchmark, load_paraphrases  # noqa: E402
-from jaxcontam.detect.pacost import PacostSettings  # noqa: E402
+from jaxcontam.detect.pacost.settings import PacostSettings  # noqa: E402
 from jaxcontam.detect.exchangeability import ExchangeabilitySettings  # noqa: E402
 from jaxcontam.detect.rephrase import choose_attached  # noqa: E402
 from jaxcontam.stats import separation  # noqa: E402

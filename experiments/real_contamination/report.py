@@ -138,7 +138,8 @@ def half_counts(pvalues: dict) -> dict:
 def pacost_halves(items, preset: str) -> dict:
     """Each confidence's paired test on each benchmark's contaminated and clean halves: the rates over the halves
     it tested (`n`: tested halves per side), a half it could not test stored as NaN and left out."""
-    from jaxcontam.detect.pacost import PacostSettings, paired_verdict
+    from jaxcontam.detect.pacost.settings import PacostSettings
+    from jaxcontam.detect.pacost.significance import paired_verdict
 
     settings = PacostSettings(preset=preset)
     results = {}
@@ -200,11 +201,12 @@ def aucs_with_nulls(items, resamples: int = 9999) -> dict:
 
 def paper_preset(items) -> dict:
     """The authors' method per benchmark: on how many items (per half) the judge's reply said yes or no at all
-    (P(yes) > 0: `detect.pacost.POSITIVE_CONFIDENCES`), how many pairs the paired t-test keeps, its p per half, and
+    (P(yes) > 0: `detect.pacost.confidences`), how many pairs the paired t-test keeps, its p per half, and
     the AUC of P(yes) on the original text, contaminated half against the clean half, over the items it judged;
     also the share of judge replies (original text) that open with the benchmarks' "Answer:" line, the format the
     contaminated arms were trained on, instead of a yes or a no."""
-    from jaxcontam.detect.pacost import PacostSettings, paired_verdict
+    from jaxcontam.detect.pacost.settings import PacostSettings
+    from jaxcontam.detect.pacost.significance import paired_verdict
 
     crossover, settings = crossover_module(), PacostSettings(preset="paper")
     out = {}
@@ -230,7 +232,7 @@ def paper_preset(items) -> dict:
 
 def paper_caps(folder: pathlib.Path) -> dict:
     """The new-token caps the arm's paper audit ran with (its audit_paper.toml; the preset's own where unset)."""
-    from jaxcontam.detect.pacost import PacostSettings
+    from jaxcontam.detect.pacost.settings import PacostSettings
 
     pacost = tomllib.loads((folder / "audit_paper.toml").read_text()).get("pacost", {})
     defaults = PacostSettings(preset="paper")

@@ -182,13 +182,13 @@ def benchmarks(mmlu: pathlib.Path, items: int):
 
 def item_logprobs(model_path, benches, form: str, seed: int, crossover: bool = False) -> list[dict]:
     """Per item: mean log-prob of the text the arm trains on in `form` (items without a paraphrase: their verbatim
-    text) and of the text the likelihood detectors score (`detect.stages.likelihood.likelihood_records`: the solved
+    text) and of the text the likelihood detectors score (`detectors.likelihood.likelihood_records`: the solved
     text); `drawn`: contaminated in every arm with copies > 0 (the command's own draw; its complement in a
     crossover arm)."""
     import numpy as np
 
     import jaxcontam as jc
-    from jaxcontam.detect.stages.likelihood import likelihood_records
+    from jaxcontam.detectors.likelihood import likelihood_records
     from jaxcontam.engine.scoring import score_logprobs
     from jaxcontam.training.contamination_mix import draw_contaminated, encode_document, item_document
 

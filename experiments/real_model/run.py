@@ -62,7 +62,7 @@ def audit_config(args, out: Path):
     from jaxcontam.audit.config import AuditConfig, BenchmarkEntry, ModelEntry
     from jaxcontam.detect.audit_core import DEFAULT_DETECTORS
     from jaxcontam.detect.exchangeability import ExchangeabilitySettings
-    from jaxcontam.detect.pacost import PacostSettings
+    from jaxcontam.detect.pacost.settings import PacostSettings
 
     benchmarks = (
         BenchmarkEntry(name="gsm8k", split="test", path=str(SHARED), paraphrases="gsm8k_rephrase", limit=args.gsm8k),
@@ -127,7 +127,7 @@ def membership(args, out: Path) -> dict:
     """Likelihood detectors on GSM8K train (possibly seen) vs test items."""
     import jaxcontam
     from jaxcontam.data import load_benchmark
-    from jaxcontam.detect.stages.likelihood import likelihood_records
+    from jaxcontam.detectors.likelihood import likelihood_records
     from jaxcontam.detect.likelihood import LIKELIHOOD_DETECTORS, LOWER_MEANS_SEEN
     from jaxcontam.stats import separation
 

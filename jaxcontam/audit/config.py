@@ -16,7 +16,7 @@ Relative paths in a TOML file are read from the file's folder. Example (the bund
     [pacost]
     confidence = "answer_logprob"            # or preset = "paper": PaCoST as its authors ran it (detect.pacost)
 
-Each registered detector's table is parsed by the registry (`detect.stages`; `detector_settings`) into
+Each registered detector's table is parsed by the registry (`detect.registry`; `detector_settings`) into
 `AuditConfig.detectors`: its keys are the fields of its settings dataclass (defaults there): [pacost]
 `PacostSettings` (plus rephrase_model, rephrase_dtype, rephrase_mesh, `gates` (`RephraseGates`) and `reference`, a
 model believed clean on the benchmarks for PaCoST's calibrated verdict), [likelihood] `LikelihoodSettings`,
@@ -46,11 +46,11 @@ from typing import Any, Literal
 from jaxcontam.data.roots import DEFAULT_ROOTS
 from jaxcontam.dataclass_config import apply_overrides, check_ranges, non_default_values, ranged, table_values
 from jaxcontam.detect.audit_core import DEFAULT_DETECTORS, AuditSettings
-from jaxcontam.detect.pacost import PacostSettings
+from jaxcontam.detect.pacost.settings import PacostSettings
+from jaxcontam.detect.registry import CORPUS_STAGES, DETECTORS
+from jaxcontam.detect.registry import settings_of as stage_settings
 from jaxcontam.detect.rephrase import RephraseGates
 from jaxcontam.detect.stage import DetectorStage
-from jaxcontam.detect.stages import BUILT_IN, CORPUS_STAGES, STAGES
-from jaxcontam.detect.stages import settings_of as stage_settings
 from jaxcontam.dtypes import DTYPES
 from jaxcontam.errors import JaxcontamError
 from jaxcontam.mesh import MeshSettings
@@ -137,7 +137,7 @@ class AuditConfig:
         the Monte Carlo `resamples` sized to the sweep."""
         return AuditSettings(
             detectors=self.stages,
-            detector_settings={name: self.settings_of(name) for name in STAGES},
+            detector_settings={name: self.settings_of(name) for name in DETECTORS},
             alpha=self.alpha,
             resamples=resamples,
         )
@@ -148,27 +148,26 @@ class AuditConfig:
         return non_default_values(self.ngram) | non_default_values(self.ngram_scoring) | tokenizer
 
     def settings(self) -> dict:
-        """Everything that changes results (for the summary and for resuming only matching work)."""
-        return {
-            "alpha": self.alpha,
-            "correction": self.correction,
-            "chunk_size": self.chunk_size,
-            "pacost": self.pacost.to_dict(),
-            "rephrase_model": self.rephrase_model,
-            "rephrase_dtype": self.rephrase_dtype,
-            "gates": non_default_values(self.gates),
-            "k": self.settings_of("likelihood").k,
-            "ngram": self.ngram_table(),
-            "contam": {k: v for k, v in non_default_values(self.settings_of("contam")).items() if k != "alpha"},
-            "stages": list(self.stages),
-            "exchangeability": non_default_values(self.settings_of("exchangeability"))
-            if "exchangeability" in self.stages
-            else {},
-            "corpora": list(self.corpora),
-            "counts": self.counts,
-        } | (
-            ({"pacost_reference": self.pacost_reference} if self.pacost_reference else {})
-            | {name: non_default_values(self.settings_of(name)) for name in self.stages if name not in BUILT_IN}
+        """Everything that changes results (for the summary and for resuming only matching work): the audit's own
+        settings, and each registered detector's record of its settings (`DetectorStage.record_settings`)."""
+        detectors = {}
+        for name, stage in DETECTORS.items():
+            detectors |= stage.record_settings(self.settings_of(name))
+        return (
+            {
+                "alpha": self.alpha,
+                "correction": self.correction,
+                "chunk_size": self.chunk_size,
+                "rephrase_model": self.rephrase_model,
+                "rephrase_dtype": self.rephrase_dtype,
+                "gates": non_default_values(self.gates),
+                "ngram": self.ngram_table(),
+                "stages": list(self.stages),
+                "corpora": list(self.corpora),
+                "counts": self.counts,
+            }
+            | detectors
+            | ({"pacost_reference": self.pacost_reference} if self.pacost_reference else {})
         )
 
 
@@ -318,7 +317,7 @@ def load_config(path: str | Path, overrides: Sequence[str] = ()) -> AuditConfig:
 
 def config_from_toml(raw: dict, base: Path, where: str) -> AuditConfig:
     """The audit a loaded TOML document describes; relative paths are read from `base`."""
-    tables = BASE_TABLES + tuple(STAGES)
+    tables = BASE_TABLES + DETECTORS.names()
     table_values({k: v for k, v in raw.items() if k not in tables}, [_TopLevelKeys], where)
     models = tuple(
         ModelEntry(
@@ -334,9 +333,9 @@ def config_from_toml(raw: dict, base: Path, where: str) -> AuditConfig:
     ]
     corpus = _table(raw, "corpus", [_CorpusKeys], where)
     for name, table in raw.items():
-        if name in STAGES and not isinstance(table, dict):
+        if name in DETECTORS and not isinstance(table, dict):
             raise JaxcontamError(f"{where}: {name} must be a table, written [{name}]")
-        if name in STAGES:
+        if name in DETECTORS:
             _refuse_alpha(name, table, where)
     pacost = _table(raw, "pacost", [PacostSettings, _PacostExtras], where)
     rephrase_model = _resolve(base, pacost.pop("rephrase_model", None))
@@ -353,11 +352,11 @@ def config_from_toml(raw: dict, base: Path, where: str) -> AuditConfig:
     gates = table_values(pacost.pop("gates", {}), [RephraseGates], f"{where} [pacost] gates")
     ngram = _table(raw, "ngram", [NgramSettings, NgramScoring, _NgramExtras], where)
     counting = {f.name for f in dataclasses.fields(NgramSettings)}
-    tables = {name: raw[name] for name in STAGES if name in raw and name != "pacost"} | {"pacost": pacost}
-    detectors = {name: detector_settings(STAGES[name], table, where) for name, table in tables.items()}
+    tables = {name: raw[name] for name in DETECTORS if name in raw and name != "pacost"} | {"pacost": pacost}
+    detectors = {name: detector_settings(DETECTORS[name], table, where) for name, table in tables.items()}
     # a table of a detector that does not run by default turns it on ([exchangeability], a plug-in's)
     stages = DEFAULT_DETECTORS + tuple(
-        name for name in STAGES if name in raw and name not in DEFAULT_DETECTORS + CORPUS_STAGES
+        name for name in DETECTORS if name in raw and name not in DEFAULT_DETECTORS + CORPUS_STAGES
     )
     return AuditConfig(
         models=models,

@@ -16,12 +16,12 @@ from jaxcontam import __version__
 from jaxcontam.audit.config import AuditConfig
 from jaxcontam.audit.inputs import AuditBenchmark, AuditInputs, check_inputs
 from jaxcontam.audit.store import StageStore, items_key, run_chunked, write_atomic
-from jaxcontam.audit.summary import sweep_decisions
+from jaxcontam.audit.sweep import sweep_decisions
 from jaxcontam.cluster import is_writer
 from jaxcontam.dataclass_config import non_default_values
 from jaxcontam.detect.audit_core import AuditSettings, chunk_naming_items
+from jaxcontam.detect.json_values import json_ready
 from jaxcontam.detect.stage import AuditTarget, StageInput, fingerprint
-from jaxcontam.detect.summary_values import json_ready
 from jaxcontam.engine.finite import NonFiniteScoresError
 from jaxcontam.report import write_report
 from jaxcontam.report.summary_schema import SCHEMA_VERSION, AuditSummary, RunEntry, headline_verdicts
@@ -32,7 +32,7 @@ from jaxcontam.storage import output_folder
 
 if TYPE_CHECKING:
     from jaxcontam.detect.audit_core import BenchmarkAudit
-    from jaxcontam.detect.pacost import SweepDecision
+    from jaxcontam.detect.pacost.results import SweepDecision
     from jaxcontam.detect.verdict import Verdict
 
 
@@ -74,9 +74,9 @@ class ModelRun:
 
     def decided(self, name: str, decision: SweepDecision) -> ModelRun:
         """This run with the sweep's decision on stage `name`'s headline verdict."""
-        from jaxcontam.detect.stages import STAGES
+        from jaxcontam.detect.registry import DETECTORS
 
-        decide = STAGES[name].decide
+        decide = DETECTORS[name].decide
         assert decide is not None  # a swept verdict's stage takes the decision
         return dataclasses.replace(self, audit=self.audit.with_result(name, decide(self.audit.results[name], decision)))
 
@@ -244,13 +244,13 @@ def reference_records(
 ) -> list[dict]:
     """The reference model's PaCoST records of the benchmark's items, stored and resumed as an audited model's
     (the PaCoST stage's records and resume key)."""
-    from jaxcontam.detect.stages import STAGES
+    from jaxcontam.detect.registry import DETECTORS
 
-    work = STAGES["pacost"].per_item
+    work = DETECTORS["pacost"].per_item
     assert work is not None  # PaCoST answers per item
     stage_input = StageInput(model, target, settings.seed, settings.resamples, settings.alpha)
     key = _stage_key(config, str(config.pacost_reference), "float32", bench)
-    store = StageStore(out / "state", "pacost", key | work.resume_key(stage_input, settings.pacost))
+    store = StageStore(out / "state", "pacost", key | work.key(stage_input, settings.pacost))
     progress = _progress(f"pacost reference | {bench.entry.label}")
     compute = chunk_naming_items(work.compute(stage_input, settings.pacost), f"{bench.entry.label}: pacost reference")
     return run_chunked(store, list(bench.benchmark), config.chunk_size, compute, progress)

@@ -16,7 +16,8 @@ from jaxcontam.audit.config import AuditConfig, BenchmarkEntry
 from jaxcontam.commands.mesh_options import DTYPES, attention_from_environment, dtype_option, mesh_options
 from jaxcontam.commands.verdicts import FAIL_ON
 from jaxcontam.dataclass_config import click_type
-from jaxcontam.detect.pacost import CONFIDENCES, PRESETS, PacostSettings
+from jaxcontam.detect.pacost.confidences import CONFIDENCES
+from jaxcontam.detect.pacost.settings import PRESETS, PacostSettings
 from jaxcontam.engine.chat import CHAT_MODES
 from jaxcontam.stats.batched import METHODS
 
@@ -98,7 +99,7 @@ def audit_options(command):
         ),
         click.option(
             "--confidence",
-            type=click.Choice(CONFIDENCES),
+            type=click.Choice(CONFIDENCES.names()),
             default=None,
             help="PaCoST confidence (default: the preset's).",
         ),

@@ -139,9 +139,9 @@ def list_():
 
     A PaCoST run needs rephrasings of the items it selects: pick the --split a --paraphrases source covers.
     """
-    from jaxcontam.data.registry import SPECS
+    from jaxcontam.data.registry import BENCHMARKS
 
-    for spec in SPECS:
+    for spec in BENCHMARKS.values():
         hub = f"  hub: {', '.join(spec.hub)}" if spec.hub else ""
         splits = ", ".join(f"{split} (default)" if split == spec.default_split else split for split in spec.local)
         click.echo(f"{spec.name:15s} splits: {splits}{hub}\n{'':15s} {spec.description}")

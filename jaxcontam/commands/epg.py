@@ -60,7 +60,7 @@ def epg(items_path, metric, z_crit, min_clean, min_contaminated, alpha, resample
 
     from jaxcontam.data.records import read_parquet, require_file
     from jaxcontam.detect.contam import contam_result
-    from jaxcontam.detect.summary_values import json_ready
+    from jaxcontam.detect.json_values import json_ready
     from jaxcontam.errors import DataError
     from jaxcontam.report.plots import contam_curve_png
     from jaxcontam.report.summary_schema import RunEntry

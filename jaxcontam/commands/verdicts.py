@@ -20,14 +20,13 @@ EXIT_UNTESTED = 5  # `--fail-on untested`: no headline verdict is contaminated, 
 def echo_verdicts(summary: AuditSummary, out) -> None:
     """One line per (model, benchmark): accuracy, then each registered detector's console phrase (its headline test,
     p, adjusted p and verdict; a test that could not run reads "no test: <reason>", never as a verdict)."""
-    from jaxcontam.detect.stages import STAGES
-    from jaxcontam.report.views import view_of
+    from jaxcontam.detect.registry import DETECTORS
 
     for run in summary.runs:
         accuracy = "acc -" if run.accuracy is None else f"acc {run.accuracy.acc:.3f}"  # None: a run without one
         parts = [f"{run.model} | {run.benchmark}:{run.split} ({run.n_items} items)", accuracy]
-        for name in STAGES:
-            console = view_of(name).console
+        for name, stage in DETECTORS.items():
+            console = stage.view.console
             if name in run.results and console is not None:
                 parts.append(console(run.results[name]))
         click.echo("  ".join(parts))

@@ -1,4 +1,5 @@
-"""The benchmark registry: names and hub ids -> adapters, and `load_benchmark`.
+"""The benchmark registry (`BENCHMARKS`: names and hub ids -> how to read, prompt and score a benchmark), and
+`load_benchmark`. Installed packages add benchmarks through the `jaxcontam.benchmarks` entry-point group.
 
 Where the data comes from, in order: `path` (a benchmark file, the benchmark's folder, or a
 data root holding it); else the first of `roots` that holds it (`jaxcontam.data.roots`: by default
@@ -20,6 +21,7 @@ from jaxcontam.data.custom import parse_field_mapping, read_mapped
 from jaxcontam.data.item import Benchmark, Item, default_continuation, default_prompt
 from jaxcontam.data.roots import DEFAULT_ROOTS, first_holding, named
 from jaxcontam.errors import DataError
+from jaxcontam.registry import Registry
 from jaxcontam.storage import as_path
 
 
@@ -48,10 +50,23 @@ class BenchmarkSpec:
     lm_eval_task: str | None = None  # the lm-eval (0.4.13) task whose prompts, choices and split this follows
     lm_eval_differences: str = ""  # where it deliberately differs from that task ("" = same requests)
 
+    @property
+    def aliases(self) -> tuple[str, ...]:
+        """Lower-cased: each hub id, and `hub_id:config` (a hub id two benchmarks share names neither of them)."""
+        return tuple(alias.lower() for hub in self.hub for alias in (hub, f"{hub}:{self.hub_config}"))
+
 
 _LLM_ADAPTERS = "llm_adapters_commonsense"
 
-SPECS: tuple[BenchmarkSpec, ...] = (
+BENCHMARKS: Registry[BenchmarkSpec] = Registry(
+    "benchmark",
+    BenchmarkSpec,
+    name_of=lambda spec: spec.name,
+    aliases_of=lambda spec: spec.aliases,
+    group="jaxcontam.benchmarks",
+    error=DataError,
+)
+for _spec in (
     BenchmarkSpec(
         "gsm8k",
         "GSM8K grade-school math (generative; final number after ####)",
@@ -287,38 +302,21 @@ SPECS: tuple[BenchmarkSpec, ...] = (
         lm_eval_differences="zero-shot (lm-eval: 4-shot); not checked against lm-eval (its math tasks need "
         "lm-eval[math])",
     ),
-)
-
-REGISTRY: dict[str, BenchmarkSpec] = {spec.name: spec for spec in SPECS}
-
-
-def _alias_table() -> dict[str, BenchmarkSpec]:
-    """Lower-cased aliases: the name, each hub id, and `hub_id:config` for hub ids shared by several specs."""
-    table: dict[str, BenchmarkSpec] = {}
-    shared = {
-        hub for hub in itertools.chain.from_iterable(s.hub for s in SPECS) if sum(hub in s.hub for s in SPECS) > 1
-    }
-    for spec in SPECS:
-        table[spec.name] = spec
-        for hub in spec.hub:
-            table[f"{hub}:{spec.hub_config}".lower()] = spec
-            if hub not in shared:
-                table[hub.lower()] = spec
-    table["truthful_qa"] = table["truthfulqa/truthful_qa"] = REGISTRY["truthfulqa"]
-    return table
-
-
-ALIASES = _alias_table()
+):
+    BENCHMARKS.register(_spec)
+for _alias in ("truthful_qa", "truthfulqa/truthful_qa"):  # the generative task is TruthfulQA's default
+    BENCHMARKS.alias(_alias, "truthfulqa")
+BENCHMARKS.protect()
 
 
 def list_benchmarks() -> list[str]:
     """The registered benchmark names."""
-    return [spec.name for spec in SPECS]
+    return list(BENCHMARKS.names())
 
 
 def resolve_spec(name: str) -> BenchmarkSpec | None:
     """The spec for a registered name or hub id (`allenai/ai2_arc:ARC-Easy` for multi-config hub ids)."""
-    return ALIASES.get(name.lower())
+    return BENCHMARKS.get(name.lower())
 
 
 def _under(folder: Path, relative: str) -> Path | None:
@@ -443,7 +441,8 @@ def load_benchmark(
     if spec is None or fields is not None:
         file = as_path(path) if path is not None else as_path(name)
         if spec is None and not file.exists():
-            configs = [f"{hub}:{s.hub_config}" for s in SPECS for hub in s.hub if hub.lower() == str(name).lower()]
+            wanted = str(name).lower()
+            configs = [f"{hub}:{s.hub_config}" for s in BENCHMARKS.values() for hub in s.hub if hub.lower() == wanted]
             hint = (
                 f"this hub id has several configs: {', '.join(configs)}"
                 if configs

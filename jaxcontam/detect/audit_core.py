@@ -5,8 +5,8 @@
     result.pacost.verdict.pvalue, result.likelihood["min_k_plus_plus"].mean, result.to_dict()
 
 `model` is any `jaxcontam.LanguageModel`-backed model (a loaded checkpoint, or a Flax model wrapped by
-`jaxcontam.flax_models`). The detectors are the registered stages of `detect.stages` (`pacost`: answers, confidences
-and the paired test; `likelihood`: mean log-prob, zlib, Min-K%, Min-K%++ of each item's solved text;
+`jaxcontam.flax_models`). The detectors are the registered stages of `detect.registry.DETECTORS` (`pacost`: answers,
+confidences and the paired test; `likelihood`: mean log-prob, zlib, Min-K%, Min-K%++ of each item's solved text;
 `exchangeability`: Oren et al.'s test of the items in benchmark order; `contam`: with per-item ConTAM metrics
 (`AuditTarget.ngram`) and PaCoST's correctness, the EPG verdict), run in registry order, every verdict at
 `AuditSettings.alpha`; with known labels (`AuditTarget.contaminated`), each signal against the truth. Per-item work
@@ -21,11 +21,11 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from jaxcontam.detect.pacost import PacostSettings
+from jaxcontam.detect.benchmark_results import Accuracy, GroundTruthResult, accuracy, ground_truth_result
+from jaxcontam.detect.pacost.settings import PacostSettings
+from jaxcontam.detect.registry import CORPUS_STAGES, DEFAULT_DETECTORS, DETECTORS
+from jaxcontam.detect.registry import settings_of as stage_settings
 from jaxcontam.detect.stage import AuditTarget, BuiltInResults, DetectorStage, StageInput
-from jaxcontam.detect.stages import CORPUS_STAGES, DEFAULT_DETECTORS, DETECTORS, STAGES, detector_names
-from jaxcontam.detect.stages import settings_of as stage_settings
-from jaxcontam.detect.summaries import Accuracy, GroundTruthResult, accuracy, ground_truth_result
 from jaxcontam.engine.finite import NonFiniteScoresError
 from jaxcontam.errors import JaxcontamError
 from jaxcontam.stage_clock import stage as timed
@@ -49,14 +49,14 @@ class AuditSettings:
     seed: int = 0
 
     def __post_init__(self):
-        known = detector_names()
+        known = DETECTORS.names()
         unknown = sorted((set(self.detectors) | set(self.detector_settings)) - set(known))
         if unknown:
             raise JaxcontamError(f"unknown detector(s) {', '.join(unknown)}: use some of {', '.join(known)}")
         if not 0 < self.alpha < 1:
             raise JaxcontamError(f"alpha = {self.alpha!r} is not a level: use a number between 0 and 1, e.g. 0.05")
         for name, value in self.detector_settings.items():
-            expected = STAGES[name].settings_type
+            expected = DETECTORS[name].settings_type
             if not isinstance(value, expected):
                 raise JaxcontamError(f"{name} settings must be a {expected.__name__}, got {type(value).__name__}")
 
@@ -70,7 +70,7 @@ class AuditSettings:
 
     def stages(self) -> list[DetectorStage]:
         """The detectors that run, in registry order."""
-        return [stage for name, stage in STAGES.items() if name in self.detectors or name in CORPUS_STAGES]
+        return [stage for name, stage in DETECTORS.items() if name in self.detectors or name in CORPUS_STAGES]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -100,7 +100,7 @@ class BenchmarkAudit(BuiltInResults):
 
         detectors = {
             name: stage.summary_entry(self.results[name]) if name in self.results else None
-            for name, stage in STAGES.items()
+            for name, stage in DETECTORS.items()
         }
         return (
             {"benchmark": self.benchmark, "split": self.split, "n_items": len(self.rows)}
@@ -162,10 +162,11 @@ def audit_benchmark(
             continue
         stage_settings = settings.settings_of(stage.name)
         start = time.perf_counter()
-        key = work.resume_key(stage_input, stage_settings)
+        key = work.key(stage_input, stage_settings)
         with timed(work.clock) if work.clock else contextlib.nullcontext():
             compute = chunk_naming_items(work.compute(stage_input, stage_settings), f"{benchmark.name}: {stage.name}")
             records = run_stage(stage.name, key, items, compute)
+        work.check(stage.name, stage_settings, records)
         seconds[stage.name] = time.perf_counter() - start
         for row, record in zip(rows, records, strict=True):
             row.update({k: v for k, v in record.items() if k != "id"})
@@ -178,8 +179,11 @@ def audit_benchmark(
                 {k: v for k, v in metrics.items() if k not in ("benchmark", "id", "num_tokens")},
                 ngram_num_tokens=metrics.get("num_tokens"),
             )
+    provided = set().union(*(stage.provides(settings.settings_of(stage.name)) for stage in stages))
     results = {}
     for stage in stages:
+        if not set(stage.reads) <= provided:
+            continue  # the columns it reads come from a detector that did not run (ConTAM without PaCoST)
         start = time.perf_counter()
         with timed(stage.result_clock), naming_items(f"{benchmark.name}: {stage.name}", items):
             result = stage.result(stage_input, settings.settings_of(stage.name), rows)

@@ -13,8 +13,8 @@ import dataclasses
 import math
 
 from jaxcontam.dataclass_config import check_ranges, ranged
+from jaxcontam.detect.json_values import json_float, json_optional_float
 from jaxcontam.detect.status import TestOutcome
-from jaxcontam.detect.summary_values import json_float, json_optional_float
 from jaxcontam.errors import JaxcontamError
 from jaxcontam.ngram.audit import METRICS
 from jaxcontam.stats import EPGRow, epg_curve, max_z_test, select_threshold

@@ -19,8 +19,8 @@ from collections.abc import Sequence
 import numpy as np
 
 from jaxcontam.dataclass_config import check_ranges, ranged
+from jaxcontam.detect.json_values import json_float
 from jaxcontam.detect.status import TestOutcome
-from jaxcontam.detect.summary_values import json_float
 from jaxcontam.engine.scoring import score_logprobs
 from jaxcontam.errors import JaxcontamError
 from jaxcontam.stats import exchangeability_statistic

@@ -1,13 +1,13 @@
 # pyright: standard
 """A detector as a registered stage of the audit core (`detect.audit_core.audit_benchmark` loops over them).
 
-A `DetectorStage` names the detector, its settings type and config table, its per-item work (`records`, run in
-chunks that `jaxcontam audit` stores and resumes under `resume_key`), the columns it derives per item, its result
-(`result`, from every item's row) and its headline verdict (three outcomes: `detect.verdict.Verdict`); its view
-(console phrase, report section, figures) lives in the report layer (`report.views`). The console, the report and
-the audit's multiple-testing sweep loop over the registry and name no detector. The built-in stages and the registry
-are in `detect.stages`; adding a detector is its own module plus one `report.views.register_detector` call
-(docs/adding_a_detector.md).
+A `DetectorStage` names the detector, its settings type and config table (and what of it summary.json records), its
+per-item work (`records`, run in chunks that `jaxcontam audit` stores and resumes under `resume_key`), the columns it
+derives per item, its result (`result`, from every item's row), its headline verdict (three outcomes:
+`detect.verdict.Verdict`) and its view (`DetectorView`: console phrase, report section, figures). The console, the
+report, the config reader and the audit's multiple-testing sweep loop over the registry (`detect.registry.DETECTORS`)
+and name no detector. A detector, built-in (`jaxcontam/detectors/`) or plug-in, is its own module plus one
+registration line (docs/adding_a_detector.md).
 """
 
 from __future__ import annotations
@@ -16,14 +16,18 @@ import dataclasses
 import hashlib
 import json
 from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+from jaxcontam.dataclass_config import non_default_values
+from jaxcontam.errors import JaxcontamError
 
 if TYPE_CHECKING:
     from jaxcontam.data.item import Benchmark, Item
+    from jaxcontam.detect.benchmark_results import DetectorSummary
     from jaxcontam.detect.contam import ContamResult
     from jaxcontam.detect.exchangeability import ExchangeabilityResult
-    from jaxcontam.detect.pacost import PacostResult, SweepDecision
-    from jaxcontam.detect.summaries import DetectorSummary
+    from jaxcontam.detect.pacost.results import PacostResult, SweepDecision
     from jaxcontam.detect.verdict import Verdict
 
 Settings = TypeVar("Settings")
@@ -69,35 +73,69 @@ def fingerprint(key: dict) -> str:
 @dataclasses.dataclass(frozen=True)
 class PerItemWork(Generic[Settings]):
     """A stage's per-item work: `records(input, settings, items)` gives one JSON-able dict per item of a chunk
-    (`jaxcontam audit` stores finished chunks and resumes them); `resume_key(input, settings)` is everything besides
-    the model and benchmark those records depend on; `clock` the `stage_clock` stage its time counts as (None: the
-    work times its own parts)."""
+    (`jaxcontam audit` stores finished chunks and resumes them), holding its id and the columns `writes(settings)`
+    declares; `resume_key(input, settings)` is everything besides the model and benchmark those records depend on
+    (`key` adds the declared columns, so a stored chunk is reused only for the columns it holds); `clock` the
+    `stage_clock` stage its time counts as (None: the work times its own parts)."""
 
     records: Callable[[StageInput, Settings, Sequence[Item]], list[dict]]
     resume_key: Callable[[StageInput, Settings], dict]
+    writes: Callable[[Settings], Sequence[str]]
     clock: str | None = None
 
     def compute(self, stage_input: StageInput, settings: Settings) -> Callable[[Sequence[Item]], list[dict]]:
         """The records of a chunk of items, as `run_stage` calls it."""
         return lambda chunk: self.records(stage_input, settings, chunk)
 
+    def key(self, stage_input: StageInput, settings: Settings) -> dict:
+        """What its stored chunks are named by: its resume key and the columns it computes (a confidence or score
+        added later changes it, so an older folder's chunks are computed again, never read without the column)."""
+        return self.resume_key(stage_input, settings) | {"columns": sorted(self.writes(settings))}
+
+    def check(self, name: str, settings: Settings, records: Sequence[dict]) -> None:
+        """Refuse records that lack a declared column (a stage that writes other columns than it declares)."""
+        declared = set(self.writes(settings)) | {"id"}
+        for record in records:
+            if not declared <= set(record):
+                missing = ", ".join(sorted(declared - set(record)))
+                raise JaxcontamError(
+                    f"detector {name!r}: its records lack the column(s) {missing} its per-item work declares "
+                    "(PerItemWork.writes); declare exactly the columns `records` writes"
+                )
+
+
+@dataclasses.dataclass(frozen=True)
+class DetectorView(Generic[Result]):
+    """How a detector shows itself. console(result): its phrase on the run's console line; section(result, figures):
+    its report section (HTML, every input text escaped: `report.html_parts.text`; `figures`: the run's plots by kind);
+    figures(run, items, plots_dir, stem): its PNGs by kind. Each may be None (nothing to show there)."""
+
+    console: Callable[[Result], str] | None = None
+    section: Callable[[Result, Mapping[str, Path]], str] | None = None
+    figures: Callable[[Any, list[dict], Path, str], dict[str, Path]] | None = None
+
 
 @dataclasses.dataclass(frozen=True)
 class DetectorStage(Generic[Settings, Result]):
     """One detector of the audit core.
 
-    per_item: its per-item work (`PerItemWork`), or None for a detector that works on the benchmark as a whole.
-    columns(settings, row): the per-item columns derived from an item's stored record (not stored themselves).
+    per_item: its per-item work (`PerItemWork`, with the columns it writes), or None for a detector that works on the
+        benchmark as a whole.
+    columns(settings, row): the per-item columns derived from an item's stored record (not stored themselves), the
+        ones `derives` names.
+    reads: the per-item columns of other stages its result needs (ConTAM reads PaCoST's `correct`); without a stage
+        that runs and writes or derives them, the detector has no result.
     result(input, settings, rows): the detector's result from every item's row (all stages' columns, ngram too),
         timed as `result_clock`; None when it has nothing to work on (ConTAM without a corpus).
     summary_entry(result) / read_entry(entry): summary.json's entry, and the result read back from it.
     headline(result, alpha): its headline verdict at the audit's level (None: the detector states no verdict, e.g.
         scores without a test); a verdict with `swept` enters the audit's multiple-testing family, and `decide(result,
         decision)` gives the result with the sweep's decision on it.
-    title: its name as a reader sees it; how it shows itself on the console and in the report is its view, in the
-        report layer (`report.views.DetectorView`, registered with it by `report.views.register_detector`).
+    title: its name as a reader sees it; view: how it shows itself on the console and in the report (`DetectorView`).
     parse_table(table, where): its settings from its config table (`[name]`, keys checked); None: the settings
         type's fields, checked by `dataclass_config.table_values`.
+    settings_entry(settings): what summary.json's `settings` records of it (`record_settings`); None: `{name: the
+        fields that differ from their defaults}`.
     """
 
     name: str
@@ -108,16 +146,31 @@ class DetectorStage(Generic[Settings, Result]):
     read_entry: Callable[[dict], Result]
     per_item: PerItemWork[Settings] | None = None
     columns: Callable[[Settings, dict], dict] | None = None
+    derives: tuple[str, ...] = ()
+    reads: tuple[str, ...] = ()
     result_clock: str = "verdicts"
     title: str = ""
     headline: Callable[[Result, float], Verdict | None] | None = None
     decide: Callable[[Result, SweepDecision], Result] | None = None
     parse_table: Callable[[dict, str], Settings] | None = None
+    view: DetectorView[Result] = DetectorView()
+    settings_entry: Callable[[Settings], dict] | None = None
 
     @property
     def heading(self) -> str:
         """Its name as a reader sees it (the report's section title)."""
         return self.title or self.name
+
+    def provides(self, settings: Settings) -> set[str]:
+        """The per-item columns it gives every other stage: the ones its work writes and the ones it derives."""
+        return set(self.derives) | (set() if self.per_item is None else set(self.per_item.writes(settings)))
+
+    def record_settings(self, settings: Settings) -> dict:
+        """summary.json's `settings` entries of this detector (its `settings_entry`, else its non-default fields
+        under its name), so that no detector's settings go unrecorded."""
+        if self.settings_entry is not None:
+            return self.settings_entry(settings)
+        return {self.name: non_default_values(settings)}
 
 
 class BuiltInResults:

@@ -1,6 +1,6 @@
 # pyright: standard
 """The sweep's record: Holm and BH over the swept headline p-values (PaCoST's, calibrated where a reference was given)
-of every (model, benchmark) of an audit, as `audit.summary.sweep_decisions` computes them and summary.json's `sweep`
+of every (model, benchmark) of an audit, as `audit.sweep.sweep_decisions` computes them and summary.json's `sweep`
 holds them (here, below the report that reads them); the runs whose headline test could not run are left out of
 the family and listed with their reasons."""
 
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from jaxcontam.detect.summary_values import json_float
+from jaxcontam.detect.json_values import json_float
 
 
 @dataclasses.dataclass(frozen=True)

@@ -14,8 +14,8 @@ import dataclasses
 import enum
 import math
 
+from jaxcontam.detect.json_values import json_float
 from jaxcontam.detect.status import TestOutcome
-from jaxcontam.detect.summary_values import json_float
 
 
 class Outcome(enum.Enum):

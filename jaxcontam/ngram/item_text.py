@@ -73,7 +73,7 @@ def _layout(benchmark, item) -> list[str]:
 
 def prompt_header(benchmark, item) -> str:
     """The prompt's header lines: the literal text before the item's first field, up to its last newline ("" if
-    the item starts the prompt). Also what PaCoST's judges are not shown (`detect.pacost.judge_question`)."""
+    the item starts the prompt). Also what PaCoST's judges are not shown (`detect.pacost.records.judge_question`)."""
     header = _layout(benchmark, item)[0]
     return header[: header.rfind("\n") + 1]
 

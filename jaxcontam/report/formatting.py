@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from jaxcontam.detect.contam import MetricVerdict
-    from jaxcontam.detect.pacost import PacostResult
+    from jaxcontam.detect.pacost.results import PacostResult
 
 MISSING = "n/a"
 

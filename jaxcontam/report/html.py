@@ -4,7 +4,7 @@
 Reads the typed summary (`summary_schema.AuditSummary`) and the per-item rows of `jaxcontam audit`, writes
 the plots to out_dir/plots/ and embeds them, so the page can be mailed or archived on its own. The verdict table
 shows each registered detector's headline verdict (contaminated, not detected, or no test with its reason), and each
-run's section is its detectors' own sections, in registry order (`detect.stages`): the page names no detector.
+run's section is its detectors' own sections, in registry order (`detect.registry`): the page names no detector.
 Every piece of text from the inputs is HTML-escaped.
 """
 
@@ -15,15 +15,14 @@ import re
 from html import escape
 from pathlib import Path
 
-from jaxcontam.detect.stages import STAGES
-from jaxcontam.detect.summaries import Accuracy, GroundTruthResult
+from jaxcontam.detect.benchmark_results import Accuracy, GroundTruthResult
+from jaxcontam.detect.registry import DETECTORS
 from jaxcontam.detect.sweep import Sweep
 from jaxcontam.detect.verdict import Verdict
 from jaxcontam.report import plots
 from jaxcontam.report.formatting import value
 from jaxcontam.report.html_parts import figure, head, label, label_text, row, table, text, verdict_badge
 from jaxcontam.report.summary_schema import AuditSummary, RunEntry
-from jaxcontam.report.views import view_of
 from jaxcontam.storage import publish
 
 CSS = """
@@ -141,8 +140,8 @@ def _items_of(run: RunEntry, items: list[dict]) -> list[dict]:
 def _run_figures(run: RunEntry, items_of_run: list[dict], plots_dir: Path, stem: str) -> dict[str, Path]:
     """The PNGs of one run, by kind, drawn by the detectors that ran and have figures."""
     figures = {}
-    for name in STAGES:
-        draw = view_of(name).figures
+    for name, stage in DETECTORS.items():
+        draw = stage.view.figures
         if name in run.results and draw is not None:
             figures |= draw(run, items_of_run, plots_dir, stem)
     return figures
@@ -282,8 +281,8 @@ def _sweep_section(sweep: Sweep | None, alpha, png: Path | None) -> str:
 
 def _run_section(run: RunEntry, stem: str, figures: dict[str, Path]) -> str:
     parts = [f'<section class="run" id="run-{stem}">', _run_heading(run)]
-    for name, stage in STAGES.items():
-        section = view_of(name).section
+    for name, stage in DETECTORS.items():
+        section = stage.view.section
         if section is None:
             continue
         parts.append(f"<h3>{escape(stage.heading)}</h3>")

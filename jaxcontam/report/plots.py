@@ -14,7 +14,7 @@ import math
 from pathlib import Path
 
 from jaxcontam.detect.contam import MetricVerdict
-from jaxcontam.detect.pacost import PacostResult
+from jaxcontam.detect.pacost.results import PacostResult
 from jaxcontam.detect.sweep import Adjusted, Sweep
 from jaxcontam.ngram.audit import METRICS
 from jaxcontam.report.formatting import number

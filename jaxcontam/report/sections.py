@@ -1,5 +1,5 @@
 # pyright: standard
-"""The built-in detectors' report sections (HTML), each registered with its stage (`detect.stages`): PaCoST
+"""The built-in detectors' report sections (HTML), each shown by its detector (`jaxcontam/detectors/`): PaCoST
 (headline test, the authors' test beside a calibrated one, the other confidences as exploratory measures), the
 likelihood detectors, ConTAM and the exchangeability test."""
 
@@ -9,10 +9,10 @@ from collections.abc import Mapping
 from html import escape
 from pathlib import Path
 
+from jaxcontam.detect.benchmark_results import DetectorSummary
 from jaxcontam.detect.contam import ContamResult, MetricVerdict
 from jaxcontam.detect.exchangeability import ExchangeabilityResult
-from jaxcontam.detect.pacost import UNCALIBRATED_NOTE, PacostResult, PairedVerdict
-from jaxcontam.detect.summaries import DetectorSummary
+from jaxcontam.detect.pacost.results import UNCALIBRATED_NOTE, PacostResult, PairedVerdict
 from jaxcontam.report.formatting import interval, percent
 from jaxcontam.report.html_parts import (
     badge,

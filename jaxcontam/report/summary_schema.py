@@ -27,9 +27,9 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from jaxcontam.detect.benchmark_results import Accuracy, GroundTruthResult
+from jaxcontam.detect.registry import DETECTORS
 from jaxcontam.detect.stage import BuiltInResults
-from jaxcontam.detect.stages import STAGES
-from jaxcontam.detect.summaries import Accuracy, GroundTruthResult
 from jaxcontam.detect.sweep import Sweep
 from jaxcontam.detect.verdict import Verdict
 from jaxcontam.errors import JaxcontamError
@@ -43,7 +43,7 @@ def headline_verdicts(results: Mapping[str, Any], alpha: float) -> tuple[Verdict
     """Each registered detector's headline verdict on a run's results, in registry order (detectors that state
     none, and those that did not run, left out)."""
     verdicts = []
-    for name, stage in STAGES.items():
+    for name, stage in DETECTORS.items():
         if name in results and stage.headline is not None:
             verdict = stage.headline(results[name], alpha)
             if verdict is not None:
@@ -67,7 +67,7 @@ def _upgrade_pacost_v1(entry: dict | None) -> dict | None:
 @dataclasses.dataclass(frozen=True)
 class RunEntry(BuiltInResults):
     """One (model, benchmark) run: accuracy, each registered detector's result (`results`: stage name -> result, for
-    the detectors that ran; `detect.stages.STAGES`), their headline verdicts (`verdicts`, after the sweep) and the
+    the detectors that ran; `detect.registry.DETECTORS`), their headline verdicts (`verdicts`, after the sweep) and the
     ground-truth comparison (None where it did not run)."""
 
     model: str
@@ -90,7 +90,7 @@ class RunEntry(BuiltInResults):
         def read(key: str, reader: Callable[[dict], Any]):
             return _read_result(entry.get(key), reader, f"{where} {key}")
 
-        results = {name: read(name, stage.read_entry) for name, stage in STAGES.items()}
+        results = {name: read(name, stage.read_entry) for name, stage in DETECTORS.items()}
         results = {name: result for name, result in results.items() if result is not None}
         verdicts = entry.get("verdicts")
         return cls(
@@ -112,7 +112,7 @@ class RunEntry(BuiltInResults):
 
         detectors = {
             name: stage.summary_entry(self.results[name]) if name in self.results else None
-            for name, stage in STAGES.items()
+            for name, stage in DETECTORS.items()
         }
         return (
             {"model": self.model, "benchmark": self.benchmark, "split": self.split, "n_items": self.n_items}

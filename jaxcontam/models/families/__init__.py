@@ -1,43 +1,21 @@
-"""The model families, by Hugging Face model_type: each module holds its config reader, checkpoint name table and
-GGUF specifics (`base.Family`); the shared decoder core runs them all. Adding a family: one module and one entry
-below (see docs/adding_a_family.md)."""
+"""The model families, by Hugging Face model_type (`FAMILIES`): each module of this package is the family of the
+model_type it is named after (its config reader, checkpoint name table and GGUF specifics: `base.Family`); the shared
+decoder core runs them all. The modules are found here, not listed, and imported on first use; installed packages add
+theirs through the `jaxcontam.families` entry-point group. Adding a family is one module (docs/adding_a_family.md).
+"""
 
 from __future__ import annotations
 
-from jaxcontam.models.families import (
-    gemma,
-    gemma2,
-    gemma3_text,
-    gpt2,
-    gpt_neox,
-    granite,
-    llama,
-    mistral,
-    mixtral,
-    olmo2,
-    phi3,
-    qwen2,
-    qwen3,
-    qwen3_moe,
-)
-from jaxcontam.models.families.base import Family
+import pkgutil
 
-FAMILIES: dict[str, Family] = {
-    module.FAMILY.model_type: module.FAMILY
-    for module in (
-        llama,
-        mistral,
-        qwen2,
-        qwen3,
-        gemma,
-        gemma2,
-        gemma3_text,
-        olmo2,
-        phi3,
-        mixtral,
-        qwen3_moe,
-        gpt2,
-        gpt_neox,
-        granite,
-    )
-}
+from jaxcontam.errors import ModelError
+from jaxcontam.models.families.base import Family
+from jaxcontam.registry import Registry
+
+FAMILIES: Registry[Family] = Registry(
+    "model family", Family, name_of=lambda family: family.model_type, group="jaxcontam.families", error=ModelError
+)
+for _module in pkgutil.iter_modules(__path__):
+    if _module.name != "base":
+        FAMILIES.lazy(_module.name, f"{__name__}.{_module.name}:FAMILY")
+FAMILIES.protect()

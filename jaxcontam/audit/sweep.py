@@ -4,8 +4,8 @@
 `sweep_decisions` takes each run's swept headline verdict (`detect.verdict.Verdict` with `swept`: PaCoST's, the
 calibrated test where a reference was given) and returns the sweep (`detect.sweep.Sweep`: Holm and BH over every
 verdict that was tested; the untested ones are left out of the family and listed with their reasons) and one
-`detect.pacost.SweepDecision` per verdict; the audit gives each decision to its stage (`DetectorStage.decide`), so
-no result is changed after it is made.
+`detect.pacost.results.SweepDecision` per verdict; the audit gives each decision to its stage
+(`DetectorStage.decide`), so no result is changed after it is made.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from jaxcontam.detect.pacost import SweepDecision
+from jaxcontam.detect.pacost.results import SweepDecision
 from jaxcontam.detect.sweep import Adjusted, Sweep
 from jaxcontam.detect.verdict import Verdict
 from jaxcontam.stats import adjust

@@ -1,12 +1,14 @@
 # pyright: standard
-"""Oren et al.'s exchangeability test as an audit stage: the benchmark's items in order against shuffles
+"""Oren et al.'s exchangeability test as a detector of the audit: the benchmark's items in order against shuffles
 (`detect.exchangeability`); it works on the benchmark as a whole, so it has no per-item records."""
 
 from __future__ import annotations
 
 from jaxcontam.detect.exchangeability import ExchangeabilityResult, ExchangeabilitySettings, benchmark_exchangeability
-from jaxcontam.detect.stage import DetectorStage, StageInput
+from jaxcontam.detect.stage import DetectorStage, DetectorView, StageInput
 from jaxcontam.detect.verdict import Verdict, flagged
+from jaxcontam.report import sections
+from jaxcontam.report.formatting import number
 
 
 def _result(stage_input: StageInput, settings: ExchangeabilitySettings, rows: list[dict]) -> ExchangeabilityResult:
@@ -24,6 +26,11 @@ def _headline(result: ExchangeabilityResult, alpha: float) -> Verdict:
     )
 
 
+def _console(result: ExchangeabilityResult) -> str:
+    outcome = result.status
+    return f"exchangeability p={number(result.pvalue)}" if outcome.ran else f"exchangeability {outcome.label}"
+
+
 EXCHANGEABILITY_STAGE = DetectorStage(
     name="exchangeability",
     settings_type=ExchangeabilitySettings,
@@ -34,4 +41,5 @@ EXCHANGEABILITY_STAGE = DetectorStage(
     result_clock="score",
     title="Exchangeability (Oren et al.)",
     headline=_headline,
+    view=DetectorView(_console, sections.exchangeability_section),
 )

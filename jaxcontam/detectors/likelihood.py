@@ -1,13 +1,14 @@
 # pyright: standard
-"""The likelihood detectors as an audit stage: mean log-prob, zlib ratio, Min-K% and Min-K%++ of each item's
-solved text (prompt + gold answer), summarised per benchmark (`detect.summaries.likelihood_result`)."""
+"""The likelihood detectors as one detector of the audit: mean log-prob, zlib ratio, Min-K% and Min-K%++ of each item's
+solved text (prompt + gold answer), summarised per benchmark (`detect.benchmark_results.likelihood_result`)."""
 
 from __future__ import annotations
 
-from jaxcontam.detect.likelihood import LikelihoodSettings, detector_scores
-from jaxcontam.detect.stage import DetectorStage, PerItemWork, StageInput
-from jaxcontam.detect.summaries import DetectorSummary, likelihood_result
+from jaxcontam.detect.benchmark_results import DetectorSummary, likelihood_result
+from jaxcontam.detect.likelihood import LIKELIHOOD_DETECTORS, LikelihoodSettings, detector_scores
+from jaxcontam.detect.stage import DetectorStage, DetectorView, PerItemWork, StageInput
 from jaxcontam.engine import score_logprobs
+from jaxcontam.report import sections
 
 
 def likelihood_records(model, benchmark, items, k: float) -> list[dict]:
@@ -41,9 +42,11 @@ LIKELIHOOD_STAGE = DetectorStage(
     name="likelihood",
     settings_type=LikelihoodSettings,
     result_type=dict,  # detector name -> DetectorSummary
-    per_item=PerItemWork(_records, _resume_key, clock="score"),
+    per_item=PerItemWork(_records, _resume_key, lambda settings: LIKELIHOOD_DETECTORS, clock="score"),
     result=_result,
     summary_entry=_summary_entry,
     read_entry=_read_entry,
     title="Likelihood detectors",
+    view=DetectorView(section=sections.likelihood_section),
+    settings_entry=lambda settings: {"k": settings.k},  # summary.json's top-level `k`
 )

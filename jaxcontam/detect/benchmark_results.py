@@ -14,9 +14,10 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from jaxcontam.detect.json_values import json_float, json_optional_float
 from jaxcontam.detect.likelihood import LIKELIHOOD_DETECTORS, LOWER_MEANS_SEEN
-from jaxcontam.detect.pacost import PacostSettings, paired_verdict
-from jaxcontam.detect.summary_values import json_float, json_optional_float
+from jaxcontam.detect.pacost.settings import PacostSettings
+from jaxcontam.detect.pacost.significance import paired_verdict
 from jaxcontam.ngram.audit import METRICS
 from jaxcontam.stats import separation
 

@@ -1,23 +1,23 @@
 # pyright: standard
-"""PaCoST as an audit stage: answers and confidences per item (stored, resumed), then the authors' paired test and,
-with a reference model's records, the calibrated test, which is then the headline verdict (`detect.pacost`)."""
+"""PaCoST as a detector of the audit: answers and confidences per item (stored, resumed), then the authors' paired
+test and, with a reference model's records, the calibrated test, which is then the headline verdict
+(`detect.pacost`); its console phrase, report section and confidence figure."""
 
 from __future__ import annotations
 
 import dataclasses
 import math
+from pathlib import Path
 
-from jaxcontam.detect.pacost import (
-    UNCALIBRATED_NOTE,
-    PacostResult,
-    PacostSettings,
-    calibrated_verdict,
-    needs_answer,
-    pacost_records,
-    pacost_result,
-)
-from jaxcontam.detect.stage import DetectorStage, PerItemWork, StageInput, fingerprint
+from jaxcontam.detect.pacost.confidences import CONFIDENCES
+from jaxcontam.detect.pacost.records import pacost_records
+from jaxcontam.detect.pacost.results import UNCALIBRATED_NOTE, PacostResult
+from jaxcontam.detect.pacost.settings import PacostSettings, needs_answer
+from jaxcontam.detect.pacost.significance import calibrated_verdict, pacost_result
+from jaxcontam.detect.stage import DetectorStage, DetectorView, PerItemWork, StageInput, fingerprint
 from jaxcontam.detect.verdict import Verdict
+from jaxcontam.report import sections
+from jaxcontam.report.formatting import number, pacost_verdict
 
 
 def _records(stage_input: StageInput, settings: PacostSettings, items) -> list[dict]:
@@ -30,6 +30,14 @@ def _records(stage_input: StageInput, settings: PacostSettings, items) -> list[d
 def _resume_key(stage_input: StageInput, settings: PacostSettings) -> dict:
     """The settings and the rephrasings answered."""
     return {"settings": settings.to_dict(), "rephrasings": fingerprint(stage_input.target.rephrasing_of())}
+
+
+def _writes(settings: PacostSettings) -> tuple[str, ...]:
+    """Per item: whether it was asked as chat turns, its accepted rephrasing, and on each side the answer, its
+    correctness and every column of every measured confidence."""
+    confidences = [column for name in settings.measured() for column in CONFIDENCES[name].columns]
+    per_side = ["answer", "correct", "correct_norm", *confidences]
+    return ("chat", "rephrase", *(f"{column}_{side}" for side in ("original", "rephrased") for column in per_side))
 
 
 def _columns(settings: PacostSettings, record: dict) -> dict:
@@ -77,16 +85,42 @@ def _headline(result: PacostResult, alpha: float) -> Verdict:
     )
 
 
+def _console(result: PacostResult) -> str:
+    """The headline test's p (adjusted) and verdict; with a calibrated headline, the authors' p beside it."""
+    status = result.headline_status
+    test = result.headline_test
+    if not status.ran:
+        line = f"{test}: {status.label}"
+    else:
+        line = (
+            f"{test} p={number(result.headline_pvalue)} adj={number(result.pvalue_adjusted)} "
+            f"{pacost_verdict(result)} (correction {result.correction})"
+        )
+    if result.calibrated is not None:
+        authors = result.verdict
+        line += "; authors' test " + (f"p={number(authors.pvalue)}" if authors.status.ran else authors.status.label)
+    return line
+
+
+def _figures(run, items: list[dict], plots_dir: Path, stem: str) -> dict[str, Path]:
+    from jaxcontam.report import plots
+
+    return {"confidence": plots.confidence_png(run, items, plots_dir / f"{stem}-confidence.png")}
+
+
 PACOST_STAGE = DetectorStage(
     name="pacost",
     settings_type=PacostSettings,
     result_type=PacostResult,
-    per_item=PerItemWork(_records, _resume_key),
+    per_item=PerItemWork(_records, _resume_key, _writes),
     columns=_columns,
+    derives=("correct", "correct_norm", "pacost_conf_original", "pacost_conf_rephrased", "pacost_kept"),
     result=_result,
     summary_entry=PacostResult.to_dict,
     read_entry=PacostResult.from_dict,
     title="PaCoST",
     headline=_headline,
     decide=lambda result, decision: dataclasses.replace(result, decision=decision),
+    view=DetectorView(_console, sections.pacost_section, _figures),
+    settings_entry=lambda settings: {"pacost": settings.to_dict()},
 )

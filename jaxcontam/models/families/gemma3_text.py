@@ -4,6 +4,7 @@ default, and sliding layers rotating with their own unscaled rope base."""
 from __future__ import annotations
 
 from jaxcontam.models.config import DecoderConfig
+from jaxcontam.models.config_values import checked_number
 from jaxcontam.models.families.base import Family, GGUFFormat
 from jaxcontam.models.families.gemma import GELU_TANH, gguf_norms
 from jaxcontam.models.families.gemma2 import HIDDEN_ACT, gemma2_activation, gemma2_fields, gguf_gemma2_fields
@@ -13,8 +14,11 @@ from jaxcontam.models.weight_entries import llama_style_entries
 
 def from_hf_config(reader: ConfigReader) -> DecoderConfig:
     # global layers: theta and scaling; sliding layers: their own base, unscaled
-    params = dict(reader.get("rope_parameters", {}))
+    params = reader.mapping("rope_parameters")
     by_type = params if FULL in params or SLIDING in params else {FULL: params}
+    for kind in (FULL, SLIDING):
+        if not isinstance(by_type.get(kind, {}), dict):
+            reader.refuse(f"rope_parameters.{kind}", by_type[kind], "expected an object (a JSON {...})")
     local = by_type.get(SLIDING, {})
     if local.get("rope_type", "default") != "default":
         reader.refuse(
@@ -22,8 +26,11 @@ def from_hf_config(reader: ConfigReader) -> DecoderConfig:
             local["rope_type"],
             "gemma3's sliding layers are implemented with unscaled rope only",
         )
-    local_theta = float(local.get("rope_theta", reader.get("rope_local_base_freq", 10000.0)))
-    pattern = int(reader.get("sliding_window_pattern", reader.get("_sliding_window_pattern", 6)))
+    if "rope_theta" in local:
+        local_theta = checked_number(reader.source, "rope_parameters.sliding_attention.rope_theta", local["rope_theta"])
+    else:
+        local_theta = reader.number("rope_local_base_freq", default=10000.0)
+    pattern = reader.integer("sliding_window_pattern", "_sliding_window_pattern", default=6)
 
     def windows(layers):
         return layer_windows(reader, layers, [SLIDING if (i + 1) % pattern else FULL for i in range(layers)])

@@ -9,6 +9,7 @@ it is read (named by its field), and the parsed config once more for the relatio
 
 from __future__ import annotations
 
+import json
 import math
 import reprlib
 from typing import NoReturn
@@ -28,18 +29,24 @@ def shown(value) -> str:
     return _SHORT.repr(value)
 
 
-def _refuse(source: str, field: str, value, expected: str) -> NoReturn:
-    raise ModelError(f"{source}: field {field!r} = {shown(value)} is invalid: expected {expected}; fix the config")
+FIX_CONFIG = "fix the config"
 
 
-def checked_int(source: str, field: str, value, minimum: int | None = 1, maximum: int | None = None) -> int:
-    """`value` as an int (an integral float such as 4096.0 counts; a bool does not) within [minimum, maximum]."""
+def _refuse(source: str, field: str, value, expected: str, fix: str = FIX_CONFIG) -> NoReturn:
+    raise ModelError(f"{source}: field {field!r} = {shown(value)} is invalid: expected {expected}; {fix}")
+
+
+def checked_int(
+    source: str, field: str, value, minimum: int | None = 1, maximum: int | None = None, fix: str = FIX_CONFIG
+) -> int:
+    """`value` as an int (an integral float such as 4096.0 counts; a bool does not) within [minimum, maximum];
+    `fix` ends the message of a refusal."""
     if isinstance(value, float) and value.is_integer():
         value = int(value)
     if not isinstance(value, int) or isinstance(value, bool):
-        _refuse(source, field, value, _int_range(minimum, maximum))
+        _refuse(source, field, value, _int_range(minimum, maximum), fix)
     if (minimum is not None and value < minimum) or (maximum is not None and value > maximum):
-        _refuse(source, field, value, _int_range(minimum, maximum))
+        _refuse(source, field, value, _int_range(minimum, maximum), fix)
     return value
 
 
@@ -51,13 +58,20 @@ def _int_range(minimum: int | None, maximum: int | None) -> str:
     return "an integer"
 
 
-def checked_number(source: str, field: str, value, positive: bool = True) -> float:
+def checked_number(source: str, field: str, value, positive: bool = True, fix: str = FIX_CONFIG) -> float:
     """`value` as a finite float (an int counts; a bool does not), > 0 when `positive`."""
-    if not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value):
-        _refuse(source, field, value, "a finite number" + (" > 0" if positive else ""))
+    if not isinstance(value, (int, float)) or isinstance(value, bool) or not _finite(value):
+        _refuse(source, field, value, "a finite number" + (" > 0" if positive else ""), fix)
     if positive and value <= 0:
-        _refuse(source, field, value, "a finite number > 0")
+        _refuse(source, field, value, "a finite number > 0", fix)
     return float(value)
+
+
+def _finite(value: int | float) -> bool:
+    try:
+        return math.isfinite(value)
+    except OverflowError:  # an int beyond any float
+        return False
 
 
 def checked_flag(source: str, field: str, value) -> bool:
@@ -125,3 +139,26 @@ def check_decoder(config: DecoderConfig, source: str) -> None:
         _refuse(source, "layer_types", len(config.layer_windows), f"one window >= 0 per layer ({config.num_layers})")
     if config.num_experts and not 1 <= config.experts_per_token <= config.num_experts:
         _refuse(source, "num_experts_per_tok", config.experts_per_token, f"1 to the {config.num_experts} experts")
+
+
+# config.json, generation_config.json and the shard index are kilobytes (a 1,000-shard index is under 1 MB)
+MAX_JSON_BYTES = 64 << 20
+
+
+def read_json_object(path, fix: str) -> dict:
+    """A model folder's JSON file as a dict, refusing a file too large to be a config, invalid JSON, nesting too
+    deep for the parser and anything but an object, each with `fix`."""
+    size = path.stat().st_size
+    if size > MAX_JSON_BYTES:
+        raise ModelError(
+            f"{path}: {size:,} bytes is too large for a model's JSON file (limit {MAX_JSON_BYTES:,}); {fix}"
+        )
+    try:
+        value = json.loads(path.read_bytes())
+    except RecursionError:
+        raise ModelError(f"{path}: JSON nested too deeply to be a model's config; {fix}") from None
+    except ValueError as exc:
+        raise ModelError(f"{path}: not valid JSON ({exc}); {fix}") from exc
+    if not isinstance(value, dict):
+        raise ModelError(f"{path}: expected a JSON object, got {type(value).__name__}; {fix}")
+    return value

@@ -44,9 +44,8 @@ def from_hf_config(reader: ConfigReader) -> DecoderConfig:
 
 def gguf_gemma2_fields(meta, arch: str, config: dict, names: dict) -> dict:
     """gemma2/3: soft-caps, sliding window and the attention scale, which llama.cpp derives as the HF config does."""
-    scale = meta.get(f"{arch}.attention.scale")
-    if scale is not None:
-        scalar = float(scale) ** -2
+    if meta.get(f"{arch}.attention.scale") is not None:
+        scalar = meta.number(f"{arch}.attention.scale") ** -2
     elif config["num_hidden_layers"] == {"gemma2": 46, "gemma3": 62}[arch]:  # 27b: by hidden/heads, else head_dim
         scalar = config["hidden_size"] / config["num_attention_heads"]
     else:

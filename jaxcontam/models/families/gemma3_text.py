@@ -53,12 +53,12 @@ def gguf_fields(meta, arch: str, config: dict, names: dict) -> dict:
     pattern = meta.get(f"{arch}.attention.sliding_window_pattern", 6)
     fields = {
         **gguf_gemma2_fields(meta, arch, config, names),
-        "rope_local_base_freq": float(meta.get(f"{arch}.rope.freq_base_swa", 10000.0)),
+        "rope_local_base_freq": meta.number(f"{arch}.rope.freq_base_swa", 10000.0),
     }
     if isinstance(pattern, list):  # one flag per layer: True = sliding
         fields["layer_types"] = [SLIDING if flag else FULL for flag in pattern]
     else:
-        fields["sliding_window_pattern"] = int(pattern)
+        fields["sliding_window_pattern"] = meta.integer(f"{arch}.attention.sliding_window_pattern", 6)
     return fields
 
 

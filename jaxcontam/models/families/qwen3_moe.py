@@ -36,10 +36,10 @@ def checkpoint_entries(spec: DecoderConfig):
 
 def gguf_fields(meta, arch: str, config: dict, names: dict) -> dict:
     return {
-        "num_local_experts": int(meta.get(f"{arch}.expert_count")),
-        "num_experts_per_tok": int(meta.require(f"{arch}.expert_used_count")),
-        "moe_intermediate_size": int(meta.require(f"{arch}.expert_feed_forward_length")),
-        "norm_topk_prob": bool(meta.get(f"{arch}.expert_weights_norm", True)),
+        "num_local_experts": meta.integer(f"{arch}.expert_count"),
+        "num_experts_per_tok": meta.integer(f"{arch}.expert_used_count"),
+        "moe_intermediate_size": meta.integer(f"{arch}.expert_feed_forward_length"),
+        "norm_topk_prob": meta.get(f"{arch}.expert_weights_norm", True),
     }
 
 

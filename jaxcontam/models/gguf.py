@@ -88,11 +88,22 @@ class _Metadata:
         return self.require(key) if default is _REQUIRED else self.get(key, default)
 
     def integer(self, key: str, default: Any = _REQUIRED, minimum: int | None = 1, maximum: int | None = None) -> int:
-        return checked_int(str(self.path), key, self._value(key, default), minimum, maximum, _FIX)
+        """An integer key (stored as an integer type, as llama.cpp requires) within [minimum, maximum]."""
+        value = self._value(key, default)
+        if isinstance(value, float):
+            raise ModelError(
+                f"{self.path}: {key} is stored as a float ({value}); llama.cpp reads it as an integer: {_FIX}"
+            )
+        return checked_int(str(self.path), key, value, minimum, maximum, _FIX)
 
     def number(self, key: str, default: Any = _REQUIRED) -> float:
-        """A finite number > 0."""
-        return checked_number(str(self.path), key, self._value(key, default), fix=_FIX)
+        """A finite number > 0, stored as a float type (as llama.cpp requires)."""
+        value = self._value(key, default)
+        if isinstance(value, int) and not isinstance(value, bool):
+            raise ModelError(
+                f"{self.path}: {key} is stored as an integer ({value}); llama.cpp reads it as a float: {_FIX}"
+            )
+        return checked_number(str(self.path), key, value, fix=_FIX)
 
     def per_layer(self, key: str, default: Any = _REQUIRED) -> int:
         """A positive integer that some files store once per layer (a list), which must then be the same for
@@ -107,6 +118,10 @@ class _Metadata:
                     "decoders need one value for all layers"
                 )
             value = value[0]
+        if isinstance(value, float):
+            raise ModelError(
+                f"{self.path}: {key} is stored as a float ({value}); llama.cpp reads it as an integer: {_FIX}"
+            )
         return checked_int(str(self.path), key, value, fix=_FIX)
 
     def token_id(self, key: str) -> int | None:
@@ -167,6 +182,11 @@ def hf_config(reader, path: pathlib.Path) -> dict:
         raise ModelError(f"{path}: {arch}.attention.head_count = {heads} leaves no head size in {hidden} dims; {_FIX}")
     head_dim = meta.integer(f"{arch}.attention.key_length", hidden // heads)
     vocab_size = int(names["token_embd.weight"].shape[0])
+    if meta.get(f"{arch}.vocab_size") is not None and meta.integer(f"{arch}.vocab_size") != vocab_size:
+        raise ModelError(
+            f"{path}: {arch}.vocab_size = {meta.get(f'{arch}.vocab_size'):,} but token_embd.weight has "
+            f"{vocab_size:,} rows; the metadata and the weights disagree: {_FIX}"
+        )
     layers = meta.integer(f"{arch}.block_count")
     _check_blocks(layers, names, f"{arch}.block_count", path)
     _check_vocabulary(meta, vocab_size, path)

@@ -112,7 +112,8 @@ class _Cursor:
 
     def string(self, what: str) -> str:
         length = self.scalar("Q")
-        self.bound(length, 1, f"length of {what}")
+        if length > self.size - self.pos:
+            self.bound(length, 1, f"length of {what}")
         self.need(length)
         start, self.pos = self.pos, self.pos + length
         return self.buffer[start : self.pos].decode("utf-8")
@@ -135,7 +136,8 @@ class _Cursor:
         if element_type != _STRING:  # ggml's gguf.cpp refuses arrays of arrays too
             raise ValueError(f"metadata array {key!r} has elements of type {element_type}; only scalars and strings")
         self.bound(count, 8, f"elements of metadata array {key!r}")
-        return [self.string(f"an element of metadata array {key!r}") for _ in range(count)]
+        element = f"an element of metadata array {key!r}"
+        return [self.string(element) for _ in range(count)]
 
 
 HEAD_BYTES = 1 << 22  # first ranged read of a file in a bucket; quadrupled until the tensor table fits

@@ -177,6 +177,10 @@ class ConfigReader:
         name, value = self._first(names, default)
         return checked_number(self.source, name, value, positive)
 
+    def number_value(self, field: str, value) -> float:
+        """A finite number > 0 read from inside an object field (named `field` in errors)."""
+        return checked_number(self.source, field, value)
+
     def optional_number(self, name: str) -> float | None:
         """A finite number > 0, or None when the field is unset."""
         value = self.get(name)
@@ -266,7 +270,7 @@ def rope(reader: ConfigReader, params: dict | None = None, default_theta: float 
 
     def number(key: str, *fields: str, default):
         if key in params:
-            return checked_number(reader.source, f"rope_parameters.{key}", params[key])
+            return reader.number_value(f"rope_parameters.{key}", params[key])
         return reader.number(*fields, default=default)
 
     theta = number("rope_theta", "rope_theta", "rotary_emb_base", default=default_theta)
@@ -293,7 +297,7 @@ def rope(reader: ConfigReader, params: dict | None = None, default_theta: float 
             raise ModelError(
                 f"{reader.source}: rope_type {rope_type!r} needs rope_parameters.{key}; add it to config.json"
             )
-    scaling = tuple(sorted((k, checked_number(reader.source, f"rope_parameters.{k}", params[k])) for k in keys))
+    scaling = tuple(sorted((k, reader.number_value(f"rope_parameters.{k}", params[k])) for k in keys))
     if rope_type == "llama3" and params["high_freq_factor"] <= params["low_freq_factor"]:
         reader.refuse(
             "rope_parameters.high_freq_factor",
@@ -324,15 +328,15 @@ def _longrope(reader: ConfigReader, params: dict, theta: float, partial: float) 
                 f"{len(values)} values" if isinstance(values, list) else values,
                 f"longrope needs a list of one factor per rotary frequency ({half})",
             )
-        factors[key] = tuple(checked_number(reader.source, f"rope_parameters.{key}", f) for f in values)
+        factors[key] = tuple(reader.number_value(f"rope_parameters.{key}", f) for f in values)
     if params.get("factor") is not None:
-        factor = checked_number(reader.source, "rope_parameters.factor", params["factor"])
+        factor = reader.number_value("rope_parameters.factor", params["factor"])
     else:
         factor = reader.integer("max_position_embeddings") / original
     attention = params.get("attention_factor")
     if attention is None:
         attention = 1.0 if factor <= 1.0 else (1 + math.log(factor) / math.log(original)) ** 0.5
-    attention = checked_number(reader.source, "rope_parameters.attention_factor", attention)
+    attention = reader.number_value("rope_parameters.attention_factor", attention)
     scaling = (("attention_factor", attention), ("original_max_position_embeddings", float(original)))
     return Rope(theta, "longrope", scaling, partial, factors["short_factor"], factors["long_factor"])
 

@@ -4,7 +4,6 @@ default, and sliding layers rotating with their own unscaled rope base."""
 from __future__ import annotations
 
 from jaxcontam.models.config import DecoderConfig
-from jaxcontam.models.config_values import checked_number
 from jaxcontam.models.families.base import Family, GGUFFormat
 from jaxcontam.models.families.gemma import GELU_TANH, gguf_norms
 from jaxcontam.models.families.gemma2 import HIDDEN_ACT, gemma2_activation, gemma2_fields, gguf_gemma2_fields
@@ -27,7 +26,7 @@ def from_hf_config(reader: ConfigReader) -> DecoderConfig:
             "gemma3's sliding layers are implemented with unscaled rope only",
         )
     if "rope_theta" in local:
-        local_theta = checked_number(reader.source, "rope_parameters.sliding_attention.rope_theta", local["rope_theta"])
+        local_theta = reader.number_value("rope_parameters.sliding_attention.rope_theta", local["rope_theta"])
     else:
         local_theta = reader.number("rope_local_base_freq", default=10000.0)
     pattern = reader.integer("sliding_window_pattern", "_sliding_window_pattern", default=6)

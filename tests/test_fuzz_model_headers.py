@@ -296,8 +296,8 @@ def _as_written(spec, field: str, value):
     if field in FREE:
         return dataclasses.replace(spec, **{FREE[field]: type(getattr(spec, FREE[field]))(value)})
     if field in ("bos_token_id", "pad_token_id"):
-        first = value[0] if isinstance(value, list) else value
-        return dataclasses.replace(spec, **{field: first if not isinstance(value, list) or value else None})
+        ids = value if isinstance(value, list) else [value]  # a list: its first id, or none
+        return dataclasses.replace(spec, **{field: ids[0] if ids else None})
     if field == "eos_token_id":
         return dataclasses.replace(spec, eos_token_id=eos_field(value))
     return spec

@@ -14,10 +14,12 @@ to gemma norm weights. The family also names its llama.cpp architecture and the 
 from __future__ import annotations
 
 import pathlib
+import re
 from typing import Any
 
 from jaxcontam.errors import ModelError
 from jaxcontam.models.checkpoint_map import DEFAULT_PREFIX, checkpoint_entries
+from jaxcontam.models.config_values import checked_int, checked_number, shown
 from jaxcontam.models.families import FAMILIES
 from jaxcontam.models.families.base import Family, GGUFFormat
 from jaxcontam.models.families.llama import unpermute_rotary_rows
@@ -32,6 +34,13 @@ ARCHITECTURES = tuple(dict.fromkeys(family.gguf.arch for family in FAMILIES.valu
 _EXPERT_TENSORS = {"w_gate": "ffn_gate_exps", "w_up": "ffn_up_exps", "w_down": "ffn_down_exps"}
 QUANT_TYPES = ("F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K")
 _STOP_KEYS = ("tokenizer.ggml.eos_token_id", "tokenizer.ggml.eot_token_id", "tokenizer.ggml.eom_token_id")
+_TOKEN_ID_KEYS = (
+    *_STOP_KEYS,
+    "tokenizer.ggml.bos_token_id",
+    "tokenizer.ggml.padding_token_id",
+    "tokenizer.ggml.unknown_token_id",
+)
+_BLOCK = re.compile(r"blk\.(\d+)\.")
 __all__ = [
     "ARCHITECTURES",
     "QUANT_TYPES",
@@ -51,8 +60,13 @@ def open_reader(path: pathlib.Path) -> GGUFFile:
     return read_gguf(path)
 
 
+_REQUIRED = object()  # no default: the key must be set
+_FIX = "re-convert the file with llama.cpp's convert_hf_to_gguf.py"
+
+
 class _Metadata:
-    """Scalar metadata fields of one GGUF file, naming the file and key in every error."""
+    """Scalar metadata fields of one GGUF file, naming the file and key in every error; the typed reads refuse a
+    value of the wrong type or out of range."""
 
     def __init__(self, reader: GGUFFile, path: pathlib.Path):
         self.fields = reader.metadata
@@ -70,17 +84,49 @@ class _Metadata:
             )
         return value
 
+    def _value(self, key: str, default: Any) -> Any:
+        return self.require(key) if default is _REQUIRED else self.get(key, default)
 
-def _uniform(value, key: str, path: pathlib.Path) -> int:
-    """Per-layer metadata (a list in some files) that must be the same for every layer here."""
-    if isinstance(value, list):
-        if len(set(value)) != 1:
+    def integer(self, key: str, default: Any = _REQUIRED, minimum: int | None = 1, maximum: int | None = None) -> int:
+        """An integer key (stored as an integer type, as llama.cpp requires) within [minimum, maximum]."""
+        value = self._value(key, default)
+        if isinstance(value, float):
             raise ModelError(
-                f"{path}: {key} differs between layers ({sorted(set(value))}); jaxcontam's decoders "
-                "need one value for all layers"
+                f"{self.path}: {key} is stored as a float ({value}); llama.cpp reads it as an integer: {_FIX}"
             )
-        value = value[0]
-    return int(value)
+        return checked_int(str(self.path), key, value, minimum, maximum, _FIX)
+
+    def number(self, key: str, default: Any = _REQUIRED) -> float:
+        """A finite number > 0, stored as a float type (as llama.cpp requires)."""
+        value = self._value(key, default)
+        if isinstance(value, int) and not isinstance(value, bool):
+            raise ModelError(
+                f"{self.path}: {key} is stored as an integer ({value}); llama.cpp reads it as a float: {_FIX}"
+            )
+        return checked_number(str(self.path), key, value, fix=_FIX)
+
+    def per_layer(self, key: str, default: Any = _REQUIRED) -> int:
+        """A positive integer that some files store once per layer (a list), which must then be the same for
+        every layer here."""
+        value = self._value(key, default)
+        if isinstance(value, list):
+            if not value:
+                raise ModelError(f"{self.path}: {key} is an empty list; {_FIX}")
+            if len(set(value)) != 1:
+                raise ModelError(
+                    f"{self.path}: {key} differs between layers ({shown(sorted(set(value)))}); jaxcontam's "
+                    "decoders need one value for all layers"
+                )
+            value = value[0]
+        if isinstance(value, float):
+            raise ModelError(
+                f"{self.path}: {key} is stored as a float ({value}); llama.cpp reads it as an integer: {_FIX}"
+            )
+        return checked_int(str(self.path), key, value, fix=_FIX)
+
+    def token_id(self, key: str) -> int | None:
+        value = self.get(key)
+        return None if value is None else checked_int(str(self.path), key, value, minimum=0, fix=_FIX)
 
 
 def _family(meta: _Metadata, arch: str, path: pathlib.Path) -> Family:
@@ -130,36 +176,83 @@ def hf_config(reader, path: pathlib.Path) -> dict:
         )
     if "token_embd.weight" not in names:
         raise ModelError(f"{path}: no token_embd.weight tensor; the file is incomplete: re-convert it")
-    hidden = int(meta.require(f"{arch}.embedding_length"))
-    heads = _uniform(meta.require(f"{arch}.attention.head_count"), "attention.head_count", path)
-    head_dim = int(meta.get(f"{arch}.attention.key_length", hidden // heads))
+    hidden = meta.integer(f"{arch}.embedding_length")
+    heads = meta.per_layer(f"{arch}.attention.head_count")
+    if meta.get(f"{arch}.attention.key_length") is None and heads > hidden:
+        raise ModelError(f"{path}: {arch}.attention.head_count = {heads} leaves no head size in {hidden} dims; {_FIX}")
+    head_dim = meta.integer(f"{arch}.attention.key_length", hidden // heads)
+    vocab_size = int(names["token_embd.weight"].shape[0])
+    if meta.get(f"{arch}.vocab_size") is not None and meta.integer(f"{arch}.vocab_size") != vocab_size:
+        raise ModelError(
+            f"{path}: {arch}.vocab_size = {meta.get(f'{arch}.vocab_size'):,} but token_embd.weight has "
+            f"{vocab_size:,} rows; the metadata and the weights disagree: {_FIX}"
+        )
+    layers = meta.integer(f"{arch}.block_count")
+    _check_blocks(layers, names, f"{arch}.block_count", path)
+    _check_vocabulary(meta, vocab_size, path)
     config = {
         "model_type": family.model_type,
-        "vocab_size": int(names["token_embd.weight"].shape[0]),
+        "vocab_size": vocab_size,
         "hidden_size": hidden,
-        "num_hidden_layers": int(meta.require(f"{arch}.block_count")),
+        "num_hidden_layers": layers,
         "num_attention_heads": heads,
-        "num_key_value_heads": _uniform(
-            meta.get(f"{arch}.attention.head_count_kv", heads), "attention.head_count_kv", path
-        ),
+        "num_key_value_heads": meta.per_layer(f"{arch}.attention.head_count_kv", heads),
         "head_dim": head_dim,
-        "intermediate_size": _uniform(meta.require(f"{arch}.feed_forward_length"), "feed_forward_length", path),
-        "max_position_embeddings": int(meta.require(f"{arch}.context_length")),
-        "rms_norm_eps": float(meta.require(f"{arch}.attention.layer_norm_rms_epsilon")),
-        "rope_theta": float(meta.get(f"{arch}.rope.freq_base", 10000.0)),
-        "partial_rotary_factor": int(meta.get(f"{arch}.rope.dimension_count", head_dim)) / head_dim,
+        "intermediate_size": meta.per_layer(f"{arch}.feed_forward_length"),
+        "max_position_embeddings": meta.integer(f"{arch}.context_length"),
+        "rms_norm_eps": meta.number(f"{arch}.attention.layer_norm_rms_epsilon"),
+        "rope_theta": meta.number(f"{arch}.rope.freq_base", 10000.0),
+        "partial_rotary_factor": meta.integer(f"{arch}.rope.dimension_count", head_dim) / head_dim,
         "hidden_act": gguf_format.activation,
         "tie_word_embeddings": "output.weight" not in names,
         "attention_bias": arch == "llama" and "blk.0.attn_q.bias" in names,
-        "bos_token_id": meta.get("tokenizer.ggml.bos_token_id"),
-        "eos_token_id": [int(meta.get(key)) for key in _STOP_KEYS if meta.get(key) is not None],
-        "pad_token_id": meta.get("tokenizer.ggml.padding_token_id"),
+        "bos_token_id": meta.token_id("tokenizer.ggml.bos_token_id"),
+        "eos_token_id": [meta.token_id(key) for key in _STOP_KEYS if meta.get(key) is not None],
+        "pad_token_id": meta.token_id("tokenizer.ggml.padding_token_id"),
     }
     scaling = meta.get(f"{arch}.rope.scaling.type", "none")
     if scaling != "none":  # from_hf_config refuses every type but the ones the decoder implements
-        config["rope_scaling"] = {"rope_type": scaling, "factor": float(meta.get(f"{arch}.rope.scaling.factor", 1.0))}
+        config["rope_scaling"] = {"rope_type": scaling, "factor": meta.number(f"{arch}.rope.scaling.factor", 1.0)}
     config.update(gguf_format.config(meta, arch, config, names))
     return config
+
+
+def _check_blocks(count: int, names: dict, key: str, path: pathlib.Path) -> None:
+    """The metadata's layer count is the number of blocks the file holds tensors for (a larger count would make
+    every layer list that long before failing; a smaller one would silently drop layers)."""
+    blocks = {int(match.group(1)) for name in names if (match := _BLOCK.match(name))}
+    held = max(blocks) + 1 if blocks else 0
+    if count != held:
+        raise ModelError(
+            f"{path}: {key} = {count:,}, but the file holds tensors for {held} blocks (blk.0 to blk.{held - 1}); "
+            f"the metadata and the weights disagree: {_FIX}"
+        )
+
+
+def _check_vocabulary(meta: _Metadata, vocab_size: int, path: pathlib.Path) -> None:
+    """The tokenizer's tokens are the embedding's rows, as llama.cpp requires, and every special token id names one
+    of them (a wrong id would silently pick another token, and an id beyond the rows reads a clamped embedding)."""
+    tokens = meta.get("tokenizer.ggml.tokens")
+    if tokens is None:
+        return
+    if not isinstance(tokens, list) or not all(isinstance(t, str) for t in tokens):
+        raise ModelError(f"{path}: tokenizer.ggml.tokens must be a list of strings; {_FIX}")
+    if len(tokens) != vocab_size:
+        raise ModelError(
+            f"{path}: tokenizer.ggml.tokens has {len(tokens):,} tokens but token_embd.weight has {vocab_size:,} rows; "
+            f"llama.cpp requires one row per token: {_FIX}"
+        )
+    for key in ("tokenizer.ggml.scores", "tokenizer.ggml.token_type"):
+        values = meta.get(key)
+        if values is not None and (not isinstance(values, list) or len(values) != len(tokens)):
+            raise ModelError(f"{path}: {key} must be a list of one value per token ({len(tokens):,}); {_FIX}")
+    merges = meta.get("tokenizer.ggml.merges")
+    if merges is not None and (not isinstance(merges, list) or not all(isinstance(m, str) for m in merges)):
+        raise ModelError(f"{path}: tokenizer.ggml.merges must be a list of strings; {_FIX}")
+    for key in _TOKEN_ID_KEYS:
+        token = meta.token_id(key)
+        if token is not None and token >= len(tokens):
+            raise ModelError(f"{path}: {key} = {token:,} is not one of the {len(tokens):,} tokens; {_FIX}")
 
 
 def read_spec(reader, path: pathlib.Path, attention: str = "auto") -> ModelSpec:

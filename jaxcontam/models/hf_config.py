@@ -15,6 +15,14 @@ from typing import Any, NoReturn
 
 from jaxcontam.errors import ModelError
 from jaxcontam.models.config import Activation, DecoderConfig, RopeType, eos_field
+from jaxcontam.models.config_values import (
+    MAX_LAYERS,
+    checked_flag,
+    checked_int,
+    checked_number,
+    checked_token_ids,
+    shown,
+)
 
 # Fields that never change the forward pass: bookkeeping, training-only settings (dropout, router losses,
 # initialisation), generation defaults and output switches that transformers' config.json files carry.
@@ -123,9 +131,13 @@ ROPE_TYPES = ("default", "linear", "llama3", "longrope")
 FULL, SLIDING = "full_attention", "sliding_attention"
 
 
+_REQUIRED = object()  # no default: the field must be set
+
+
 class ConfigReader:
     """Reads fields from a raw config dict, naming the file and field in every error and remembering every field
-    asked for, so the fields nobody asked for can be refused."""
+    asked for, so the fields nobody asked for can be refused. The typed reads (`integer`, `number`, `flag`,
+    `mapping`, `sequence`, `token_id`, `token_ids`) refuse a value of the wrong type or out of range by name."""
 
     def __init__(self, config: dict, source: str):
         self.config = config
@@ -133,22 +145,75 @@ class ConfigReader:
         self.read: set[str] = set()
 
     def require(self, *names: str) -> Any:
-        self.read.update(names)
-        for name in names:
-            if self.config.get(name) is not None:
-                return self.config[name]
-        raise ModelError(
-            f"{self.source}: missing field {' or '.join(repr(n) for n in names)}; "
-            "the config.json is incomplete: re-export it with save_pretrained"
-        )
+        return self._first(names, _REQUIRED)[1]
 
     def get(self, name: str, default: Any = None) -> Any:
         self.read.add(name)
         value = self.config.get(name)
         return default if value is None else value
 
+    def _first(self, names: tuple[str, ...], default: Any) -> tuple[str, Any]:
+        """(name, value) of the first of `names` that is set (not null), else (the first name, `default`)."""
+        self.read.update(names)
+        for name in names:
+            if self.config.get(name) is not None:
+                return name, self.config[name]
+        if default is _REQUIRED:
+            raise ModelError(
+                f"{self.source}: missing field {' or '.join(repr(n) for n in names)}; "
+                "the config.json is incomplete: re-export it with save_pretrained"
+            )
+        return names[0], default
+
+    def integer(
+        self, *names: str, default: Any = _REQUIRED, minimum: int | None = 1, maximum: int | None = None
+    ) -> int:
+        """An integer field (the first of `names` set) within [minimum, maximum]; `default` when none is set."""
+        name, value = self._first(names, default)
+        return checked_int(self.source, name, value, minimum, maximum)
+
+    def number(self, *names: str, default: Any = _REQUIRED, positive: bool = True) -> float:
+        """A finite number field (the first of `names` set), > 0 when `positive`; `default` when none is set."""
+        name, value = self._first(names, default)
+        return checked_number(self.source, name, value, positive)
+
+    def number_value(self, field: str, value) -> float:
+        """A finite number > 0 read from inside an object field (named `field` in errors)."""
+        return checked_number(self.source, field, value)
+
+    def optional_number(self, name: str) -> float | None:
+        """A finite number > 0, or None when the field is unset."""
+        value = self.get(name)
+        return None if value is None else checked_number(self.source, name, value)
+
+    def flag(self, name: str, default: bool) -> bool:
+        return checked_flag(self.source, name, self.get(name, default))
+
+    def mapping(self, name: str) -> dict:
+        """An object field ({} when unset)."""
+        value = self.get(name, {})
+        if not isinstance(value, dict):
+            self.refuse(name, value, "expected an object (a JSON {...})")
+        return value
+
+    def sequence(self, name: str, default: list) -> list:
+        """A list field (`default` when unset)."""
+        value = self.get(name, default)
+        if not isinstance(value, list):
+            self.refuse(name, value, "expected a list")
+        return value
+
+    def token_id(self, name: str) -> int | None:
+        """A bos/pad id: an int, a list (the first is kept) or null. Not marked read: every family accepts it."""
+        ids = checked_token_ids(self.source, name, self.config.get(name))
+        return ids[0] if ids else None
+
+    def token_ids(self, name: str) -> int | tuple[int, ...] | None:
+        """An eos field: every id it names (`config.eos_field`). Not marked read: every family accepts it."""
+        return eos_field(checked_token_ids(self.source, name, self.config.get(name)))
+
     def refuse(self, field: str, value, why: str) -> NoReturn:
-        raise ModelError(f"{self.source}: field {field!r} = {value!r} is not supported: {why}")
+        raise ModelError(f"{self.source}: field {field!r} = {shown(value)} is not supported: {why}")
 
     def refuse_unhandled(self, model_type: str, ignored: Mapping[str, str]):
         """Refuse every set field that was not read, is not in `SHARED_ALLOWED` and not in the family's `ignored`
@@ -159,7 +224,7 @@ class ConfigReader:
             if value is not None and name not in self.read and name not in SHARED_ALLOWED and name not in ignored
         )
         if unhandled:
-            fields = ", ".join(f"{name!r} = {self.config[name]!r}" for name in unhandled)
+            fields = ", ".join(f"{name!r} = {shown(self.config[name])}" for name in unhandled)
             raise ModelError(
                 f"{self.source}: field(s) {fields} not implemented for model_type {model_type!r}; "
                 "jaxcontam refuses fields that may change the forward pass rather than ignore them "
@@ -168,22 +233,22 @@ class ConfigReader:
             )
 
 
-def first_id(value) -> int | None:
-    """A bos/pad id from a config: an int, a list (the first is kept) or null."""
-    if isinstance(value, list):
-        return int(value[0]) if value else None
-    return None if value is None else int(value)
-
-
-def optional_float(value) -> float | None:
-    return None if value is None else float(value)
-
-
-def activation(reader: ConfigReader, field: str, name: str) -> Activation:
+def activation(reader: ConfigReader, field: str, name) -> Activation:
     """The forward's activation for the HF activation `name` (read from `field`), refusing unknown ones."""
-    if name not in ACTIVATIONS:
+    if not isinstance(name, str) or name not in ACTIVATIONS:
         reader.refuse(field, name, f"implemented activations: {', '.join(ACTIVATIONS)}")
     return ACTIVATIONS[name]
+
+
+def attention_sizes(
+    reader: ConfigReader, hidden_names=("hidden_size",), head_names=("num_attention_heads",)
+) -> tuple[int, int, int]:
+    """(hidden size, attention heads, head_dim): head_dim from its field, else hidden size // heads."""
+    hidden = reader.integer(*hidden_names)
+    heads = reader.integer(*head_names)
+    if reader.get("head_dim") is None and heads > hidden:
+        reader.refuse(head_names[0], heads, f"more heads than the hidden size ({hidden}) leaves no head_dim")
+    return hidden, heads, reader.integer("head_dim", default=hidden // heads)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -199,14 +264,22 @@ class Rope:
 def rope(reader: ConfigReader, params: dict | None = None, default_theta: float = 10000.0) -> Rope:
     """Rope settings from new-style rope_parameters (or `params`, a family's own selection of them) merged over
     the older rope_scaling / rope_theta / partial_rotary_factor fields."""
-    params = dict(reader.get("rope_parameters", {}) if params is None else params)
+    params = dict(reader.mapping("rope_parameters") if params is None else params)
     if reader.get("rope_scaling"):
-        params = {**reader.get("rope_scaling"), **params}
-    theta = params.get("rope_theta", reader.get("rope_theta", reader.get("rotary_emb_base", default_theta)))
-    partial = params.get("partial_rotary_factor", reader.get("partial_rotary_factor", reader.get("rotary_pct", 1.0)))
+        params = {**reader.mapping("rope_scaling"), **params}
+
+    def number(key: str, *fields: str, default):
+        if key in params:
+            return reader.number_value(f"rope_parameters.{key}", params[key])
+        return reader.number(*fields, default=default)
+
+    theta = number("rope_theta", "rope_theta", "rotary_emb_base", default=default_theta)
+    partial = number("partial_rotary_factor", "partial_rotary_factor", "rotary_pct", default=1.0)
+    if partial > 1:
+        reader.refuse("partial_rotary_factor", partial, "a fraction of head_dim, at most 1")
     rope_type = params.get("rope_type", params.get("type", "default"))
     rope_type = "longrope" if rope_type == "su" else rope_type  # phi3's original name for it
-    if rope_type not in ROPE_TYPES:
+    if not isinstance(rope_type, str) or rope_type not in ROPE_TYPES:
         reader.refuse(
             "rope_parameters.rope_type",
             rope_type,
@@ -214,7 +287,7 @@ def rope(reader: ConfigReader, params: dict | None = None, default_theta: float 
             "get silently wrong log-probs, so it is refused",
         )
     if rope_type == "longrope":
-        return _longrope(reader, params, float(theta), float(partial))
+        return _longrope(reader, params, theta, partial)
     keys = {
         "linear": ("factor",),
         "llama3": ("factor", "low_freq_factor", "high_freq_factor", "original_max_position_embeddings"),
@@ -224,8 +297,14 @@ def rope(reader: ConfigReader, params: dict | None = None, default_theta: float 
             raise ModelError(
                 f"{reader.source}: rope_type {rope_type!r} needs rope_parameters.{key}; add it to config.json"
             )
-    scaling = tuple(sorted((k, float(params[k])) for k in keys))
-    return Rope(float(theta), rope_type, scaling, float(partial))
+    scaling = tuple(sorted((k, reader.number_value(f"rope_parameters.{k}", params[k])) for k in keys))
+    if rope_type == "llama3" and params["high_freq_factor"] <= params["low_freq_factor"]:
+        reader.refuse(
+            "rope_parameters.high_freq_factor",
+            params["high_freq_factor"],
+            f"llama3 rope needs it above low_freq_factor ({params['low_freq_factor']})",
+        )
+    return Rope(theta, rope_type, scaling, partial)
 
 
 def _longrope(reader: ConfigReader, params: dict, theta: float, partial: float) -> Rope:
@@ -237,30 +316,29 @@ def _longrope(reader: ConfigReader, params: dict, theta: float, partial: float) 
             f"{reader.source}: rope_type 'longrope' needs short_factor, long_factor and "
             "original_max_position_embeddings; add them to config.json"
         )
-    head_dim = int(
-        reader.get("head_dim", int(reader.require("hidden_size")) // int(reader.require("num_attention_heads")))
-    )
+    original = checked_int(reader.source, "original_max_position_embeddings", original, minimum=2)
+    _, _, head_dim = attention_sizes(reader)
     half = int(head_dim * partial) // 2
+    factors = {}
     for key in ("short_factor", "long_factor"):
-        if len(params[key]) != half:
+        values = params[key]
+        if not isinstance(values, list) or len(values) != half:
             reader.refuse(
                 f"rope_parameters.{key}",
-                f"{len(params[key])} values",
-                f"longrope needs one factor per rotary frequency ({half})",
+                f"{len(values)} values" if isinstance(values, list) else values,
+                f"longrope needs a list of one factor per rotary frequency ({half})",
             )
-    factor = params.get("factor") or int(reader.require("max_position_embeddings")) / float(original)
+        factors[key] = tuple(reader.number_value(f"rope_parameters.{key}", f) for f in values)
+    if params.get("factor") is not None:
+        factor = reader.number_value("rope_parameters.factor", params["factor"])
+    else:
+        factor = reader.integer("max_position_embeddings") / original
     attention = params.get("attention_factor")
     if attention is None:
         attention = 1.0 if factor <= 1.0 else (1 + math.log(factor) / math.log(original)) ** 0.5
-    scaling = (("attention_factor", float(attention)), ("original_max_position_embeddings", float(original)))
-    return Rope(
-        theta,
-        "longrope",
-        scaling,
-        partial,
-        tuple(float(f) for f in params["short_factor"]),
-        tuple(float(f) for f in params["long_factor"]),
-    )
+    attention = reader.number_value("rope_parameters.attention_factor", attention)
+    scaling = (("attention_factor", attention), ("original_max_position_embeddings", float(original)))
+    return Rope(theta, "longrope", scaling, partial, factors["short_factor"], factors["long_factor"])
 
 
 def layer_windows(reader: ConfigReader, num_layers: int, default_types: list[str] | None) -> tuple[int, ...]:
@@ -268,8 +346,8 @@ def layer_windows(reader: ConfigReader, num_layers: int, default_types: list[str
     None: the family has no sliding windows (its layer_types / sliding_window fields are then refused)."""
     if default_types is None:
         return (0,) * num_layers
-    window = reader.get("sliding_window")
-    types = reader.get("layer_types", default_types)
+    window = reader.integer("sliding_window", default=0, minimum=0)
+    types = reader.sequence("layer_types", default_types)
     if len(types) != num_layers:
         raise ModelError(
             f"{reader.source}: layer_types has {len(types)} entries but num_hidden_layers is "
@@ -280,7 +358,7 @@ def layer_windows(reader: ConfigReader, num_layers: int, default_types: list[str
         if kind == FULL:
             windows.append(0)
         elif kind == SLIDING:
-            windows.append(0 if window is None else int(window))
+            windows.append(window)
         else:
             reader.refuse(f"layer_types[{i}]", kind, f"only {FULL!r} and {SLIDING!r} are implemented")
     return tuple(windows)
@@ -288,11 +366,16 @@ def layer_windows(reader: ConfigReader, num_layers: int, default_types: list[str
 
 def experts(reader: ConfigReader) -> tuple[int, int]:
     """(experts per layer, experts per token) of a mixture-of-experts family."""
-    count = int(reader.require("num_local_experts", "num_experts"))
-    top_k = int(reader.require("num_experts_per_tok"))
+    count = reader.integer("num_local_experts", "num_experts")
+    top_k = reader.integer("num_experts_per_tok")
     if not 1 <= top_k <= count:
         reader.refuse("num_experts_per_tok", top_k, f"needs 1 <= k <= the {count} experts")
     return count, top_k
+
+
+def layer_count(reader: ConfigReader, *names: str) -> int:
+    """The layer count, bounded before any per-layer list is built from it."""
+    return reader.integer(*(names or ("num_hidden_layers",)), maximum=MAX_LAYERS)
 
 
 def llama_style(
@@ -309,28 +392,26 @@ def llama_style(
 
     `windows(num_layers)` gives the per-layer sliding windows; `rope_settings` defaults to `rope(reader)`;
     `attention_bias` defaults to the config's field."""
-    hidden = int(reader.require("hidden_size"))
-    heads = int(reader.require("num_attention_heads"))
-    layers = int(reader.require("num_hidden_layers"))
-    head_dim = int(reader.get("head_dim", hidden // heads))
+    hidden, heads, head_dim = attention_sizes(reader)
+    layers = layer_count(reader)
     rope_settings = rope_settings or rope(reader)
-    if reader.get("mlp_bias", False):
+    if reader.flag("mlp_bias", False):
         reader.refuse("mlp_bias", True, "biases on the gated MLP projections are not implemented")
-    if reader.get("use_bidirectional_attention", False):
+    if reader.flag("use_bidirectional_attention", False):
         reader.refuse("use_bidirectional_attention", True, "jaxcontam scores causal language models only")
-    bias = bool(reader.get("attention_bias", False)) if attention_bias is None else attention_bias
+    bias = reader.flag("attention_bias", False) if attention_bias is None else attention_bias
     fields = dict(
         model_type=model_type,
-        vocab_size=int(reader.require("vocab_size")),
+        vocab_size=reader.integer("vocab_size"),
         hidden_size=hidden,
         num_layers=layers,
         num_heads=heads,
-        num_kv_heads=int(reader.get("num_key_value_heads", heads)),
+        num_kv_heads=reader.integer("num_key_value_heads", default=heads),
         head_dim=head_dim,
-        intermediate_size=overrides.pop("intermediate_size", None) or int(reader.require("intermediate_size")),
-        max_position=int(reader.require("max_position_embeddings")),
+        intermediate_size=overrides.pop("intermediate_size", None) or reader.integer("intermediate_size"),
+        max_position=reader.integer("max_position_embeddings"),
         norm="rms",
-        norm_eps=float(reader.require("rms_norm_eps")),
+        norm_eps=reader.number("rms_norm_eps"),
         norm_offset=0.0,
         activation=act,
         gated_mlp=True,
@@ -351,10 +432,10 @@ def llama_style(
         attn_logit_softcap=None,
         final_logit_softcap=None,
         layer_windows=windows(layers),
-        tie_word_embeddings=bool(reader.get("tie_word_embeddings", False)),
-        bos_token_id=first_id(reader.config.get("bos_token_id")),
-        eos_token_id=eos_field(reader.config.get("eos_token_id")),
-        pad_token_id=first_id(reader.config.get("pad_token_id")),
+        tie_word_embeddings=reader.flag("tie_word_embeddings", False),
+        bos_token_id=reader.token_id("bos_token_id"),
+        eos_token_id=reader.token_ids("eos_token_id"),
+        pad_token_id=reader.token_id("pad_token_id"),
         rope_short_factor=rope_settings.short_factor,
         rope_long_factor=rope_settings.long_factor,
         norm_topk_prob=False,

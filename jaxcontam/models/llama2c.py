@@ -15,6 +15,7 @@ fall back to <0xXX> byte tokens, and the adjacent pair whose merged piece scores
 from __future__ import annotations
 
 import json
+import math
 import pathlib
 import struct
 
@@ -32,10 +33,15 @@ def _read_header(data: bytes, path: pathlib.Path) -> dict[str, int]:
         raise ModelError(f"{path}: {len(data)} bytes is too short for a llama2.c checkpoint (28-byte header)")
     header = dict(zip(_HEADER_FIELDS, struct.unpack("<7i", data[:28]), strict=True))
     sizes_ok = all(v > 0 for k, v in header.items() if k != "vocab_size") and header["vocab_size"] != 0
-    if not sizes_ok or header["dim"] % header["n_heads"] or header["n_heads"] % header["n_kv_heads"]:
+    if (
+        not sizes_ok
+        or header["dim"] % header["n_heads"]
+        or header["n_heads"] % header["n_kv_heads"]
+        or header["dim"] // header["n_heads"] % 2
+    ):
         raise ModelError(
             f"{path}: header {header} is not a llama2.c config (positive sizes, dim divisible by "
-            "n_heads, n_heads by n_kv_heads); is this a llama2.c legacy-format model file?"
+            "n_heads into heads of an even size, n_heads by n_kv_heads); is this a llama2.c legacy-format model file?"
         )
     return header
 
@@ -70,7 +76,7 @@ def read_llama2c_model(path: pathlib.Path) -> tuple[dict, dict[str, np.ndarray]]
     ]
     if not shared:
         shapes.append(("classifier", (vocab, dim)))
-    expected = 28 + 4 * sum(int(np.prod(s)) for _, s in shapes)
+    expected = 28 + 4 * sum(math.prod(s) for _, s in shapes)  # Python ints: no overflow for any header
     if len(data) != expected:
         raise ModelError(
             f"{path}: {len(data)} bytes, but header {h} implies {expected} for a llama2.c legacy "
@@ -135,6 +141,11 @@ def read_llama2c_tokenizer(path: pathlib.Path, vocab_size: int) -> list[tuple[st
                 "use the tokenizer the model was trained with"
             )
         score, length = struct.unpack_from("<fi", data, offset)
+        if not 0 <= length <= len(data) - offset - 8:
+            raise ModelError(
+                f"{path}: token {i} says it is {length} bytes long, but {len(data) - offset - 8} bytes are left: "
+                "the file is damaged or not a llama2.c tokenizer"
+            )
         raw = data[offset + 8 : offset + 8 + length]
         offset += 8 + length
         try:

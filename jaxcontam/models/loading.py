@@ -11,8 +11,8 @@ devices one at a time and are stacked there.
 from __future__ import annotations
 
 import functools
-import json
 import pathlib
+import re
 import tempfile
 
 import jax
@@ -28,6 +28,7 @@ from jaxcontam.models.checkpoint_map import (
     checkpoint_entries,
     full_name,
 )
+from jaxcontam.models.config_values import read_json_object, shown
 from jaxcontam.models.gguf import GGUFTensorReader, load_gguf_tokenizer, open_reader, read_spec, tensor_index
 from jaxcontam.models.model import Model
 from jaxcontam.models.safetensors_file import TensorInfo, TensorReader, read_header
@@ -96,10 +97,12 @@ def weight_files(directory: pathlib.Path) -> list[pathlib.Path]:
         )
     index = directory / "model.safetensors.index.json"
     if index.exists():
-        try:
-            weight_map = json.loads(index.read_text())["weight_map"]
-        except (ValueError, KeyError) as exc:
-            raise ModelError(f"{index}: expected JSON with a 'weight_map' object ({exc}); re-save the model") from exc
+        weight_map = read_json_object(index, "re-save the model").get("weight_map")
+        if not isinstance(weight_map, dict) or not all(_is_shard_name(name) for name in weight_map.values()):
+            raise ModelError(
+                f"{index}: expected a 'weight_map' object of tensor name -> file name of a .safetensors file in "
+                f"the same folder (got {shown(weight_map)}); re-save the model"
+            )
         files = sorted({directory / name for name in weight_map.values()})
         missing = [f.name for f in files if not f.exists()]
         if missing:
@@ -117,6 +120,12 @@ def weight_files(directory: pathlib.Path) -> list[pathlib.Path]:
     )
 
 
+def _is_shard_name(name) -> bool:
+    """A weight file named by the index: a bare .safetensors file name (no folder, so nothing outside the model
+    folder is read)."""
+    return isinstance(name, str) and name.endswith(".safetensors") and "/" not in name and "\\" not in name
+
+
 def read_config(directory: pathlib.Path, attention: str = "auto") -> ModelSpec:
     """The spec from the directory's config.json (or that .json file itself), or from the GGUF metadata when
     the path names a GGUF file; `attention`: its attention path (`jaxcontam.models.attention`)."""
@@ -126,26 +135,41 @@ def read_config(directory: pathlib.Path, attention: str = "auto") -> ModelSpec:
     path = directory if directory.is_file() and directory.suffix == ".json" else directory / "config.json"
     if not path.exists():
         raise ModelError(f"{directory}: no config.json; a Hugging Face model directory needs one")
-    try:
-        config = json.loads(path.read_text())
-    except ValueError as exc:
-        raise ModelError(f"{path}: not valid JSON ({exc})") from exc
+    config = read_json_object(path, "re-export it with save_pretrained")
     return from_hf_config(config, source=str(path), attention=attention)
 
 
 def _tensor_index(files: list[pathlib.Path], spec: ModelSpec) -> dict[str, tuple[str, TensorInfo]]:
-    """canonical name -> (name in file, info) over all weight files."""
-    index = {}
+    """canonical name -> (name in file, info) over all weight files; a tensor stored twice (in two files, or with
+    and without the family prefix) is refused, since which copy is read would be arbitrary."""
+    index: dict[str, tuple[str, TensorInfo]] = {}
     for path in files:
         for name, info in read_header(path).items():
-            index[canonical_name(name, spec)] = (name, info)
+            canonical = canonical_name(name, spec)
+            if canonical in index:
+                first_name, first = index[canonical]
+                raise ModelError(
+                    f"{path}: tensor {name!r} is also stored as {first_name!r} in {first.file}; a checkpoint holds "
+                    "each tensor once: remove the duplicate file or re-save the model"
+                )
+            index[canonical] = (name, info)
     return index
 
 
 def _check_entries(
     entries: list[Entry], index: dict, spec: ModelSpec, directory: pathlib.Path, config_name: str
 ) -> None:
-    """Every tensor present with the shape the config implies, before anything is read."""
+    """Every tensor present with the shape the config implies, and no layer beyond the config's count (those
+    would be silently left out), before anything is read."""
+    layer_name = re.compile(
+        "(?:" + "|".join(re.escape(e.source.split("{i}")[0]) for e in entries if e.per_layer) + r")(\d+)\."
+    )
+    held = [int(match.group(1)) for name in index if (match := layer_name.match(name))]
+    if held and max(held) >= spec.num_layers:
+        raise ModelError(
+            f"{directory}: the weights hold layer {max(held)}, but {config_name} says num_hidden_layers = "
+            f"{spec.num_layers}; the config and the weights belong to different models"
+        )
     for entry in entries:
         for layer in range(spec.num_layers) if entry.per_layer else [None]:
             for source in entry.sources(layer):

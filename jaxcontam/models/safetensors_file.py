@@ -6,53 +6,24 @@ size of the object, for a file in a bucket; nothing read yet); numpy's reshape, 
 describe the part a device needs, and `TensorReader.materialize` reads exactly that part's bytes with positioned
 reads, or ranged requests (one per contiguous run). So on a mesh spanning several hosts each process reads only
 the bytes of its own shards. bfloat16 is handled too, which the numpy backend of
-the `safetensors` package cannot return.
+the `safetensors` package cannot return. The header is validated first (`safetensors_header`), so every view lies
+inside the data section and no two tensors share a byte.
 """
 
 from __future__ import annotations
 
-import json
 import pathlib
-import struct
-from dataclasses import dataclass
 
 import ml_dtypes
 import numpy as np
 
 from jaxcontam.errors import ModelError
 from jaxcontam.models.positioned_reads import read_runs, reserved, strided_runs
-from jaxcontam.storage import read_range
+from jaxcontam.models.safetensors_header import TensorInfo, read_header
+
+__all__ = ["TensorInfo", "TensorReader", "read_header"]
 
 _DTYPES = {"F64": np.float64, "F32": np.float32, "F16": np.float16, "BF16": ml_dtypes.bfloat16}
-
-
-@dataclass(frozen=True)
-class TensorInfo:
-    file: pathlib.Path
-    dtype: str
-    shape: tuple[int, ...]
-    begin: int  # absolute byte offsets in the file
-    end: int
-
-
-def read_header(path: pathlib.Path) -> dict[str, TensorInfo]:
-    """Tensor name -> TensorInfo for one .safetensors file."""
-    raw = read_range(path, 0, 8)
-    if len(raw) != 8:
-        raise ModelError(f"{path}: not a safetensors file (shorter than its 8-byte header length)")
-    (length,) = struct.unpack("<Q", raw)
-    try:
-        header = json.loads(read_range(path, 8, length))
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise ModelError(f"{path}: unreadable safetensors header ({exc}); re-save the checkpoint") from exc
-    start = 8 + length
-    return {
-        name: TensorInfo(
-            path, meta["dtype"], tuple(meta["shape"]), start + meta["data_offsets"][0], start + meta["data_offsets"][1]
-        )
-        for name, meta in header.items()
-        if name != "__metadata__"
-    }
 
 
 class TensorReader:

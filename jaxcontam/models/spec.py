@@ -13,6 +13,7 @@ from jaxcontam.errors import ModelError
 from jaxcontam.models import attention as attention_paths
 from jaxcontam.models import decoder
 from jaxcontam.models.config import DecoderConfig, eos_field, eos_ids_tuple
+from jaxcontam.models.config_values import check_decoder
 from jaxcontam.models.families import FAMILIES
 from jaxcontam.models.hf_config import ConfigReader
 
@@ -50,11 +51,16 @@ class ModelSpec(DecoderConfig):
 
 def from_hf_config(config: dict, source: str = "config.json", attention: str = "auto") -> ModelSpec:
     """Read a Hugging Face config dict through its family into a `ModelSpec`, refusing anything the forward does
-    not implement: unknown model types, unsupported values, and fields the family does not handle. `attention`: the
+    not implement: unknown model types, unsupported values, and fields the family does not handle; values of the
+    wrong type or out of range are refused by name (`config_values`). `attention`: the
     spec's attention path ("auto", "jnp", "splash", "cudnn"; see `jaxcontam.models.attention`)."""
     attention = attention_paths.checked(attention, "attention=")
+    if not isinstance(config, dict):
+        raise ModelError(f"{source}: expected a JSON object of config fields, got {type(config).__name__}")
     reader = ConfigReader(config, source)
     model_type = reader.require("model_type")
+    if not isinstance(model_type, str):
+        reader.refuse("model_type", model_type, f"expected one of {', '.join(SUPPORTED_MODEL_TYPES)}")
     if model_type == "gemma3":
         raise ModelError(
             f"{source}: model_type 'gemma3' is the multimodal Gemma 3 checkpoint; jaxcontam runs "
@@ -69,5 +75,6 @@ def from_hf_config(config: dict, source: str = "config.json", attention: str = "
         )
     parsed = family.from_hf_config(reader)
     reader.refuse_unhandled(model_type, family.ignored)
+    check_decoder(parsed, source)
     fields = {field.name: getattr(parsed, field.name) for field in dataclasses.fields(parsed)}
     return ModelSpec(**{**fields, "attention": attention})

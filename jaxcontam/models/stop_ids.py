@@ -9,12 +9,11 @@ an assistant message.
 from __future__ import annotations
 
 import dataclasses
-import json
 import pathlib
 
 from jaxcontam.chat_render import ChatTemplateError, render_chat
-from jaxcontam.errors import ModelError
-from jaxcontam.models.config import eos_field, eos_ids_tuple
+from jaxcontam.models.config import eos_field
+from jaxcontam.models.config_values import checked_token_ids, read_json_object
 from jaxcontam.models.spec import ModelSpec
 
 _PROBE = "jaxcontam-end-of-turn-probe"
@@ -25,11 +24,8 @@ def generation_config_ids(directory: pathlib.Path) -> tuple[int, ...]:
     path = directory / "generation_config.json"
     if not path.is_file():
         return ()
-    try:
-        config = json.loads(path.read_text())
-    except ValueError as exc:
-        raise ModelError(f"{path}: not valid JSON ({exc}); fix or delete the file") from exc
-    return eos_ids_tuple(config.get("eos_token_id"))
+    config = read_json_object(path, "fix or delete the file")
+    return checked_token_ids(str(path), "eos_token_id", config.get("eos_token_id"))
 
 
 def end_of_turn_id(tokenizer) -> int | None:

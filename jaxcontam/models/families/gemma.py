@@ -17,8 +17,8 @@ def gemma_fields(reader: ConfigReader) -> dict:
     """The fields every gemma generation shares, as `llama_style` overrides."""
     return {
         "norm_offset": 1.0,
-        "embed_scale": float(reader.require("hidden_size")) ** 0.5,
-        "tie_word_embeddings": bool(reader.get("tie_word_embeddings", True)),
+        "embed_scale": float(reader.integer("hidden_size")) ** 0.5,
+        "tie_word_embeddings": reader.flag("tie_word_embeddings", True),
     }
 
 

@@ -11,24 +11,23 @@ from jaxcontam.models.hf_config import (
     SLIDING,
     ConfigReader,
     activation,
+    attention_sizes,
     layer_windows,
     llama_style,
-    optional_float,
 )
 from jaxcontam.models.weight_entries import llama_style_entries
 
 
 def gemma2_fields(reader: ConfigReader) -> dict:
     """The fields gemma2 and gemma3 share, as `llama_style` overrides."""
-    head_dim = reader.get("head_dim", int(reader.require("hidden_size")) // int(reader.require("num_attention_heads")))
-    scalar = reader.get("query_pre_attn_scalar")
+    _, _, head_dim = attention_sizes(reader)
     return {
         **gemma_fields(reader),
         "attn_post_norm": True,
         "mlp_post_norm": True,
-        "attn_scale": float(scalar if scalar is not None else head_dim) ** -0.5,
-        "attn_logit_softcap": optional_float(reader.get("attn_logit_softcapping")),
-        "final_logit_softcap": optional_float(reader.get("final_logit_softcapping")),
+        "attn_scale": reader.number("query_pre_attn_scalar", default=float(head_dim)) ** -0.5,
+        "attn_logit_softcap": reader.optional_number("attn_logit_softcapping"),
+        "final_logit_softcap": reader.optional_number("final_logit_softcapping"),
     }
 
 
@@ -45,9 +44,8 @@ def from_hf_config(reader: ConfigReader) -> DecoderConfig:
 
 def gguf_gemma2_fields(meta, arch: str, config: dict, names: dict) -> dict:
     """gemma2/3: soft-caps, sliding window and the attention scale, which llama.cpp derives as the HF config does."""
-    scale = meta.get(f"{arch}.attention.scale")
-    if scale is not None:
-        scalar = float(scale) ** -2
+    if meta.get(f"{arch}.attention.scale") is not None:
+        scalar = meta.number(f"{arch}.attention.scale") ** -2
     elif config["num_hidden_layers"] == {"gemma2": 46, "gemma3": 62}[arch]:  # 27b: by hidden/heads, else head_dim
         scalar = config["hidden_size"] / config["num_attention_heads"]
     else:

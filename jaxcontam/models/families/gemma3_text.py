@@ -13,8 +13,11 @@ from jaxcontam.models.weight_entries import llama_style_entries
 
 def from_hf_config(reader: ConfigReader) -> DecoderConfig:
     # global layers: theta and scaling; sliding layers: their own base, unscaled
-    params = dict(reader.get("rope_parameters", {}))
+    params = reader.mapping("rope_parameters")
     by_type = params if FULL in params or SLIDING in params else {FULL: params}
+    for kind in (FULL, SLIDING):
+        if not isinstance(by_type.get(kind, {}), dict):
+            reader.refuse(f"rope_parameters.{kind}", by_type[kind], "expected an object (a JSON {...})")
     local = by_type.get(SLIDING, {})
     if local.get("rope_type", "default") != "default":
         reader.refuse(
@@ -22,8 +25,11 @@ def from_hf_config(reader: ConfigReader) -> DecoderConfig:
             local["rope_type"],
             "gemma3's sliding layers are implemented with unscaled rope only",
         )
-    local_theta = float(local.get("rope_theta", reader.get("rope_local_base_freq", 10000.0)))
-    pattern = int(reader.get("sliding_window_pattern", reader.get("_sliding_window_pattern", 6)))
+    if "rope_theta" in local:
+        local_theta = reader.number_value("rope_parameters.sliding_attention.rope_theta", local["rope_theta"])
+    else:
+        local_theta = reader.number("rope_local_base_freq", default=10000.0)
+    pattern = reader.integer("sliding_window_pattern", "_sliding_window_pattern", default=6)
 
     def windows(layers):
         return layer_windows(reader, layers, [SLIDING if (i + 1) % pattern else FULL for i in range(layers)])
@@ -46,12 +52,12 @@ def gguf_fields(meta, arch: str, config: dict, names: dict) -> dict:
     pattern = meta.get(f"{arch}.attention.sliding_window_pattern", 6)
     fields = {
         **gguf_gemma2_fields(meta, arch, config, names),
-        "rope_local_base_freq": float(meta.get(f"{arch}.rope.freq_base_swa", 10000.0)),
+        "rope_local_base_freq": meta.number(f"{arch}.rope.freq_base_swa", 10000.0),
     }
     if isinstance(pattern, list):  # one flag per layer: True = sliding
         fields["layer_types"] = [SLIDING if flag else FULL for flag in pattern]
     else:
-        fields["sliding_window_pattern"] = int(pattern)
+        fields["sliding_window_pattern"] = meta.integer(f"{arch}.attention.sliding_window_pattern", 6)
     return fields
 
 

@@ -2,34 +2,36 @@
 
 from __future__ import annotations
 
-from jaxcontam.models.config import DecoderConfig, eos_field
+from jaxcontam.models.config import DecoderConfig
 from jaxcontam.models.families.base import Family
-from jaxcontam.models.hf_config import ConfigReader, activation, first_id
+from jaxcontam.models.hf_config import ConfigReader, activation, layer_count
 from jaxcontam.models.weight_entries import Entry, head_entries, norm_entries, same
 
 
 def from_hf_config(reader: ConfigReader) -> DecoderConfig:
-    if reader.get("scale_attn_by_inverse_layer_idx", False):
+    if reader.flag("scale_attn_by_inverse_layer_idx", False):
         reader.refuse(
             "scale_attn_by_inverse_layer_idx", True, "only the standard 1/sqrt(head_dim) scale is implemented"
         )
     act = activation(reader, "activation_function", reader.get("activation_function", "gelu_new"))
-    hidden = int(reader.require("n_embd", "hidden_size"))
-    heads = int(reader.require("n_head", "num_attention_heads"))
-    layers = int(reader.require("n_layer", "num_hidden_layers"))
+    hidden = reader.integer("n_embd", "hidden_size")
+    heads = reader.integer("n_head", "num_attention_heads")
+    if hidden % heads:  # c_attn splits into heads of hidden // heads
+        reader.refuse("n_head", heads, f"GPT-2 needs the heads to divide n_embd ({hidden})")
+    layers = layer_count(reader, "n_layer", "num_hidden_layers")
     head_dim = hidden // heads
     return DecoderConfig(
         model_type="gpt2",
-        vocab_size=int(reader.require("vocab_size")),
+        vocab_size=reader.integer("vocab_size"),
         hidden_size=hidden,
         num_layers=layers,
         num_heads=heads,
         num_kv_heads=heads,
         head_dim=head_dim,
-        intermediate_size=int(reader.get("n_inner") or 4 * hidden),
-        max_position=int(reader.require("n_positions", "max_position_embeddings")),
+        intermediate_size=reader.integer("n_inner", default=4 * hidden),
+        max_position=reader.integer("n_positions", "max_position_embeddings"),
         norm="layer",
-        norm_eps=float(reader.get("layer_norm_epsilon", 1e-5)),
+        norm_eps=reader.number("layer_norm_epsilon", default=1e-5),
         norm_offset=0.0,
         activation=act,
         gated_mlp=False,
@@ -46,14 +48,14 @@ def from_hf_config(reader: ConfigReader) -> DecoderConfig:
         rope_type="default",
         rope_scaling=(),
         embed_scale=None,
-        attn_scale=float(head_dim) ** -0.5 if reader.get("scale_attn_weights", True) else 1.0,
+        attn_scale=float(head_dim) ** -0.5 if reader.flag("scale_attn_weights", True) else 1.0,
         attn_logit_softcap=None,
         final_logit_softcap=None,
         layer_windows=(0,) * layers,
-        tie_word_embeddings=bool(reader.get("tie_word_embeddings", True)),
-        bos_token_id=first_id(reader.config.get("bos_token_id")),
-        eos_token_id=eos_field(reader.config.get("eos_token_id")),
-        pad_token_id=first_id(reader.config.get("pad_token_id")),
+        tie_word_embeddings=reader.flag("tie_word_embeddings", True),
+        bos_token_id=reader.token_id("bos_token_id"),
+        eos_token_id=reader.token_ids("eos_token_id"),
+        pad_token_id=reader.token_id("pad_token_id"),
         hf_config=dict(reader.config),
     )
 

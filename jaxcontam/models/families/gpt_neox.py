@@ -3,33 +3,31 @@ and query_key_value interleaved per head."""
 
 from __future__ import annotations
 
-from jaxcontam.models.config import DecoderConfig, eos_field
+from jaxcontam.models.config import DecoderConfig
 from jaxcontam.models.families.base import Family
-from jaxcontam.models.hf_config import ConfigReader, first_id, hidden_act, rope
+from jaxcontam.models.hf_config import ConfigReader, attention_sizes, hidden_act, layer_count, rope
 from jaxcontam.models.weight_entries import Entry, head_entries, heads_out, norm_entries, same, transpose
 
 
 def from_hf_config(reader: ConfigReader) -> DecoderConfig:
-    hidden = int(reader.require("hidden_size"))
-    heads = int(reader.require("num_attention_heads"))
-    layers = int(reader.require("num_hidden_layers"))
-    head_dim = int(reader.get("head_dim", hidden // heads))
+    hidden, heads, head_dim = attention_sizes(reader)
+    layers = layer_count(reader)
     rope_settings = rope(reader)
-    if reader.get("use_bidirectional_attention", False):
+    if reader.flag("use_bidirectional_attention", False):
         reader.refuse("use_bidirectional_attention", True, "jaxcontam scores causal language models only")
-    bias = bool(reader.get("attention_bias", True))
+    bias = reader.flag("attention_bias", True)
     return DecoderConfig(
         model_type="gpt_neox",
-        vocab_size=int(reader.require("vocab_size")),
+        vocab_size=reader.integer("vocab_size"),
         hidden_size=hidden,
         num_layers=layers,
         num_heads=heads,
         num_kv_heads=heads,
         head_dim=head_dim,
-        intermediate_size=int(reader.require("intermediate_size")),
-        max_position=int(reader.require("max_position_embeddings")),
+        intermediate_size=reader.integer("intermediate_size"),
+        max_position=reader.integer("max_position_embeddings"),
         norm="layer",
-        norm_eps=float(reader.require("layer_norm_eps")),
+        norm_eps=reader.number("layer_norm_eps"),
         norm_offset=0.0,
         activation=hidden_act(reader),
         gated_mlp=False,
@@ -39,7 +37,7 @@ def from_hf_config(reader: ConfigReader) -> DecoderConfig:
         qk_norm="",
         attn_post_norm=False,
         mlp_post_norm=False,
-        parallel_residual=bool(reader.get("use_parallel_residual", True)),
+        parallel_residual=reader.flag("use_parallel_residual", True),
         learned_positions=False,
         rotary_dim=int(head_dim * rope_settings.partial),
         rope_theta=rope_settings.theta,
@@ -50,10 +48,10 @@ def from_hf_config(reader: ConfigReader) -> DecoderConfig:
         attn_logit_softcap=None,
         final_logit_softcap=None,
         layer_windows=(0,) * layers,
-        tie_word_embeddings=bool(reader.get("tie_word_embeddings", False)),
-        bos_token_id=first_id(reader.config.get("bos_token_id")),
-        eos_token_id=eos_field(reader.config.get("eos_token_id")),
-        pad_token_id=first_id(reader.config.get("pad_token_id")),
+        tie_word_embeddings=reader.flag("tie_word_embeddings", False),
+        bos_token_id=reader.token_id("bos_token_id"),
+        eos_token_id=reader.token_ids("eos_token_id"),
+        pad_token_id=reader.token_id("pad_token_id"),
         rope_short_factor=rope_settings.short_factor,
         rope_long_factor=rope_settings.long_factor,
         norm_topk_prob=False,

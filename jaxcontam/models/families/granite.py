@@ -16,10 +16,10 @@ def from_hf_config(reader: ConfigReader) -> DecoderConfig:
         "granite",
         hidden_act(reader),
         lambda layers: layer_windows(reader, layers, None),
-        embed_scale=float(reader.get("embedding_multiplier", 1.0)),
-        residual_scale=float(reader.get("residual_multiplier", 1.0)),
-        attn_scale=float(reader.get("attention_multiplier", 1.0)),
-        logits_divisor=float(reader.get("logits_scaling", 1.0)),
+        embed_scale=reader.number("embedding_multiplier", default=1.0),
+        residual_scale=reader.number("residual_multiplier", default=1.0),
+        attn_scale=reader.number("attention_multiplier", default=1.0),
+        logits_divisor=reader.number("logits_scaling", default=1.0),
     )
 
 

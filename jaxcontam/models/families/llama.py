@@ -11,7 +11,7 @@ from jaxcontam.models.weight_entries import llama_style_entries
 
 
 def from_hf_config(reader: ConfigReader) -> DecoderConfig:
-    if reader.get("rope_interleaved", False):  # nanotron's export flag (SmolLM2 writes false)
+    if reader.flag("rope_interleaved", False):  # nanotron's export flag (SmolLM2 writes false)
         reader.refuse("rope_interleaved", True, "rope over interleaved pairs is not implemented (nor by transformers)")
     return llama_style(reader, "llama", hidden_act(reader), lambda layers: layer_windows(reader, layers, None))
 

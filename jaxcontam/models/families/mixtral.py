@@ -29,8 +29,8 @@ def checkpoint_entries(spec: DecoderConfig):
 
 def gguf_fields(meta, arch: str, config: dict, names: dict) -> dict:
     return {
-        "num_local_experts": int(meta.get(f"{arch}.expert_count")),
-        "num_experts_per_tok": int(meta.require(f"{arch}.expert_used_count")),
+        "num_local_experts": meta.integer(f"{arch}.expert_count"),
+        "num_experts_per_tok": meta.integer(f"{arch}.expert_used_count"),
     }
 
 

@@ -20,7 +20,7 @@ from jaxcontam.models.weight_entries import (
 
 
 def from_hf_config(reader: ConfigReader) -> DecoderConfig:
-    if reader.get("lm_head_bias", False):  # Phi-4-mini writes false
+    if reader.flag("lm_head_bias", False):  # Phi-4-mini writes false
         reader.refuse("lm_head_bias", True, "a bias on the output projection is not implemented (nor by transformers)")
     return llama_style(
         reader, "phi3", hidden_act(reader), lambda layers: layer_windows(reader, layers, [SLIDING] * layers)

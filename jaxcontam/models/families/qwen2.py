@@ -10,8 +10,8 @@ from jaxcontam.models.weight_entries import llama_style_entries
 
 def qwen_windows(reader: ConfigReader, layers: int) -> tuple[int, ...]:
     """The qwen families' windows: layer_types, else sliding from max_window_layers on when use_sliding_window."""
-    sliding = reader.get("use_sliding_window", False)
-    start = reader.get("max_window_layers", layers)
+    sliding = reader.flag("use_sliding_window", False)
+    start = reader.integer("max_window_layers", default=layers, minimum=0)
     default = [SLIDING if sliding and i >= start else FULL for i in range(layers)]
     return layer_windows(reader, layers, default)
 

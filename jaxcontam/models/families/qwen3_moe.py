@@ -11,7 +11,7 @@ from jaxcontam.models.weight_entries import expert_entries, llama_style_entries
 
 def from_hf_config(reader: ConfigReader) -> DecoderConfig:
     count, top_k = experts(reader)
-    if reader.get("mlp_only_layers", []) or int(reader.get("decoder_sparse_step", 1)) != 1:
+    if reader.sequence("mlp_only_layers", []) or reader.integer("decoder_sparse_step", default=1) != 1:
         reader.refuse(
             "mlp_only_layers / decoder_sparse_step",
             (reader.get("mlp_only_layers"), reader.get("decoder_sparse_step")),
@@ -23,10 +23,10 @@ def from_hf_config(reader: ConfigReader) -> DecoderConfig:
         hidden_act(reader),
         lambda layers: qwen_windows(reader, layers),
         qk_norm="head",
-        intermediate_size=int(reader.require("moe_intermediate_size")),
+        intermediate_size=reader.integer("moe_intermediate_size"),
         num_experts=count,
         experts_per_token=top_k,
-        norm_topk_prob=bool(reader.get("norm_topk_prob", False)),
+        norm_topk_prob=reader.flag("norm_topk_prob", False),
     )
 
 
@@ -36,10 +36,10 @@ def checkpoint_entries(spec: DecoderConfig):
 
 def gguf_fields(meta, arch: str, config: dict, names: dict) -> dict:
     return {
-        "num_local_experts": int(meta.get(f"{arch}.expert_count")),
-        "num_experts_per_tok": int(meta.require(f"{arch}.expert_used_count")),
-        "moe_intermediate_size": int(meta.require(f"{arch}.expert_feed_forward_length")),
-        "norm_topk_prob": bool(meta.get(f"{arch}.expert_weights_norm", True)),
+        "num_local_experts": meta.integer(f"{arch}.expert_count"),
+        "num_experts_per_tok": meta.integer(f"{arch}.expert_used_count"),
+        "moe_intermediate_size": meta.integer(f"{arch}.expert_feed_forward_length"),
+        "norm_topk_prob": meta.get(f"{arch}.expert_weights_norm", True),
     }
 
 

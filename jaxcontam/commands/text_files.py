@@ -38,10 +38,9 @@ def read_texts(path: str, fields: dict[str, str]) -> list[tuple[str, str]]:
 
     file = require_file(path, "data file")  # local, or a URL
     if base_suffix(file) == ".txt":
-        from jaxcontam.data.records import open_text
+        from jaxcontam.data.records import read_lines
 
-        with open_text(file) as handle:
-            return [(str(n), line.rstrip("\n")) for n, line in enumerate(handle, start=1) if line.strip()]
+        return [(str(n), line.rstrip("\r\n")) for n, line in read_lines(file) if line.strip()]
     texts = []
     for position, row in read_rows(file):
         where = position_name(file, position)

@@ -127,10 +127,11 @@ class _ShardState:
         self.bad_count += 1
         if len(self.bad) < BAD_LINES_NAMED:
             self.bad.append(f"line {bad.line} (byte {bad.offset}): {bad.reason}")
-        if bad.raw:  # byte for byte, as read
+        if bad.raw:  # byte for byte, as read (an over-long line's in pieces)
             if self._rejects is None:
                 self._rejects = open(self.rejects_path, "wb")  # noqa: SIM115  # closed in close_rejects()
-            self._rejects.write(bad.raw)
+            for piece in [bad.raw] if isinstance(bad.raw, bytes) else bad.raw:
+                self._rejects.write(piece)
 
     def close_rejects(self) -> bool:
         """Close the rejects file; whether there is one."""

@@ -145,8 +145,10 @@ def _check_utf8(path: Readable, line_limit: int, whole: bool = False, block: int
             line_start = offset + last + 1 if last >= 0 and not whole else line_start
             offset += len(data)
             if offset - line_start > line_limit:
-                raise _document_too_long(path, line_limit) if whole else too_long(
-                    f"{path}, line {lines}", offset - line_start, line_limit
+                raise (
+                    _document_too_long(path, line_limit)
+                    if whole
+                    else too_long(f"{path}, line {lines}", offset - line_start, line_limit)
                 )
 
 

@@ -119,7 +119,11 @@ def ngram_rows(config: AuditConfig, inputs: AuditInputs, out: Path) -> dict | No
     settings, scoring = config.ngram, config.ngram_scoring
     tokenizer = config.ngram_tokenizer or config.models[0].path
     units = load_units(tokenizer)
-    corpora = [(c, inputs.corpora.get(c) or open_corpus(c, field=config.corpus_text_field)) for c in config.corpora]
+    follow = config.corpus_follow_symlinks
+    corpora = [
+        (c, inputs.corpora.get(c) or open_corpus(c, field=config.corpus_text_field, follow_symlinks=follow))
+        for c in config.corpora
+    ]
     loaded = [b.benchmark for b in inputs.benchmarks]
     selection = items_key([item for benchmark in loaded for item in benchmark])  # other items: their own folder
     counts_dir = (

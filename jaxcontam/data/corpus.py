@@ -442,9 +442,11 @@ def _corpus_files(listed: list[tuple[Path, str]], field: str) -> tuple[list[tupl
     return files, skipped
 
 
-def _file_corpus(spec: str | Path, field: str, token_dtype: str | None, chunk_tokens: int) -> Corpus:
+def _file_corpus(
+    spec: str | Path, field: str, token_dtype: str | None, chunk_tokens: int, follow_symlinks: bool
+) -> Corpus:
     """The corpus of one file, of a folder's files, or of the files a glob matches (`storage.list_files`)."""
-    root, listed = list_files(spec)
+    root, listed = list_files(spec, follow_symlinks)
     skipped: list[tuple[str, str]] = []
     if has_glob(str(spec)):
         files, skipped = _corpus_files(listed, field)
@@ -556,6 +558,7 @@ def open_corpus(
     split: str = "train",
     streaming: bool = True,
     chunk_tokens: int = DEFAULT_CHUNK_TOKENS,
+    follow_symlinks: bool = False,
 ) -> Corpus:
     """Open a corpus lazily.
 
@@ -564,6 +567,7 @@ def open_corpus(
     (.bin needs `token_dtype` uint16|uint32; memory-mapped, one document per `chunk_tokens` shard), any of
     these as a URL (gs://, s3://, hf://; not token arrays) or a glob of files (`gs://bucket/dolma/*.json.zst`),
     or, when no such path exists, a Hugging Face dataset id (`split`, streamed unless `streaming=False`).
+    A folder's symbolic links that lead outside it are left out (and reported) unless `follow_symlinks`.
     """
     if chunk_tokens < 1:
         raise DataError(f"chunk_tokens must be positive, got {chunk_tokens}")
@@ -571,12 +575,12 @@ def open_corpus(
         raise DataError(f"token_dtype must be one of {', '.join(TOKEN_DTYPES)}, got {token_dtype!r}")
     if has_glob(str(spec)) or is_url(str(spec)):
         try:
-            return _file_corpus(str(spec), field, token_dtype, chunk_tokens)
+            return _file_corpus(str(spec), field, token_dtype, chunk_tokens, follow_symlinks)
         except storage_errors() as error:  # no credentials, a refused permission: named before any model work
             raise describe_error(spec, error) from None
     path = as_path(spec)
     if path.exists():
-        return _file_corpus(spec, field, token_dtype, chunk_tokens)
+        return _file_corpus(spec, field, token_dtype, chunk_tokens, follow_symlinks)
     looks_like_a_path = path.suffix.lower() in TEXT_SUFFIXES + RECORD_SUFFIXES + TOKEN_SUFFIXES
     if looks_like_a_path or str(spec).startswith((".", "/")):
         raise DataError(f"corpus file {spec} does not exist; check the path")

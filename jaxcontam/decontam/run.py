@@ -75,6 +75,7 @@ class RunSettings:
     annotate_field: str = "contamination"
     on_bad_line: OnBadLine = "stop"
     drop_common: int | None = None  # leave out n-grams held by more than this many documents (`decontam.common`)
+    follow_symlinks: bool = False  # read the files a corpus folder's links lead to outside it (`storage.list_files`)
 
     def __post_init__(self):
         if self.policy not in POLICIES:
@@ -369,7 +370,7 @@ def decontaminate(
 ) -> dict[str, Any]:
     """Decontaminate `corpora` into `out` (local or a bucket URL); returns the summary (also OUT/summary.json).
     `benchmarks`: how the items' benchmarks were loaded, for the manifest; `shards`: `list_shards(corpora)`."""
-    shards = list_shards(corpora) if shards is None else list(shards)
+    shards = list_shards(corpora, settings.follow_symlinks) if shards is None else list(shards)
     destination = Destination(out)
     _claim(destination, index, settings)
     destination.remove_scratch()  # a killed run's .partial-* folders
@@ -406,10 +407,12 @@ def decontaminate(
 
 def _claim(destination: Destination, index: DecontIndex, settings: RunSettings) -> None:
     """OUT/run.json names what the shards in OUT were made with; a rerun must match it to reuse them."""
+    run = dataclasses.asdict(settings) | {"on_bad_line": None}  # a completed shard is the same either way
+    del run["follow_symlinks"]  # the listing chooses shards, not what a shard's outputs are (and older run.json)
     fingerprint = {
         "index": dataclasses.asdict(index.settings) | {"n": index.n},
         "table": index.table.checksum,
-        "run": dataclasses.asdict(settings) | {"on_bad_line": None},  # a completed shard is the same either way
+        "run": run,
     }
     text = json.dumps(fingerprint, sort_keys=True)
     if destination.exists("run.json"):

@@ -61,13 +61,14 @@ def _spec(path: Any, label: str) -> ShardSpec | None:
     return ShardSpec(label, str(path), fmt, compression)
 
 
-def list_shards(corpora: Sequence[str]) -> list[ShardSpec]:
+def list_shards(corpora: Sequence[str], follow_symlinks: bool = False) -> list[ShardSpec]:
     """The shards of every corpus (a file, a folder, a glob, local or a bucket URL: `storage.list_files`, the audit's
-    listing), in label order; labels get a `<k>/` prefix when several corpora are given."""
+    listing, which leaves out links leading outside a folder unless `follow_symlinks`), in label order; labels get a
+    `<k>/` prefix when several corpora are given."""
     shards: list[ShardSpec] = []
     for k, corpus in enumerate(corpora):
         prefix = f"{k}/" if len(corpora) > 1 else ""
-        _, files = list_files(corpus)
+        _, files = list_files(corpus, follow_symlinks)
         found = [spec for path, label in files if (spec := _spec(path, prefix + label)) is not None]
         if not found:
             raise DataError(

@@ -27,7 +27,7 @@ from jaxcontam.report.summary_schema import SCHEMA_VERSION, AuditSummary, RunEnt
 from jaxcontam.stage_clock import StageClock, stage
 from jaxcontam.stats import sweep_resamples
 from jaxcontam.stats.paired import DEFAULT_RESAMPLES
-from jaxcontam.storage import output_folder
+from jaxcontam.storage import claim_output, output_folder
 
 if TYPE_CHECKING:
     from jaxcontam.detect.audit_core import BenchmarkAudit
@@ -299,11 +299,13 @@ def write_outputs(config: AuditConfig, runs: list[ModelRun], items: list[ItemRow
     return summary
 
 
-def run_audit(config: AuditConfig) -> AuditSummary:
-    """Run every stage of the audit described by `config`; returns the summary (also written to `config.out`)."""
+def run_audit(config: AuditConfig, command: str = "audit") -> AuditSummary:
+    """Run every stage of the audit described by `config`; returns the summary (also written to `config.out`, which
+    must be empty or an earlier run's of the same `command`: `storage.claim_output`)."""
     import jaxcontam
 
     with StageClock() as clock:
+        claim_output(config.out, command)
         out = output_folder(config.out)
         with stage("load"):
             inputs = check_inputs(config)

@@ -77,8 +77,10 @@ def lm_eval(
     import jaxcontam.lm_eval  # noqa: F401  (registers the model "jaxcontam"; raises if lm-eval is missing)
     from jaxcontam.commands.data_options import data_roots_from_environment
     from jaxcontam.data.lm_eval_tasks import find_local_copy, parse_data_files, task_manager, write_task_overrides
-    from jaxcontam.storage import output_folder, publish
+    from jaxcontam.storage import claim_output, output_folder, publish
 
+    if out is not None:
+        claim_output(out, "lm-eval")
     names = [name.strip() for name in tasks.split(",") if name.strip()]
     files = parse_data_files(data_files)
     roots = data_roots_from_environment()

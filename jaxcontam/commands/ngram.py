@@ -104,11 +104,12 @@ def ngram(
     from jaxcontam.errors import DataError
     from jaxcontam.ngram.audit import ensure_counts, item_rows, write_items_parquet
     from jaxcontam.ngram.units import load_units
-    from jaxcontam.storage import output_folder
+    from jaxcontam.storage import claim_output, output_folder
 
     out_url = str(out).rstrip("/")
     if path is not None and len(benchmarks) > 1:
         raise DataError("--path names one benchmark's files; give one --benchmark with it, or drop --path")
+    claim_output(out, "ngram")
     settings = NgramSettings(n=n, scope=scope, normalize=normalize)
     units = load_units(tokenizer)
     options = {"split": split} if split else {}

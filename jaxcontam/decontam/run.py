@@ -10,8 +10,9 @@ After all shards (`finish`): `matches.parquet` (one row per document and item), 
 documents holding it, its n-grams and how many the corpus holds), `report.html`, and last `summary.json` (with the
 manifest that repeats the run: `decontam.manifest`).
 Engines: `local` (a process per core, shards in parallel; `workers=1` runs in this process; a worker ends itself
-when this process dies) and `ray`. A run removes the `.partial-*` scratch folders a killed run left in OUT first, and
-again once every shard is done: those of its own attempts that died (a Ray node lost mid-shard, its task retried).
+when this process dies) and `ray`. OUT must be empty or an earlier decontamination's (`storage.claim_output`). A run
+removes the `.partial-*` scratch folders a killed run left in OUT first, and again once every shard is done: those of
+its own attempts that died (a Ray node lost mid-shard, its task retried); only those that hold its scratch marker.
 """
 
 from __future__ import annotations
@@ -58,6 +59,7 @@ from jaxcontam.decontam.shards import (
     read_records,
 )
 from jaxcontam.errors import DataError
+from jaxcontam.storage import claim_output
 
 OnBadLine = Literal["stop", "skip"]
 Engine = Literal["local", "ray"]
@@ -372,8 +374,9 @@ def decontaminate(
     `benchmarks`: how the items' benchmarks were loaded, for the manifest; `shards`: `list_shards(corpora)`."""
     shards = list_shards(corpora, settings.follow_symlinks) if shards is None else list(shards)
     destination = Destination(out)
+    claim_output(out, "decontaminate")  # an empty folder, or an earlier decontamination's
     _claim(destination, index, settings)
-    destination.remove_scratch()  # a killed run's .partial-* folders
+    destination.remove_scratch()  # a killed run's .partial-* folders (its own: marked as such)
     started = time.perf_counter()
 
     def each_shard(work: ShardWork, index: DecontIndex) -> list[dict]:

@@ -417,13 +417,14 @@ class Destination:
             self.put(relative, local)
 
     def remove_scratch(self) -> list[str]:
-        """Remove the `.partial-*` scratch folders a killed run left here (local only: a bucket gets none);
-        returns their names."""
+        """Remove the `.partial-*` scratch folders a killed run left here (local only: a bucket gets none), those
+        that hold `SCRATCH_MARKER` alone: a folder decontaminate did not make is never deleted; returns their
+        names."""
         if self.remote or not self.root.is_dir():
             return []
         import shutil
 
-        left = sorted(p for p in self.root.glob(".partial-*") if p.is_dir())
+        left = sorted(p for p in self.root.glob(".partial-*") if _is_scratch(p))
         for folder in left:
             shutil.rmtree(folder, ignore_errors=True)
         return [p.name for p in left]
@@ -436,12 +437,21 @@ class Destination:
         return _TempFolder(self.root)
 
 
+SCRATCH_MARKER = ".jaxcontam-scratch"  # in every scratch folder: what `remove_scratch` may delete
+
+
+def _is_scratch(path: Path) -> bool:
+    return path.is_dir() and not path.is_symlink() and (path / SCRATCH_MARKER).is_file()
+
+
 class _TempFolder:
     def __init__(self, under):
         self._folder = tempfile.TemporaryDirectory(prefix=".partial-", dir=under)
 
     def __enter__(self) -> Path:
-        return Path(self._folder.__enter__())
+        folder = Path(self._folder.__enter__())
+        (folder / SCRATCH_MARKER).touch()
+        return folder
 
     def __exit__(self, *exc) -> None:
         self._folder.__exit__(*exc)

@@ -37,7 +37,7 @@ from typing import Literal
 from jaxcontam.data.roots import DEFAULT_ROOTS
 from jaxcontam.errors import JaxcontamError
 from jaxcontam.mesh import MeshSettings
-from jaxcontam.storage import output_folder, publish_tree
+from jaxcontam.storage import claim_output, output_folder, publish_tree
 from jaxcontam.storage.appends import append_line, complete_lines
 
 CURVE = "curve.jsonl"
@@ -319,6 +319,7 @@ def run_contamination(settings: ContaminationSettings, log: Callable[[str], None
     from jaxcontam.training.loop import fit
 
     settings.check()
+    claim_output(settings.out, "contaminate")
     out = output_folder(settings.out)  # a bucket URL: a local mirror, filled from the bucket, uploaded as it grows
     model_dir = out / "model"
     recorded = _recorded(out, settings)

@@ -100,3 +100,25 @@ def test_score_refuses_to_overwrite_a_file_it_did_not_write(tmp_path, capsys):
     mine.write_text(json.dumps({"id": "1", "num_tokens": 4, "token_logprobs": []}) + "\n")  # an earlier score's
     code, text = run_cli(["score", "--model", tmp_path / "no-model", "--data", data, "--out", mine], capsys)
     assert "not the output" not in text  # it goes on, to the missing model
+
+
+def test_a_folder_an_earlier_jaxcontam_wrote_before_markers_is_marked_and_resumes(tmp_path):
+    """Known by the command's own record: an audit's summary.json, decontaminate's run.json, contaminate's
+    settings.json, ngram's counts; a file of the same name that is not that record is a user's."""
+    audit = tmp_path / "audit"
+    audit.mkdir()
+    (audit / "summary.json").write_text(json.dumps({"schema_version": 1, "jaxcontam_version": "0.1.0", "runs": []}))
+    claim_output(audit, "pacost")
+    assert json.loads((audit / OUTPUT_MARKER).read_text())["command"] == "pacost"
+    decontaminated = tmp_path / "decontaminated"
+    decontaminated.mkdir()
+    (decontaminated / "run.json").write_text(json.dumps({"index": {}, "table": "abc", "run": {}}))
+    claim_output(decontaminated, "decontaminate")
+    users = tmp_path / "users"
+    users.mkdir()
+    (users / "summary.json").write_text(json.dumps({"runs": [], "note": "mine"}))
+    with pytest.raises(DataError, match="not empty"):
+        claim_output(users, "audit")
+    (users / "counts").mkdir()
+    with pytest.raises(DataError, match="not empty"):
+        claim_output(users, "ngram")

@@ -27,7 +27,7 @@ from jaxcontam.report.summary_schema import SCHEMA_VERSION, AuditSummary, RunEnt
 from jaxcontam.stage_clock import StageClock, stage
 from jaxcontam.stats import sweep_resamples
 from jaxcontam.stats.paired import DEFAULT_RESAMPLES
-from jaxcontam.storage import claim_output, output_folder
+from jaxcontam.storage import check_output, claim_output, output_folder
 
 if TYPE_CHECKING:
     from jaxcontam.detect.audit_core import BenchmarkAudit
@@ -305,10 +305,11 @@ def run_audit(config: AuditConfig, command: str = "audit") -> AuditSummary:
     import jaxcontam
 
     with StageClock() as clock:
-        claim_output(config.out, command)
-        out = output_folder(config.out)
+        check_output(config.out, command)
         with stage("load"):
             inputs = check_inputs(config)
+        claim_output(config.out, command)  # the inputs are sound: the folder is the audit's from here on
+        out = output_folder(config.out)
         benchmarks = inputs.benchmarks
         with stage("ngram"):
             ngram = ngram_rows(config, inputs, out)

@@ -139,6 +139,7 @@ def decontaminate(
     from jaxcontam.decontam.manifest import load_benchmarks
     from jaxcontam.decontam.run import decontaminate as run
     from jaxcontam.errors import DataError
+    from jaxcontam.storage import check_output
 
     roots = data_roots_from_environment()
     if reproduce is not None:
@@ -159,6 +160,7 @@ def decontaminate(
         raise DataError("name a benchmark (--benchmark), or repeat a run with --reproduce OUT/summary.json")
     if not corpora:
         raise DataError("name the corpus (--corpus), or repeat a run with --reproduce OUT/summary.json")
+    check_output(out, "decontaminate")
     loaded, sources = load_benchmarks(benchmarks, path, split, roots)
     index_settings = IndexSettings(
         unit="tokens" if tokenizer else "words",

@@ -104,12 +104,12 @@ def ngram(
     from jaxcontam.errors import DataError
     from jaxcontam.ngram.audit import ensure_counts, item_rows, write_items_parquet
     from jaxcontam.ngram.units import load_units
-    from jaxcontam.storage import claim_output, output_folder
+    from jaxcontam.storage import check_output, claim_output, output_folder
 
     out_url = str(out).rstrip("/")
     if path is not None and len(benchmarks) > 1:
         raise DataError("--path names one benchmark's files; give one --benchmark with it, or drop --path")
-    claim_output(out, "ngram")
+    check_output(out, "ngram")
     settings = NgramSettings(n=n, scope=scope, normalize=normalize)
     units = load_units(tokenizer)
     options = {"split": split} if split else {}
@@ -119,6 +119,7 @@ def ngram(
         (spec, open_corpus(spec, field=text_field, token_dtype=token_dtype, follow_symlinks=follow_symlinks))
         for spec in corpora
     ]
+    claim_output(out, "ngram")
     out = output_folder(out)  # a bucket URL: a local mirror whose files are uploaded as they are written
     counted, scanned = ensure_counts(loaded, opened, units, settings, out / "counts", chunk_tokens=chunk_tokens)
     if not is_writer():  # every process counted its share of the corpus; process 0 writes the items

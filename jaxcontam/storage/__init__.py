@@ -28,6 +28,7 @@ from jaxcontam.storage.locations import (
 from jaxcontam.storage.outputs import (
     OUTPUT_MARKER,
     cache_root,
+    check_output,
     claim_output,
     output_file,
     output_folder,
@@ -55,6 +56,7 @@ __all__ = [
     "as_path",
     "base_suffix",
     "cache_root",
+    "check_output",
     "claim_output",
     "decompressed",
     "describe_error",

@@ -15,7 +15,7 @@ import zlib
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO, cast
 
 from jaxcontam.errors import DataError
 from jaxcontam.storage.locations import describe_error, storage_errors
@@ -147,7 +147,7 @@ class _Zstd(io.RawIOBase):
         import zstandard
 
         self._raw, self._name, self._frames = raw, name, _ZstdFrames()
-        source = _FedFrames(raw, self._frames)
+        source = cast(BinaryIO, _FedFrames(raw, self._frames))  # a readable binary stream
         self._reader = zstandard.ZstdDecompressor().stream_reader(source, read_size=1 << 17, read_across_frames=True)
 
     def readable(self) -> bool:

@@ -159,3 +159,12 @@ def test_an_npz_member_declaring_more_than_it_holds_is_refused_before_it_is_allo
         archive.writestr("forged.npy", header.getvalue() + b"\0" * 64)
     with pytest.raises(IndexMismatchError, match=r"forged\.npy declares 8796093022208 bytes"):
         read_npz(path)
+
+
+def test_a_corpus_file_that_is_not_parquet_is_named_not_a_traceback(shared_data, tmp_path, capsys):
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "junk.parquet").write_bytes(b"PAR1" + bytes(range(256)) * 8)
+    base = ["decontaminate", "--benchmark", "gsm8k", "--path", shared_data / "gsm8k", "--split", "test"]
+    code, text = run_cli([*base, "--corpus", corpus, "--workers", 1, "--out", tmp_path / "out"], capsys)
+    assert code == 2 and "junk.parquet: not a readable Parquet file" in text and "Traceback" not in text

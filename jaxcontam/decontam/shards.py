@@ -311,10 +311,18 @@ def _parquet_records(spec: ShardSpec, text_field: str) -> Iterator[Record | BadL
 
 
 def parquet_schema(spec: ShardSpec):
+    """The shard's Arrow schema; a file that is no Parquet is refused naming it (a whole file, not a bad line)."""
     import pyarrow.parquet as pq
 
     path = as_path(spec.url)
-    return pq.ParquetFile(path if isinstance(path, Path) else path.open("rb")).schema_arrow
+    try:
+        return pq.ParquetFile(path if isinstance(path, Path) else path.open("rb")).schema_arrow
+    except storage_errors() as error:
+        raise describe_error(spec.url, error) from None
+    except Exception as error:  # pyarrow raises several types for a file that is not Parquet
+        raise DataError(
+            f"{spec.label}: not a readable Parquet file ({error}); replace it, or move it out of the corpus"
+        ) from None
 
 
 # writing ------------------------------------------------------------------------------------------------------

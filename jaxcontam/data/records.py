@@ -51,8 +51,9 @@ def _not_utf8(path: Readable, line: int, error: UnicodeDecodeError) -> DataError
 
 def too_long(where: str, size: int, limit: int) -> DataError:
     return DataError(
-        f"{where}: longer than the bound of {limit} bytes on one record (at least {size} bytes); a record this long "
-        "is a file without line breaks or a decompression bomb: split it into lines, or leave the file out"
+        f"{where}: longer than the bound of {limit} bytes on one record (at least {size} bytes), so it is read no "
+        "further (a file without line breaks, a decompression bomb): split it into shorter records, or leave the "
+        "file out"
     )
 
 

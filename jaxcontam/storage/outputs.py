@@ -72,6 +72,7 @@ def claim_output(out: str | Path, command: str, mark: bool = True) -> None:
 
 
 LEGACY_RECORD_BYTES = 1 << 24
+MARKER_BYTES = 1 << 12
 
 
 def _json_keys(path) -> set[str]:
@@ -102,7 +103,7 @@ def _earlier_run(root, command: str) -> bool:
 
 def _check_marker(out, marker, command: str) -> None:
     try:
-        recorded = json.loads(marker.read_text())
+        recorded = json.loads(marker.read_text()) if marker.stat().st_size <= MARKER_BYTES else None
     except (ValueError, UnicodeDecodeError):
         recorded = None
     if not isinstance(recorded, dict) or not isinstance(recorded.get("format"), int):

@@ -427,7 +427,12 @@ CONFIG_TABLES = [
     (
         "[corpus]",
         "jaxcontam.audit.config:AuditConfig",
-        {"paths": "corpora", "text_field": "corpus_text_field", "counts": "counts"},
+        {
+            "paths": "corpora",
+            "text_field": "corpus_text_field",
+            "follow_symlinks": "corpus_follow_symlinks",
+            "counts": "counts",
+        },
     ),
     ("[pacost]", "jaxcontam.detect.pacost.settings:PacostSettings", None),
     (

@@ -130,7 +130,9 @@ def test_audit_and_pacost_take_the_same_options_and_set_reaches_the_config(tmp_p
     } <= options_of(audit)
     seen = []
     monkeypatch.setattr(
-        jaxcontam.audit.run, "run_audit", lambda config: seen.append(config) or AuditSummary.from_dict({"runs": []})
+        jaxcontam.audit.run,
+        "run_audit",
+        lambda config, **_: seen.append(config) or AuditSummary.from_dict({"runs": []}),
     )
     for command in (audit, pacost):
         result = CliRunner().invoke(command, ["--set", "pacost.k=0.3", "--dtype", "bfloat16", "--out", tmp_path])

@@ -137,6 +137,7 @@ def test_a_dead_attempts_scratch_is_removed_when_the_run_ends(shared_data, tmp_p
     """A shard attempt that dies mid-write (a Ray node lost, its task retried elsewhere) leaves a `.partial-*` folder
     in OUT during the run; the run ends with none, and with the bytes of a run that lost nothing."""
     import jaxcontam.decontam.run as decontam_run
+    from jaxcontam.decontam.shards import SCRATCH_MARKER
 
     corpus, out = tmp_path / "corpus", tmp_path / "out"
     _corpus(shared_data, corpus)
@@ -145,6 +146,7 @@ def test_a_dead_attempts_scratch_is_removed_when_the_run_ends(shared_data, tmp_p
     def losing_an_attempt(index, shards, settings, where, workers, work=decontam_run.process_shard):
         dead = Path(where) / ".partial-lost-attempt"  # what a SIGKILLed attempt leaves: half of a cleaned shard
         dead.mkdir(parents=True)
+        (dead / SCRATCH_MARKER).touch()  # in its scratch folder since the attempt began
         (dead / "part").write_bytes(b'{"id": "s0-0", "te')
         return real(index, shards, settings, where, workers, work)
 

@@ -100,6 +100,7 @@ class AuditConfig:
     benchmarks: tuple[BenchmarkEntry, ...]
     corpora: tuple[str, ...] = ()
     corpus_text_field: str = "text"
+    corpus_follow_symlinks: bool = False  # read the files a corpus folder's links lead to outside it
     counts: str | None = None  # a folder of precomputed counts (written by `jaxcontam ngram` or an earlier audit)
     out: str = DEFAULT_OUT
     alpha: float = ranged(DEFAULT_ALPHA, above=0, below=1)  # the one level of every verdict
@@ -211,6 +212,7 @@ class _CorpusKeys:
 
     paths: tuple[str, ...]
     text_field: str
+    follow_symlinks: bool
     counts: str
 
 
@@ -363,6 +365,7 @@ def config_from_toml(raw: dict, base: Path, where: str) -> AuditConfig:
         benchmarks=tuple(benchmarks),
         corpora=tuple(_path(base, c) for c in corpus.get("paths", ())),
         corpus_text_field=corpus.get("text_field", AuditConfig.corpus_text_field),
+        corpus_follow_symlinks=corpus.get("follow_symlinks", AuditConfig.corpus_follow_symlinks),
         counts=_resolve(base, corpus.get("counts")),
         out=raw.get("out", AuditConfig.out),
         alpha=float(raw.get("alpha", AuditConfig.alpha)),

@@ -156,13 +156,13 @@ def load_audit_benchmark(
     return AuditBenchmark(entry, benchmark, truth)
 
 
-def _open_local_corpus(spec: str, text_field: str):
+def _open_local_corpus(spec: str, text_field: str, follow_symlinks: bool):
     """A local corpus opened now (its files listed, non-corpus files skipped and reported, an empty or non-UTF-8
     one refused), not after the model work; None for a hub dataset id, opened when counting."""
     from jaxcontam.data.corpus import open_corpus
 
     if is_url(spec) or has_glob(spec) or Path(spec).exists():
-        corpus = open_corpus(spec, field=text_field)
+        corpus = open_corpus(spec, field=text_field, follow_symlinks=follow_symlinks)
         print(f"corpus {spec}: {corpus.files}", file=sys.stderr, flush=True)
         return corpus
     if "/" not in spec:
@@ -198,7 +198,10 @@ def check_inputs(config: AuditConfig) -> AuditInputs:
         directory = resolve_path(model.path)
         read_config(directory)
         weight_files(directory)
-    corpora = {spec: _open_local_corpus(spec, config.corpus_text_field) for spec in config.corpora}
+    corpora = {
+        spec: _open_local_corpus(spec, config.corpus_text_field, config.corpus_follow_symlinks)
+        for spec in config.corpora
+    }
     if config.counts and not config.corpora:
         raise JaxcontamError(
             "counts were given without corpora: name the corpora they were counted from "

@@ -28,7 +28,7 @@ from jaxcontam.report.summary_schema import SCHEMA_VERSION, AuditSummary, RunEnt
 from jaxcontam.stage_clock import StageClock, stage
 from jaxcontam.stats import sweep_resamples
 from jaxcontam.stats.paired import DEFAULT_RESAMPLES
-from jaxcontam.storage import output_folder
+from jaxcontam.storage import check_output, claim_output, output_folder
 
 if TYPE_CHECKING:
     from jaxcontam.detect.audit_core import BenchmarkAudit
@@ -120,7 +120,11 @@ def ngram_rows(config: AuditConfig, inputs: AuditInputs, out: Path) -> dict | No
     settings, scoring = config.ngram, config.ngram_scoring
     tokenizer = config.ngram_tokenizer or config.models[0].path
     units = load_units(tokenizer)
-    corpora = [(c, inputs.corpora.get(c) or open_corpus(c, field=config.corpus_text_field)) for c in config.corpora]
+    follow = config.corpus_follow_symlinks
+    corpora = [
+        (c, inputs.corpora.get(c) or open_corpus(c, field=config.corpus_text_field, follow_symlinks=follow))
+        for c in config.corpora
+    ]
     loaded = [b.benchmark for b in inputs.benchmarks]
     selection = items_key([item for benchmark in loaded for item in benchmark])  # other items: their own folder
     counts_dir = (
@@ -299,14 +303,17 @@ def write_outputs(config: AuditConfig, runs: list[ModelRun], items: list[ItemRow
     return summary
 
 
-def run_audit(config: AuditConfig) -> AuditSummary:
-    """Run every stage of the audit described by `config`; returns the summary (also written to `config.out`)."""
+def run_audit(config: AuditConfig, command: str = "audit") -> AuditSummary:
+    """Run every stage of the audit described by `config`; returns the summary (also written to `config.out`, which
+    must be empty or an earlier run's of the same `command`: `storage.claim_output`)."""
     import jaxcontam
 
     with StageClock() as clock:
-        out = output_folder(config.out)
+        check_output(config.out, command)
         with stage("load"):
             inputs = check_inputs(config)
+        claim_output(config.out, command)  # the inputs are sound: the folder is the audit's from here on
+        out = output_folder(config.out)
         benchmarks = inputs.benchmarks
         with stage("ngram"):
             ngram = ngram_rows(config, inputs, out)

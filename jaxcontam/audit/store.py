@@ -8,7 +8,8 @@ computed on: the same benchmark read from another file, or edited in place, has 
 (a later line of a chunk replaces an earlier one). A rerun computes only the missing or changed chunks; chunk
 boundaries never move, so every chunk is computed on the same batch shapes and the final outputs equal those
 of an uninterrupted run. A line cut short by a kill is ignored (its chunk is redone); any other unreadable line
-is an error naming the file.
+is an error naming the file. The next chunk's line is appended after cutting that torn tail off
+(`storage.appends`), so a run killed any number of times still resumes.
 
 Under `jax.distributed` process 0 alone reads and writes the file; the other processes get its finished chunks
 from process 0 and keep the chunks they compute (the same records) in memory.
@@ -26,6 +27,7 @@ from jaxcontam.cluster import from_writer, is_writer
 from jaxcontam.detect.stage import fingerprint
 from jaxcontam.errors import JaxcontamError
 from jaxcontam.storage import publish
+from jaxcontam.storage.appends import append_line
 
 
 class StageStore:
@@ -42,15 +44,13 @@ class StageStore:
         if text is None:
             return {}
         chunks = {}
-        lines = text.split("\n")
-        for number, line in enumerate(lines, start=1):
+        lines = text.split("\n")  # the last piece: "" after the last line break, or a line a kill cut short
+        for number, line in enumerate(lines[:-1], start=1):
             if not line:
                 continue
             try:
                 entry = json.loads(line)
             except json.JSONDecodeError:
-                if number == len(lines):  # the last line, without its newline: a write cut short by a kill
-                    break
                 raise JaxcontamError(
                     f"{self.path}, line {number}: not a JSON record; the resume state is "
                     "corrupted: delete this file to recompute its stage"
@@ -66,10 +66,7 @@ class StageStore:
     def append(self, chunk: int, key: str, records: list[dict]) -> None:
         if is_writer():
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            with open(self.path, "a", encoding="utf-8") as handle:
-                handle.write(json.dumps({"chunk": chunk, "items": key, "records": records}) + "\n")
-                handle.flush()
-                os.fsync(handle.fileno())
+            append_line(self.path, json.dumps({"chunk": chunk, "items": key, "records": records}), sync=True)
             publish(self.path)
         self.chunks[chunk] = (key, records)
 

@@ -93,6 +93,11 @@ from jaxcontam.decontam.run import RunSettings
 @click.option("--id-field", default="id", show_default=True)
 @click.option("--annotate-field", default="contamination", show_default=True)
 @click.option("--on-bad-line", type=click.Choice(["stop", "skip"]), default="stop", show_default=True)
+@click.option(
+    "--follow-symlinks",
+    is_flag=True,
+    help="Read the files that symbolic links in a corpus folder lead to outside it (left out and reported otherwise).",
+)
 @click.option("--engine", type=click.Choice(["local", "ray"]), default="local", show_default=True)
 @click.option("--workers", type=click.IntRange(min=1), default=None, help="Processes of the local engine [every core].")
 @click.option("--address", default=None, help="Ray cluster: auto or HOST:PORT (default: RAY_ADDRESS or a new one).")
@@ -118,6 +123,7 @@ def decontaminate(
     id_field,
     annotate_field,
     on_bad_line,
+    follow_symlinks,
     engine,
     workers,
     address,
@@ -133,6 +139,7 @@ def decontaminate(
     from jaxcontam.decontam.manifest import load_benchmarks
     from jaxcontam.decontam.run import decontaminate as run
     from jaxcontam.errors import DataError
+    from jaxcontam.storage import check_output
 
     roots = data_roots_from_environment()
     if reproduce is not None:
@@ -153,6 +160,7 @@ def decontaminate(
         raise DataError("name a benchmark (--benchmark), or repeat a run with --reproduce OUT/summary.json")
     if not corpora:
         raise DataError("name the corpus (--corpus), or repeat a run with --reproduce OUT/summary.json")
+    check_output(out, "decontaminate")
     loaded, sources = load_benchmarks(benchmarks, path, split, roots)
     index_settings = IndexSettings(
         unit="tokens" if tokenizer else "words",
@@ -173,6 +181,7 @@ def decontaminate(
         annotate_field=annotate_field,
         on_bad_line=on_bad_line,
         drop_common=drop_common,
+        follow_symlinks=follow_symlinks,
     )
     summary = run(index, corpora, out, settings, engine=engine, workers=workers, address=address, benchmarks=sources)
     _echo(summary, out)
@@ -205,7 +214,8 @@ def _reproduce(summary_path: str, out: str, roots, **engine) -> dict:
             "its n-gram table is checked before anything is written",
             err=True,
         )
-    shards = list_shards(manifest.corpora)
+    settings = RunSettings.from_dict(manifest.run)
+    shards = list_shards(manifest.corpora, settings.follow_symlinks)
     check_shards(manifest, shards)
     loaded, sources = [], []
     for source in manifest.benchmarks:
@@ -215,7 +225,6 @@ def _reproduce(summary_path: str, out: str, roots, **engine) -> dict:
     check_benchmarks(manifest, sources)
     index = DecontIndex.build(benchmark_items(loaded), manifest.index.index_settings())
     check_index(manifest, index)
-    settings = RunSettings.from_dict(manifest.run)
     summary = run(index, manifest.corpora, out, settings, benchmarks=sources, shards=shards, **engine)
     read = {s["label"]: (s["bytes"], s["sha256"]) for s in summary["manifest"]["shards"]}
     for entry in manifest.shards:  # the bytes each shard was read as

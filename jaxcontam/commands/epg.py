@@ -84,8 +84,9 @@ def epg(items_path, metric, z_crit, min_clean, min_contaminated, alpha, resample
     groups: dict[tuple, list[dict]] = {}
     for row in rows:
         groups.setdefault((row.get("model", "model"), row["benchmark"], row.get("split", "")), []).append(row)
-    from jaxcontam.storage import output_folder, publish
+    from jaxcontam.storage import claim_output, output_folder, publish
 
+    claim_output(out, "epg")
     out = output_folder(out)  # a bucket URL: a local mirror whose files are uploaded as they are written
     (out / "plots").mkdir(parents=True, exist_ok=True)
     runs = []

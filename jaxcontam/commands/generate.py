@@ -65,7 +65,7 @@ def generate(
 
     layout, device_mesh = mesh_layout(mesh, fsdp)
     texts = read_texts(data_path, parse_fields(field_pairs, ("text", "id")))[:limit]
-    out_url, out = out, output_file(out) if is_writer() else Path(out)
+    out_url, out = out, output_file(out, "generate") if is_writer() else Path(out)
     model = jaxcontam.load_model(
         model_path, dtype=dtype, mesh=device_mesh, fsdp=layout.fsdp, attention=layout.attention
     )

@@ -77,8 +77,10 @@ def lm_eval(
     import jaxcontam.lm_eval  # noqa: F401  (registers the model "jaxcontam"; raises if lm-eval is missing)
     from jaxcontam.commands.data_options import data_roots_from_environment
     from jaxcontam.data.lm_eval_tasks import find_local_copy, parse_data_files, task_manager, write_task_overrides
-    from jaxcontam.storage import output_folder, publish
+    from jaxcontam.storage import check_output, claim_output, output_folder, publish
 
+    if out is not None:
+        check_output(out, "lm-eval")
     names = [name.strip() for name in tasks.split(",") if name.strip()]
     files = parse_data_files(data_files)
     roots = data_roots_from_environment()
@@ -93,6 +95,8 @@ def lm_eval(
         **simple_parse_args_string(model_args),
     }
     with tempfile.TemporaryDirectory(prefix="jaxcontam-lm-eval-") as scratch:
+        if out is not None:
+            claim_output(out, "lm-eval")
         out_dir = output_folder(out, fill=False) if out is not None else None  # a bucket URL: a local mirror
         folder = out_dir / "tasks" if out_dir is not None else Path(scratch)
         used = write_task_overrides(folder, files, local, roots) if files or local else {}

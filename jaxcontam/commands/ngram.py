@@ -70,6 +70,11 @@ from jaxcontam.ngram.item_text import SCOPES
     show_default=True,
     help="Corpus windows per compiled chunk.",
 )
+@click.option(
+    "--follow-symlinks",
+    is_flag=True,
+    help="Read the files that symbolic links in a corpus folder lead to outside it (left out and reported otherwise).",
+)
 @click.option("--out", required=True, help="Output folder (local, or a bucket URL).")
 def ngram(
     benchmarks,
@@ -85,6 +90,7 @@ def ngram(
     text_field,
     token_dtype,
     chunk_tokens,
+    follow_symlinks,
     out,
 ):
     """Per-item TOKEN_MATCH, NGRAM_MATCH, TOKEN_EXTEND and LONGEST_MATCH -> OUT/items.parquet.
@@ -98,17 +104,22 @@ def ngram(
     from jaxcontam.errors import DataError
     from jaxcontam.ngram.audit import ensure_counts, item_rows, write_items_parquet
     from jaxcontam.ngram.units import load_units
-    from jaxcontam.storage import output_folder
+    from jaxcontam.storage import check_output, claim_output, output_folder
 
     out_url = str(out).rstrip("/")
     if path is not None and len(benchmarks) > 1:
         raise DataError("--path names one benchmark's files; give one --benchmark with it, or drop --path")
+    check_output(out, "ngram")
     settings = NgramSettings(n=n, scope=scope, normalize=normalize)
     units = load_units(tokenizer)
     options = {"split": split} if split else {}
     roots = data_roots_from_environment()
     loaded = [load_benchmark(name, path=path, roots=roots, **options) for name in benchmarks]
-    opened = [(spec, open_corpus(spec, field=text_field, token_dtype=token_dtype)) for spec in corpora]
+    opened = [
+        (spec, open_corpus(spec, field=text_field, token_dtype=token_dtype, follow_symlinks=follow_symlinks))
+        for spec in corpora
+    ]
+    claim_output(out, "ngram")
     out = output_folder(out)  # a bucket URL: a local mirror whose files are uploaded as they are written
     counted, scanned = ensure_counts(loaded, opened, units, settings, out / "counts", chunk_tokens=chunk_tokens)
     if not is_writer():  # every process counted its share of the corpus; process 0 writes the items

@@ -22,7 +22,7 @@ def pacost(**options):
     from jaxcontam.cluster import is_writer
 
     config = audit_config(options, stages=("pacost",))
-    summary = run_audit(config)
+    summary = run_audit(config, command="pacost")
     if is_writer():  # the others computed their share; process 0 wrote the outputs
         echo_verdicts(summary, config.out)
     code = gate_exit_code(summary, options["fail_on"])

@@ -77,7 +77,7 @@ def score(model_path, data_path, field_pairs, out, k, reference_model, dtype, ba
 
     layout, device_mesh = mesh_layout(mesh, fsdp)
     texts = read_texts(data_path, parse_fields(field_pairs, ("text", "id")))[:limit]
-    out_url, out = out, output_file(out) if is_writer() else Path(out)
+    out_url, out = out, output_file(out, "score") if is_writer() else Path(out)
     model = jaxcontam.load_model(
         model_path, dtype=dtype, mesh=device_mesh, fsdp=layout.fsdp, attention=layout.attention
     )

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from jaxcontam import storage
@@ -38,10 +39,9 @@ def read_texts(path: str, fields: dict[str, str]) -> list[tuple[str, str]]:
 
     file = require_file(path, "data file")  # local, or a URL
     if base_suffix(file) == ".txt":
-        from jaxcontam.data.records import open_text
+        from jaxcontam.data.records import read_lines
 
-        with open_text(file) as handle:
-            return [(str(n), line.rstrip("\n")) for n, line in enumerate(handle, start=1) if line.strip()]
+        return [(str(n), line.rstrip("\r\n")) for n, line in read_lines(file) if line.strip()]
     texts = []
     for position, row in read_rows(file):
         where = position_name(file, position)
@@ -52,12 +52,36 @@ def read_texts(path: str, fields: dict[str, str]) -> list[tuple[str, str]]:
     return texts
 
 
-def output_file(out: str) -> Path:
+# the key after "id" in each line a command writes: how an earlier output of the same command is told apart
+SECOND_KEY = {"score": "num_tokens", "generate": "prompt"}
+OWN_LINE_HEAD = 1 << 16
+
+
+def output_file(out: str, command: str) -> Path:
     """The local output path (for a bucket URL, in a mirror folder; `storage.publish` uploads it), its folder
-    created now: a missing folder must not fail the run after the model work."""
+    created now: a missing folder must not fail the run after the model work. An existing file that is not an
+    earlier output of `command` (`jaxcontam score` or `generate`) is refused: it would be overwritten."""
+    _refuse_other_file(out, command)
     path = storage.output_file(out)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
     except OSError as error:
         raise DataError(f"--out {out}: cannot create its folder ({error.strerror}); choose a writable path") from None
     return path
+
+
+def _refuse_other_file(out: str, command: str) -> None:
+    path = storage.as_path(out)
+    try:
+        if not path.is_file():
+            return
+        with path.open("rb") as handle:
+            head = handle.read(OWN_LINE_HEAD)
+    except storage.storage_errors() as error:
+        raise storage.describe_error(out, error) from None
+    own = re.compile(rb'\{"id": "(?:[^"\\]|\\.)*", "' + SECOND_KEY[command].encode() + rb'": ')
+    if head and own.match(head) is None:
+        raise DataError(
+            f"--out {out}: the file exists and is not the output of an earlier jaxcontam {command} (JSON lines "
+            f'beginning with "id", "{SECOND_KEY[command]}"), so it would be overwritten: give a new file name'
+        )

@@ -25,7 +25,16 @@ from typing import Literal
 
 import numpy as np
 
-from jaxcontam.data.records import open_text, position_name, read_json_records, read_jsonl, read_parquet
+from jaxcontam.data.records import (
+    MAX_DOCUMENT_BYTES,
+    MAX_JSON_LIST_BYTES,
+    open_text,
+    position_name,
+    read_json_records,
+    read_jsonl,
+    read_parquet,
+    too_long,
+)
 from jaxcontam.errors import DataError, JaxcontamWarning
 from jaxcontam.storage import (
     COMPRESSED,
@@ -107,15 +116,16 @@ class Corpus:
 # Text and record files ---------------------------------------------------------------------
 
 
-def _check_utf8(path: Readable, block: int = 1 << 24) -> None:
-    """Refuse a text or JSON corpus file that is not valid UTF-8, naming its line and the fix, before any work.
+def _check_utf8(path: Readable, line_limit: int, whole: bool = False, block: int = 1 << 24) -> None:
+    """Refuse a text or JSON corpus file that is not valid UTF-8, or that holds a line (`whole`: is a document)
+    longer than `line_limit` bytes, naming its line and the fix, before any work.
 
     A streamed decode (decompressing .gz and .zst): about a second per GB, small beside counting the same text.
     """
     import codecs
 
     decoder = codecs.getincrementaldecoder("utf-8")()
-    lines, offset = 1, 0
+    lines, offset, line_start = 1, 0, 0
     with open_binary(path) as handle:
         while True:
             data = handle.read(block)
@@ -131,12 +141,29 @@ def _check_utf8(path: Readable, block: int = 1 << 24) -> None:
             if not data:
                 return
             lines += data.count(b"\n")
+            last = data.rfind(b"\n")
+            line_start = offset + last + 1 if last >= 0 and not whole else line_start
             offset += len(data)
+            if offset - line_start > line_limit:
+                raise (
+                    _document_too_long(path, line_limit)
+                    if whole
+                    else too_long(f"{path}, line {lines}", offset - line_start, line_limit)
+                )
+
+
+def _document_too_long(path: Readable, limit: int) -> DataError:
+    return DataError(
+        f"{path}: a text document longer than the bound of {limit} bytes (a text file is one document); split it "
+        "into several files, or into a JSONL file of documents"
+    )
 
 
 def _text_file(path: Readable, doc_id: str) -> Iterator[Document]:
     with open_binary(path) as handle:
-        data = handle.read()
+        data = handle.read(MAX_DOCUMENT_BYTES + 1)
+    if len(data) > MAX_DOCUMENT_BYTES:
+        raise _document_too_long(path, MAX_DOCUMENT_BYTES)
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as error:
@@ -150,12 +177,13 @@ def _text_file(path: Readable, doc_id: str) -> Iterator[Document]:
 
 def _record_file(path: Readable, doc_id: str, field: str) -> Iterator[Document]:
     suffix = base_suffix(path)
+    limit = MAX_DOCUMENT_BYTES
     rows = (
-        read_parquet(path, columns=[field])
+        read_parquet(path, columns=[field], limit=limit)
         if suffix == ".parquet"
-        else read_jsonl(path)
+        else read_jsonl(path, limit)
         if suffix == ".jsonl"
-        else read_json_records(path)
+        else read_json_records(path, limit)
     )
     for position, row in rows:
         if field not in row:
@@ -210,6 +238,12 @@ def _remote_token_layout(path, token_dtype: str | None) -> tuple[np.dtype, int, 
             raise DataError(f"{path}: not a readable .npy array ({error})") from None
         if len(shape) != 1 or not np.issubdtype(dtype, np.integer):
             raise DataError(f"{path}: expected a 1-D integer token array, got shape {shape} dtype {dtype}")
+        size = path.stat().st_size
+        if head.tell() + shape[0] * np.dtype(dtype).itemsize > size:  # checked before any range is read
+            raise DataError(
+                f"{path}: its .npy header declares {shape[0]} tokens of {dtype}, more than the object's {size} bytes "
+                "hold (a truncated upload, or a forged header); upload the array again"
+            )
         return np.dtype(dtype), head.tell(), shape[0]
     if token_dtype not in TOKEN_DTYPES:
         raise DataError(
@@ -338,7 +372,7 @@ def _record_fields(path: Path) -> tuple[str, ...] | str | None:
         except Exception as error:  # pyarrow raises several types for a non-Parquet file
             raise DataError(f"{path}: not a readable Parquet file ({error})") from None
     if kind == "JSONL":
-        first = next(read_jsonl(path), None)
+        first = next(read_jsonl(path, MAX_DOCUMENT_BYTES), None)
         return "no records" if first is None else tuple(first[1])
     return _json_head_fields(path)
 
@@ -408,9 +442,11 @@ def _corpus_files(listed: list[tuple[Path, str]], field: str) -> tuple[list[tupl
     return files, skipped
 
 
-def _file_corpus(spec: str | Path, field: str, token_dtype: str | None, chunk_tokens: int) -> Corpus:
+def _file_corpus(
+    spec: str | Path, field: str, token_dtype: str | None, chunk_tokens: int, follow_symlinks: bool
+) -> Corpus:
     """The corpus of one file, of a folder's files, or of the files a glob matches (`storage.list_files`)."""
-    root, listed = list_files(spec)
+    root, listed = list_files(spec, follow_symlinks)
     skipped: list[tuple[str, str]] = []
     if has_glob(str(spec)):
         files, skipped = _corpus_files(listed, field)
@@ -448,7 +484,8 @@ def _file_corpus(spec: str | Path, field: str, token_dtype: str | None, chunk_to
         )
     for path, _ in files:
         if file_kind(path) in ("text", "JSONL", "JSON") and isinstance(path, Path):  # remote: checked as read
-            _check_utf8(path)
+            kind = file_kind(path)
+            _check_utf8(path, MAX_JSON_LIST_BYTES if kind == "JSON" else MAX_DOCUMENT_BYTES, whole=kind == "text")
     shards = [s for path, label in files for s in _file_shards(path, label, field, token_dtype, chunk_tokens)]
     if not shards:
         raise DataError(f"{root}: the token files hold no tokens; point at a non-empty corpus")
@@ -521,6 +558,7 @@ def open_corpus(
     split: str = "train",
     streaming: bool = True,
     chunk_tokens: int = DEFAULT_CHUNK_TOKENS,
+    follow_symlinks: bool = False,
 ) -> Corpus:
     """Open a corpus lazily.
 
@@ -529,6 +567,7 @@ def open_corpus(
     (.bin needs `token_dtype` uint16|uint32; memory-mapped, one document per `chunk_tokens` shard), any of
     these as a URL (gs://, s3://, hf://; not token arrays) or a glob of files (`gs://bucket/dolma/*.json.zst`),
     or, when no such path exists, a Hugging Face dataset id (`split`, streamed unless `streaming=False`).
+    A folder's symbolic links that lead outside it are left out (and reported) unless `follow_symlinks`.
     """
     if chunk_tokens < 1:
         raise DataError(f"chunk_tokens must be positive, got {chunk_tokens}")
@@ -536,12 +575,12 @@ def open_corpus(
         raise DataError(f"token_dtype must be one of {', '.join(TOKEN_DTYPES)}, got {token_dtype!r}")
     if has_glob(str(spec)) or is_url(str(spec)):
         try:
-            return _file_corpus(str(spec), field, token_dtype, chunk_tokens)
+            return _file_corpus(str(spec), field, token_dtype, chunk_tokens, follow_symlinks)
         except storage_errors() as error:  # no credentials, a refused permission: named before any model work
             raise describe_error(spec, error) from None
     path = as_path(spec)
     if path.exists():
-        return _file_corpus(spec, field, token_dtype, chunk_tokens)
+        return _file_corpus(spec, field, token_dtype, chunk_tokens, follow_symlinks)
     looks_like_a_path = path.suffix.lower() in TEXT_SUFFIXES + RECORD_SUFFIXES + TOKEN_SUFFIXES
     if looks_like_a_path or str(spec).startswith((".", "/")):
         raise DataError(f"corpus file {spec} does not exist; check the path")

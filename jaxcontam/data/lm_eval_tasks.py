@@ -48,6 +48,7 @@ from typing import Any
 
 from jaxcontam.data.adapters import COPA_SPLITS, SUPERGLUE_SWAPPED_COPA_IDS
 from jaxcontam.data.item import Benchmark, Item, choice_of
+from jaxcontam.data.records import read_jsonl
 from jaxcontam.data.roots import DEFAULT_ROOTS, first_holding, named
 from jaxcontam.errors import DataError
 
@@ -148,7 +149,7 @@ def find_local_copy(task: str, roots: Sequence[Path] = DEFAULT_ROOTS) -> Path | 
 
 
 def _convert(task: LocalTask, source: Path, target: Path) -> None:
-    rows = (task.to_hub_row(json.loads(line)) for line in source.read_text().splitlines() if line.strip())
+    rows = (task.to_hub_row(row) for _, row in read_jsonl(source))  # line by line, each line bounded
     target.write_text("".join(json.dumps(row) + "\n" for row in rows if row is not None))
 
 

@@ -4,6 +4,8 @@ Every reader yields `(position, row)` pairs, `position` being the 1-based line (
 (CSV, counting the header as line 1) or 0-based record index (JSON list, Parquet), so that
 adapters can name the exact place of a bad value in their errors. Text is decoded strictly as
 UTF-8; `.gz` and `.zst` files are decompressed as they stream, and a path may be a URL (`jaxcontam.storage`).
+A line (a JSON list file, a Parquet row) longer than a bound is refused, naming it, before it is held whole: a
+small compressed file can hold gigabytes without a line break.
 """
 
 from __future__ import annotations
@@ -19,6 +21,10 @@ from jaxcontam.errors import DataError
 from jaxcontam.storage import Readable, as_path, base_suffix, open_binary
 
 Row = dict[str, Any]
+
+MAX_RECORD_BYTES = 4 << 20  # a benchmark or `--data` line: far beyond any item a model is prompted with
+MAX_DOCUMENT_BYTES = 32 << 20  # a corpus line or text document
+MAX_JSON_LIST_BYTES = 256 << 20  # a JSON list file, which is parsed whole (JSON lines are read line by line)
 
 
 def require_file(path: str | Path, what: str) -> Any:
@@ -43,19 +49,32 @@ def _not_utf8(path: Readable, line: int, error: UnicodeDecodeError) -> DataError
     )
 
 
-def _lines(path: Readable) -> Iterator[tuple[int, str]]:
-    """Numbered lines, naming the line of any invalid UTF-8."""
+def too_long(where: str, size: int, limit: int) -> DataError:
+    return DataError(
+        f"{where}: longer than the bound of {limit} bytes on one record (at least {size} bytes), so it is read no "
+        "further (a file without line breaks, a decompression bomb): split it into shorter records, or leave the "
+        "file out"
+    )
+
+
+def read_lines(path: Readable, limit: int = MAX_RECORD_BYTES) -> Iterator[tuple[int, str]]:
+    """Numbered lines, naming the line of any invalid UTF-8 and refusing one longer than `limit` bytes (read at
+    most `limit` + 1 bytes at a time)."""
     with open_binary(path) as handle:
-        for number, raw in enumerate(handle, start=1):
+        number = 0
+        while raw := handle.readline(limit + 1):
+            number += 1
+            if len(raw) > limit:
+                raise too_long(f"{path}, line {number}", len(raw), limit)
             try:
                 yield number, raw.decode("utf-8")
             except UnicodeDecodeError as error:
                 raise _not_utf8(path, number, error) from None
 
 
-def read_jsonl(path: Readable) -> Iterator[tuple[int, Row]]:
-    """(line number, object) for each non-blank line of a JSON-lines file."""
-    for number, line in _lines(path):
+def read_jsonl(path: Readable, limit: int = MAX_RECORD_BYTES) -> Iterator[tuple[int, Row]]:
+    """(line number, object) for each non-blank line of a JSON-lines file (lines of at most `limit` bytes)."""
+    for number, line in read_lines(path, limit):
         if not line.strip():
             continue
         try:
@@ -69,19 +88,26 @@ def read_jsonl(path: Readable) -> Iterator[tuple[int, Row]]:
         yield number, row
 
 
-def read_json_records(path: Readable) -> Iterator[tuple[int, Row]]:
-    """Records of a `.json` file: a JSON list of objects (index from 0), or JSON lines."""
+def read_json_records(path: Readable, limit: int = MAX_RECORD_BYTES) -> Iterator[tuple[int, Row]]:
+    """Records of a `.json` file: a JSON list of objects (index from 0; at most `MAX_JSON_LIST_BYTES`, as it is
+    parsed whole), or JSON lines (of at most `limit` bytes)."""
     with open_text(path) as handle:
         try:
             head = handle.read(1024).lstrip()
         except UnicodeDecodeError as error:
             raise _not_utf8(path, 1, error) from None
     if not head.startswith("["):
-        yield from read_jsonl(path)
+        yield from read_jsonl(path, limit)
         return
     try:
         with open_text(path) as handle:
-            rows = json.load(handle)
+            text = handle.read(MAX_JSON_LIST_BYTES + 1)
+        if len(text) > MAX_JSON_LIST_BYTES:
+            raise DataError(
+                f"{path}: a JSON list longer than {MAX_JSON_LIST_BYTES} characters (it is parsed whole); write it "
+                "as JSON lines (.jsonl), which are read line by line"
+            )
+        rows = json.loads(text)
     except UnicodeDecodeError as error:
         raise DataError(f"{path}: not valid UTF-8 ({error.reason}); re-encode the file as UTF-8") from None
     except json.JSONDecodeError as error:
@@ -94,7 +120,7 @@ def read_json_records(path: Readable) -> Iterator[tuple[int, Row]]:
 
 def read_csv(path: Readable, fieldnames: list[str] | None = None) -> Iterator[tuple[int, Row]]:
     """(line number, row dict) for each CSV row; the first row is the header unless `fieldnames` is given."""
-    lines = (line for _, line in _lines(path))
+    lines = (line for _, line in read_lines(path))  # a quoted field spanning lines is bounded line by line
     reader = csv.reader(lines)
     header = fieldnames
     for row in reader:
@@ -109,8 +135,11 @@ def read_csv(path: Readable, fieldnames: list[str] | None = None) -> Iterator[tu
         yield number, dict(zip(header, row))
 
 
-def read_parquet(path: Readable, columns: list[str] | None = None, batch_size: int = 4096) -> Iterator[tuple[int, Row]]:
-    """(row index, row dict) for each Parquet row, read batch by batch."""
+def read_parquet(
+    path: Readable, columns: list[str] | None = None, batch_size: int = 4096, limit: int = MAX_RECORD_BYTES
+) -> Iterator[tuple[int, Row]]:
+    """(row index, row dict) for each Parquet row, read batch by batch; a row whose strings together are longer
+    than `limit` characters is refused, as a line that long is."""
     import pyarrow.parquet as pq
 
     try:
@@ -125,6 +154,9 @@ def read_parquet(path: Readable, columns: list[str] | None = None, batch_size: i
     index = 0
     for batch in parquet.iter_batches(batch_size=batch_size, columns=columns):
         for row in batch.to_pylist():
+            size = sum(len(value) for value in row.values() if isinstance(value, (str, bytes)))
+            if size > limit:
+                raise too_long(f"{path}, row {index}", size, limit)
             yield index, row
             index += 1
 

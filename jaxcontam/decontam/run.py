@@ -10,8 +10,9 @@ After all shards (`finish`): `matches.parquet` (one row per document and item), 
 documents holding it, its n-grams and how many the corpus holds), `report.html`, and last `summary.json` (with the
 manifest that repeats the run: `decontam.manifest`).
 Engines: `local` (a process per core, shards in parallel; `workers=1` runs in this process; a worker ends itself
-when this process dies) and `ray`. A run removes the `.partial-*` scratch folders a killed run left in OUT first, and
-again once every shard is done: those of its own attempts that died (a Ray node lost mid-shard, its task retried).
+when this process dies) and `ray`. OUT must be empty or an earlier decontamination's (`storage.claim_output`). A run
+removes the `.partial-*` scratch folders a killed run left in OUT first, and again once every shard is done: those of
+its own attempts that died (a Ray node lost mid-shard, its task retried); only those that hold its scratch marker.
 """
 
 from __future__ import annotations
@@ -58,6 +59,7 @@ from jaxcontam.decontam.shards import (
     read_records,
 )
 from jaxcontam.errors import DataError
+from jaxcontam.storage import claim_output
 
 OnBadLine = Literal["stop", "skip"]
 Engine = Literal["local", "ray"]
@@ -75,6 +77,7 @@ class RunSettings:
     annotate_field: str = "contamination"
     on_bad_line: OnBadLine = "stop"
     drop_common: int | None = None  # leave out n-grams held by more than this many documents (`decontam.common`)
+    follow_symlinks: bool = False  # read the files a corpus folder's links lead to outside it (`storage.list_files`)
 
     def __post_init__(self):
         if self.policy not in POLICIES:
@@ -127,10 +130,11 @@ class _ShardState:
         self.bad_count += 1
         if len(self.bad) < BAD_LINES_NAMED:
             self.bad.append(f"line {bad.line} (byte {bad.offset}): {bad.reason}")
-        if bad.raw:  # byte for byte, as read
+        if bad.raw:  # byte for byte, as read (an over-long line's in pieces)
             if self._rejects is None:
                 self._rejects = open(self.rejects_path, "wb")  # noqa: SIM115  # closed in close_rejects()
-            self._rejects.write(bad.raw)
+            for piece in [bad.raw] if isinstance(bad.raw, bytes) else bad.raw:
+                self._rejects.write(piece)
 
     def close_rejects(self) -> bool:
         """Close the rejects file; whether there is one."""
@@ -368,10 +372,11 @@ def decontaminate(
 ) -> dict[str, Any]:
     """Decontaminate `corpora` into `out` (local or a bucket URL); returns the summary (also OUT/summary.json).
     `benchmarks`: how the items' benchmarks were loaded, for the manifest; `shards`: `list_shards(corpora)`."""
-    shards = list_shards(corpora) if shards is None else list(shards)
+    shards = list_shards(corpora, settings.follow_symlinks) if shards is None else list(shards)
     destination = Destination(out)
+    claim_output(out, "decontaminate")  # an empty folder, or an earlier decontamination's
     _claim(destination, index, settings)
-    destination.remove_scratch()  # a killed run's .partial-* folders
+    destination.remove_scratch()  # a killed run's .partial-* folders (its own: marked as such)
     started = time.perf_counter()
 
     def each_shard(work: ShardWork, index: DecontIndex) -> list[dict]:
@@ -405,10 +410,12 @@ def decontaminate(
 
 def _claim(destination: Destination, index: DecontIndex, settings: RunSettings) -> None:
     """OUT/run.json names what the shards in OUT were made with; a rerun must match it to reuse them."""
+    run = dataclasses.asdict(settings) | {"on_bad_line": None}  # a completed shard is the same either way
+    del run["follow_symlinks"]  # the listing chooses shards, not what a shard's outputs are (and older run.json)
     fingerprint = {
         "index": dataclasses.asdict(index.settings) | {"n": index.n},
         "table": index.table.checksum,
-        "run": dataclasses.asdict(settings) | {"on_bad_line": None},  # a completed shard is the same either way
+        "run": run,
     }
     text = json.dumps(fingerprint, sort_keys=True)
     if destination.exists("run.json"):

@@ -3,8 +3,10 @@ shards in the input's format and compression, and committing outputs whole (loca
 
 A shard is one file: `.jsonl` (or `.json` lines), `.parquet`, or `.txt`/`.md` (one document), optionally `.gz` or
 `.zst` (not Parquet). Bad input (a line that is not a JSON object with a string text field, invalid UTF-8, a
-truncated `.gz`/`.zst`) comes out of `read_records` as a `BadLine` naming the line and the byte offset (in the
-decompressed stream) where it starts; a truncated stream ends the shard.
+truncated `.gz`/`.zst`, a line or text file longer than `MAX_DOCUMENT_BYTES`) comes out of `read_records` as a
+`BadLine` naming the line and the byte offset (in the decompressed stream) where it starts; a truncated stream ends
+the shard. No more than `MAX_DOCUMENT_BYTES` of one line is held at once: an over-long line's bytes are passed on
+in pieces (`LongLine`), so a small compressed file of gigabytes without a line break is skipped in bounded memory.
 """
 
 from __future__ import annotations
@@ -16,11 +18,12 @@ import io
 import json
 import os
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
 from jaxcontam.data.corpus import file_kind
+from jaxcontam.data.records import MAX_DOCUMENT_BYTES
 from jaxcontam.errors import DataError
 from jaxcontam.storage import (
     CorruptStream,
@@ -58,13 +61,14 @@ def _spec(path: Any, label: str) -> ShardSpec | None:
     return ShardSpec(label, str(path), fmt, compression)
 
 
-def list_shards(corpora: Sequence[str]) -> list[ShardSpec]:
+def list_shards(corpora: Sequence[str], follow_symlinks: bool = False) -> list[ShardSpec]:
     """The shards of every corpus (a file, a folder, a glob, local or a bucket URL: `storage.list_files`, the audit's
-    listing), in label order; labels get a `<k>/` prefix when several corpora are given."""
+    listing, which leaves out links leading outside a folder unless `follow_symlinks`), in label order; labels get a
+    `<k>/` prefix when several corpora are given."""
     shards: list[ShardSpec] = []
     for k, corpus in enumerate(corpora):
         prefix = f"{k}/" if len(corpora) > 1 else ""
-        _, files = list_files(corpus)
+        _, files = list_files(corpus, follow_symlinks)
         found = [spec for path, label in files if (spec := _spec(path, prefix + label)) is not None]
         if not found:
             raise DataError(
@@ -101,10 +105,39 @@ class BadLine:
     line: int
     offset: int
     reason: str
-    raw: bytes | None = None
+    raw: bytes | Iterable[bytes] | None = None  # a `LongLine`'s bytes come in pieces
 
     def describe(self, label: str) -> str:
         return f"{label}, line {self.line} (byte {self.offset}): {self.reason}"
+
+
+class LongLine:
+    """A line longer than the bound: its bytes as read so far, then the rest of the line read off the stream in
+    pieces as it is iterated (to the rejects, byte for byte); `finish` reads past what was not iterated, and
+    `size` is then the line's length."""
+
+    def __init__(self, head: bytes, handle, whole: bool = False, piece: int = 1 << 20):
+        self._head, self._handle, self._whole, self._piece = head, handle, whole, piece
+        self.size, self._done = 0, False
+
+    def __iter__(self) -> Iterator[bytes]:
+        if self._done:
+            return
+        self._done = True
+        self.size += len(self._head)
+        yield self._head
+        if self._head.endswith(b"\n") and not self._whole:
+            return
+        while data := (self._handle.read(self._piece) if self._whole else self._handle.readline(self._piece)):
+            self.size += len(data)
+            yield data
+            if data.endswith(b"\n") and not self._whole:
+                return
+
+    def finish(self) -> int:
+        for _ in self:
+            pass
+        return self.size
 
 
 class ShardDigest:
@@ -195,9 +228,15 @@ def read_records(
 
 
 def _stream_records(spec: ShardSpec, handle, text_field: str) -> Iterator[Record | BadLine]:
+    limit = MAX_DOCUMENT_BYTES
     if spec.format == "text":
         try:
-            data = handle.read()
+            data = handle.read(limit + 1)
+            if len(data) > limit:
+                long = LongLine(data, handle, whole=True)
+                yield BadLine(1, 0, f"a text document longer than the bound of {limit} bytes", long)
+                long.finish()
+                return
         except CorruptStream as error:
             yield BadLine(1, 0, error.reason)
             return
@@ -210,7 +249,13 @@ def _stream_records(spec: ShardSpec, handle, text_field: str) -> Iterator[Record
     offset, line, index = 0, 0, 0
     while True:
         try:
-            raw = handle.readline()
+            raw = handle.readline(limit + 1)
+            if len(raw) > limit:
+                line += 1
+                long = LongLine(raw, handle)
+                yield BadLine(line, offset, f"a line longer than the bound of {limit} bytes", long)
+                offset += long.finish()
+                continue
         except CorruptStream as error:
             yield BadLine(line + 1, offset, error.reason)
             return
@@ -250,7 +295,10 @@ def _parquet_records(spec: ShardSpec, text_field: str) -> Iterator[Record | BadL
         index = 0
         for batch in parquet.iter_batches(batch_size=4096):
             for row in batch.to_pylist():
-                if isinstance(row.get(text_field), str):
+                if isinstance(row.get(text_field), str) and len(row[text_field]) > MAX_DOCUMENT_BYTES:
+                    reason = f"a {text_field!r} longer than the bound of {MAX_DOCUMENT_BYTES} characters"
+                    yield BadLine(index + 1, 0, reason)
+                elif isinstance(row.get(text_field), str):
                     yield Record(index, index + 1, 0, row[text_field], row)
                 else:
                     data = json.dumps(row, ensure_ascii=False, default=str).encode() + b"\n"
@@ -263,10 +311,18 @@ def _parquet_records(spec: ShardSpec, text_field: str) -> Iterator[Record | BadL
 
 
 def parquet_schema(spec: ShardSpec):
+    """The shard's Arrow schema; a file that is no Parquet is refused naming it (a whole file, not a bad line)."""
     import pyarrow.parquet as pq
 
     path = as_path(spec.url)
-    return pq.ParquetFile(path if isinstance(path, Path) else path.open("rb")).schema_arrow
+    try:
+        return pq.ParquetFile(path if isinstance(path, Path) else path.open("rb")).schema_arrow
+    except storage_errors() as error:
+        raise describe_error(spec.url, error) from None
+    except Exception as error:  # pyarrow raises several types for a file that is not Parquet
+        raise DataError(
+            f"{spec.label}: not a readable Parquet file ({error}); replace it, or move it out of the corpus"
+        ) from None
 
 
 # writing ------------------------------------------------------------------------------------------------------
@@ -369,13 +425,14 @@ class Destination:
             self.put(relative, local)
 
     def remove_scratch(self) -> list[str]:
-        """Remove the `.partial-*` scratch folders a killed run left here (local only: a bucket gets none);
-        returns their names."""
+        """Remove the `.partial-*` scratch folders a killed run left here (local only: a bucket gets none), those
+        that hold `SCRATCH_MARKER` alone: a folder decontaminate did not make is never deleted; returns their
+        names."""
         if self.remote or not self.root.is_dir():
             return []
         import shutil
 
-        left = sorted(p for p in self.root.glob(".partial-*") if p.is_dir())
+        left = sorted(p for p in self.root.glob(".partial-*") if _is_scratch(p))
         for folder in left:
             shutil.rmtree(folder, ignore_errors=True)
         return [p.name for p in left]
@@ -388,12 +445,21 @@ class Destination:
         return _TempFolder(self.root)
 
 
+SCRATCH_MARKER = ".jaxcontam-scratch"  # in every scratch folder: what `remove_scratch` may delete
+
+
+def _is_scratch(path: Path) -> bool:
+    return path.is_dir() and not path.is_symlink() and (path / SCRATCH_MARKER).is_file()
+
+
 class _TempFolder:
     def __init__(self, under):
         self._folder = tempfile.TemporaryDirectory(prefix=".partial-", dir=under)
 
     def __enter__(self) -> Path:
-        return Path(self._folder.__enter__())
+        folder = Path(self._folder.__enter__())
+        (folder / SCRATCH_MARKER).touch()
+        return folder
 
     def __exit__(self, *exc) -> None:
         self._folder.__exit__(*exc)

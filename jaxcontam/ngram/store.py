@@ -3,7 +3,8 @@
 No pickle: arrays are plain numeric/unicode npz members read with `allow_pickle=False`, and the
 header is a JSON string member. `read_npz` refuses (IndexMismatchError) a file whose checksum
 does not match its arrays, or whose header differs from the expected settings (tokenizer, n,
-fields, ...), naming the field, both values and the fix. Writes are atomic (temp file + rename).
+fields, ...), naming the field, both values and the fix, and one whose arrays' declared shapes hold more bytes
+than their members do (checked before numpy allocates them). Writes are atomic (temp file + rename).
 """
 
 from __future__ import annotations
@@ -51,10 +52,28 @@ def write_npz(path: str | Path, arrays: dict[str, np.ndarray], header: dict[str,
     publish(path)
 
 
+def _check_sizes(path: Path) -> None:
+    """Refuse an npz member whose .npy header declares more bytes than the member holds: numpy allocates the
+    declared shape before reading a zip member, so a forged header would take the memory first."""
+    with zipfile.ZipFile(path) as archive:
+        for member in archive.infolist():
+            with archive.open(member) as handle:
+                major, _ = np.lib.format.read_magic(handle)
+                read_header = np.lib.format.read_array_header_1_0 if major == 1 else np.lib.format.read_array_header_2_0
+                shape, _, dtype = read_header(handle, max_header_size=1 << 16)
+                declared = int(np.prod(shape, dtype=object)) * dtype.itemsize
+                if declared > member.file_size:
+                    raise ValueError(
+                        f"member {member.filename} declares {declared} bytes of {dtype} {shape} but holds "
+                        f"{member.file_size}"
+                    )
+
+
 def read_npz(path: str | Path, expect: dict[str, Any] | None = None) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
     """Read a file written by `write_npz`, verifying its checksum and the `expect`ed header values."""
     path = Path(path)
     try:
+        _check_sizes(path)
         with np.load(path, allow_pickle=False) as data:
             arrays = {name: data[name] for name in data.files}
         header = json.loads(str(arrays.pop(_HEADER)))

@@ -25,7 +25,16 @@ from jaxcontam.storage.locations import (
     read_range,
     storage_errors,
 )
-from jaxcontam.storage.outputs import cache_root, output_file, output_folder, publish, publish_tree
+from jaxcontam.storage.outputs import (
+    OUTPUT_MARKER,
+    cache_root,
+    check_output,
+    claim_output,
+    output_file,
+    output_folder,
+    publish,
+    publish_tree,
+)
 from jaxcontam.storage.streams import (
     COMPRESSED,
     CorruptStream,
@@ -41,11 +50,14 @@ __all__ = [
     "COMPRESSED",
     "CorruptStream",
     "EXTRAS",
+    "OUTPUT_MARKER",
     "Fetched",
     "Readable",
     "as_path",
     "base_suffix",
     "cache_root",
+    "check_output",
+    "claim_output",
     "decompressed",
     "describe_error",
     "fetch",

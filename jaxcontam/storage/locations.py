@@ -1,15 +1,17 @@
 """Local paths and URLs: which is which, a URL as a `upath.UPath` (the pathlib methods over its fsspec
-filesystem), storage errors named with their fix, globs, and one ranged read."""
+filesystem), storage errors named with their fix, globs, folder listings that stay inside the folder, and one ranged
+read."""
 
 from __future__ import annotations
 
 import functools
 import os
 import re
+import warnings
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
-from jaxcontam.errors import DataError
+from jaxcontam.errors import DataError, JaxcontamWarning
 
 GLOB_CHARACTERS = "*?["
 # URL scheme -> (the fsspec package that serves it, the jaxcontam extra that installs it)
@@ -101,27 +103,82 @@ def has_glob(spec: str) -> bool:
     return any(character in spec for character in GLOB_CHARACTERS)
 
 
-def glob_files(spec: str) -> tuple[Any, list[Any]]:
-    """The folder a glob URL or path starts from and the files it matches, in name order."""
+def glob_files(spec: str, follow_symlinks: bool = False) -> tuple[Any, list[Any]]:
+    """The folder a glob URL or path starts from and the files it matches, in name order; a local match that is a
+    link resolving outside that folder is left out (and reported) unless `follow_symlinks`."""
     parts = spec.split("/")
     fixed = next(i for i, part in enumerate(parts) if has_glob(part))
     root = as_path("/".join(parts[:fixed]) or ".")
     pattern = "/".join(parts[fixed:])
     try:
-        return root, sorted((p for p in root.glob(pattern) if p.is_file()), key=str)
+        matched = sorted((p for p in root.glob(pattern) if p.is_file()), key=str)
     except storage_errors() as error:
         raise describe_error(spec, error) from None
+    if isinstance(root, Path) and not follow_symlinks:
+        inside = root.resolve()
+        outside = [p for p in matched if not p.resolve().is_relative_to(inside)]
+        _report_links(spec, [str(p) for p in outside])
+        matched = [p for p in matched if p not in outside]
+    return root, matched
 
 
-def list_files(spec: str | Path) -> tuple[Any, list[tuple[Any, str]]]:
+def _report_links(spec: str | Path, links: list[str]) -> None:
+    if links:
+        warnings.warn(
+            f"corpus {spec}: left out {len(links)} symbolic link(s) that lead outside it (the first: {links[0]}); "
+            "pass --follow-symlinks (the audit: [corpus] follow_symlinks = true) to read what they point at",
+            JaxcontamWarning,
+            stacklevel=4,
+        )
+
+
+def _folder_files(root: Path, follow_symlinks: bool) -> list[tuple[Path, str]]:
+    """(path, label) of the files under a local folder, hidden ones left out; a symbolic link (to a file or a
+    folder) that resolves outside `root` is left out and reported unless `follow_symlinks`; a folder reached twice
+    (a link loop, two links to one folder) is listed once."""
+    inside = root.resolve()
+    files, outside, seen = [], [], set()
+    for folder, folders, names in os.walk(root, followlinks=True):
+        here = Path(folder)
+        real = here.resolve()
+        if real in seen:
+            folders[:] = []
+            continue
+        seen.add(real)
+        kept = []
+        for name in sorted(folders):
+            path = here / name
+            if name.startswith("."):
+                continue
+            if path.is_symlink() and not follow_symlinks and not path.resolve().is_relative_to(inside):
+                outside.append(path.relative_to(root).as_posix() + "/")
+                continue
+            kept.append(name)
+        folders[:] = kept
+        for name in names:
+            path = here / name
+            if name.startswith(".") or not path.is_file():
+                continue
+            label = path.relative_to(root).as_posix()
+            if path.is_symlink() and not follow_symlinks and not path.resolve().is_relative_to(inside):
+                outside.append(label)
+                continue
+            files.append((path, label))
+    _report_links(root, sorted(outside))
+    return files
+
+
+def list_files(spec: str | Path, follow_symlinks: bool = False) -> tuple[Any, list[tuple[Any, str]]]:
     """The files of a corpus given as a file, a folder (recursively) or a glob, local or in a bucket: the folder they
     are under and each file with its label (its path under that folder; a file given alone: its name), in label
-    order. Hidden files and folders (a name starting with ".") are left out of a folder's listing. The one listing
-    of every corpus reader (the audit, `ngram`, `decontaminate`)."""
+    order. Hidden files and folders (a name starting with ".") are left out of a folder's listing, and so are the
+    symbolic links that lead outside the folder (reported in a warning, with their count and the first one) unless
+    `follow_symlinks`: a corpus is what it was given. The one listing of every corpus reader (the audit, `ngram`,
+    `decontaminate`)."""
     text = str(spec)
     try:
         if has_glob(text):
-            root, matched = glob_files(text)
+            root, matched = glob_files(text, follow_symlinks)
             return root, [(p, Path(str(p)).relative_to(Path(str(root))).as_posix()) for p in matched]
         root = as_path(spec)
         if not root.exists():
@@ -130,6 +187,8 @@ def list_files(spec: str | Path) -> tuple[Any, list[tuple[Any, str]]]:
             )
         if root.is_file():
             return root, [(root, root.name)]
+        if isinstance(root, Path):
+            return root, sorted(_folder_files(root, follow_symlinks), key=lambda entry: entry[1])
         files = []
         for path in root.rglob("*"):
             label = Path(str(path)).relative_to(Path(str(root))).as_posix()

@@ -1,9 +1,16 @@
-"""Output folders in a bucket, written through a local mirror: filled first with what the bucket folder holds (a
-rerun resumes from it on any machine), each file uploaded whole as it is written (an object write is atomic)."""
+"""Output folders: claimed by the command that writes them, and in a bucket written through a local mirror.
+
+`claim_output` writes a marker (`OUT/.jaxcontam-out.json`: the command and the format version) at the start of a
+run, and refuses a non-empty folder that holds no marker of the same command, so `--out` pointed at a user's own
+folder (or another command's) overwrites nothing; a rerun of the same command finds its marker and resumes (a folder
+of the same command from before markers, known by its own run record, is marked and resumes too).
+A bucket's mirror is filled first with what the bucket folder holds (a rerun resumes from it on any machine), each
+file uploaded whole as it is written (an object write is atomic)."""
 
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shutil
 import sys
@@ -21,6 +28,96 @@ _UPLOADED: dict[Path, tuple[int, int]] = {}  # file of a mirror -> (size, mtime)
 def cache_root(environ: Mapping[str, str] = os.environ) -> Path:
     """jaxcontam's local cache: $JAXCONTAM_CACHE, else ~/.cache/jaxcontam."""
     return Path(environ.get("JAXCONTAM_CACHE") or Path.home() / ".cache" / "jaxcontam").expanduser()
+
+
+OUTPUT_MARKER = ".jaxcontam-out.json"
+OUTPUT_FORMAT = 1  # of the marker and of what it claims: a newer jaxcontam that changes an output layout raises it
+
+
+def check_output(out: str | Path, command: str) -> None:
+    """Refuse the output folder `out` (local or a bucket URL) unless it is absent, empty, or marked as written by
+    `jaxcontam <command>` (`claim_output` without the marking: for a command to say so before any work, and write
+    nothing while its other inputs may still be refused)."""
+    claim_output(out, command, mark=False)
+
+
+def claim_output(out: str | Path, command: str, mark: bool = True) -> None:
+    """Refuse the output folder `out` (local or a bucket URL) unless it is absent, empty, or marked as written by
+    `jaxcontam <command>`; mark it so (process 0 of a multi-host run), before anything is written in it. A path that
+    is a file is left to the command (it is no folder to claim)."""
+    root = as_path(str(out))
+    marker = root / OUTPUT_MARKER
+    try:
+        if marker.is_file():
+            _check_marker(out, marker, command)
+            return
+        if root.exists() and not root.is_dir():
+            return
+        if root.exists():
+            other = next((p for p in root.iterdir() if p.name != OUTPUT_MARKER), None)
+            if other is not None and not _earlier_run(root, command):
+                text = json.dumps({"command": command, "format": OUTPUT_FORMAT})
+                raise DataError(
+                    f"--out {out}: the folder is not empty ({other.name}, ...) and no jaxcontam {command} run wrote "
+                    f"it (it has no {OUTPUT_MARKER}), so its files would be overwritten: give an empty or new folder. "
+                    f"If an earlier jaxcontam {command} (before output folders were marked) wrote it, mark it to "
+                    f"resume: write {text} to {str(out).rstrip('/')}/{OUTPUT_MARKER}"
+                )
+        if not mark or _process_suffix():
+            return
+        root.mkdir(parents=True, exist_ok=True)
+        marker.write_text(json.dumps({"command": command, "format": OUTPUT_FORMAT}) + "\n")
+    except storage_errors() as error:
+        raise describe_error(out, error, "write") from None
+
+
+LEGACY_RECORD_BYTES = 1 << 24
+MARKER_BYTES = 1 << 12
+
+
+def _json_keys(path) -> set[str]:
+    """The top-level keys of a small JSON object file; empty when it is absent, large or not a JSON object."""
+    try:
+        if not path.is_file() or path.stat().st_size > LEGACY_RECORD_BYTES:
+            return set()
+        value = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return set()
+    return set(value) if isinstance(value, dict) else set()
+
+
+def _earlier_run(root, command: str) -> bool:
+    """Whether `root` holds the record a jaxcontam `command` from before output folders were marked wrote (its run
+    settings or its summary), so that run still resumes: it is marked now."""
+    if command == "decontaminate":
+        return _json_keys(root / "run.json") >= {"index", "table", "run"}
+    if command == "contaminate":
+        return _json_keys(root / "settings.json") >= {"settings", "jaxcontam"}
+    if command in ("audit", "pacost"):
+        return _json_keys(root / "summary.json") >= {"schema_version", "jaxcontam_version", "runs"}
+    if command == "ngram":
+        counts = root / "counts"
+        return counts.is_dir() and any(p.name.endswith(".npz") for p in counts.rglob("*"))
+    return False
+
+
+def _check_marker(out, marker, command: str) -> None:
+    try:
+        recorded = json.loads(marker.read_text()) if marker.stat().st_size <= MARKER_BYTES else None
+    except (ValueError, UnicodeDecodeError):
+        recorded = None
+    if not isinstance(recorded, dict) or not isinstance(recorded.get("format"), int):
+        raise DataError(f"{marker}: not a jaxcontam output marker; give an empty or new --out")
+    if recorded.get("command") != command:
+        raise DataError(
+            f"--out {out}: the folder holds the outputs of jaxcontam {recorded.get('command')}, not of {command}; "
+            "give each command its own output folder"
+        )
+    if recorded["format"] > OUTPUT_FORMAT:
+        raise DataError(
+            f"--out {out}: written by a newer jaxcontam (output format {recorded['format']}, this one reads "
+            f"{OUTPUT_FORMAT}); upgrade jaxcontam, or give a new folder"
+        )
 
 
 def output_folder(out: str | Path, fill: bool = True) -> Path:

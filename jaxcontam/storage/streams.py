@@ -15,7 +15,7 @@ import zlib
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO, cast
 
 from jaxcontam.errors import DataError
 from jaxcontam.storage.locations import describe_error, storage_errors
@@ -67,37 +67,100 @@ class CorruptStream(DataError):
         self.reason = reason
 
 
+class _ZstdFrames:
+    """Where a .zst stream's compressed bytes stand in its frame structure (RFC 8878: frame headers, block headers,
+    checksums, skippable frames), fed the bytes as they pass and reading headers only: at the stream's end it tells
+    whether the last frame is whole, which zstandard's stream reader (whose reads bound their output) does not."""
+
+    def __init__(self):
+        self._want, self._size = "magic", 4  # the header part awaited and its length in bytes
+        self._head = bytearray()
+        self._skip = 0  # bytes to pass before the next header part (frame header rest, block body)
+        self._checksum = False
+
+    def feed(self, data) -> None:
+        view, at = memoryview(data), 0
+        while at < len(view):
+            if self._skip:
+                step = min(self._skip, len(view) - at)
+                self._skip -= step
+                at += step
+                continue
+            take = min(self._size - len(self._head), len(view) - at)
+            self._head += view[at : at + take]
+            at += take
+            if len(self._head) == self._size:
+                head = bytes(self._head)
+                self._head.clear()
+                self._advance(head)
+
+    def _advance(self, head: bytes) -> None:
+        value = int.from_bytes(head, "little")
+        if self._want == "magic":  # a wrong magic number is refused by zstd itself
+            self._want, self._size = ("skippable", 4) if value & 0xFFFFFFF0 == 0x184D2A50 else ("descriptor", 1)
+        elif self._want == "skippable":
+            self._skip, self._want, self._size = value, "magic", 4
+        elif self._want == "descriptor":
+            single, dictionary, content_size = value >> 5 & 1, value & 3, value >> 6
+            self._checksum = bool(value & 4)
+            window = 0 if single else 1
+            self._skip = window + (0, 1, 2, 4)[dictionary] + (single, 2, 4, 8)[content_size]
+            self._want, self._size = "block", 3
+        elif self._want == "block":
+            last, kind, size = value & 1, value >> 1 & 3, value >> 3
+            self._skip = 1 if kind == 1 else size  # an RLE block holds one byte
+            if last:
+                self._want, self._size = ("checksum", 4) if self._checksum else ("magic", 4)
+        else:  # the frame's checksum
+            self._want, self._size = "magic", 4
+
+    @property
+    def between_frames(self) -> bool:
+        return self._want == "magic" and not self._head and not self._skip
+
+
+class _FedFrames(io.RawIOBase):
+    """A compressed stream whose bytes are fed to `_ZstdFrames` as they are read."""
+
+    def __init__(self, raw, frames: _ZstdFrames):
+        self._raw, self._frames = raw, frames
+
+    def readable(self) -> bool:
+        return True
+
+    def read(self, size: int = -1) -> bytes:
+        data = self._raw.read(size)
+        self._frames.feed(data)
+        return data
+
+    def readinto(self, buffer) -> int:
+        data = self.read(len(buffer))
+        buffer[: len(data)] = data
+        return len(data)
+
+
 class _Zstd(io.RawIOBase):
-    """A .zst stream, decompressed frame after frame; a stream cut inside a frame raises CorruptStream."""
+    """A .zst stream, decompressed frame after frame by zstandard's stream reader, so one read returns at most the
+    bytes asked for (a 300 KB file can hold 10 GB of NULs); a stream cut inside a frame raises CorruptStream."""
 
     def __init__(self, raw, name: str):
         import zstandard
 
-        self._raw, self._name, self._new = raw, name, zstandard.ZstdDecompressor().decompressobj
-        self._part, self._pending, self._in_frame = self._new(), b"", False
+        self._raw, self._name, self._frames = raw, name, _ZstdFrames()
+        source = cast(BinaryIO, _FedFrames(raw, self._frames))  # a readable binary stream
+        self._reader = zstandard.ZstdDecompressor().stream_reader(source, read_size=1 << 17, read_across_frames=True)
 
     def readable(self) -> bool:
         return True
 
     def readinto(self, buffer) -> int:
-        while not self._pending:
-            data = self._raw.read(1 << 20)
-            if not data:
-                if self._in_frame:
-                    raise CorruptStream(self._name, "the .zst stream ends inside a frame (a truncated file)")
-                return 0
-            while data:
-                self._pending += self._part.decompress(data)
-                self._in_frame = not self._part.eof
-                data = b""
-                if self._part.eof:  # the next frame, if any, starts in the unused bytes
-                    data, self._part = self._part.unused_data, self._new()
-        size = min(len(buffer), len(self._pending))
-        buffer[:size] = self._pending[:size]
-        self._pending = self._pending[size:]
+        size = self._reader.readinto(buffer)
+        if size == 0 and len(buffer) and not self._frames.between_frames:
+            raise CorruptStream(self._name, "the .zst stream ends inside a frame (a truncated file)")
         return size
 
     def close(self) -> None:
+        self._reader.close()
         self._raw.close()
         super().close()
 

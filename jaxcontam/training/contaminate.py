@@ -37,7 +37,8 @@ from typing import Literal
 from jaxcontam.data.roots import DEFAULT_ROOTS
 from jaxcontam.errors import JaxcontamError
 from jaxcontam.mesh import MeshSettings
-from jaxcontam.storage import output_folder, publish_tree
+from jaxcontam.storage import claim_output, output_folder, publish_tree
+from jaxcontam.storage.appends import append_line, complete_lines
 
 CURVE = "curve.jsonl"
 AUDIT_CURVE = "audit_curve.jsonl"
@@ -137,7 +138,7 @@ def _write_jsonl(path: Path, rows) -> None:
 def _read_jsonl(path: Path) -> list[dict]:
     if not path.exists():
         return []
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    return [json.loads(line) for line in complete_lines(path.read_text(encoding="utf-8"))]  # less a torn tail
 
 
 def _data_paths_ignored(identity: dict) -> dict:
@@ -279,8 +280,7 @@ class _Curve:
         _write_jsonl(path, [row for row in _read_jsonl(path) if row["step"] <= resumed])
 
     def __call__(self, step: int, loss: float) -> None:
-        with open(self.path, "a", encoding="utf-8") as handle:
-            handle.write(json.dumps({"step": step, "loss": loss, "tokens": step * self.tokens_per_step}) + "\n")
+        append_line(self.path, json.dumps({"step": step, "loss": loss, "tokens": step * self.tokens_per_step}))
 
 
 def _audit_callback(model, benchmarks, truth: list[dict], path: Path, resumed: int, log):
@@ -300,21 +300,10 @@ def _audit_callback(model, benchmarks, truth: list[dict], path: Path, resumed: i
     def audit(step: int, params) -> None:
         results = callback(step, params)
         assert results is not None  # every=1: every step given is audited
-        with open(path, "a", encoding="utf-8") as handle:
-            for name, result in results.items():
-                for detector, summary in (result.likelihood or {}).items():
-                    handle.write(
-                        json.dumps(
-                            {
-                                "step": step,
-                                "benchmark": name,
-                                "detector": detector,
-                                "auc": summary.auc,
-                                "pvalue": summary.pvalue,
-                            }
-                        )
-                        + "\n"
-                    )
+        for name, result in results.items():
+            for detector, summary in (result.likelihood or {}).items():
+                row = {"step": step, "benchmark": name, "detector": detector, "auc": summary.auc}
+                append_line(path, json.dumps(row | {"pvalue": summary.pvalue}))
 
     return audit
 
@@ -330,6 +319,7 @@ def run_contamination(settings: ContaminationSettings, log: Callable[[str], None
     from jaxcontam.training.loop import fit
 
     settings.check()
+    claim_output(settings.out, "contaminate")
     out = output_folder(settings.out)  # a bucket URL: a local mirror, filled from the bucket, uploaded as it grows
     model_dir = out / "model"
     recorded = _recorded(out, settings)

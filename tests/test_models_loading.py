@@ -68,8 +68,8 @@ def test_unknown_model_type_lists_supported(llama_dir, tmp_path):
     path = copy_checkpoint(llama_dir, tmp_path / "bert", edit_config=lambda c: {**c, "model_type": "bert"})
     with pytest.raises(
         ModelError,
-        match="'bert' is not supported.*llama, mistral, qwen2, qwen3, gemma, gemma2, "
-        "gemma3_text, olmo2, phi3, mixtral, qwen3_moe, gpt2, gpt_neox",
+        match="'bert' is not supported.*gemma, gemma2, gemma3_text, gpt2, gpt_neox, granite, llama, mistral, "
+        "mixtral, olmo2, phi3, qwen2, qwen3, qwen3_moe",
     ):
         jaxcontam.load_model(path)
 

@@ -65,9 +65,13 @@ def run_audit(scratch: pathlib.Path) -> tuple[float, str, dict]:
 
 
 def commit() -> str | None:
-    import jaxcontam
+    """The commit of the jaxcontam the audit ran (found without importing it: that would start JAX here)."""
+    import importlib.util
 
-    source = pathlib.Path(jaxcontam.__file__).resolve().parents[1]
+    spec = importlib.util.find_spec("jaxcontam")
+    if spec is None or spec.origin is None:
+        return None
+    source = pathlib.Path(spec.origin).resolve().parents[1]
     found = subprocess.run(["git", "-C", str(source), "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
     return found.stdout.strip() or None
 
@@ -100,7 +104,7 @@ def main() -> None:
             "wall_s": round(wall, 1),
             "load_s": timings.get("load"),
             "stage_compile_s": timings.get("compile"),
-            "per_program": {name: {"count": e["count"], "seconds": round(e["seconds"], 2)} for name, e in found.items()},
+            "per_program": {n: {"count": e["count"], "seconds": round(e["seconds"], 2)} for n, e in found.items()},
         }
         with RESULTS.open("a") as results:
             results.write(json.dumps(row) + "\n")

@@ -117,7 +117,8 @@ def plan_batches(
     Every sequence must be non-empty and no longer than the largest bucket. Batches come grouped by bucket, so
     a run compiles one program per bucket. The default buckets start at `SMALLEST_PACKED` tokens for packed rows
     (many short sequences share a row, so a shorter bucket saves little and costs a compile; measured in
-    docs/performance.md) and at `SMALLEST_UNPACKED` otherwise. `pack=False` puts one sequence per row (generation, P(True)).
+    docs/performance.md) and at `SMALLEST_UNPACKED` otherwise. `pack=False` puts one sequence per row
+    (generation, P(True)).
     """
     lengths = [len(t) for t in token_ids]
     for i, n in enumerate(lengths):

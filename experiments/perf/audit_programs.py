@@ -7,7 +7,7 @@ how many times it was compiled (one per distinct shape) and their seconds, the t
 table's load and compile rows; appends a dated JSON line to audit_programs.jsonl beside this script.
 
     PYTHONPATH=$PWD JAX_PLATFORMS=cpu python experiments/perf/audit_programs.py
-    python experiments/perf/audit_programs.py --no-record      # print only
+    python experiments/perf/audit_programs.py --no-record --out /tmp/a   # print only, keep the audit's outputs
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ import os
 import pathlib
 import platform
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -40,16 +41,16 @@ def programs(log: str) -> dict[str, dict]:
     return dict(sorted(found.items(), key=lambda kv: -kv[1]["seconds"]))
 
 
-def run_audit(scratch: pathlib.Path) -> tuple[float, str, dict]:
-    """The bundled audit in a child process with an empty private compile cache: wall seconds, its log, and its
-    summary's stage timings."""
+def run_audit(scratch: pathlib.Path, out: pathlib.Path) -> tuple[float, str, dict]:
+    """The bundled audit into `out` in a child process with an empty private compile cache: wall seconds, its log,
+    and its summary's stage timings."""
     environment = {k: v for k, v in os.environ.items() if not k.startswith("JAX_COMPILATION_CACHE")}
     environment |= {
         "JAX_PLATFORMS": environment.get("JAX_PLATFORMS", "cpu"),
         "JAXCONTAM_COMPILE_CACHE": str(scratch / "xla"),
         "JAX_LOG_COMPILES": "1",
     }
-    out = scratch / "audit"
+    shutil.rmtree(out, ignore_errors=True)  # an audit resumes from a folder it finds: this one starts afresh
     started = time.perf_counter()
     done = subprocess.run(
         [sys.executable, "-c", CLI, "audit", "--out", str(out)],
@@ -79,9 +80,11 @@ def commit() -> str | None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--no-record", action="store_true", help=f"do not append to {RESULTS.name}")
+    parser.add_argument("--out", type=pathlib.Path, help="keep the audit's outputs here (to compare them)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="jaxcontam-programs-") as scratch:
-        wall, log, timings = run_audit(pathlib.Path(scratch))
+        out = (args.out or pathlib.Path(scratch) / "audit").resolve()
+        wall, log, timings = run_audit(pathlib.Path(scratch), out)
     found = programs(log)
     width = max((len(name) for name in found), default=10)
     print(f"{'program':<{width}}  count  compile s")

@@ -4,10 +4,9 @@ compile log) and warm (the same cache, filled), each with a stage table read off
 `jaxcontam pacost` over 64 bundled items (32 GSM8K + 32 COPA, with their rephrasings) on the 1B-shaped random model,
 for throughput only (a random model's verdicts mean nothing), run only when its budget is left.
 
-Each command runs in a child process, as a user's would. The smoke run calls the warm audit and PaCoST in this
-process instead (`in_process`; the imports are already paid) and runs PaCoST on the bundled model, whose programs
-the bundled audit has just compiled: on 2 CPU cores the compiles, not the work, are what a smoke run waits for. The
-cold audit is a child process in the smoke run too: a fresh process is what it measures.
+Each command runs in a child process, as a user's would. The smoke run has the cold audit only (a child process
+too: a fresh process is what it measures) and calls PaCoST in this process instead (`in_process`; the imports are
+already paid), on the bundled model: on 2 CPU cores the compiles, not the work, are what a smoke run waits for.
 """
 
 from __future__ import annotations

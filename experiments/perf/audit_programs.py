@@ -101,6 +101,7 @@ def main() -> None:
             "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
             "commit": commit(),
             "machine": f"{os.cpu_count()} cores, {platform.machine()}",
+            "load_average": ", ".join(f"{x:.1f}" for x in os.getloadavg()),
             "command": "jaxcontam audit (bundled), empty compile cache, JAX_LOG_COMPILES=1",
             "programs": count,
             "compile_s": round(seconds, 2),

@@ -38,15 +38,17 @@ def finished(tmp_path_factory):
 
 
 # Issue 63: the bundled audit compiled 37 XLA programs (8 scoring, 3 prefill, 3 decode, ...), most of a cold run
-# on a GPU; experiments/perf/audit_programs.py counts the whole bundled audit's (12), this slice of it runs fewer.
-MOST_PROGRAMS = 11
+# on a GPU; experiments/perf/audit_programs.py counts the whole bundled audit's (12), this slice of it runs fewer:
+# 2 scoring (buckets 256 and 512, the latter for the exchangeability test's chunks), 3 generation (fill, decode,
+# empty rows: one shape), 2 n-gram counts (a table each), window fingerprints and the decode's layer split.
+MOST_PROGRAMS = 9
 
 
 def test_audit_compiles_few_programs(finished):
     log = (finished.parent / "audit-log.txt").read_text()
     programs = collections.Counter(re.findall(r"Finished XLA compilation of (\S+) in", log))
     assert 0 < sum(programs.values()) <= MOST_PROGRAMS, programs
-    assert programs["jit(score_step)"] == 1, programs  # one scoring program: statistics always, one bucket
+    assert programs["jit(score_step)"] <= 2, programs  # one program per bucket: the statistics always
 
 
 def test_audit_writes_items_summary_plots_and_report(finished):

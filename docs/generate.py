@@ -314,14 +314,28 @@ def perf_rows() -> list[dict]:
                 "date": r["date"][:16].replace("T", " "),
                 "what": "scoring SmolLM2-135M-Instruct (GGUF, f32), with and without the Min-K%++ statistics, "
                 "compiles excluded",
-                "jaxcontam": "; ".join(f"{key}: {r[key]['tokens_per_s']:,.0f} tokens/s" for key in cases),
+                "jaxcontam": "; ".join(
+                    [f"{key}: {r[key]['tokens_per_s']:,.0f} tokens/s" for key in cases]
+                    + (
+                        [
+                            f"the statistics add {r['statistics']['stats_share_of_step']:.1%} to a "
+                            f"{r['statistics']['shape']} step (vocabulary head "
+                            f"{r['statistics']['head_without_stats_s']} -> {r['statistics']['head_with_stats_s']} s "
+                            f"of a {r['statistics']['step_s']} s step)"
+                        ]
+                        if "statistics" in r
+                        else []
+                    )
+                ),
                 "peer": "",
                 "ratio": "",
                 "machine": "2 cores" + (f", load average {r['load_average']}" if r.get("load_average") else ""),
                 "command": "PYTHONPATH=CHECKOUT python experiments/perf/scoring_buckets.py",
                 "source": f"`scoring_buckets.jsonl`, {r.get('label') or ''} ({r['source']})",
                 "note": "score_step programs compiled per case (warm-up call): "
-                + ", ".join(f"{r[key]['score_step_programs']}" for key in cases),
+                + ", ".join(f"{r[key]['score_step_programs']}" for key in cases)
+                if cases
+                else "",
             }
         )
     unknown = sorted({r["key"] for r in rows} - set(PERF_KEYS))

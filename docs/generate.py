@@ -148,6 +148,8 @@ PERF_KEYS = (
     "pacost-audit",
     "smollm2-audit",
     "bundled-audit",
+    "bundled-audit-programs",
+    "scoring-one-program",
     "lm-eval",
     "ngram-count-50m",
     "ngram-infinigram",
@@ -285,6 +287,55 @@ def perf_rows() -> list[dict]:
                 "source": f"`bundled_audit.jsonl`, {r['commit']}",
                 "note": f"walls {', '.join(f'{w:.1f}' for w in r['walls_s'])} s"
                 + (f"; fresh install {r['fresh_install_s']:.0f} s" if r.get("fresh_install_s") else ""),
+            }
+        )
+    for r in jsonl_rows(PERF / "audit_programs.jsonl"):
+        programs = ", ".join(f"{name} {p['count']}" for name, p in r["per_program"].items())
+        rows.append(
+            {
+                "key": "bundled-audit-programs",
+                "date": r["date"][:16].replace("T", " "),
+                "what": "XLA programs the bundled `jaxcontam audit` compiles (a fresh process, an empty compile cache)",
+                "jaxcontam": f"{r['programs']} programs, {r['compile_s']:.1f} s compiling (XLA's log); the audit's "
+                f"load row {r['load_s']:.1f} s, compile row {r['stage_compile_s']:.1f} s; wall {r['wall_s']:.0f} s",
+                "peer": "",
+                "ratio": "",
+                "machine": r["machine"] + (f", load average {r['load_average']}" if r.get("load_average") else ""),
+                "command": "PYTHONPATH=CHECKOUT python experiments/perf/audit_programs.py",
+                "source": f"`audit_programs.jsonl`, {r['commit']}",
+                "note": programs,
+            }
+        )
+    for r in jsonl_rows(PERF / "scoring_buckets.jsonl"):
+        cases = [key for key in r if key.endswith(" stats")]
+        rows.append(
+            {
+                "key": "scoring-one-program",
+                "date": r["date"][:16].replace("T", " "),
+                "what": "scoring SmolLM2-135M-Instruct (GGUF, f32), with and without the Min-K%++ statistics, "
+                "compiles excluded",
+                "jaxcontam": "; ".join(
+                    [f"{key}: {r[key]['tokens_per_s']:,.0f} tokens/s" for key in cases]
+                    + (
+                        [
+                            f"the statistics add {r['statistics']['stats_share_of_step']:.1%} to a "
+                            f"{r['statistics']['shape']} step (vocabulary head "
+                            f"{r['statistics']['head_without_stats_s']} -> {r['statistics']['head_with_stats_s']} s "
+                            f"of a {r['statistics']['step_s']} s step)"
+                        ]
+                        if "statistics" in r
+                        else []
+                    )
+                ),
+                "peer": "",
+                "ratio": "",
+                "machine": "2 cores" + (f", load average {r['load_average']}" if r.get("load_average") else ""),
+                "command": "PYTHONPATH=CHECKOUT python experiments/perf/scoring_buckets.py",
+                "source": f"`scoring_buckets.jsonl`, {r.get('label') or ''} ({r['source']})",
+                "note": "score_step programs compiled per case (warm-up call): "
+                + ", ".join(f"{r[key]['score_step_programs']}" for key in cases)
+                if cases
+                else "",
             }
         )
     unknown = sorted({r["key"] for r in rows} - set(PERF_KEYS))

@@ -39,13 +39,17 @@ def test_the_gpu_check_runs_every_step_at_tiny_sizes(tmp_path):
     assert {(r["shape"], r["dtype"]) for r in result["scoring"]} == {
         (shape, dtype) for shape in ("SmolLM2-135M", "Llama-3.2-1B") for dtype in ("float32", "bfloat16")
     }
-    for run in ("bundled", "pacost"):
+    for run in ("cold", "pacost"):
         assert result["audit"][run]["exit_code"] == 0, result["audit"][run]
-    assert [s["stage"] for s in result["audit"]["bundled"]["stages"]][0].startswith("pacost tiny-contaminated")
+    cold = result["audit"]["cold"]  # a fresh process with an empty compile cache: every program compiled and logged
+    assert [s["stage"] for s in cold["stages"]][0].startswith("pacost tiny-contaminated")
+    assert cold["programs"] == sum(p["count"] for p in cold["compiles"].values()) > 0, cold
+    assert {"load", "compile"} <= set(cold["audit_stages"]), cold
     assert result["numerics"]["accelerator_vs_cpu"]["ok"]
     assert all(row["ok"] for row in result["numerics"]["against_torch"]), result["numerics"]["against_torch"]
     table = (tmp_path / "accelerator.md").read_text()
     assert table.startswith("# jaxcontam on ") and "| scoring Llama-3.2-1B bfloat16" in table
+    assert "| bundled `jaxcontam audit`, cold: a fresh process, empty compile cache (exit 0)" in table
 
 
 def test_the_compile_cache_runs_measure_a_filled_cache_at_tiny_sizes(tmp_path):

@@ -333,7 +333,7 @@ def test_a_bf16_scoring_step_lowers_with_cudnn_attention_for_cuda(monkeypatch):
         shape = (spec.num_layers, *entry.shape) if entry.per_layer else entry.shape
         node[entry.path[-1]] = jax.ShapeDtypeStruct(shape, jnp.bfloat16)
     rows = jax.ShapeDtypeStruct((2, 128), jnp.int32)
-    traced = score_step.trace(params, spec, rows, rows, rows, rows, with_stats=False, vocab_block=64, use_kernel=False)
+    traced = score_step.trace(params, spec, rows, rows, rows, rows, vocab_block=64, use_kernel=False)
     text = traced.lower(lowering_platforms=("cuda",)).as_text()
     assert "__cudnn$fmhaSoftmax" in text
     assert "stablehlo.if" in text or "stablehlo.case" in text

@@ -5,7 +5,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from jaxcontam.engine.packing import default_buckets, plan_batches, unpack_rows
+from jaxcontam.engine.packing import SMALLEST_PACKED, default_buckets, plan_batches, unpack_rows
 from jaxcontam.errors import JaxcontamError
 
 sequences = st.lists(st.lists(st.integers(1, 999), min_size=1, max_size=70), min_size=1, max_size=40)
@@ -47,6 +47,7 @@ def test_short_sequences_share_rows():
 
 def test_default_buckets_and_errors():
     assert default_buckets(300) == (64, 128, 256, 512)
+    assert default_buckets(300, SMALLEST_PACKED) == (256, 512)
     with pytest.raises(JaxcontamError, match="longer than the largest bucket"):
         plan_batches([[1] * 40], rows_per_batch=1, buckets=(16, 32))
     with pytest.raises(JaxcontamError, match="sequence 1 has no tokens"):

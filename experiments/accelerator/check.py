@@ -41,8 +41,9 @@ class Sizes:
     attention_lengths: tuple[int, ...] = (2048, 8192, 32768)
     attention_tokens: int = 32768
     attention_repeats: int = 5
-    pacost_items: int = 256
-    pacost_new_tokens: int = 64
+    pacost_items: int = 64  # 256 items of 64 new tokens never ran within the budget (2026-11-28)
+    pacost_new_tokens: int = 32
+    pacost_need_s: float = 120.0  # start-up, the 1B model's load and cold compiles, then the work: run only if left
     numerics_texts: int = 16
     dtypes: tuple[str, ...] = ("bfloat16", "float32")  # bf16 first: the goals are bf16 figures
     generate_dtypes: tuple[str, ...] = ("bfloat16", "float32")
@@ -63,6 +64,7 @@ SMOKE = Sizes(
     attention_repeats=1,
     pacost_items=1,
     pacost_new_tokens=2,
+    pacost_need_s=10.0,
     numerics_texts=2,
     generate_dtypes=("float32",),
     generate_shapes=1,
@@ -236,15 +238,24 @@ def main(argv=None) -> int:
         result["numerics"]["accelerator_vs_cpu"] = guarded(
             clock, 15, "numerics", lambda: numerics.accelerator_vs_cpu(sizes.numerics_texts), log
         )
-        result["audit"]["bundled"] = guarded(
-            clock, 40, "bundled audit", lambda: audit.bundled_audit(work, args.smoke, clock.left() - 30), log
+        result["audit"]["cold"] = guarded(
+            clock,
+            40,
+            "bundled audit, cold",
+            lambda: audit.bundled_audit(work, args.smoke, clock.left() - 30, cold=True),
+            log,
         )
         save(result, args.out, clock, log)
+        if not args.smoke:  # (a smoke run's PaCoST, in this process, stands for the warm run: its work is the same)
+            result["audit"]["bundled"] = guarded(
+                clock, 30, "bundled audit, warm", lambda: audit.bundled_audit(work, False, clock.left() - 30), log
+            )
+            save(result, args.out, clock, log)
         if big is not None or args.smoke:
             model = None if args.smoke else big
-            result["audit"]["pacost"] = guarded(
+            result["audit"]["pacost"] = guarded(  # after the audits: it never cuts them, and is skipped, not cut
                 clock,
-                40,
+                sizes.pacost_need_s,
                 "pacost",
                 lambda: audit.pacost_run(
                     model,

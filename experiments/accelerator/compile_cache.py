@@ -18,7 +18,6 @@ import argparse
 import json
 import os
 import pathlib
-import re
 import shutil
 import sys
 import tempfile
@@ -28,8 +27,6 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 
 from gpucheck import audit, device  # noqa: E402
 
-STAGE_ROW = re.compile(r"^(?P<stage>[a-z]+)\s+(?P<seconds>\d+\.\d)\s+(?P<share>\d+)%$")
-COMPILED = re.compile(r"Finished XLA compilation of (?P<name>\S+) in (?P<seconds>[\d.]+) sec")
 RUNS = {  # key: name, environment, what it stands for
     "off": ("cache off", {"JAXCONTAM_COMPILE_CACHE": "off", "JAX_LOG_COMPILES": "1"}, "before the fix"),
     "empty": ("cache on, empty", {"JAXCONTAM_COMPILE_CACHE": "{cache}"}, "a user's first run after it"),
@@ -40,23 +37,6 @@ RUNS = {  # key: name, environment, what it stands for
         "info",
     ),
 }
-
-
-def stages(lines: list[tuple[float, str]]) -> dict[str, float]:
-    """The audit's own "wall time per stage" table, stage -> seconds."""
-    return {m["stage"]: float(m["seconds"]) for _, line in lines if (m := STAGE_ROW.match(line.strip()))}
-
-
-def compiles(lines: list[tuple[float, str]]) -> dict[str, dict]:
-    """Per program name: how many XLA compiles and their seconds (JAX_LOG_COMPILES lines)."""
-    found: dict[str, dict] = {}
-    for _, line in lines:
-        match = COMPILED.search(line)
-        if match:
-            entry = found.setdefault(match["name"], {"count": 0, "seconds": 0.0})
-            entry["count"] += 1
-            entry["seconds"] = round(entry["seconds"] + float(match["seconds"]), 2)
-    return dict(sorted(found.items(), key=lambda kv: -kv[1]["seconds"]))
 
 
 def table(result: dict) -> str:
@@ -122,8 +102,8 @@ def main(argv=None) -> int:
                     "environment": environment,
                     "wall_s": run["wall_s"],
                     "exit_code": run["exit_code"],
-                    "stages": stages(run["lines"]),
-                    "compiles": compiles(run["lines"]),
+                    "stages": audit.stages(run["lines"]),
+                    "compiles": audit.compiles(run["lines"]),
                     "cache_files": sum(1 for _ in cache.glob("*")) if cache.exists() else 0,
                     "log_tail": [line for _, line in run["lines"][-6:]],
                 }

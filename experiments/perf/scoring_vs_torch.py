@@ -193,7 +193,7 @@ def memory_by_vocab(args):
         tok = jnp.zeros((args.batch, args.seq), jnp.int32)
         seg = jnp.ones_like(tok)
         pos = jnp.broadcast_to(jnp.arange(args.seq, dtype=jnp.int32), tok.shape)
-        compiled = score_step.lower(model.params, model.config, tok, pos, seg, tok, with_stats=True,
+        compiled = score_step.lower(model.params, model.config, tok, pos, seg, tok,
                                     vocab_block=args.vocab_block, use_kernel=False).compile()
         mem = compiled.memory_analysis()
         full_logits = args.batch * args.seq * vocab * 4

@@ -28,6 +28,8 @@ from jaxcontam.errors import JaxcontamError
 
 MAX_ROWS = 64  # decode rows per data shard on CPU when the caller does not choose (GPU, TPU: `platform`)
 CACHE_BYTES = 2 * 1024**3  # the KV cache's budget per data shard on CPU when the caller does not choose the rows
+FEW_ROWS = 8  # a call decoding in at most this many rows prefills at least `FEW_ROWS_WIDTH` wide (`generate`)
+FEW_ROWS_WIDTH = 256
 
 
 @dataclasses.dataclass(frozen=True)
@@ -178,7 +180,8 @@ def generate(
     or fewer for fewer prompts: `needed_rows`).
     `progress`: True for a progress bar (prompts done, tokens/s, ETA), or a
     callable given a `Progress` whenever prompts finish. `buckets`: prompt widths of the prefills (default: the
-    power of two holding the longest prompt, for every prefill: fewer programs to compile than one per width).
+    power of two holding the longest prompt, for every prefill: fewer programs to compile than one per width;
+    at least `FEW_ROWS_WIDTH` for a call of at most `FEW_ROWS` rows).
     `sample_keys`: one integer in [0, 2**31) per prompt that, with `seed`, keys its sampling (default: its index
     in `prompts`). `watch_ids`: token ids whose summed probability is recorded at every step
     (`Generation.watched_logprobs`). A model whose picks have NaN or inf log-probs is refused (`engine.finite`):
@@ -215,7 +218,11 @@ def generate(
     rows = rows_for(mesh, rows_per_batch)
     group = rows_for(mesh, max(1, rows // 4))  # prompts put into freed rows at a time (one prefill)
     if buckets is None:  # every prefill of a call at the width of its longest prompt: one fill program per call
-        buckets = default_buckets(max(len(p) for p in prompts))[-1:]
+        # a call of few rows (a stage's last, short chunk) prefills at least FEW_ROWS_WIDTH wide: its few extra
+        # slots cost little, and its calls then share their programs (the bundled audit's last chunk compiled
+        # fill, decode and empty rows at widths 128 and 256, 3 programs more, several seconds each on a GPU)
+        widest = max(len(p) for p in prompts)
+        buckets = default_buckets(max(widest, FEW_ROWS_WIDTH) if rows <= FEW_ROWS else widest)[-1:]
     groups = plan_batches([list(p) for p in prompts], rows_per_batch=group, buckets=buckets, pack=False)
     capacity = max(g.tokens.shape[1] for g in groups) + max_new_tokens
     state = decode_loop.empty_rows_on_mesh(

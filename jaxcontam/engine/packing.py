@@ -54,7 +54,11 @@ def packs_rows(spec) -> bool:
     return getattr(spec, "packing", False) is True
 
 
-def default_buckets(max_length: int, smallest: int = 64) -> tuple[int, ...]:
+SMALLEST_PACKED = 256  # packed rows: shorter buckets only add programs to compile and part-empty batches
+SMALLEST_UNPACKED = 64  # one sequence per row: each row pays its bucket's length, so short rows stay short
+
+
+def default_buckets(max_length: int, smallest: int = SMALLEST_UNPACKED) -> tuple[int, ...]:
     """Powers of two from `smallest` up to the first that holds `max_length` (a few shapes, <= 2x padding)."""
     buckets = [smallest]
     while buckets[-1] < max_length:
@@ -111,7 +115,10 @@ def plan_batches(
     """Pack `token_ids` into batches of shape [rows_per_batch, bucket] for a few bucket lengths.
 
     Every sequence must be non-empty and no longer than the largest bucket. Batches come grouped by bucket, so
-    a run compiles one program per bucket. `pack=False` puts one sequence per row (generation, P(True)).
+    a run compiles one program per bucket. The default buckets start at `SMALLEST_PACKED` tokens for packed rows
+    (many short sequences share a row, so a shorter bucket saves little and costs a compile; measured in
+    docs/performance.md) and at `SMALLEST_UNPACKED` otherwise. `pack=False` puts one sequence per row
+    (generation, P(True)).
     """
     lengths = [len(t) for t in token_ids]
     for i, n in enumerate(lengths):
@@ -119,7 +126,8 @@ def plan_batches(
             raise JaxcontamError(f"sequence {i} has no tokens: drop empty texts before scoring")
     if not lengths:
         return []
-    buckets = tuple(sorted(buckets or default_buckets(max(lengths))))
+    smallest = SMALLEST_PACKED if pack else SMALLEST_UNPACKED
+    buckets = tuple(sorted(buckets or default_buckets(max(lengths), smallest)))
     if max(lengths) > buckets[-1]:
         i = int(np.argmax(lengths))
         raise JaxcontamError(

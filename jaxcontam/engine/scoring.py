@@ -64,9 +64,13 @@ def projection_layout(weight: jax.Array, spec) -> str:
     )
 
 
-@functools.partial(jax.jit, static_argnames=("spec", "with_stats", "vocab_block", "use_kernel"))
-def score_step(params, spec, tokens, positions, segment_ids, targets, *, with_stats, vocab_block, use_kernel):
-    """Forward one packed batch and return float32 [B, T] log p(target) (and mu, sigma of log p).
+@functools.partial(jax.jit, static_argnames=("spec", "vocab_block", "use_kernel"))
+def score_step(params, spec, tokens, positions, segment_ids, targets, *, vocab_block, use_kernel):
+    """Forward one packed batch and return float32 [B, T] log p(target), mu, sigma and max of log p.
+
+    Always with the statistics: one program per batch shape serves every caller (the plain log-probs of an
+    answer and Min-K%++'s statistics alike), where a program with and one without them doubled the compiles;
+    the two extra sums per logit cost a few percent of a step (docs/performance.md).
 
     Under the caller's mesh (`jax.set_mesh`) the vocabulary head stays split over "model" like the output
     matrix (`token_logprob_stats`), so the [V, D] weight is never gathered.
@@ -74,14 +78,14 @@ def score_step(params, spec, tokens, positions, segment_ids, targets, *, with_st
     hidden = spec.hidden_states(params, tokens, positions, segment_ids)
     projection = spec.output_projection(params)
     if projection is None:  # a logits-only model: `hidden` holds its logits
-        return logits_logprob_stats(hidden, targets, softcap=spec.final_logit_softcap, with_stats=with_stats)
+        return logits_logprob_stats(hidden, targets, softcap=spec.final_logit_softcap, with_stats=True)
     weight, bias = projection
     kwargs = {
         "bias": bias,
         "layout": projection_layout(weight, spec),
         "softcap": spec.final_logit_softcap,
         "vocab_block": vocab_block,
-        "with_stats": with_stats,
+        "with_stats": True,
     }
     if use_kernel:
         from jaxcontam.kernels.vocab_logprobs import fused_token_logprob_stats
@@ -173,7 +177,6 @@ def score_logprobs(
                         model.params,
                         spec,
                         *arrays,
-                        with_stats=with_stats,
                         vocab_block=vocab_block,
                         use_kernel=use_kernel,
                     ),

@@ -10,7 +10,6 @@ devices one at a time and are stacked there.
 
 from __future__ import annotations
 
-import functools
 import pathlib
 import re
 import tempfile
@@ -211,20 +210,36 @@ def _place_tensor(
     return jax.make_array_from_callback(entry.shape, weight_sharding(mesh, entry.shape, entry.axes, fsdp), callback)
 
 
-@functools.cache
-def _stacker(sharding):
-    return jax.jit(lambda pieces: jnp.stack(pieces), out_shardings=sharding)
-
-
 def _place(
     entry: Entry, index: dict, spec: ModelSpec, reader: TensorReader, dtype, mesh, fsdp: bool = False
 ) -> jax.Array:
-    """Build one weight on the mesh; per-layer tensors are placed one by one, then stacked on the devices."""
+    """Build one weight on the mesh; a per-layer weight is stacked on the host, each device's part from the same
+    part of its layers, then placed: stacking placed layers on the devices compiled a program per weight shape."""
     if not entry.per_layer:
         return _place_tensor(entry, None, index, reader, dtype, mesh, fsdp)
     shape = (spec.num_layers, *entry.shape)
-    pieces = [_place_tensor(entry, i, index, reader, dtype, mesh, fsdp) for i in range(spec.num_layers)]
-    return _stacker(weight_sharding(mesh, shape, (LAYERS, *entry.axes), fsdp))(pieces)
+    stored = [[index[source] for source in entry.sources(layer)] for layer in range(spec.num_layers)]
+    tensors: dict[int, list[np.ndarray]] = {}  # per layer: views into the files or dequantised arrays, read once
+    parts: dict[tuple, np.ndarray] = {}
+
+    def layer_part(layer: int, slices) -> np.ndarray:
+        if layer not in tensors:
+            tensors[layer] = [reader.read(name, info) for name, info in stored[layer]]
+        return np.asarray(entry.part(tensors[layer], slices, reader.materialize), dtype=dtype)
+
+    def callback(slices):
+        key = tuple((s.start, s.stop, s.step) for s in slices)
+        if key not in parts:
+            layers = range(spec.num_layers)[slices[0]]
+            first = layer_part(layers[0], slices[1:])
+            stacked = np.empty((len(layers), *first.shape), first.dtype)
+            stacked[0] = first
+            for row, layer in enumerate(layers[1:], 1):
+                stacked[row] = layer_part(layer, slices[1:])
+            parts[key] = stacked
+        return parts[key]
+
+    return jax.make_array_from_callback(shape, weight_sharding(mesh, shape, (LAYERS, *entry.axes), fsdp), callback)
 
 
 def load_params(

@@ -72,12 +72,12 @@ def device_table(table) -> DeviceTable:
     ngrams = table.ngrams if rows else np.full((1, table.n), -1, np.int32)
     if not rows:
         hi, lo = np.zeros(1, np.uint32), np.zeros(1, np.uint32)
-    return DeviceTable(
-        hi=jnp.asarray(hi),
-        lo=jnp.asarray(lo),
-        ngrams=jnp.asarray(ngrams),
-        directory=jnp.asarray(directory),
-        prefilter=jnp.asarray(prefilter),
+    return DeviceTable(  # device_put, not jnp.asarray: that compiles a copy program per array shape
+        hi=jax.device_put(hi),
+        lo=jax.device_put(lo),
+        ngrams=jax.device_put(np.asarray(ngrams, np.int32)),
+        directory=jax.device_put(directory),
+        prefilter=jax.device_put(prefilter),
         n=table.n,
         rows=rows,
         directory_bits=directory_bits,
@@ -140,19 +140,23 @@ def _windows(tokens, starts, n):
 
 
 @functools.partial(jax.jit, static_argnames=("capacity", "verify"), donate_argnames="counts")
-def count_chunk(table: DeviceTable, counts, tokens, segments, *, capacity: int, verify: bool = True):
-    """Add the table-row occurrences of one chunk to `counts` (int32 [T+1]; the last slot is a sink).
+def count_chunk(table: DeviceTable, counts, tokens, segments, first, stop, *, capacity: int, verify: bool = True):
+    """Add the table-row occurrences of the windows starting in [first, stop) of one chunk to `counts` (int32
+    [T+1]; the last slot is a sink).
 
     `tokens`/`segments` are int32 [C + n - 1]: C window starts plus the n-1 token overlap with
     the next chunk; a window counts iff all its tokens share one segment id >= 0 (one document).
     Windows passing the prefilter are compacted into `capacity` slots; if more pass, nothing is
-    added (overflow=True) and the caller reruns the chunk with capacity C. `counts` is donated.
+    added (overflow=True) and the caller reruns the chunk in parts, [first, stop) being a traced range so that
+    each part runs this same program. `counts` is donated.
     Returns (counts, overflow, rejected): `rejected` = fingerprint hits whose tokens differ.
     """
     n = table.n
     lo = lo_words(tokens, n)  # the hi word is only computed for windows that pass the prefilter
     starts_total = lo.shape[0]
+    start = jnp.arange(starts_total)
     valid = (segments[:starts_total] >= 0) & (segments[:starts_total] == segments[n - 1 :])
+    valid &= (start >= first) & (start < stop)
     candidate = valid & _may_be_in_table(table, lo)
     num_candidates = candidate.sum()
     starts = _compact(candidate, capacity)

@@ -140,24 +140,39 @@ class _ViewCounter:
         self.since_flush = 0
         self.lane = 0
 
-    def _run(self, lane, tokens, segments, capacity):
+    def _run(self, lane, tokens, segments, capacity, first=0, stop=None):
         self.device[lane], overflow, rejected = count_chunk(
-            self.tables[lane], self.device[lane], tokens, segments, capacity=capacity, verify=self.verify
+            self.tables[lane],
+            self.device[lane],
+            tokens,
+            segments,
+            np.int32(first),
+            np.int32(self.chunk_starts if stop is None else stop),
+            capacity=capacity,
+            verify=self.verify,
         )
         self.device_rejected.append(rejected)
         return overflow
 
+    def _rerun(self, lane, tokens, segments, capacity, first, stop):
+        """Count the window starts [first, stop) of an overflowed chunk again, in halves until no half overflows:
+        every part runs the chunk's own program (a rerun at full capacity compiled one more per table)."""
+        middle = (first + stop) // 2
+        for part in ((first, middle), (middle, stop)):
+            if bool(self._run(lane, tokens, segments, capacity, *part)):
+                self._rerun(lane, tokens, segments, capacity, *part)
+
     def _resolve(self, keep: int):
-        """Check overflow flags of all but the last `keep` dispatched chunks; rerun overflowed ones in full.
+        """Check overflow flags of all but the last `keep` dispatched chunks; rerun overflowed ones in parts.
 
         Each overflow also doubles the capacity of later chunks (one more compiled program), so a
         heavily contaminated corpus stops paying for reruns. A chunk's host buffers go back to the
         packer only once the device has finished reading them.
         """
         while len(self.pending) > keep:
-            lane, overflow, tokens, segments, host = self.pending.pop(0)
+            lane, overflow, tokens, segments, host, capacity = self.pending.pop(0)
             if bool(overflow):
-                self._run(lane, tokens, segments, self.chunk_starts)
+                self._rerun(lane, tokens, segments, capacity, 0, self.chunk_starts)
                 jax.block_until_ready(self.device[lane])
                 self.capacity = min(self.chunk_starts, 2 * self.capacity)
             self.packer.release(host)
@@ -171,7 +186,8 @@ class _ViewCounter:
         lane, device = self.lane, self.devices[self.lane]
         self.lane = (self.lane + 1) % len(self.devices)
         tokens, segments = jax.device_put(chunk[0], device), jax.device_put(chunk[1], device)
-        self.pending.append((lane, self._run(lane, tokens, segments, self.capacity), tokens, segments, chunk))
+        overflow = self._run(lane, tokens, segments, self.capacity)
+        self.pending.append((lane, overflow, tokens, segments, chunk, self.capacity))
         self._resolve(keep=2 * len(self.devices))  # lets the host pack the next chunks while devices count
         self.since_flush += 1
         if self.since_flush >= self.flush_every:
@@ -184,8 +200,8 @@ class _ViewCounter:
 
     def flush_device(self) -> None:
         self._resolve(keep=0)
-        for counts in self.device:
-            self.host += np.asarray(counts[: self.rows], dtype=np.int64)
+        for counts in self.device:  # sliced on the host: a slice on the device compiles a program per table size
+            self.host += np.asarray(counts, dtype=np.int64)[: self.rows]
         self.rejected += sum(int(r) for r in self.device_rejected)
         self._reset_device()
 
@@ -364,7 +380,7 @@ def count_corpus(
     """Count every view's table n-grams in `corpus` (an object with `.shards`, each with `.name`, `.documents()`).
 
     `chunk_tokens` window starts per compiled chunk; `capacity` (default chunk/16) bounds the
-    windows that pass the prefilter before a chunk is rerun at full capacity. Under
+    windows that pass the prefilter before a chunk is rerun in parts. Under
     `jax.distributed` with several processes, each counts its own `corpus.split` and the returned
     counts are the sums over all processes.
     """

@@ -134,7 +134,7 @@ def plan_model_steps(
                 w.batch * w.seq,
                 scoring.score_step,
                 (params, spec, *batch),
-                {"with_stats": True, "vocab_block": 2048, "use_kernel": False},
+                {"vocab_block": 2048, "use_kernel": False},
                 model_flops=model_flops(spec, "score", w),
                 **common,
             )
@@ -216,6 +216,8 @@ def plan_ngram_step(devices, chip: Chip | None, w: Workload) -> StepPlan:
         on_device(device, (table.rows + 1,), jnp.int32),
         on_device(device, (width,), jnp.int32),
         on_device(device, (width,), jnp.int32),
+        on_device(device, (), jnp.int32),
+        on_device(device, (), jnp.int32),
     )
     mesh = jax.sharding.Mesh(np.array([device]), ("one",))
     plan = compile_step(

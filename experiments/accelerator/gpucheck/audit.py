@@ -1,10 +1,12 @@
-"""End to end, as a user runs it: the bundled `jaxcontam audit` (wall time and a stage table read off its own
-progress lines), and `jaxcontam pacost` over 256 bundled items (128 GSM8K + 128 COPA, with their rephrasings) on the
-1B-shaped random model, for throughput only (a random model's verdicts mean nothing).
+"""End to end, as a user runs it: the bundled `jaxcontam audit` cold (a fresh process with an empty compile cache of
+its own: wall, the audit's load and compile rows, and the programs XLA compiled with their seconds, from JAX's
+compile log) and warm (the same cache, filled), each with a stage table read off its own progress lines; and
+`jaxcontam pacost` over 64 bundled items (32 GSM8K + 32 COPA, with their rephrasings) on the 1B-shaped random model,
+for throughput only (a random model's verdicts mean nothing), run only when its budget is left.
 
-Each command runs in a child process, as a user's would. The smoke run calls the same commands in this process
-instead (`in_process`; the imports are already paid) and runs PaCoST on the bundled model, whose programs the
-bundled audit has just compiled: on 2 CPU cores the compiles, not the work, are what a smoke run waits for.
+Each command runs in a child process, as a user's would. The smoke run has the cold audit only (a child process
+too: a fresh process is what it measures) and calls PaCoST in this process instead (`in_process`; the imports are
+already paid), on the bundled model: on 2 CPU cores the compiles, not the work, are what a smoke run waits for.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import os
 import pathlib
 import re
 import shutil
@@ -23,6 +26,8 @@ import time
 SMOKE_SETTINGS = ("--set", "pacost.max_new_tokens=2", "--set", "pacost.judge_max_new_tokens=2")
 CLI = "import sys; from jaxcontam.cli import main; sys.exit(main())"
 CHUNK = re.compile(r"^\s+(?P<stage>.+): chunk (?P<done>\d+)/(?P<total>\d+) \((?P<seconds>\d+) s\)")
+STAGE_ROW = re.compile(r"^(?P<stage>[a-z]+)\s+(?P<seconds>\d+\.\d)\s+(?P<share>\d+)%$")
+COMPILED = re.compile(r"Finished XLA compilation of (?P<name>\S+) in (?P<seconds>[\d.e-]+) sec")
 
 
 class _Lines(io.TextIOBase):
@@ -51,14 +56,21 @@ def run_in_process(args: list[str], cwd: pathlib.Path) -> dict:
     return {"wall_s": round(time.perf_counter() - start, 2), "exit_code": code, "lines": stream.lines}
 
 
-def run_cli(args: list[str], timeout: float, cwd: pathlib.Path, in_process: bool = False) -> dict:
-    """Run `jaxcontam ARGS` in a child process (or `in_process`); its wall seconds, exit code, and each stderr line
-    with the second it arrived at."""
+def run_cli(
+    args: list[str], timeout: float, cwd: pathlib.Path, in_process: bool = False, environment: dict | None = None
+) -> dict:
+    """Run `jaxcontam ARGS` in a child process (or `in_process`) with `environment` added to its own; its wall
+    seconds, exit code, and each stderr line with the second it arrived at."""
     if in_process:
         return run_in_process(args, cwd)
     start = time.perf_counter()
     process = subprocess.Popen(
-        [sys.executable, "-c", CLI, *args], cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+        [sys.executable, "-c", CLI, *args],
+        cwd=cwd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env={**os.environ, **(environment or {})},
     )
     lines = []
     watchdog = threading.Timer(max(timeout, 1.0), process.kill)  # a silent, stuck child is killed too
@@ -86,16 +98,46 @@ def stage_table(lines: list[tuple[float, str]], wall: float) -> list[dict]:
     return table
 
 
-def bundled_audit(work: pathlib.Path, smoke: bool, timeout: float) -> dict:
+def stages(lines: list[tuple[float, str]]) -> dict[str, float]:
+    """The audit's own "wall time per stage" table, stage -> seconds."""
+    return {m["stage"]: float(m["seconds"]) for _, line in lines if (m := STAGE_ROW.match(line.strip()))}
+
+
+def compiles(lines: list[tuple[float, str]]) -> dict[str, dict]:
+    """Per program name: how many XLA compiles and their seconds (JAX_LOG_COMPILES lines), costliest first."""
+    found: dict[str, dict] = {}
+    for _, line in lines:
+        match = COMPILED.search(line)
+        if match:
+            entry = found.setdefault(match["name"], {"count": 0, "seconds": 0.0})
+            entry["count"] += 1
+            entry["seconds"] = round(entry["seconds"] + float(match["seconds"]), 2)
+    return dict(sorted(found.items(), key=lambda kv: -kv[1]["seconds"]))
+
+
+def bundled_audit(work: pathlib.Path, smoke: bool, timeout: float, cold: bool = False) -> dict:
+    """The bundled audit, warm (the compile cache `cold_audit` filled; in this process in a smoke run) or `cold`:
+    a child process, an empty compile cache of its own and JAX's compile log on."""
     out = work / "bundled-audit"
     shutil.rmtree(out, ignore_errors=True)
     args = ["audit", "--out", str(out)]
     if smoke:
         args += ["--limit", "1", *SMOKE_SETTINGS]
-    run = run_cli(args, timeout, work, in_process=smoke)
+    cache = work / "audit-xla"
+    if cold:
+        shutil.rmtree(cache, ignore_errors=True)
+    environment = {"JAXCONTAM_COMPILE_CACHE": str(cache)} | ({"JAX_LOG_COMPILES": "1"} if cold else {})
+    environment |= {"JAX_COMPILATION_CACHE_DIR": ""}  # the check's own setting would win over the audit's cache
+    run = run_cli(args, timeout, work, in_process=smoke and not cold, environment=environment)
     result = {"command": "jaxcontam " + " ".join(args), "wall_s": run["wall_s"], "exit_code": run["exit_code"]}
     result["stages"] = stage_table(run["lines"], run["wall_s"])
-    result["log_tail"] = [line for _, line in run["lines"][-12:]]
+    result["audit_stages"] = stages(run["lines"])
+    if cold:
+        programs = compiles(run["lines"])
+        result["compiles"] = programs
+        result["programs"] = sum(p["count"] for p in programs.values())
+        result["compile_s"] = round(sum(p["seconds"] for p in programs.values()), 1)
+    result["log_tail"] = [line for _, line in run["lines"][-12:] if not COMPILED.search(line)][-12:]
     return result
 
 

@@ -255,13 +255,73 @@ def template_name(tokenizer) -> str:
     return f"the chat template of {getattr(tokenizer, 'name_or_path', None) or type(tokenizer).__name__}"
 
 
-def render_chat(tokenizer, messages: list[dict], *, add_generation_prompt: bool = True) -> str:
+CONTINUE_TAG = "CONTINUE_FINAL_MESSAGE_TAG "  # transformers' marker for the end of the message to continue
+
+
+def _template_source(tokenizer) -> str:
+    return tokenizer.get_chat_template() if hasattr(tokenizer, "get_chat_template") else tokenizer.chat_template
+
+
+def render_chat(
+    tokenizer, messages: list[dict], *, add_generation_prompt: bool = True, continue_final_message: bool = False
+) -> str:
     """`messages` through the tokenizer's chat template as `tokenizer.apply_chat_template(messages, tokenize=False,
-    add_generation_prompt=...)` renders them, inside the box (module docstring)."""
+    add_generation_prompt=..., continue_final_message=...)` renders them, inside the box (module docstring).
+
+    `continue_final_message` (transformers' semantics): the render ends just after the final message's text, so a
+    model continues that message (lm-eval's prefilled answers): `CONTINUE_TAG` is appended to the text, the render
+    cut where it appears (and stripped of trailing whitespace when the template trimmed the tag's space)."""
+    if continue_final_message and add_generation_prompt:
+        raise ValueError("continue_final_message and add_generation_prompt exclude each other")
+    if not continue_final_message:
+        return _render(tokenizer, messages, add_generation_prompt)
+    name = template_name(tokenizer)
+    tagged, final_text = _tag_final_message(name, tokenizer, messages)
+    rendered = _render(tokenizer, tagged, False)
+    if final_text.strip() not in rendered or CONTINUE_TAG.strip() not in rendered:
+        raise ChatTemplateError(
+            f"{name} does not write the final message into its render (it drops or rewrites part of "
+            f"{final_text.strip()[:80]!r}), so the conversation cannot be continued from it: use a tokenizer whose "
+            "template writes each message's content as given"
+        )
+    tag_at = rendered.rindex(CONTINUE_TAG.strip())
+    if rendered[tag_at : tag_at + len(CONTINUE_TAG)] == CONTINUE_TAG:  # the template kept the tag's space
+        return rendered[:tag_at]
+    return rendered[:tag_at].rstrip()  # the template trimmed trailing whitespace: so is the message's
+
+
+def _tag_final_message(name: str, tokenizer, messages: list[dict]) -> tuple[list[dict], str]:
+    """A copy of `messages` whose final message's text (its `content`, or that content's last text block) ends in
+    `CONTINUE_TAG`, and that text untagged; the caller's messages are left as they were."""
+    source = _template_source(tokenizer)
+    if not messages or messages[-1].get("content") is None:
+        raise ChatTemplateError(f"there is no final message with content to continue through {name}")
+    if "content" not in source:
+        raise ChatTemplateError(f"{name} never reads a message's 'content', so its final message cannot be continued")
+    final = dict(messages[-1])
+    content = final["content"]
+    if isinstance(content, (list, tuple)):
+        blocks = [dict(block) if isinstance(block, dict) else block for block in content]
+        text_at = next((i for i in reversed(range(len(blocks))) if "text" in blocks[i]), None)
+        if text_at is None:
+            raise ChatTemplateError(f"the final message given to {name} has no text block to continue")
+        final_text = blocks[text_at]["text"]
+        blocks[text_at]["text"] = final_text + CONTINUE_TAG
+        final["content"] = blocks
+    elif isinstance(content, str):
+        final_text = content
+        final["content"] = content + CONTINUE_TAG
+    else:
+        raise ChatTemplateError(f"the final message given to {name} has {type(content).__name__} content, not text")
+    return [*messages[:-1], final], final_text
+
+
+def _render(tokenizer, messages: list[dict], add_generation_prompt: bool) -> str:
+    """The box itself: one render of `messages`, every failure a `ChatTemplateError` naming the template."""
     import jinja2
 
     name = template_name(tokenizer)
-    source = tokenizer.get_chat_template() if hasattr(tokenizer, "get_chat_template") else tokenizer.chat_template
+    source = _template_source(tokenizer)
     try:
         template = _compiled(source)
     except jinja2.TemplateSyntaxError as error:

@@ -38,6 +38,7 @@ from typing import Any
 
 import numpy as np
 
+from jaxcontam.chat_render import render_chat
 from jaxcontam.errors import JaxcontamError
 
 try:  # the lm-evaluation-harness package (absolute import: this module's own name is jaxcontam.lm_eval)
@@ -183,9 +184,11 @@ class JaxcontamLM(TemplateLM):
         return self.tokenizer.decode(tokens, skip_special_tokens=skip_special_tokens)
 
     def apply_chat_template(self, chat_history: list[dict[str, str]], add_generation_prompt: bool = True) -> str:
-        return self.tokenizer.apply_chat_template(
+        """HFLM's: a generation prompt, or (lm-eval's prefilled answers) the final message left open; rendered in
+        jaxcontam's template box (`chat_render`), so a hostile template ends in a `ChatTemplateError`."""
+        return render_chat(
+            self.tokenizer,
             chat_history,
-            tokenize=False,
             add_generation_prompt=add_generation_prompt,
             continue_final_message=not add_generation_prompt,
         )

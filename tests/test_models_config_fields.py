@@ -55,6 +55,16 @@ def test_field_the_family_does_not_implement_is_refused_by_name(field, value):
         from_hf_config({**LLAMA, field: value})
 
 
+def test_rope_theta_beside_a_rope_object_that_repeats_it_loads():
+    """A Llama 3 config whose rope_scaling also holds rope_theta (transformers 5 writes it there when it converts
+    the object) still reads its top-level rope_theta: the object's value is used and the field is not refused."""
+    scaling = {"rope_type": "llama3", "factor": 32.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0}
+    scaling |= {"original_max_position_embeddings": 8192, "rope_theta": 500000.0}
+    config = {k: v for k, v in LLAMA.items() if k != "rope_parameters"}  # the older fields alone, as the file
+    spec = from_hf_config({**config, "rope_theta": 500000.0, "rope_scaling": scaling}, "llama3")
+    assert spec.rope_theta == 500000.0
+
+
 def test_unknown_rope_scaling_type_is_refused_by_name():
     with pytest.raises(ModelError, match=r"'rope_parameters.rope_type' = 'yarn' is not supported"):
         from_hf_config({**LLAMA, "rope_parameters": {"rope_type": "yarn", "factor": 4.0, "rope_theta": 1e4}})

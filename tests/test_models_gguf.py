@@ -190,8 +190,8 @@ def test_unsupported_architecture_is_named(tmp_path):
     write_stub_gguf(tmp_path / "m.gguf", "mamba")
     with pytest.raises(
         ModelError,
-        match=r"architecture 'mamba' is not supported.*llama, qwen2, qwen3, gemma, "
-        r"gemma2, gemma3, olmo2, phi3, qwen3moe",
+        match=r"architecture 'mamba' is not supported.*gemma, gemma2, gemma3, llama, olmo2, phi3, qwen2, qwen3, "
+        r"qwen3moe",
     ):
         jaxcontam.load_model(tmp_path)
 

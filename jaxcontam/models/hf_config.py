@@ -269,7 +269,8 @@ def rope(reader: ConfigReader, params: dict | None = None, default_theta: float 
         params = {**reader.mapping("rope_scaling"), **params}
 
     def number(key: str, *fields: str, default):
-        if key in params:
+        if key in params:  # the rope object's value wins; a top-level field beside it is read too (not refused)
+            reader.read.update(fields)
             return reader.number_value(f"rope_parameters.{key}", params[key])
         return reader.number(*fields, default=default)
 

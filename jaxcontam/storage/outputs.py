@@ -44,7 +44,11 @@ def check_output(out: str | Path, command: str) -> None:
 def claim_output(out: str | Path, command: str, mark: bool = True) -> None:
     """Refuse the output folder `out` (local or a bucket URL) unless it is absent, empty, or marked as written by
     `jaxcontam <command>`; mark it so (process 0 of a multi-host run), before anything is written in it. A path that
-    is a file is left to the command (it is no folder to claim)."""
+    is a file is left to the command (it is no folder to claim). Process i > 0 of a multi-host run neither checks
+    nor marks: process 0 writes the outputs and claims the folder for the group (its refusal stops every process),
+    and another host's local folder of the same name holds only that host's scratch."""
+    if _process_suffix():
+        return
     root = as_path(str(out))
     marker = root / OUTPUT_MARKER
     try:
@@ -63,7 +67,7 @@ def claim_output(out: str | Path, command: str, mark: bool = True) -> None:
                     f"If an earlier jaxcontam {command} (before output folders were marked) wrote it, mark it to "
                     f"resume: write {text} to {str(out).rstrip('/')}/{OUTPUT_MARKER}"
                 )
-        if not mark or _process_suffix():
+        if not mark:
             return
         root.mkdir(parents=True, exist_ok=True)
         marker.write_text(json.dumps({"command": command, "format": OUTPUT_FORMAT}) + "\n")

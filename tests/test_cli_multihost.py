@@ -171,7 +171,9 @@ def test_ngram_on_four_processes_counts_as_one_process(tmp_path, monkeypatch):
 
 
 def assert_close(joined, single, where="summary"):
-    """Equal JSON trees, floats to float32 rounding (the processes split each batch over their devices)."""
+    """Equal JSON trees, floats to float32 rounding (the processes split each batch over their devices, and since
+    short texts are packed into rows of at least 256 tokens a process packs its share into other rows than one
+    process does: P(True) effect sizes moved 1.2e-6 to 1.9e-6 between the two, log-probs up to 1.3e-5)."""
     if isinstance(single, dict):
         assert sorted(joined) == sorted(single), where
         for key in single:
@@ -181,7 +183,7 @@ def assert_close(joined, single, where="summary"):
         for i, (a, b) in enumerate(zip(joined, single)):
             assert_close(a, b, f"{where}[{i}]")
     elif isinstance(single, float):
-        assert joined == pytest.approx(single, rel=1e-4, abs=1e-6), where
+        assert joined == pytest.approx(single, rel=1e-4, abs=5e-6), where
     else:
         assert joined == single, where
 

@@ -331,7 +331,8 @@ def perf_rows() -> list[dict]:
                 "ratio": "",
                 "machine": "2 cores" + (f", load average {r['load_average']}" if r.get("load_average") else ""),
                 "command": "PYTHONPATH=CHECKOUT python experiments/perf/scoring_buckets.py",
-                "source": f"`scoring_buckets.jsonl`, {r.get('label') or ''} ({r['source']})",
+                "source": f"`scoring_buckets.jsonl`, {r.get('label') or ''} "
+                f"(at {r.get('commit') or 'a commit not recorded'})",
                 "note": "score_step programs compiled per case (warm-up call): "
                 + ", ".join(f"{r[key]['score_step_programs']}" for key in cases)
                 if cases

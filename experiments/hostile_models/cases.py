@@ -5,7 +5,7 @@ of address space), which then scores two token sequences; the outcome is one of:
 its message shown), right result (the log-probs of the unmutated file), silent wrong (other log-probs, or NaN),
 traceback (another exception), memory (MemoryError or the address-space limit), hang (the time limit).
 
-    PYTHONPATH=/work/main python experiments/hostile_models/cases.py      # what main does
+    PYTHONPATH=<main's checkout> python experiments/hostile_models/cases.py      # what main does
     PYTHONPATH=$PWD python experiments/hostile_models/cases.py            # what this checkout does
 """
 

@@ -22,6 +22,7 @@ import json
 import os
 import pathlib
 import statistics
+import subprocess
 import time
 
 HERE = pathlib.Path(__file__).resolve().parent
@@ -107,7 +108,12 @@ def main() -> None:
 
     model = jaxcontam.load_model(str(DATA / "smollm2_135m_instruct"))
     row: dict = {"date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"), "label": args.label}
-    row["source"] = str(pathlib.Path(jaxcontam.__file__).parent)
+    found = subprocess.run(
+        ["git", "-C", str(pathlib.Path(jaxcontam.__file__).parent), "rev-parse", "--short", "HEAD"],
+        capture_output=True,
+        text=True,
+    )
+    row["commit"] = found.stdout.strip() or None  # the jaxcontam measured (a commit, not a machine path)
     row["load_average"] = ", ".join(f"{x:.1f}" for x in os.getloadavg())
     row["statistics"] = head_cost(model, 4, 512, repeats=5)
     print(f"{args.label:>8} statistics: {row['statistics']}", flush=True)

@@ -310,13 +310,8 @@ def _audit_callback(model, benchmarks, truth: list[dict], path: Path, resumed: i
 
 def run_contamination(settings: ContaminationSettings, log: Callable[[str], None] = print) -> Path:
     """Train and write the run (see the module docstring); returns the model folder."""
-    import jaxcontam
-    from jaxcontam.mesh import batch_sharding
-    from jaxcontam.models.spec import ModelSpec
-    from jaxcontam.training.batches import count_steps, packed_batches
-    from jaxcontam.training.checkpoints import TrainCheckpoints
+    from jaxcontam.training.batches import count_steps
     from jaxcontam.training.hf_export import save_hf_folder, source_config
-    from jaxcontam.training.loop import fit
 
     settings.check()
     claim_output(settings.out, "contaminate")
@@ -327,22 +322,8 @@ def run_contamination(settings: ContaminationSettings, log: Callable[[str], None
     if recorded == "same" and (model_dir / "config.json").exists():
         log(finished)
         return model_dir
-    layout = settings.mesh
-    mesh = layout.build()
-    if settings.batch_size % mesh.shape["data"]:
-        raise JaxcontamError(
-            f"--batch-size {settings.batch_size} does not split over the mesh's "
-            f"{mesh.shape['data']} data shards: use a multiple of {mesh.shape['data']}"
-        )
     started = time.perf_counter()
-    model = jaxcontam.load_model(settings.model, mesh=mesh, fsdp=layout.fsdp, attention=layout.attention)
-    spec = model.config
-    assert isinstance(spec, ModelSpec)  # load_model builds jaxcontam's own decoders
-    if model.tokenizer is None:
-        raise JaxcontamError(
-            f"{settings.model}: the model has no tokenizer, so no text can be trained on; add "
-            "tokenizer.json beside the weights"
-        )
+    model, mesh = _training_model(settings)
     documents, ids, truth, extra_rows, counts = _mix(settings, model.tokenizer, log)
     steps = count_steps(
         ids, seq_len=settings.seq_len, batch_size=settings.batch_size, seed=settings.order_seed, pad_last=True
@@ -358,6 +339,55 @@ def run_contamination(settings: ContaminationSettings, log: Callable[[str], None
         if (model_dir / "config.json").exists():
             log(finished)
             return model_dir
+    _write_mix(out, settings, documents, truth, extra_rows, counts | {"steps": steps, "mix": digest})
+    log(
+        f"{counts['general_tokens']:,} general + {counts['benchmark_tokens']:,} benchmark tokens in "
+        f"{len(documents):,} documents: {steps} steps of {settings.batch_size} x {settings.seq_len} on mesh "
+        f"data={mesh.shape['data']} x model={mesh.shape['model']}{' (fsdp)' if settings.mesh.fsdp else ''}"
+    )
+    result, resumed = _train(settings, model, mesh, ids, truth, steps, out, log)
+    save_hf_folder(model_dir, source_config(settings.model), result.weights, model.config, model.tokenizer)
+    run = {
+        "steps": steps,
+        "steps_this_process": result.steps_run,
+        "resumed_from": resumed,
+        "tokens_per_second": result.tokens_per_second,
+        "seconds": time.perf_counter() - started,
+    }
+    (out / "run.json").write_text(json.dumps(run, indent=2) + "\n")
+    publish_tree(out)
+    log(f"wrote {settings.out.rstrip('/')}/model ({result.tokens_per_second:,.0f} tokens/s)")
+    return model_dir
+
+
+def _training_model(settings: ContaminationSettings):
+    """The model to train, laid out on the run's mesh, and the mesh; refused when the batch does not split over it
+    or the model has no tokenizer."""
+    import jaxcontam
+    from jaxcontam.models.spec import ModelSpec
+
+    layout = settings.mesh
+    mesh = layout.build()
+    if settings.batch_size % mesh.shape["data"]:
+        raise JaxcontamError(
+            f"--batch-size {settings.batch_size} does not split over the mesh's "
+            f"{mesh.shape['data']} data shards: use a multiple of {mesh.shape['data']}"
+        )
+    model = jaxcontam.load_model(settings.model, mesh=mesh, fsdp=layout.fsdp, attention=layout.attention)
+    assert isinstance(model.config, ModelSpec)  # load_model builds jaxcontam's own decoders
+    if model.tokenizer is None:
+        raise JaxcontamError(
+            f"{settings.model}: the model has no tokenizer, so no text can be trained on; add "
+            "tokenizer.json beside the weights"
+        )
+    return model, mesh
+
+
+def _write_mix(out: Path, settings: ContaminationSettings, documents, truth, extra_rows, counts: dict) -> None:
+    """The training corpus, the ground truth, the extra items and settings.json (with `counts`: the mix's token
+    counts, its steps and digest), published as they are written."""
+    import jaxcontam
+
     out.mkdir(parents=True, exist_ok=True)
     (out / "corpus").mkdir(exist_ok=True)
     _write_jsonl(out / "corpus" / "train.jsonl", (d.to_row() for d in documents))
@@ -366,9 +396,9 @@ def run_contamination(settings: ContaminationSettings, log: Callable[[str], None
         _write_jsonl(out / "extra_items.jsonl", extra_rows)
     record = {
         "settings": settings.identity(),
-        "steps": steps,
-        **counts,
-        "mix": digest,
+        "steps": counts["steps"],
+        **{k: v for k, v in counts.items() if k not in ("steps", "mix")},
+        "mix": counts["mix"],
         "jaxcontam": jaxcontam.__version__,
         "general_to_benchmark": counts["general_tokens"] / counts["benchmark_tokens"]
         if counts["benchmark_tokens"]
@@ -376,11 +406,15 @@ def run_contamination(settings: ContaminationSettings, log: Callable[[str], None
     }
     (out / "settings.json").write_text(json.dumps(record, indent=2) + "\n")
     publish_tree(out)
-    log(
-        f"{counts['general_tokens']:,} general + {counts['benchmark_tokens']:,} benchmark tokens in "
-        f"{len(documents):,} documents: {steps} steps of {settings.batch_size} x {settings.seq_len} on mesh "
-        f"data={mesh.shape['data']} x model={mesh.shape['model']}{' (fsdp)' if layout.fsdp else ''}"
-    )
+
+
+def _train(settings: ContaminationSettings, model, mesh, ids, truth, steps: int, out: Path, log):
+    """Fit the model on the packed mix from its latest checkpoint (the audit curve's callback on the live weights
+    when asked); the fit's result and the step it resumed from."""
+    from jaxcontam.mesh import batch_sharding
+    from jaxcontam.training.batches import packed_batches
+    from jaxcontam.training.checkpoints import TrainCheckpoints
+    from jaxcontam.training.loop import fit
 
     checkpoints = TrainCheckpoints(
         out / "checkpoints", every=settings.checkpoint_every, on_saved=lambda: publish_tree(out)
@@ -392,7 +426,7 @@ def run_contamination(settings: ContaminationSettings, log: Callable[[str], None
         if not resumed:
             callback(0, model.params)
     result = fit(
-        spec,
+        model.config,
         model.params,
         packed_batches(
             ids, seq_len=settings.seq_len, batch_size=settings.batch_size, seed=settings.order_seed, pad_last=True
@@ -409,15 +443,4 @@ def run_contamination(settings: ContaminationSettings, log: Callable[[str], None
         checkpoints=checkpoints,
         batch_sharding=batch_sharding(mesh),
     )
-    save_hf_folder(model_dir, source_config(settings.model), result.weights, spec, model.tokenizer)
-    run = {
-        "steps": steps,
-        "steps_this_process": result.steps_run,
-        "resumed_from": resumed,
-        "tokens_per_second": result.tokens_per_second,
-        "seconds": time.perf_counter() - started,
-    }
-    (out / "run.json").write_text(json.dumps(run, indent=2) + "\n")
-    publish_tree(out)
-    log(f"wrote {settings.out.rstrip('/')}/model ({result.tokens_per_second:,.0f} tokens/s)")
-    return model_dir
+    return result, resumed

@@ -323,7 +323,7 @@ def run_contamination(settings: ContaminationSettings, log: Callable[[str], None
         log(finished)
         return model_dir
     started = time.perf_counter()
-    model, mesh = _training_model(settings)
+    model, spec, mesh = _training_model(settings)
     documents, ids, truth, extra_rows, counts = _mix(settings, model.tokenizer, log)
     steps = count_steps(
         ids, seq_len=settings.seq_len, batch_size=settings.batch_size, seed=settings.order_seed, pad_last=True
@@ -345,8 +345,8 @@ def run_contamination(settings: ContaminationSettings, log: Callable[[str], None
         f"{len(documents):,} documents: {steps} steps of {settings.batch_size} x {settings.seq_len} on mesh "
         f"data={mesh.shape['data']} x model={mesh.shape['model']}{' (fsdp)' if settings.mesh.fsdp else ''}"
     )
-    result, resumed = _train(settings, model, mesh, ids, truth, steps, out, log)
-    save_hf_folder(model_dir, source_config(settings.model), result.weights, model.config, model.tokenizer)
+    result, resumed = _train(settings, model, spec, mesh, ids, truth, steps, out, log)
+    save_hf_folder(model_dir, source_config(settings.model), result.weights, spec, model.tokenizer)
     run = {
         "steps": steps,
         "steps_this_process": result.steps_run,
@@ -361,8 +361,8 @@ def run_contamination(settings: ContaminationSettings, log: Callable[[str], None
 
 
 def _training_model(settings: ContaminationSettings):
-    """The model to train, laid out on the run's mesh, and the mesh; refused when the batch does not split over it
-    or the model has no tokenizer."""
+    """The model to train, laid out on the run's mesh, its spec and the mesh; refused when the batch does not split
+    over the mesh or the model has no tokenizer."""
     import jaxcontam
     from jaxcontam.models.spec import ModelSpec
 
@@ -374,13 +374,14 @@ def _training_model(settings: ContaminationSettings):
             f"{mesh.shape['data']} data shards: use a multiple of {mesh.shape['data']}"
         )
     model = jaxcontam.load_model(settings.model, mesh=mesh, fsdp=layout.fsdp, attention=layout.attention)
-    assert isinstance(model.config, ModelSpec)  # load_model builds jaxcontam's own decoders
+    spec = model.config
+    assert isinstance(spec, ModelSpec)  # load_model builds jaxcontam's own decoders
     if model.tokenizer is None:
         raise JaxcontamError(
             f"{settings.model}: the model has no tokenizer, so no text can be trained on; add "
             "tokenizer.json beside the weights"
         )
-    return model, mesh
+    return model, spec, mesh
 
 
 def _write_mix(out: Path, settings: ContaminationSettings, documents, truth, extra_rows, counts: dict) -> None:
@@ -408,7 +409,7 @@ def _write_mix(out: Path, settings: ContaminationSettings, documents, truth, ext
     publish_tree(out)
 
 
-def _train(settings: ContaminationSettings, model, mesh, ids, truth, steps: int, out: Path, log):
+def _train(settings: ContaminationSettings, model, spec, mesh, ids, truth, steps: int, out: Path, log):
     """Fit the model on the packed mix from its latest checkpoint (the audit curve's callback on the live weights
     when asked); the fit's result and the step it resumed from."""
     from jaxcontam.mesh import batch_sharding
@@ -426,7 +427,7 @@ def _train(settings: ContaminationSettings, model, mesh, ids, truth, steps: int,
         if not resumed:
             callback(0, model.params)
     result = fit(
-        model.config,
+        spec,
         model.params,
         packed_batches(
             ids, seq_len=settings.seq_len, batch_size=settings.batch_size, seed=settings.order_seed, pad_last=True

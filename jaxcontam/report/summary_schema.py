@@ -10,12 +10,13 @@ it as untested). A test that could not run stores `contaminated: null`, never fa
 
 Version 2 entries written before the results left their verdicts to `verdicts` (PaCoST's and ConTAM's entries
 holding `alpha`, `contaminated` / `significant` and the sweep's decision on PaCoST's headline, `settings` repeating
-`alpha`) read too: those keys are left unread, the run's stored `verdicts` stand. Version 1 (and summaries written before `schema_version`
-existed) is read too: a test whose status says "no test" reads as not tested whatever its stored `contaminated:
-false`; the headline verdicts are derived from the entries at the summary's alpha (PaCoST's own level was 0.05
-then), with the sweep's decision stored in PaCoST's headline entry on them; a calibrated PaCoST entry reads as the
-headline, uncorrected (version 1's sweep decided the authors' test, which is then shown beside it). Written back, it
-is version 2.
+`alpha`) read too: those keys are left unread, the run's stored `verdicts` stand.
+
+Version 1 (and summaries written before `schema_version` existed) is read too: a test whose status says "no test"
+reads as not tested whatever its stored `contaminated: false`; the headline verdicts are derived from the entries at
+the summary's alpha (PaCoST's own level was 0.05 then), with the sweep's decision stored in PaCoST's headline entry
+on them; a calibrated PaCoST entry reads as the headline, uncorrected (version 1's sweep decided the authors' test,
+which is then shown beside it). Written back, it is version 2.
 
 Each detector's entry is read into its result class (`from_dict`, the inverse of the `to_dict` that wrote it), so
 `AuditSummary.from_dict(summary).to_dict()` gives a version-2 summary.json's content back (NaN and infinities as

@@ -7,6 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from jaxcontam.audit.sweep import audit_verdicts, sweep_decisions
+from jaxcontam.detect.audit_core import BenchmarkAudit
 from jaxcontam.detect.contam import ContamSettings, contam_result
 from jaxcontam.detect.pacost.results import PacostResult
 from jaxcontam.detect.pacost.settings import PacostSettings
@@ -133,6 +134,10 @@ def test_the_sweep_decides_verdicts_at_the_audits_level_and_leaves_the_results_a
     assert [result.to_dict() for result in results] == entries  # deciding changed no result
     assert clear.pvalue < 0.05 < weak.pvalue and clear.statistic == clear.result.statistic
     assert clear.confidence_interval(0.8) == clear.result.confidence_interval(0.8)
+    # the Python API (AuditCallback's results): the same result, a verdict at each level asked for, uncorrected
+    audit = BenchmarkAudit("b", None, [], None, {"pacost": results[1]}, None, {})
+    assert [audit.verdicts(alpha)[0].contaminated for alpha in (0.05, 0.6)] == [False, True]
+    assert audit.verdicts(0.6)[0].pvalue_adjusted is None and audit.results["pacost"].to_dict() == entries[1]
 
 
 def test_a_large_sweep_can_flag_every_clearly_contaminated_run():

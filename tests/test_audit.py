@@ -75,14 +75,17 @@ def test_audit_writes_items_summary_plots_and_report(finished):
     for run in summary["runs"]:
         assert set(run["pacost"]) >= {
             "test",
+            "statistic",
             "pvalue",
-            "pvalue_adjusted",
             "n_pairs",
             "n_dropped",
             "mean_difference",
             "effect_size",
-            "contaminated",
+            "ci",
         }
+        assert not {"alpha", "contaminated", "pvalue_adjusted"} & set(run["pacost"])  # evidence, no verdict
+        (pacost,) = [v for v in run["verdicts"] if v["detector"] == "pacost"]
+        assert pacost["pvalue"] == run["pacost"]["pvalue"] and pacost["pvalue_adjusted"] is not None
         assert set(run["contam"]) >= {"metric", "threshold", "frac_contaminated", "epg", "epg_ci", "z"}
         assert set(run["likelihood"]) == {"mean_logprob", "zlib_ratio", "min_k", "min_k_plus_plus"}
         assert run["pacost"]["n_pairs"] + run["pacost"]["n_dropped"] == run["n_items"] == 8
@@ -114,7 +117,7 @@ def test_audit_values_on_the_bundled_example(finished):
     for run in summary["runs"]:
         assert run["pacost"]["status"] == "tested" and run["pacost"]["confidence"] == "answer_logprob"
         # 8 items cannot leave >= 10 clean and >= 10 contaminated: no threshold search, so no test and no verdict
-        assert run["contam"]["pvalue"] is None and run["contam"]["significant"] is None  # not tested, not "no"
+        assert run["contam"]["pvalue"] is None and "significant" not in run["contam"]  # not tested, not "no"
         assert run["contam"]["status"].startswith("no test: no threshold leaves >= 10 clean")
         contam = next(v for v in run["verdicts"] if v["detector"] == "contam")
         assert contam["outcome"] == "not tested" and contam["reason"].startswith("no threshold leaves >= 10 clean")

@@ -102,9 +102,12 @@ def test_one_model_has_no_sweep_view(tmp_path):
     class Run:
         def __init__(self, benchmark):
             self.model, self.benchmark = "m", benchmark
-            self.pacost = SimpleNamespace(headline_pvalue=0.2, pvalue_adjusted=None)  # no sweep yet
+            self.pacost = SimpleNamespace(headline_pvalue=0.2)
             self.contam = SimpleNamespace(headline=SimpleNamespace(epg=0.1))
             self.accuracy = Accuracy(0.5, None)
+
+        def verdict_of(self, detector):
+            return None  # no sweep yet
 
     models, benchmarks, grids = plots.sweep_grid([Run("a"), Run("b")])
     assert models == ["m"] and benchmarks == ["a", "b"]

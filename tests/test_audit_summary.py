@@ -1,18 +1,19 @@
 """From item rows to verdicts: AUC, the PaCoST pair bookkeeping, ConTAM headline and sweep corrections."""
 
-import dataclasses
 import math
 
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from jaxcontam.audit.sweep import sweep_decisions
+from jaxcontam.audit.sweep import audit_verdicts, sweep_decisions
+from jaxcontam.detect.audit_core import BenchmarkAudit
 from jaxcontam.detect.contam import ContamSettings, contam_result
-from jaxcontam.detect.pacost.results import PacostResult, SweepDecision
+from jaxcontam.detect.pacost.results import PacostResult
 from jaxcontam.detect.pacost.settings import PacostSettings
 from jaxcontam.detect.pacost.significance import paired_verdict
 from jaxcontam.detect.verdict import Verdict
+from jaxcontam.detect.verdict import flagged as flagged_at
 from jaxcontam.stats import separation, sweep_resamples
 
 
@@ -112,17 +113,31 @@ def test_the_paper_preset_keeps_its_uncorrected_verdict_in_a_sweep():
     assert [d.correction for d in decisions] == ["none"] * 4
 
 
-def test_a_decided_result_keeps_its_raw_verdict_and_writes_the_decision():
-    records = [record(0.9, 0.5)] * 6
+def test_the_sweep_decides_verdicts_at_the_audits_level_and_leaves_the_results_as_they_were():
+    """The level meets the results in `audit_verdicts` alone: the headline at alpha, Holm across the runs; the
+    results and their summary.json entries hold evidence (no alpha, no verdict) whatever the level."""
     settings_ = PacostSettings(test="t")
-    verdict = paired_verdict(records, "p_true", settings_)
-    raw = PacostResult("jaxcontam", "kadavath", "auto", False, verdict, {}, settings_)
-    decided = dataclasses.replace(raw, decision=SweepDecision("holm", 0.5, False))
-    assert raw.decision is None and raw.contaminated == raw.verdict.contaminated
-    assert decided.verdict == raw.verdict and decided.contaminated is False
-    entry = decided.to_dict()
-    assert (entry["correction"], entry["contaminated"], entry["pvalue_adjusted"]) == ("holm", False, 0.5)
-    assert list(entry)[-1] == "pvalue_adjusted" and "pvalue_adjusted" not in raw.to_dict()
+    clear = paired_verdict([record(0.9 + 0.01 * i, 0.5) for i in range(6)], "p_true", settings_)
+    weak = paired_verdict([record(0.5 + 0.2 * (i % 2), 0.6) for i in range(6)], "p_true", settings_)  # mean d 0
+    results = [
+        PacostResult("jaxcontam", "kadavath", "auto", False, verdict, {}, settings_) for verdict in (clear, weak)
+    ]
+    entries = [result.to_dict() for result in results]
+    assert not {"alpha", "contaminated", "pvalue_adjusted"} & set(entries[0])
+    runs = [(f"m{i} | b", {"pacost": result}) for i, result in enumerate(results)]
+    for alpha in (0.05, 0.5):
+        sweep, verdicts = audit_verdicts(runs, alpha, "holm")
+        holm = sweep.holm.adjusted
+        assert [v.pvalue_adjusted for (v,) in verdicts] == list(holm)
+        assert [v.contaminated for (v,) in verdicts] == [p <= alpha for p in holm]  # Holm's rejection at alpha
+        assert [v.correction for (v,) in verdicts] == ["holm", "holm"]
+    assert [result.to_dict() for result in results] == entries  # deciding changed no result
+    assert clear.pvalue < 0.05 < weak.pvalue and clear.statistic == clear.result.statistic
+    assert clear.confidence_interval(0.8) == clear.result.confidence_interval(0.8)
+    # the Python API (AuditCallback's results): the same result, a verdict at each level asked for, uncorrected
+    audit = BenchmarkAudit("b", None, [], None, {"pacost": results[1]}, None, {})
+    assert [audit.verdicts(alpha)[0].contaminated for alpha in (0.05, 0.6)] == [False, True]
+    assert audit.verdicts(0.6)[0].pvalue_adjusted is None and audit.results["pacost"].to_dict() == entries[1]
 
 
 def test_a_large_sweep_can_flag_every_clearly_contaminated_run():
@@ -133,11 +148,8 @@ def test_a_large_sweep_can_flag_every_clearly_contaminated_run():
     settings_ = PacostSettings(test="permutation")
 
     def flagged(resamples):
-        verdicts = [
-            paired_verdict(records, "p_true", settings_, seed=i, resamples=resamples, alpha=alpha)
-            for i in range(num_runs)
-        ]
-        tests = [swept(f"m{i}", v.pvalue, v.contaminated) for i, v in enumerate(verdicts)]
+        verdicts = [paired_verdict(records, "p_true", settings_, seed=i, resamples=resamples) for i in range(num_runs)]
+        tests = [swept(f"m{i}", v.pvalue, flagged_at(v.status, v.pvalue, alpha)) for i, v in enumerate(verdicts)]
         _, decisions = sweep_decisions(tests, alpha=alpha, correction="holm")
         return sum(d.contaminated for d in decisions)
 

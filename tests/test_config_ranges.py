@@ -93,6 +93,33 @@ def test_the_command_line_options_are_bounded_by_the_fields_ranges():
     assert field_range(AuditConfig, "chunk_size") == Range(low=1)
 
 
+@pytest.mark.parametrize("value", [0.0, 1.0, 1.5, -0.1, float("nan")])
+def test_the_level_has_one_definition_read_by_every_entry_point(value):
+    """alpha's range is `detect.verdict.level_field`'s: the file, `--set`, AuditConfig (the named options), the Python
+    API's verdicts and a summary.json being read refuse a value the same way; `--alpha` of the audit and of `epg` are
+    bounded alike."""
+    from jaxcontam.commands.epg import epg
+    from jaxcontam.detect.audit_core import BenchmarkAudit
+    from jaxcontam.detect.verdict import Level
+    from jaxcontam.report.summary_schema import AuditSummary
+
+    message = f"alpha = {value!r} is (out of range|not a finite number); alpha takes a finite number in \\(0, 1\\)"
+    raw = copy.deepcopy(EXAMPLE) | {"alpha": value}
+    with pytest.raises(JaxcontamError, match=message):
+        from_toml(raw)
+    with pytest.raises(JaxcontamError, match=message):
+        from_toml(apply_overrides(copy.deepcopy(EXAMPLE), [f"alpha={value}"]))
+    with pytest.raises(JaxcontamError, match=message):
+        AuditConfig(models=(), benchmarks=(), alpha=value)
+    with pytest.raises(JaxcontamError, match=message):
+        BenchmarkAudit("b", None, [], None, {}, None, {}).verdicts(value)
+    with pytest.raises(JaxcontamError, match="summary.json: " + message):
+        AuditSummary.from_dict({"alpha": value, "runs": []})
+    assert field_range(AuditConfig, "alpha") == field_range(Level, "alpha") == Range(0, 1, True, True)
+    (option,) = [p for p in epg.params if p.name == "alpha"]
+    assert vars(option.type) == vars(click_type(AuditConfig, "alpha")) and option.default == AuditConfig.alpha
+
+
 def test_cli_limit_and_set_limit_are_refused_alike(jaxcontam_cli, tmp_path):
     code, named = jaxcontam_cli("audit", "--limit", "-1", "--out", tmp_path / "a")
     assert code == 2 and "--limit" in named and "x>=1" in named.replace(" ", "")

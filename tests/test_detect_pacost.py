@@ -171,7 +171,10 @@ def test_the_paper_verdict_is_scipys_uncorrected_one_sided_t_test_on_pairs_with_
     assert summary["pvalue"] == pytest.approx(expected, rel=1e-9)
     assert (summary["n_pairs"], summary["n_dropped"]) == (26, 4)
     assert summary["dropped_reasons"] == {"no yes/no in the judge's reply (confidence 0)": 4}
-    assert summary["contaminated"] == bool(expected < 0.05)
+    assert "contaminated" not in summary  # evidence: the audit's headline applies the level
+    assert summary["statistic"] == pytest.approx(
+        scipy.stats.ttest_rel(original[both], rephrased[both], alternative="greater").statistic, rel=1e-9
+    )
 
 
 def test_an_item_without_a_rephrasing_is_dropped_whether_read_as_none_or_as_pandas_nan():
@@ -307,13 +310,15 @@ def test_the_calibrated_verdict_tests_the_gap_against_the_reference_models_gap()
 
     settings_ = PacostSettings(test="permutation")
     reference, clean, seen = records(np.zeros(24)), records(np.zeros(24)), records(np.full(24, 0.2))
-    assert paired_verdict(clean, "p_true", settings_).contaminated  # the biased null the calibration removes
+    assert paired_verdict(clean, "p_true", settings_).pvalue < 0.05  # the biased null the calibration removes
     calm = calibrated_verdict(clean, reference, "base", settings_)
-    assert calm.pvalue > 0.5 and not calm.contaminated and abs(calm.mean_difference) < 1e-12  # d = 0 up to rounding
+    assert calm.pvalue > 0.5 and abs(calm.mean_difference) < 1e-12  # d = 0 up to rounding
     flagged = calibrated_verdict(seen, reference, "base", settings_)
     expected = reference_test(
         *[[r[f"p_true_{s}"] for r in rows] for rows in (seen, reference) for s in ("original", "rephrased")],
         method="permutation",
     )
-    assert flagged.contaminated and flagged.pvalue == expected.pvalue and flagged.reference == "base"
+    assert flagged.pvalue == expected.pvalue < 0.05 and flagged.reference == "base"
+    assert (flagged.statistic, flagged.n) == (expected.statistic, expected.n)
+    assert flagged.confidence_interval(0.9) == expected.confidence_interval(0.9)
     assert flagged.to_dict()["test"] == "permutation"

@@ -23,9 +23,10 @@ from jaxcontam.detect.json_values import json_ready
 from jaxcontam.detect.pacost.results import PacostResult
 from jaxcontam.detect.pacost.settings import PacostSettings
 from jaxcontam.detect.pacost.significance import paired_verdict
+from jaxcontam.detect.registry import DETECTORS
 from jaxcontam.report import write_report
-from jaxcontam.report.formatting import gain_verdict, pacost_verdict
-from jaxcontam.report.summary_schema import AuditSummary
+from jaxcontam.report.formatting import verdict_phrase
+from jaxcontam.report.summary_schema import AuditSummary, RunEntry
 
 EXAMPLE = Path(jaxcontam.__file__).parent / "examples" / "tiny_contaminated"
 MODEL = EXAMPLE / "model"
@@ -212,7 +213,9 @@ def test_no_test_reads_as_no_test_in_the_console_and_the_report(tmp_path):
     pacost = summary["runs"][0]["pacost"]
 
     def verdict_of(entry: dict) -> str:
-        return pacost_verdict(PacostResult.from_dict(entry))
+        """The console's word on the headline verdict read from a summary without `verdicts` (derived at 0.05)."""
+        (verdict,) = RunEntry.from_dict({"model": "m", "benchmark": "copa", "pacost": entry}).verdicts
+        return verdict_phrase(verdict)
 
     assert verdict_of(pacost) == "no test: only 0 item(s) have an accepted rephrasing"
     assert verdict_of({**pacost, "status": "no test: every pair tied"}) == "no test: every pair tied"
@@ -241,13 +244,17 @@ def test_contam_without_a_sized_threshold_reads_as_no_test_not_as_no_gain(tmp_pa
     result = contam_result(contam_rows(15), ContamSettings(resamples=99))
     small = result.to_dict()
     reason = "no test: no threshold leaves >= 10 clean and >= 10 contaminated items (15 items)"
-    assert small["status"] == reason and math.isnan(small["pvalue"]) and small["significant"] is None
+    assert small["status"] == reason and math.isnan(small["pvalue"]) and "significant" not in small
     assert all(m["status"] == reason for m in small["metrics"].values())
-    assert gain_verdict(result.headline) == reason
+    headline = DETECTORS["contam"].headline
+    assert headline is not None
+    verdict = headline(result, 0.05)
+    assert verdict is not None and verdict.contaminated is None and verdict_phrase(verdict) == reason
     assert contam_result(contam_rows(40), ContamSettings(resamples=99)).to_dict()["status"] == "tested"
     older = {k: v for k, v in small["metrics"]["longest_match"].items() if k != "status"}  # from before `status`
-    assert gain_verdict(MetricVerdict.from_dict({**older, "reason": "r"})) == "no test: r"
-    assert gain_verdict(MetricVerdict.from_dict({**older, "pvalue": 0.2})) == "no significant gain"
+    assert MetricVerdict.from_dict({**older, "reason": "r"}).status.label == "no test: r"
+    assert MetricVerdict.from_dict({**older, "reason": "r"}).significant_at(0.05) is None
+    assert MetricVerdict.from_dict({**older, "pvalue": 0.2}).significant_at(0.05) is False
 
     summary = no_test_summary()
     summary["runs"][0]["contam"] = json.loads(json.dumps(json_ready(small)))

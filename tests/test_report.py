@@ -93,7 +93,7 @@ def audited_run(model: str, seed: int, planted_gain: float, with_ground_truth: b
             "min_k": {"mean": -5.2, "median": -5.0},
             "min_k_plus_plus": {"mean": -0.4, "median": -0.3},
         },
-        "contam": ContamResult("longest_match", ALPHA, metrics).to_dict(),
+        "contam": ContamResult("longest_match", metrics).to_dict(),
         "ground_truth": None,
     }
     if with_ground_truth:

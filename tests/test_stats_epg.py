@@ -18,6 +18,7 @@ from scipy import stats as scipy_stats
 
 from jaxcontam.cli import cli
 from jaxcontam.detect.contam import ContamSettings, contam_result
+from jaxcontam.detect.registry import DETECTORS
 from jaxcontam.errors import JaxcontamError
 from jaxcontam.stats import default_thresholds, epg_curve, max_z_test, select_threshold
 from jaxcontam.stats.bootstrap import resample_counts
@@ -428,17 +429,22 @@ def planted_rows(gain: float, seed: int = 11) -> list[dict]:
     ]
 
 
-def test_contam_summary_reports_the_calibrated_verdict():
+def test_contam_summary_reports_the_calibrated_test_and_the_headline_applies_the_level():
     rows = planted_rows(gain=0.3)
-    summary = contam_result(rows, ContamSettings(resamples=199)).to_dict()
+    result = contam_result(rows, ContamSettings(resamples=199))
+    summary = result.to_dict()
     scores = [r["longest_match"] for r in rows]
     expected = max_z_test(scores, [r["correct"] for r in rows], resamples=199)
-    assert summary["pvalue"] == expected.pvalue <= 0.05 and summary["significant"] is True
-    assert summary["max_z"] == expected.statistic and summary["n_resamples"] == 199 and summary["alpha"] == 0.05
+    assert summary["pvalue"] == expected.pvalue <= 0.05 and not {"alpha", "significant"} & set(summary)
+    assert summary["max_z"] == expected.statistic == result.headline.statistic and summary["n_resamples"] == 199
     assert "conditional" in summary["epg_ci_note"]
+    headline = DETECTORS["contam"].headline
+    assert headline is not None
+    verdict = headline(result, 0.05)
+    assert verdict is not None and verdict.contaminated is True and verdict.pvalue == expected.pvalue
     # alpha below the smallest attainable p (1 / 200): nothing can be significant
-    strict = contam_result(rows, ContamSettings(resamples=199, alpha=0.001)).to_dict()
-    assert strict["pvalue"] == summary["pvalue"] and strict["significant"] is False
+    strict = headline(result, 0.001)
+    assert strict is not None and strict.contaminated is False and strict.pvalue == verdict.pvalue
 
 
 def test_epg_command_prints_and_writes_the_pvalue(tmp_path):
@@ -448,8 +454,15 @@ def test_epg_command_prints_and_writes_the_pvalue(tmp_path):
     result = CliRunner().invoke(cli, ["epg", "--items", str(items), "--resamples", "99", "--out", str(out)])
     assert result.exit_code == 0, result.output
     assert "max-z test p=0.01 (significant at alpha=0.05, 99 permutations)" in result.output
-    contam = json.loads((out / "summary.json").read_text())["runs"][0]["contam"]
-    assert contam["pvalue"] == 0.01 and contam["significant"] is True and contam["n_resamples"] == 99
+    written = json.loads((out / "summary.json").read_text())
+    (run,) = written["runs"]
+    assert written["alpha"] == 0.05 and run["contam"]["pvalue"] == 0.01 and run["contam"]["n_resamples"] == 99
+    (verdict,) = run["verdicts"]
+    assert (verdict["detector"], verdict["contaminated"], verdict["pvalue"]) == ("contam", True, 0.01)
+    strict = CliRunner().invoke(
+        cli, ["epg", "--items", str(items), "--resamples", "99", "--alpha", "0.001", "--out", str(tmp_path / "s")]
+    )
+    assert strict.exit_code == 0 and "not significant at alpha=0.001" in strict.output
 
 
 def test_epg_command_reads_its_items_from_and_writes_its_summary_and_plot_to_a_bucket(tmp_path):

@@ -1,9 +1,8 @@
-"""summary.json read into the typed results and written again is the same file: every committed audit summary (all of
-schema version 1, read into version 2 once and then stable, every p-value kept and every untested verdict null), and
-hand-made results with NaN and infinite numbers, tests that did not run, detectors that did not run, sweep decisions
-and no sweep."""
+"""summary.json read into the typed results and written again is the same file: every committed audit summary (those
+of schema version 1, and of version 2 written while results still held verdicts, read into today's layout once and
+then stable, every p-value and every verdict kept and every untested verdict null), and hand-made results with NaN
+and infinite numbers, tests that did not run, detectors that did not run, sweep decisions and no sweep."""
 
-import dataclasses
 import json
 import math
 from pathlib import Path
@@ -12,17 +11,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from jaxcontam.audit.sweep import sweep_decisions
+from jaxcontam.detect.audit_core import headline_verdicts
 from jaxcontam.detect.benchmark_results import Accuracy, DetectorSummary, GroundTruthResult, GroupSummary
 from jaxcontam.detect.contam import ContamSettings, contam_result
 from jaxcontam.detect.exchangeability import ExchangeabilityResult
 from jaxcontam.detect.json_values import json_ready
-from jaxcontam.detect.pacost.results import CalibratedVerdict, PacostResult, PairedVerdict, SweepDecision
+from jaxcontam.detect.pacost.results import CalibratedVerdict, PacostResult, PairedVerdict
 from jaxcontam.detect.pacost.settings import PacostSettings
 from jaxcontam.detect.pacost.significance import paired_verdict
 from jaxcontam.detect.status import TestOutcome
-from jaxcontam.detect.verdict import Verdict
-from jaxcontam.report.summary_schema import SCHEMA_VERSION, AuditSummary, RunEntry, headline_verdicts
+from jaxcontam.report.summary_schema import SCHEMA_VERSION, AuditSummary, RunEntry
 
 ROOT = Path(__file__).resolve().parents[1]
 COMMITTED = sorted(ROOT.glob("experiments/real_contamination/results/arms/*/audit_jaxcontam/summary.json")) + [
@@ -55,21 +53,38 @@ def test_a_committed_version_1_summary_reads_into_version_2_keeping_every_test(p
     assert new["schema_version"] == SCHEMA_VERSION == 2
     assert written(AuditSummary.from_dict(new)) == upgraded
     for before, after in zip(old["runs"], new["runs"], strict=True):
+        verdicts = {v["detector"]: v for v in after["verdicts"]}
         for key, flag in (("pacost", "contaminated"), ("contam", "significant")):
             if before.get(key) is None:
                 continue
-            assert after[key]["pvalue"] == before[key]["pvalue"]
+            assert after[key]["pvalue"] == before[key]["pvalue"] and flag not in after[key]
+            if key == "pacost" and "calibrated" in before[key]:
+                continue  # the calibrated test is the headline (test_a_version_1_calibrated_entry_reads...)
             tested = before[key].get("status", "tested") == "tested"
-            assert after[key][flag] == (before[key][flag] if tested else None)
-        assert [v["detector"] for v in after["verdicts"]] == [
-            k for k in ("pacost", "exchangeability", "contam") if before.get(k) is not None
-        ]
+            assert verdicts[key]["contaminated"] == (before[key][flag] if tested else None)
+        assert list(verdicts) == [k for k in ("pacost", "exchangeability", "contam") if before.get(k) is not None]
 
 
 @pytest.mark.parametrize("path", WRITTEN_AS_V2, ids=lambda path: path.parent.relative_to(ROOT).as_posix())
-def test_a_committed_version_2_summary_reads_back_to_its_own_bytes(path):
-    text = path.read_text(encoding="utf-8")
-    assert written(AuditSummary.from_dict(json.loads(text))) == text
+def test_a_committed_version_2_summary_reads_into_todays_layout_keeping_its_verdicts(path):
+    """A version-2 summary written while results held verdicts: its stored verdicts, sweep and every test's p-value
+    stand; the level is stored once (top-level alpha, none in the entries or settings) and no entry holds a verdict;
+    written again it reads back to its own bytes."""
+    old = json.loads(path.read_text(encoding="utf-8"))
+    upgraded = written(AuditSummary.from_dict(old))
+    new = json.loads(upgraded)
+    assert written(AuditSummary.from_dict(new)) == upgraded
+    assert new["alpha"] == old["alpha"] and new["sweep"] == old["sweep"] and "alpha" not in new["settings"]
+    for before, after in zip(old["runs"], new["runs"], strict=True):
+        assert after["verdicts"] == before["verdicts"]
+        for key in ("pacost", "contam"):
+            if before.get(key) is not None:
+                assert after[key]["pvalue"] == before[key]["pvalue"]
+                assert not {"alpha", "contaminated", "significant", "pvalue_adjusted"} & set(after[key])
+        if before.get("pacost") is not None:
+            assert [after["pacost"]["variants"][c]["pvalue"] for c in before["pacost"]["variants"]] == [
+                v["pvalue"] for v in before["pacost"]["variants"].values()
+            ]
 
 
 def no_rephrasing_verdict(confidence: str) -> PairedVerdict:
@@ -93,9 +108,8 @@ def edge_summary() -> AuditSummary:
         no_rephrasing_verdict("p_true"),
         {"answer_logprob": no_rephrasing_verdict("answer_logprob")},
         PacostSettings(),
-        decision=SweepDecision("none", math.nan, None),
         calibrated=CalibratedVerdict(
-            "reference", "permutation", "p_true", math.nan, None, 0, math.nan, TestOutcome.no_test("no pairs")
+            "reference", "permutation", "p_true", math.nan, 0, math.nan, TestOutcome.no_test("no pairs")
         ),
     )
     metrics = ("token_match", "ngram_match", "token_extend", "longest_match")
@@ -139,20 +153,21 @@ def test_nan_infinities_untested_and_absent_detectors_and_no_sweep_are_written_b
     audited, scored = read.runs
     assert read.sweep is None and scored.pacost is None and scored.contam is None and scored.accuracy is None
     assert audited.pacost is not None and not audited.pacost.verdict.status.ran
-    assert math.isnan(audited.pacost.verdict.pvalue) and audited.pacost.pvalue_adjusted is not None
+    assert math.isnan(audited.pacost.verdict.pvalue)
     assert audited.contam is not None and not audited.contam.headline.status.ran
     assert audited.exchangeability is not None and audited.exchangeability.status.label.startswith("no test: ")
     # three outcomes: every test that could not run is not tested (null), never "not contaminated"
     assert [v.contaminated for v in audited.verdicts] == [None, None, None]
     assert [v.contaminated for v in scored.verdicts] == [True]  # exchangeability p = 0.0 < 0.05
     entry = json.loads(written(read))["runs"][0]
-    assert entry["pacost"]["calibrated"]["contaminated"] is None and entry["contam"]["significant"] is None
+    assert [v["contaminated"] for v in entry["verdicts"]] == [None, None, None]
+    assert entry["pacost"]["calibrated"]["pvalue"] is None and entry["contam"]["pvalue"] is None
     assert scored.exchangeability == ExchangeabilityResult(2, 5, math.inf, 0.0)
     assert scored.likelihood is not None and scored.likelihood["zlib_ratio"] == DetectorSummary(0.5, math.inf)
 
 
 def verdict_at(pvalue: float, settings_: PacostSettings) -> PairedVerdict:
-    """A paired verdict with p `pvalue` (NaN: no test) and the raw p < alpha verdict."""
+    """A paired test with p `pvalue` (NaN: no test)."""
     status = TestOutcome.tested() if math.isfinite(pvalue) else TestOutcome.no_test("every pair tied")
     assert settings_.test is not None and settings_.confidence is not None
     return PairedVerdict(
@@ -160,6 +175,7 @@ def verdict_at(pvalue: float, settings_: PacostSettings) -> PairedVerdict:
         settings_.confidence,
         settings_.alternative,
         status,
+        2.5 if math.isfinite(pvalue) else math.nan,
         pvalue,
         20,
         1,
@@ -167,8 +183,7 @@ def verdict_at(pvalue: float, settings_: PacostSettings) -> PairedVerdict:
         0.1,
         0.3,
         (0.01, math.inf),
-        bool(pvalue < 0.05) if math.isfinite(pvalue) else None,
-        "with 20 pairs the minimum detectable effect at 80% power is d_z = 0.57",
+        "with 20 pairs the minimum detectable effect at 80% power and level 0.05 is d_z = 0.57",
     )
 
 
@@ -176,13 +191,11 @@ def verdict_at(pvalue: float, settings_: PacostSettings) -> PairedVerdict:
 @given(
     pvalue=st.one_of(st.floats(0.0, 1.0), st.just(math.nan)),
     preset=st.sampled_from(["jaxcontam", "paper"]),
-    correction=st.sampled_from(["holm", "bh", "none"]),
     calibrated_p=st.one_of(st.none(), st.floats(0.0, 1.0), st.just(math.nan)),
 )
-def test_a_pacost_result_reads_back_as_itself_before_and_after_the_sweep(pvalue, preset, correction, calibrated_p):
-    """The settings, the raw verdicts (the authors' and, with a reference, the calibrated one) and the sweep's
-    decision on the headline come back from the flattened entry (equal as typed results where the numbers are
-    finite: NaN is unequal to itself)."""
+def test_a_pacost_result_reads_back_as_itself(pvalue, preset, calibrated_p):
+    """The settings and the tests (the authors' and, with a reference, the calibrated one) come back from the
+    flattened entry (equal as typed results where the numbers are finite: NaN is unequal to itself)."""
     settings_ = PacostSettings(preset=preset)
     verdict = verdict_at(pvalue, settings_)
     calibrated = None
@@ -193,39 +206,43 @@ def test_a_pacost_result_reads_back_as_itself_before_and_after_the_sweep(pvalue,
             "permutation",
             "p_true",
             calibrated_p,
-            bool(calibrated_p < 0.05) if ran else None,
             20 if ran else 0,
             0.1 if ran else math.nan,
             TestOutcome.tested() if ran else TestOutcome.no_test("no pairs"),
+            statistic=0.1 if ran else math.nan,
         )
-        pvalue = calibrated_p  # the headline the sweep decides
-    raw = PacostResult(
+    result = PacostResult(
         preset, "kadavath", "auto", True, verdict, {"p_true_raw": verdict}, settings_, calibrated=calibrated
     )
-    headline_contaminated = raw.contaminated
-    assert settings_.correction is not None
-    reason = None if math.isfinite(pvalue) else "every pair tied"
-    test = Verdict("pacost", "t", headline_contaminated, pvalue, None, settings_.correction, True, reason)
-    other = Verdict("pacost", "t", False, 0.5, None, "sweep", True)
-    _, decisions = sweep_decisions([("m | b", test), ("n | b", other)], 0.05, correction)
-    decision = decisions[0]
-    for result in (raw, dataclasses.replace(raw, decision=decision)):
-        entry = json.loads(json.dumps(json_ready(result.to_dict())))
-        read = PacostResult.from_dict(entry)
-        assert json_ready(read.to_dict()) == entry
-        if math.isfinite(pvalue) and math.isfinite(verdict.pvalue):
-            assert read == result
+    entry = json.loads(json.dumps(json_ready(result.to_dict())))
+    read = PacostResult.from_dict(entry)
+    assert json_ready(read.to_dict()) == entry
+    if math.isfinite(pvalue) and (calibrated_p is None or math.isfinite(calibrated_p)):
+        assert read == result
+
+
+@pytest.mark.parametrize("correction", ["holm", "bh", "none"])
+@pytest.mark.parametrize("preset", ["jaxcontam", "paper"])
+def test_an_entry_holding_the_sweeps_decision_reads_with_its_settings(preset, correction):
+    """A version-2 PaCoST entry written while results held verdicts carries the sweep's decision on its headline
+    (its correction, verdict and adjusted p): read back, the settings are the ones it ran with and no verdict is
+    read into the result."""
+    settings_ = PacostSettings(preset=preset)
+    result = PacostResult(preset, "kadavath", "auto", True, verdict_at(0.01, settings_), {}, settings_)
+    decided = "none" if correction == "none" or settings_.correction == "none" else correction
+    entry = result.to_dict() | {"alpha": 0.05, "contaminated": False, "correction": decided, "pvalue_adjusted": 0.2}
+    read = PacostResult.from_dict(json.loads(json.dumps(json_ready(entry))))
+    assert read == result and json_ready(read.to_dict()) == json_ready(result.to_dict())
 
 
 def test_a_version_1_calibrated_entry_reads_as_an_uncorrected_calibrated_headline():
     """Schema 1's sweep decided the authors' test even beside a calibrated one: read back, the calibrated test is the
-    headline, uncorrected at 0.05, and the authors' raw verdict is p < 0.05 again."""
+    headline, uncorrected at 0.05."""
     settings_ = PacostSettings()
     raw = PacostResult("jaxcontam", "kadavath", "auto", False, verdict_at(0.01, settings_), {}, settings_)
-    entry = json.loads(
-        json.dumps(json_ready(dataclasses.replace(raw, decision=SweepDecision("holm", 0.2, False)).to_dict()))
-    )
-    entry.pop("alpha")  # schema 1 did not record PaCoST's level
+    entry = json.loads(json.dumps(json_ready(raw.to_dict())))
+    entry |= {"correction": "holm", "contaminated": False, "pvalue_adjusted": 0.2}  # schema 1: the sweep's decision
+    entry.pop("statistic")  # schema 1 recorded no statistic
     entry["calibrated"] = {  # schema 1's calibrated entry: no status
         "reference": "ref",
         "test": "permutation",
@@ -239,4 +256,17 @@ def test_a_version_1_calibrated_entry_reads_as_an_uncorrected_calibrated_headlin
     (headline,) = run.verdicts
     assert headline.test.endswith("calibrated against ref") and headline.contaminated is True
     assert headline.correction == "sweep" and headline.pvalue == 0.03 and headline.pvalue_adjusted is None
-    assert run.pacost is not None and run.pacost.verdict.contaminated is True  # the authors' 0.01 < 0.05, raw
+    assert run.pacost is not None and run.pacost.settings.correction == "sweep"
+    assert math.isnan(run.pacost.verdict.statistic)
+
+
+def test_a_version_1_entry_decided_by_the_sweep_reads_with_that_decision():
+    """Schema 1 kept the sweep's decision in PaCoST's entry and no `verdicts`: the headline verdict is derived at the
+    summary's alpha with the stored decision (adjusted p, correction, verdict) on it."""
+    settings_ = PacostSettings()
+    raw = PacostResult("jaxcontam", "kadavath", "auto", False, verdict_at(0.01, settings_), {}, settings_)
+    entry = json.loads(json.dumps(json_ready(raw.to_dict())))
+    entry |= {"correction": "holm", "contaminated": False, "pvalue_adjusted": 0.2}
+    (headline,) = RunEntry.from_dict({"model": "m", "benchmark": "b", "pacost": entry}).verdicts
+    assert (headline.pvalue, headline.pvalue_adjusted, headline.correction) == (0.01, 0.2, "holm")
+    assert headline.contaminated is False  # Holm's, not the raw 0.01 < 0.05

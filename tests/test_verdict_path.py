@@ -96,7 +96,7 @@ def audit(tmp_path, runs_records, *, alpha, preset="jaxcontam", reference=None, 
         result = audit_benchmark(
             None,
             target,
-            AuditSettings(detectors=("pacost",), detector_settings={"pacost": settings}, alpha=alpha),
+            AuditSettings(detectors=("pacost",), detector_settings={"pacost": settings}),
             run_stage=lambda name, key, stage_items, compute, made=made: made,
         )
         runs.append(ModelRun("m", result))
@@ -122,7 +122,8 @@ def test_alpha_001_flags_nothing_anywhere_when_the_paper_presets_p_lies_between_
     summary, page, console = audit(tmp_path, [gaps], alpha=0.01, preset="paper", capsys=capsys)
     pacost = summary["runs"][0]["pacost"]
     assert 0.01 < pacost["pvalue"] < 0.05 and pacost["test"] == "t" and pacost["correction"] == "none"
-    assert pacost["alpha"] == 0.01 and pacost["contaminated"] is False
+    assert summary["alpha"] == 0.01 and not {"alpha", "contaminated"} & set(pacost)  # the level, stored once
+    assert "alpha" not in summary["settings"]
     assert [v["outcome"] for v in summary["runs"][0]["verdicts"]] == ["not detected"]
     assert "CONTAMINATED" not in console and "not detected" in console
     assert "badge bad" not in page and "badge ok" in page and "α = 0.01" in page
@@ -138,7 +139,7 @@ def test_a_test_that_could_not_run_is_not_tested_everywhere_and_leaves_the_sweep
     summary, page, console = audit(tmp_path, [None, gaps], alpha=0.05, preset="paper", capsys=capsys)
     silent, tested = summary["runs"]
     assert summary["schema_version"] == 2
-    assert silent["pacost"]["contaminated"] is None and silent["pacost"]["status"].startswith("no test: ")
+    assert silent["pacost"]["pvalue"] is None and silent["pacost"]["status"].startswith("no test: ")
     assert silent["verdicts"][0]["outcome"] == "not tested" and silent["verdicts"][0]["contaminated"] is None
     assert tested["verdicts"][0]["outcome"] == "contaminated"
     assert summary["sweep"]["labels"] == ["m | b1:test"]
@@ -148,7 +149,8 @@ def test_a_test_that_could_not_run_is_not_tested_everywhere_and_leaves_the_sweep
     assert "no test: " in first and "CONTAMINATED" not in first and "not detected" not in first
     assert "badge none" in page and "Left out of the family" in page
     read = read_summary(tmp_path)  # the typed reader agrees
-    assert read.runs[0].pacost is not None and read.runs[0].pacost.contaminated is None
+    assert read.runs[0].pacost is not None and not read.runs[0].pacost.headline_status.ran
+    assert read.runs[0].verdicts[0].contaminated is None
     assert gate_exit_code(read, "contaminated") == EXIT_CONTAMINATED
 
 
@@ -160,7 +162,7 @@ def test_with_a_reference_the_calibrated_test_is_the_headline(tmp_path, capsys):
     run = summary["runs"][0]
     pacost, (headline,) = run["pacost"], run["verdicts"]
     assert pacost["pvalue"] < 0.001  # the authors' test, shown beside
-    assert pacost["calibrated"]["pvalue"] == 1.0 and pacost["calibrated"]["contaminated"] is False
+    assert pacost["calibrated"]["pvalue"] == 1.0 and "contaminated" not in pacost["calibrated"]
     assert headline["test"].endswith("calibrated against ref-model") and headline["outcome"] == "not detected"
     assert headline["note"] is None and math.isclose(headline["pvalue_adjusted"], 1.0)
     assert summary["sweep"]["tests"] == [headline["test"]] and summary["sweep"]["pvalues"] == [1.0]

@@ -51,11 +51,11 @@ from jaxcontam.detect.registry import CORPUS_STAGES, DETECTORS
 from jaxcontam.detect.registry import settings_of as stage_settings
 from jaxcontam.detect.rephrase import RephraseGates
 from jaxcontam.detect.stage import DetectorStage
+from jaxcontam.detect.verdict import level_field
 from jaxcontam.dtypes import DTYPES
 from jaxcontam.errors import JaxcontamError
 from jaxcontam.mesh import MeshSettings
 from jaxcontam.ngram.audit import NgramScoring, NgramSettings
-from jaxcontam.stats.multiple import DEFAULT_ALPHA
 from jaxcontam.stats.paired import DEFAULT_RESAMPLES
 from jaxcontam.storage import as_path, describe_error, has_glob, is_url, storage_errors
 
@@ -103,7 +103,7 @@ class AuditConfig:
     corpus_follow_symlinks: bool = False  # read the files a corpus folder's links lead to outside it
     counts: str | None = None  # a folder of precomputed counts (written by `jaxcontam ngram` or an earlier audit)
     out: str = DEFAULT_OUT
-    alpha: float = ranged(DEFAULT_ALPHA, above=0, below=1)  # the one level of every verdict
+    alpha: float = level_field()  # the one level of every verdict
     correction: SweepCorrection = "holm"
     chunk_size: int = ranged(64, at_least=1)  # items per resumable chunk; a multiple of the 16-row batches
     detectors: Mapping[str, Any] = dataclasses.field(default_factory=dict)  # stage name -> its settings (its table)
@@ -134,12 +134,11 @@ class AuditConfig:
         return self.settings_of("pacost")
 
     def audit_settings(self, resamples: int) -> AuditSettings:
-        """What every (model, benchmark) of the audit runs: the stages with their settings at the audit's alpha, and
-        the Monte Carlo `resamples` sized to the sweep."""
+        """What every (model, benchmark) of the audit runs: the stages with their settings, and the Monte Carlo
+        `resamples` sized to the sweep (the level is applied to their results: `audit.sweep.audit_verdicts`)."""
         return AuditSettings(
             detectors=self.stages,
             detector_settings={name: self.settings_of(name) for name in DETECTORS},
-            alpha=self.alpha,
             resamples=resamples,
         )
 
@@ -150,13 +149,13 @@ class AuditConfig:
 
     def settings(self) -> dict:
         """Everything that changes results (for the summary and for resuming only matching work): the audit's own
-        settings, and each registered detector's record of its settings (`DetectorStage.record_settings`)."""
+        settings, and each registered detector's record of its settings (`DetectorStage.record_settings`); the level
+        is summary.json's top-level `alpha`, recorded once."""
         detectors = {}
         for name, stage in DETECTORS.items():
             detectors |= stage.record_settings(self.settings_of(name))
         return (
             {
-                "alpha": self.alpha,
                 "correction": self.correction,
                 "chunk_size": self.chunk_size,
                 "rephrase_model": self.rephrase_model,

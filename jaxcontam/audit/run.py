@@ -16,7 +16,7 @@ from jaxcontam import __version__
 from jaxcontam.audit.config import AuditConfig
 from jaxcontam.audit.inputs import AuditBenchmark, AuditInputs, check_inputs
 from jaxcontam.audit.store import StageStore, items_key, run_chunked, write_atomic
-from jaxcontam.audit.sweep import sweep_decisions
+from jaxcontam.audit.sweep import audit_verdicts
 from jaxcontam.cluster import is_writer
 from jaxcontam.dataclass_config import non_default_values
 from jaxcontam.detect.audit_core import AuditSettings, chunk_naming_items
@@ -24,7 +24,7 @@ from jaxcontam.detect.json_values import json_ready
 from jaxcontam.detect.stage import AuditTarget, StageInput, fingerprint
 from jaxcontam.engine.finite import NonFiniteScoresError
 from jaxcontam.report import write_report
-from jaxcontam.report.summary_schema import SCHEMA_VERSION, AuditSummary, RunEntry, headline_verdicts
+from jaxcontam.report.summary_schema import SCHEMA_VERSION, AuditSummary, RunEntry
 from jaxcontam.stage_clock import StageClock, stage
 from jaxcontam.stats import sweep_resamples
 from jaxcontam.stats.paired import DEFAULT_RESAMPLES
@@ -32,7 +32,6 @@ from jaxcontam.storage import check_output, claim_output, output_folder
 
 if TYPE_CHECKING:
     from jaxcontam.detect.audit_core import BenchmarkAudit
-    from jaxcontam.detect.pacost.results import SweepDecision
     from jaxcontam.detect.verdict import Verdict
 
 
@@ -57,7 +56,7 @@ class ItemRow:
 
 @dataclasses.dataclass(frozen=True)
 class ModelRun:
-    """One model's audit of one benchmark (summary.json's run entry once the sweep has decided)."""
+    """One model's audit of one benchmark (summary.json's run entry once the sweep has decided its verdicts)."""
 
     model: str
     audit: BenchmarkAudit
@@ -66,22 +65,8 @@ class ModelRun:
     def label(self) -> str:
         return f"{self.model} | {self.audit.benchmark}:{self.audit.split}"
 
-    def swept(self, alpha: float) -> list[tuple[str, Verdict]]:
-        """This run's headline verdicts that enter the sweep's family, by stage name."""
-        return [
-            (verdict.detector, verdict) for verdict in headline_verdicts(self.audit.results, alpha) if verdict.swept
-        ]
-
-    def decided(self, name: str, decision: SweepDecision) -> ModelRun:
-        """This run with the sweep's decision on stage `name`'s headline verdict."""
-        from jaxcontam.detect.registry import DETECTORS
-
-        decide = DETECTORS[name].decide
-        assert decide is not None  # a swept verdict's stage takes the decision
-        return dataclasses.replace(self, audit=self.audit.with_result(name, decide(self.audit.results[name], decision)))
-
-    def entry(self, alpha: float) -> RunEntry:
-        """This run as summary.json's run entry, with its headline verdicts at `alpha`."""
+    def entry(self, verdicts: tuple[Verdict, ...]) -> RunEntry:
+        """This run as summary.json's run entry, with its headline `verdicts` (as the sweep decided them)."""
         audit = self.audit
         return RunEntry(
             self.model,
@@ -91,7 +76,7 @@ class ModelRun:
             accuracy=audit.accuracy,
             results=audit.results,
             ground_truth=audit.ground_truth,
-            verdicts=headline_verdicts(audit.results, alpha),
+            verdicts=verdicts,
         )
 
 
@@ -252,7 +237,7 @@ def reference_records(
 
     work = DETECTORS["pacost"].per_item
     assert work is not None  # PaCoST answers per item
-    stage_input = StageInput(model, target, settings.seed, settings.resamples, settings.alpha)
+    stage_input = StageInput(model, target, settings.seed, settings.resamples)
     key = _stage_key(config, str(config.pacost_reference), "float32", bench)
     store = StageStore(out / "state", "pacost", key | work.key(stage_input, settings.pacost))
     progress = _progress(f"pacost reference | {bench.entry.label}")
@@ -268,21 +253,17 @@ def write_outputs(config: AuditConfig, runs: list[ModelRun], items: list[ItemRow
     import pyarrow.parquet as pq
 
     out = output_folder(config.out)
-    runs = list(runs)
     with stage("verdicts"):
-        swept = [(i, name, verdict) for i, run in enumerate(runs) for name, verdict in run.swept(config.alpha)]
-        sweep, decisions = sweep_decisions(
-            [(runs[i].label, verdict) for i, _, verdict in swept], config.alpha, config.correction
+        sweep, verdicts = audit_verdicts(
+            [(run.label, run.audit.results) for run in runs], config.alpha, config.correction
         )
-        for (i, name, _), decision in zip(swept, decisions, strict=True):
-            runs[i] = runs[i].decided(name, decision)
         summary = AuditSummary(
             schema_version=SCHEMA_VERSION,
             jaxcontam_version=__version__,
             alpha=config.alpha,
             correction=config.correction,
             settings=config.settings(),
-            runs=tuple(run.entry(config.alpha) for run in runs),
+            runs=tuple(run.entry(found) for run, found in zip(runs, verdicts, strict=True)),
             sweep=sweep,
         )
     if is_writer():

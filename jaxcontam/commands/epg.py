@@ -5,7 +5,9 @@ from __future__ import annotations
 import click
 
 from jaxcontam.commands.config_file import config_file_options
+from jaxcontam.dataclass_config import click_type
 from jaxcontam.detect.contam import ContamSettings
+from jaxcontam.detect.verdict import Level
 from jaxcontam.ngram.audit import METRICS
 
 
@@ -39,10 +41,11 @@ from jaxcontam.ngram.audit import METRICS
 )
 @click.option(
     "--alpha",
-    type=click.FloatRange(0, 1, min_open=True, max_open=True),
-    default=ContamSettings.alpha,
+    type=click_type(Level, "alpha"),
+    default=Level.alpha,
     show_default=True,
-    help="Level of the max-z permutation test of 'some threshold shows a gain'.",
+    help="Level of the max-z permutation test of 'some threshold shows a gain' (summary.json's `alpha`, and the "
+    "verdicts at it).",
 )
 @click.option(
     "--resamples",
@@ -61,6 +64,7 @@ def epg(items_path, metric, z_crit, min_clean, min_contaminated, alpha, resample
     from jaxcontam.data.records import read_parquet, require_file
     from jaxcontam.detect.contam import contam_result
     from jaxcontam.detect.json_values import json_ready
+    from jaxcontam.detect.registry import DETECTORS
     from jaxcontam.errors import DataError
     from jaxcontam.report.plots import contam_curve_png
     from jaxcontam.report.summary_schema import RunEntry
@@ -77,7 +81,6 @@ def epg(items_path, metric, z_crit, min_clean, min_contaminated, alpha, resample
         z_crit=z_crit,
         min_clean=min_clean,
         min_contaminated=min_contaminated,
-        alpha=alpha,
         resamples=resamples,
         seed=seed,
     )
@@ -90,14 +93,19 @@ def epg(items_path, metric, z_crit, min_clean, min_contaminated, alpha, resample
     out = output_folder(out)  # a bucket URL: a local mirror whose files are uploaded as they are written
     (out / "plots").mkdir(parents=True, exist_ok=True)
     runs = []
+    headline = DETECTORS["contam"].headline
+    assert headline is not None  # ConTAM states a verdict
     for index, ((model, benchmark, split), group) in enumerate(groups.items()):
         result = contam_result(group, settings)
+        verdict = headline(result, alpha)
+        assert verdict is not None
         run = {
             "model": model,
             "benchmark": benchmark,
             "split": split,
             "n_items": len(group),
             "contam": result.to_dict(),
+            "verdicts": [verdict.to_dict()],
         }
         entry = RunEntry(model, benchmark, split, len(group), results={"contam": result})
         contam_curve_png(entry, out / "plots" / f"contam-{index}.png")
@@ -107,10 +115,10 @@ def epg(items_path, metric, z_crit, min_clean, min_contaminated, alpha, resample
             f"EPG={c.epg:+.3f} z={c.z:.2f} at {metric} >= {c.threshold:.3g}" if c.threshold is not None else c.reason
         )
         if c.status.ran:
-            verdict = ("significant" if c.significant else "not significant") + f" at alpha={alpha}"
-            test = f"max-z test p={c.pvalue:.3g} ({verdict}, {c.n_resamples} permutations)"
+            said = ("significant" if verdict.contaminated else "not significant") + f" at alpha={alpha}"
+            test = f"max-z test p={c.pvalue:.3g} ({said}, {c.n_resamples} permutations)"
         else:
             test = f"max-z test: {c.status.label}"
         click.echo(f"{model} | {benchmark}: {selected}; {test}")
-    (out / "summary.json").write_text(json.dumps(json_ready({"runs": runs}), indent=2) + "\n")
+    (out / "summary.json").write_text(json.dumps(json_ready({"alpha": alpha, "runs": runs}), indent=2) + "\n")
     publish(out / "summary.json")

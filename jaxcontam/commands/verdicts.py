@@ -9,6 +9,7 @@ from typing import Literal
 import click
 
 from jaxcontam.detect.verdict import Outcome
+from jaxcontam.report.formatting import verdict_phrase
 from jaxcontam.report.summary_schema import AuditSummary
 
 FailOn = Literal["never", "contaminated", "untested"]
@@ -18,17 +19,22 @@ EXIT_UNTESTED = 5  # `--fail-on untested`: no headline verdict is contaminated, 
 
 
 def echo_verdicts(summary: AuditSummary, out) -> None:
-    """One line per (model, benchmark): accuracy, then each registered detector's console phrase (its headline test,
-    p, adjusted p and verdict; a test that could not run reads "no test: <reason>", never as a verdict)."""
+    """One line per (model, benchmark): accuracy, then each registered detector's console phrase (its headline test
+    and p) followed by its headline verdict as summary.json holds it (adjusted p and correction where the sweep
+    decided; a test that could not run reads "no test: <reason>", never as a verdict)."""
     from jaxcontam.detect.registry import DETECTORS
 
     for run in summary.runs:
         accuracy = "acc -" if run.accuracy is None else f"acc {run.accuracy.acc:.3f}"  # None: a run without one
         parts = [f"{run.model} | {run.benchmark}:{run.split} ({run.n_items} items)", accuracy]
+        verdicts = {verdict.detector: verdict for verdict in run.verdicts}
         for name, stage in DETECTORS.items():
             console = stage.view.console
             if name in run.results and console is not None:
-                parts.append(console(run.results[name]))
+                phrase, verdict = console(run.results[name]), verdicts.get(name)
+                if verdict is not None and not (verdict.contaminated is None and verdict.label in phrase):
+                    phrase += " " + verdict_phrase(verdict)
+                parts.append(phrase)
         click.echo("  ".join(parts))
     if any(v.note for run in summary.runs for v in run.verdicts):
         click.echo(

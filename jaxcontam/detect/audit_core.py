@@ -3,13 +3,15 @@
 
     result = audit_benchmark(model, AuditTarget(benchmark, rephrasings), AuditSettings())
     result.pacost.verdict.pvalue, result.likelihood["min_k_plus_plus"].mean, result.to_dict()
+    result.verdicts(alpha=0.05)   # each detector's headline verdict at a level
 
 `model` is any `jaxcontam.LanguageModel`-backed model (a loaded checkpoint, or a Flax model wrapped by
 `jaxcontam.flax_models`). The detectors are the registered stages of `detect.registry.DETECTORS` (`pacost`: answers,
 confidences and the paired test; `likelihood`: mean log-prob, zlib, Min-K%, Min-K%++ of each item's solved text;
 `exchangeability`: Oren et al.'s test of the items in benchmark order; `contam`: with per-item ConTAM metrics
-(`AuditTarget.ngram`) and PaCoST's correctness, the EPG verdict), run in registry order, every verdict at
-`AuditSettings.alpha`; with known labels (`AuditTarget.contaminated`), each signal against the truth. Per-item work
+(`AuditTarget.ngram`) and PaCoST's correctness, the EPG test), run in registry order; their results hold evidence,
+and `headline_verdicts` (`BenchmarkAudit.verdicts`) turns them into verdicts at a level, the one place a result
+meets one; with known labels (`AuditTarget.contaminated`), each signal against the truth. Per-item work
 goes through `run_stage(stage, items, compute)`, which the command line wraps to store and resume finished chunks.
 """
 
@@ -26,25 +28,45 @@ from jaxcontam.detect.pacost.settings import PacostSettings
 from jaxcontam.detect.registry import CORPUS_STAGES, DEFAULT_DETECTORS, DETECTORS
 from jaxcontam.detect.registry import settings_of as stage_settings
 from jaxcontam.detect.stage import AuditTarget, BuiltInResults, DetectorStage, StageInput
+from jaxcontam.detect.verdict import Verdict, check_level
 from jaxcontam.engine.finite import NonFiniteScoresError
 from jaxcontam.errors import JaxcontamError
 from jaxcontam.stage_clock import stage as timed
-from jaxcontam.stats.multiple import DEFAULT_ALPHA
 from jaxcontam.stats.paired import DEFAULT_RESAMPLES
 
-__all__ = ["DEFAULT_DETECTORS", "DETECTORS", "AuditSettings", "AuditTarget", "BenchmarkAudit", "audit_benchmark"]
+__all__ = [
+    "DEFAULT_DETECTORS",
+    "DETECTORS",
+    "AuditSettings",
+    "AuditTarget",
+    "BenchmarkAudit",
+    "audit_benchmark",
+    "headline_verdicts",
+]
+
+
+def headline_verdicts(results: Mapping[str, Any], alpha: float) -> tuple[Verdict, ...]:
+    """Each registered detector's headline verdict on a run's results at level `alpha` (`DetectorStage.headline`),
+    in registry order (detectors that state none, and those that did not run, left out): where results become
+    verdicts, for the audit (then corrected by its sweep), the Python API and an older summary.json's reader."""
+    verdicts = []
+    for name, stage in DETECTORS.items():
+        if name in results and stage.headline is not None:
+            verdict = stage.headline(results[name], alpha)
+            if verdict is not None:
+                verdicts.append(verdict)
+    return tuple(verdicts)
 
 
 @dataclasses.dataclass(frozen=True)
 class AuditSettings:
     """Which detectors run (the corpus stages, ConTAM, run too: they have a result only with a corpus's metrics),
     each one's settings (`detector_settings`: stage name -> an instance of the stage's settings type; a stage left
-    out runs with its type's defaults), the audit's one level `alpha`, the Monte Carlo resamples (sized to the
-    sweep) and seed."""
+    out runs with its type's defaults), the Monte Carlo resamples (sized to the sweep) and seed. No level: the
+    verdicts are made from the results (`BenchmarkAudit.verdicts`)."""
 
     detectors: tuple[str, ...] = DEFAULT_DETECTORS
     detector_settings: Mapping[str, Any] = dataclasses.field(default_factory=dict)
-    alpha: float = DEFAULT_ALPHA
     resamples: int = DEFAULT_RESAMPLES
     seed: int = 0
 
@@ -53,8 +75,6 @@ class AuditSettings:
         unknown = sorted((set(self.detectors) | set(self.detector_settings)) - set(known))
         if unknown:
             raise JaxcontamError(f"unknown detector(s) {', '.join(unknown)}: use some of {', '.join(known)}")
-        if not 0 < self.alpha < 1:
-            raise JaxcontamError(f"alpha = {self.alpha!r} is not a level: use a number between 0 and 1, e.g. 0.05")
         for name, value in self.detector_settings.items():
             expected = DETECTORS[name].settings_type
             if not isinstance(value, expected):
@@ -87,9 +107,10 @@ class BenchmarkAudit(BuiltInResults):
     ground_truth: GroundTruthResult | None
     seconds: dict[str, float]
 
-    def with_result(self, name: str, result) -> BenchmarkAudit:
-        """This audit with detector `name`'s result replaced (a new audit; e.g. PaCoST with the sweep's decision)."""
-        return dataclasses.replace(self, results={**self.results, name: result})
+    def verdicts(self, alpha: float) -> tuple[Verdict, ...]:
+        """Each detector's headline verdict at level `alpha` (checked: `detect.verdict.check_level`), uncorrected:
+        an audit's sweep corrects the swept ones across its runs (`audit.sweep`)."""
+        return headline_verdicts(self.results, check_level(alpha))
 
     def to_dict(self) -> dict:
         """summary.json's entry, without the per-item rows and the timings (a resumed run's outputs equal an
@@ -153,7 +174,7 @@ def audit_benchmark(
     rows = [
         {"id": item.id, "ground_truth_contaminated": None if t is None else bool(t)} for item, t in zip(items, truth)
     ]
-    stage_input = StageInput(model, target, settings.seed, settings.resamples, settings.alpha)
+    stage_input = StageInput(model, target, settings.seed, settings.resamples)
     stages = settings.stages()
     seconds = {}
     for stage in stages:  # per-item work first: every stage's result may read every column

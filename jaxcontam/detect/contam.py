@@ -3,8 +3,9 @@
 
 Per n-gram metric: the EPG curve over thresholds, the paper's threshold (largest z above z_crit with enough
 clean and contaminated items), and `max_z_test`, the calibrated p-value of "some threshold shows a gain" over
-the same search (`significant` is pvalue <= alpha). Only the headline metric's verdict is a pre-specified
-test; the other metrics are for comparison (four tests, no correction).
+the same search (significant at a level when pvalue <= level: `MetricVerdict.significant_at`, which the audit's
+headline applies at the audit's level). Only the headline metric's test is pre-specified; the other metrics
+are for comparison (four tests, no correction).
 """
 
 from __future__ import annotations
@@ -18,7 +19,6 @@ from jaxcontam.detect.status import TestOutcome
 from jaxcontam.errors import JaxcontamError
 from jaxcontam.ngram.audit import METRICS
 from jaxcontam.stats import EPGRow, epg_curve, max_z_test, select_threshold
-from jaxcontam.stats.multiple import DEFAULT_ALPHA
 from jaxcontam.stats.paired import DEFAULT_RESAMPLES
 
 EPG_CI_NOTE = (
@@ -31,13 +31,12 @@ EPG_CI_NOTE = (
 class ContamSettings:
     """How ConTAM decides: the headline `metric`, the paper's threshold rule (largest z above `z_crit` with at
     least `min_clean` clean and `min_contaminated` contaminated items) and the max-z test (`resamples`
-    permutations from `seed`, significant at p <= `alpha`)."""
+    permutations from `seed`; the level is the caller's: `MetricVerdict.significant_at`)."""
 
     metric: str = "longest_match"
     z_crit: float = ranged(1.645)
     min_clean: int = ranged(10, at_least=1)
     min_contaminated: int = ranged(10, at_least=1)
-    alpha: float = ranged(DEFAULT_ALPHA, above=0, below=1)
     resamples: int = ranged(DEFAULT_RESAMPLES, at_least=1)
     seed: int = ranged(0, at_least=0, below=2**32)
 
@@ -59,11 +58,10 @@ def _epg_row(entry: dict) -> EPGRow:
 
 @dataclasses.dataclass(frozen=True)
 class MetricVerdict:
-    """One metric: the selected threshold's row (None when none qualifies, with `reason`), the max-z test and the
-    EPG curve's rows (`curve`, as summary.json records them).
+    """One metric: the selected threshold's row (None when none qualifies, with `reason`), the max-z test (its
+    statistic `max_z`, `pvalue`, `n_resamples`) and the EPG curve's rows (`curve`, as summary.json records them).
 
-    `status`: no test when no threshold is sized for the max-z test (then `pvalue` is NaN and `significant`
-    None: not tested).
+    `status`: no test when no threshold is sized for the max-z test (then `pvalue` is NaN).
     """
 
     threshold: float | None
@@ -76,10 +74,17 @@ class MetricVerdict:
     max_z: float
     max_z_threshold: float | None
     pvalue: float
-    significant: bool | None
     n_resamples: int
     status: TestOutcome
     curve: tuple[EPGRow, ...] = dataclasses.field(repr=False, compare=False)
+
+    @property
+    def statistic(self) -> float:
+        return self.max_z
+
+    def significant_at(self, level: float) -> bool | None:
+        """Whether the max-z test shows a gain at `level` (p <= level); None when it did not run."""
+        return bool(self.pvalue <= level) if self.status.ran else None
 
     def to_dict(self, with_curve: bool = True) -> dict:
         fields = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "curve"}
@@ -89,7 +94,8 @@ class MetricVerdict:
 
     @classmethod
     def from_dict(cls, entry: dict) -> MetricVerdict:
-        """The verdict `to_dict` wrote; the selected row's nulls read as None (NaN and None are both written null)."""
+        """The test `to_dict` wrote; the selected row's nulls read as None (NaN and None are both written null); an
+        older entry's verdict (`significant`) is not read."""
         epg_ci = entry["epg_ci"]
         status = TestOutcome.from_summary(entry)  # schema 1 stored "no test" as significant: false
         return cls(
@@ -99,7 +105,6 @@ class MetricVerdict:
             max_z=json_float(entry["max_z"]),
             max_z_threshold=json_optional_float(entry["max_z_threshold"]),
             pvalue=json_float(entry["pvalue"]),
-            significant=entry["significant"] if status.ran else None,
             n_resamples=entry["n_resamples"],
             status=status,
             curve=tuple(_epg_row(row) for row in entry["curve"]),
@@ -108,10 +113,9 @@ class MetricVerdict:
 
 @dataclasses.dataclass(frozen=True)
 class ContamResult:
-    """Every metric's verdict; `metric` names the headline one."""
+    """Every metric's test; `metric` names the headline one."""
 
     metric: str
-    alpha: float
     metrics: dict[str, MetricVerdict]
 
     @property
@@ -121,7 +125,6 @@ class ContamResult:
     def to_dict(self) -> dict:
         return {
             "metric": self.metric,
-            "alpha": self.alpha,
             **self.headline.to_dict(with_curve=False),
             "epg_ci_note": EPG_CI_NOTE,
             "metrics": {m: v.to_dict() for m, v in self.metrics.items()},
@@ -129,9 +132,10 @@ class ContamResult:
 
     @classmethod
     def from_dict(cls, entry: dict) -> ContamResult:
-        """The result `to_dict` wrote; the headline's fields beside `metrics` repeat `metrics[metric]`."""
+        """The result `to_dict` wrote; the headline's fields beside `metrics` repeat `metrics[metric]` (an older
+        entry's level is the summary's, not read here)."""
         metrics = {name: MetricVerdict.from_dict(verdict) for name, verdict in entry["metrics"].items()}
-        return cls(metric=entry["metric"], alpha=entry["alpha"], metrics=metrics)
+        return cls(metric=entry["metric"], metrics=metrics)
 
 
 def metric_verdict(scores, correct, settings: ContamSettings) -> MetricVerdict:
@@ -167,7 +171,6 @@ def metric_verdict(scores, correct, settings: ContamSettings) -> MetricVerdict:
         max_z=test.statistic,
         max_z_threshold=test.threshold,
         pvalue=test.pvalue,
-        significant=bool(test.pvalue <= settings.alpha) if status.ran else None,
         n_resamples=test.n_resamples,
         status=status,
         curve=curve.rows,
@@ -178,4 +181,4 @@ def contam_result(rows: list[dict], settings: ContamSettings = ContamSettings())
     """ConTAM over per-item rows holding each metric and `correct`."""
     correct = [r["correct"] for r in rows]
     metrics = {m: metric_verdict([r[m] for r in rows], correct, settings) for m in METRICS}
-    return ContamResult(metric=settings.metric, alpha=settings.alpha, metrics=metrics)
+    return ContamResult(metric=settings.metric, metrics=metrics)

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from jaxcontam.detect.benchmark_results import DetectorSummary
     from jaxcontam.detect.contam import ContamResult
     from jaxcontam.detect.exchangeability import ExchangeabilityResult
-    from jaxcontam.detect.pacost.results import PacostResult, SweepDecision
+    from jaxcontam.detect.pacost.results import PacostResult
     from jaxcontam.detect.verdict import Verdict
 
 Settings = TypeVar("Settings")
@@ -56,13 +56,12 @@ class AuditTarget:
 @dataclasses.dataclass(frozen=True)
 class StageInput:
     """What every stage of one (model, benchmark) reads: the model, the target, the audit-wide seed and Monte Carlo
-    resamples, and the audit's `alpha`, the one level of every verdict."""
+    resamples. No level: a result holds evidence, and `DetectorStage.headline` gets the audit's level."""
 
     model: Any
     target: AuditTarget
     seed: int
     resamples: int
-    alpha: float
 
 
 def fingerprint(key: dict) -> str:
@@ -128,9 +127,10 @@ class DetectorStage(Generic[Settings, Result]):
     result(input, settings, rows): the detector's result from every item's row (all stages' columns, ngram too),
         timed as `result_clock`; None when it has nothing to work on (ConTAM without a corpus).
     summary_entry(result) / read_entry(entry): summary.json's entry, and the result read back from it.
-    headline(result, alpha): its headline verdict at the audit's level (None: the detector states no verdict, e.g.
-        scores without a test); a verdict with `swept` enters the audit's multiple-testing family, and `decide(result,
-        decision)` gives the result with the sweep's decision on it.
+    headline(result, alpha): its headline verdict at the audit's level `alpha`, the one place its result meets a
+        level (None: the detector states no verdict, e.g. scores without a test); a verdict with `swept` enters the
+        audit's multiple-testing family, whose decision is made on the verdict (`Verdict.decided`), never on the
+        result.
     title: its name as a reader sees it; view: how it shows itself on the console and in the report (`DetectorView`).
     parse_table(table, where): its settings from its config table (`[name]`, keys checked); None: the settings
         type's fields, checked by `dataclass_config.table_values`.
@@ -151,7 +151,6 @@ class DetectorStage(Generic[Settings, Result]):
     result_clock: str = "verdicts"
     title: str = ""
     headline: Callable[[Result, float], Verdict | None] | None = None
-    decide: Callable[[Result, SweepDecision], Result] | None = None
     parse_table: Callable[[dict, str], Settings] | None = None
     view: DetectorView[Result] = DetectorView()
     settings_entry: Callable[[Settings], dict] | None = None

@@ -1,11 +1,16 @@
 # pyright: standard
 """A detector's headline verdict: contaminated, not detected, or not tested (with its reason), never two outcomes.
 
-Every registered stage (`detect.stage.DetectorStage.headline`) states one `Verdict` per (model, benchmark): the
-test whose decision a user acts on (PaCoST's calibrated test when a reference exists, else the authors' test,
-labelled uncalibrated), its raw p-value at the audit's one level, and, once the audit's sweep has corrected the
-family, the adjusted p-value and the correction that decided it. A test that could not run is `NOT_TESTED`:
-summary.json stores `contaminated: null` for it, never `false`.
+Results hold evidence (statistic, p-value, n, `confidence_interval(level)`, as scipy's do) and no level; a verdict is
+made in one place: every registered stage's `headline(result, alpha)` (`detect.stage.DetectorStage.headline`) states
+one `Verdict` per (model, benchmark) at the audit's level (the test whose decision a user acts on: PaCoST's
+calibrated test when a reference exists, else the authors' test, labelled uncalibrated), and the audit's sweep
+(`audit.sweep`) corrects the swept ones (`Verdict.decided`: the adjusted p-value and the correction that decided
+it). A test that could not run is `NOT_TESTED`: summary.json stores `contaminated: null` for it, never `false`.
+
+The level's one definition is `level_field` (a number in (0, 1), `Level.alpha`): the audit's config field, its
+`--alpha` option and `--set alpha=` take its range, and `check_level` applies it where a level enters from Python or
+from a file.
 """
 
 from __future__ import annotations
@@ -14,8 +19,33 @@ import dataclasses
 import enum
 import math
 
+from jaxcontam.dataclass_config import range_error, ranged
 from jaxcontam.detect.json_values import json_float
 from jaxcontam.detect.status import TestOutcome
+from jaxcontam.errors import JaxcontamError
+from jaxcontam.stats.multiple import DEFAULT_ALPHA
+
+
+def level_field():
+    """The dataclass field of a significance level: 0.05 by default, a number in (0, 1)."""
+    return ranged(DEFAULT_ALPHA, above=0, below=1)
+
+
+@dataclasses.dataclass(frozen=True)
+class Level:
+    """The audit's significance level, the one level of every verdict, defined once (`level_field`):
+    `AuditConfig.alpha` is this field, and with it the TOML file, `--set alpha=` and `--alpha` read its range;
+    `check_level` applies it where a level enters elsewhere."""
+
+    alpha: float = level_field()
+
+
+def check_level(alpha: float, where: str = "audit") -> float:
+    """`alpha` as a level (`Level.alpha`'s range; a `JaxcontamError` naming `where` otherwise)."""
+    error = range_error("alpha", alpha, Level, where)
+    if error:
+        raise JaxcontamError(error)
+    return float(alpha)
 
 
 class Outcome(enum.Enum):

@@ -5,31 +5,28 @@ against the correctness PaCoST measures; the max-z test of the headline metric a
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 
-from jaxcontam.dataclass_config import non_default_values
 from jaxcontam.detect.contam import ContamResult, ContamSettings, contam_result
 from jaxcontam.detect.stage import DetectorStage, DetectorView, StageInput
 from jaxcontam.detect.verdict import Verdict
 from jaxcontam.report import sections
-from jaxcontam.report.formatting import gain_verdict, number
+from jaxcontam.report.formatting import number
 
 
 def _result(stage_input: StageInput, settings: ContamSettings, rows: list[dict]) -> ContamResult | None:
     if stage_input.target.ngram is None or not rows:
         return None  # EPG needs a corpus's metrics (and the correctness PaCoST measures: `reads`)
-    return contam_result(rows, dataclasses.replace(settings, alpha=stage_input.alpha))
+    return contam_result(rows, settings)
 
 
 def _headline(result: ContamResult, alpha: float) -> Verdict:
     """The headline metric's max-z test: p <= alpha, uncorrected (its own threshold search is in its p-value)."""
     metric = result.headline
-    ran = metric.status.ran
     return Verdict(
         detector="contam",
         test=f"ConTAM {result.metric.upper()} EPG, max-z test",
-        contaminated=metric.significant if ran else None,
+        contaminated=metric.significant_at(alpha),
         pvalue=metric.pvalue,
         reason=metric.status.reason,
     )
@@ -37,11 +34,7 @@ def _headline(result: ContamResult, alpha: float) -> Verdict:
 
 def _console(result: ContamResult) -> str:
     headline = result.headline
-    test = (
-        f"max-z test p={number(headline.pvalue)} {gain_verdict(headline)}"
-        if headline.status.ran
-        else f"max-z test: {headline.status.label}"
-    )
+    test = f"max-z test p={number(headline.pvalue)}" if headline.status.ran else f"max-z test: {headline.status.label}"
     selected = (
         f"EPG={headline.epg:+.3f} z={headline.z:.2f} at >= {headline.threshold:.2f} "
         f"({headline.frac_contaminated:.0%} contaminated)"
@@ -57,11 +50,6 @@ def _figures(run, items: list[dict], plots_dir: Path, stem: str) -> dict[str, Pa
     return {"contam": plots.contam_curve_png(run, plots_dir / f"{stem}-contam.png")}
 
 
-def _settings_entry(settings: ContamSettings) -> dict:
-    """Its table's values (the level is the audit's, recorded once at the top)."""
-    return {"contam": {k: v for k, v in non_default_values(settings).items() if k != "alpha"}}
-
-
 CONTAM_STAGE = DetectorStage(
     name="contam",
     settings_type=ContamSettings,
@@ -74,5 +62,4 @@ CONTAM_STAGE = DetectorStage(
     title="ConTAM",
     headline=_headline,
     view=DetectorView(_console, sections.contam_section, _figures),
-    settings_entry=_settings_entry,
 )

@@ -1,7 +1,7 @@
 # pyright: standard
 """PaCoST as a detector of the audit: answers and confidences per item (stored, resumed), then the authors' paired
-test and, with a reference model's records, the calibrated test, which is then the headline verdict
-(`detect.pacost`); its console phrase, report section and confidence figure."""
+test and, with a reference model's records, the calibrated test, which is then the headline (`detect.pacost`); its
+headline verdict at the audit's level, console phrase, report section and confidence figure."""
 
 from __future__ import annotations
 
@@ -15,9 +15,9 @@ from jaxcontam.detect.pacost.results import UNCALIBRATED_NOTE, PacostResult
 from jaxcontam.detect.pacost.settings import PacostSettings, needs_answer
 from jaxcontam.detect.pacost.significance import calibrated_verdict, pacost_result
 from jaxcontam.detect.stage import DetectorStage, DetectorView, PerItemWork, StageInput, fingerprint
-from jaxcontam.detect.verdict import Verdict
+from jaxcontam.detect.verdict import Verdict, flagged
 from jaxcontam.report import sections
-from jaxcontam.report.formatting import number, pacost_verdict
+from jaxcontam.report.formatting import number
 
 
 def _records(stage_input: StageInput, settings: PacostSettings, items) -> list[dict]:
@@ -57,27 +57,27 @@ def _columns(settings: PacostSettings, record: dict) -> dict:
 
 
 def _result(stage_input: StageInput, settings: PacostSettings, rows: list[dict]) -> PacostResult:
-    """The authors' verdict, and beside it the calibrated one when the target has a reference model's records."""
-    seed, resamples, alpha = stage_input.seed, stage_input.resamples, stage_input.alpha
-    result = pacost_result(rows, settings, seed, resamples, alpha)
+    """The authors' test, and beside it the calibrated one when the target has a reference model's records."""
+    seed, resamples = stage_input.seed, stage_input.resamples
+    result = pacost_result(rows, settings, seed, resamples)
     reference = stage_input.target.reference
     if reference is None:
         return result
     name, records = reference
-    calibrated = calibrated_verdict(rows, records, name, settings, seed, resamples, alpha)
+    calibrated = calibrated_verdict(rows, records, name, settings, seed, resamples)
     return dataclasses.replace(result, calibrated=calibrated)
 
 
 def _headline(result: PacostResult, alpha: float) -> Verdict:
-    """The calibrated test where a reference was given, else the authors' test, labelled uncalibrated; every PaCoST
-    headline enters the sweep's family (a preset whose correction is "none" keeps its raw verdict there)."""
+    """The calibrated test where a reference was given, else the authors' test, labelled uncalibrated: p < alpha;
+    every PaCoST headline enters the sweep's family (a preset whose correction is "none" keeps its raw verdict
+    there)."""
     status = result.headline_status
     return Verdict(
         detector="pacost",
         test=result.headline_test,
-        contaminated=result.contaminated,
+        contaminated=flagged(status, result.headline_pvalue, alpha),
         pvalue=result.headline_pvalue,
-        pvalue_adjusted=result.pvalue_adjusted,
         correction=result.correction,
         swept=True,
         reason=status.reason,
@@ -86,16 +86,10 @@ def _headline(result: PacostResult, alpha: float) -> Verdict:
 
 
 def _console(result: PacostResult) -> str:
-    """The headline test's p (adjusted) and verdict; with a calibrated headline, the authors' p beside it."""
+    """The headline test's p (the console adds its verdict); with a calibrated headline, the authors' p beside it."""
     status = result.headline_status
     test = result.headline_test
-    if not status.ran:
-        line = f"{test}: {status.label}"
-    else:
-        line = (
-            f"{test} p={number(result.headline_pvalue)} adj={number(result.pvalue_adjusted)} "
-            f"{pacost_verdict(result)} (correction {result.correction})"
-        )
+    line = f"{test}: {status.label}" if not status.ran else f"{test} p={number(result.headline_pvalue)}"
     if result.calibrated is not None:
         authors = result.verdict
         line += "; authors' test " + (f"p={number(authors.pvalue)}" if authors.status.ran else authors.status.label)
@@ -120,7 +114,6 @@ PACOST_STAGE = DetectorStage(
     read_entry=PacostResult.from_dict,
     title="PaCoST",
     headline=_headline,
-    decide=lambda result, decision: dataclasses.replace(result, decision=decision),
     view=DetectorView(_console, sections.pacost_section, _figures),
     settings_entry=lambda settings: {"pacost": settings.to_dict()},
 )

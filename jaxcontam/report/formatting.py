@@ -11,8 +11,7 @@ import math
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from jaxcontam.detect.contam import MetricVerdict
-    from jaxcontam.detect.pacost.results import PacostResult
+    from jaxcontam.detect.verdict import Verdict
 
 MISSING = "n/a"
 
@@ -66,18 +65,12 @@ def value(x) -> str:
     return number(x)
 
 
-def pacost_verdict(pacost: PacostResult) -> str:
-    """The console's word on a PaCoST result's headline verdict: CONTAMINATED, not detected, or "no test: <reason>"."""
-    outcome = pacost.headline_status
-    if not outcome.ran or pacost.contaminated is None:
-        return outcome.label
-    return "CONTAMINATED" if pacost.contaminated else "not detected"
-
-
-def gain_verdict(metric: MetricVerdict) -> str:
-    """The console's word on a ConTAM metric's max-z test: "gain significant", "no significant gain" or
-    "no test: <reason>"."""
-    outcome = metric.status
-    if not outcome.ran:
-        return outcome.label
-    return "gain significant" if metric.significant else "no significant gain"
+def verdict_phrase(verdict: Verdict) -> str:
+    """The console's word on a headline verdict: CONTAMINATED or not detected, after the sweep's adjusted p and
+    correction where it decided; "no test: <reason>" when the test did not run."""
+    if verdict.contaminated is None:
+        return verdict.label
+    word = "CONTAMINATED" if verdict.contaminated else "not detected"
+    if verdict.pvalue_adjusted is None:
+        return word
+    return f"adj={number(verdict.pvalue_adjusted)} {word} (correction {verdict.correction})"

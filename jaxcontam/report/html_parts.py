@@ -10,7 +10,6 @@ from collections.abc import Sequence
 from html import escape
 from pathlib import Path
 
-from jaxcontam.detect.status import TestOutcome
 from jaxcontam.detect.verdict import Outcome, Verdict
 from jaxcontam.report.formatting import value
 
@@ -71,11 +70,6 @@ def badge(contaminated: bool | None, reason: str | None = None) -> str:
     outcome = Outcome.of(contaminated)
     words = outcome.value if contaminated is not None else f"no test: {reason or 'no reason recorded'}"
     return f'<span class="badge {BADGE_CLASS[outcome]}">{escape(words)}</span>'
-
-
-def test_badge(outcome: TestOutcome, detected: bool | None) -> str:
-    """The badge of a test with a status: "no test: <reason>" when it did not run."""
-    return badge(detected if outcome.ran else None, outcome.reason)
 
 
 def verdict_badge(verdict: Verdict) -> str:

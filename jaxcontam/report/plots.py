@@ -195,7 +195,7 @@ def confidence_png(run: RunEntry, items_of_run: list[dict], path) -> Path:
     ax.set_ylabel(f"rephrased question ({confidence})")
     ax.set_title(
         f"{_run_title(run)}\nPaCoST p = {number(pacost.verdict.pvalue)}, "
-        f"adjusted p = {number(pacost.pvalue_adjusted)}, {len(kept)} pairs",
+        f"adjusted p = {number(_adjusted(run))}, {len(kept)} pairs",
         fontsize=10,
     )
     ax.legend(loc="upper left", fontsize=8)
@@ -307,7 +307,7 @@ def sweep_grid(runs) -> tuple[list[str], list[str], dict[str, list[list[float]]]
         row, column = models.index(str(run.model)), benchmarks.index(str(run.benchmark))
         pacost, contam, accuracy = run.pacost, run.contam, run.accuracy
         values = {
-            "pacost_p": math.nan if pacost is None else _adjusted_or_raw(pacost),
+            "pacost_p": math.nan if pacost is None else _adjusted_or_raw(run, pacost),
             "epg": math.nan if contam is None else _float(contam.headline.epg),
             "accuracy": math.nan if accuracy is None else accuracy.acc,
         }
@@ -316,9 +316,15 @@ def sweep_grid(runs) -> tuple[list[str], list[str], dict[str, list[list[float]]]
     return models, benchmarks, grids
 
 
-def _adjusted_or_raw(pacost: PacostResult) -> float:
+def _adjusted(run: RunEntry) -> float | None:
+    """PaCoST's headline p adjusted across the sweep (its verdict's), None where no sweep decided."""
+    verdict = run.verdict_of("pacost")
+    return None if verdict is None else verdict.pvalue_adjusted
+
+
+def _adjusted_or_raw(run: RunEntry, pacost: PacostResult) -> float:
     """PaCoST's p adjusted across the sweep, or the raw p where no sweep decided."""
-    adjusted = pacost.pvalue_adjusted
+    adjusted = _adjusted(run)
     return pacost.headline_pvalue if adjusted is None else adjusted
 
 

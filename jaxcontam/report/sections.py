@@ -12,10 +12,9 @@ from pathlib import Path
 from jaxcontam.detect.benchmark_results import DetectorSummary
 from jaxcontam.detect.contam import ContamResult, MetricVerdict
 from jaxcontam.detect.exchangeability import ExchangeabilityResult
-from jaxcontam.detect.pacost.results import UNCALIBRATED_NOTE, PacostResult, PairedVerdict
+from jaxcontam.detect.pacost.results import INTERVAL_LEVEL, UNCALIBRATED_NOTE, PacostResult, PairedVerdict
 from jaxcontam.report.formatting import interval, percent
 from jaxcontam.report.html_parts import (
-    badge,
     facts,
     figure,
     head,
@@ -23,7 +22,6 @@ from jaxcontam.report.html_parts import (
     label_text,
     row,
     table,
-    test_badge,
     text,
 )
 
@@ -36,9 +34,8 @@ def pacost_section(pacost: PacostResult, figures: Mapping[str, Path]) -> str:
         dropped += " (" + ", ".join(f"{text(n)} {text(reason)}" for reason, n in reasons.items()) + ")"
     headline = [
         ("headline test", text(pacost.headline_test)),
-        ("p / adjusted p", f"{text(pacost.headline_pvalue)} / {text(pacost.pvalue_adjusted)}"),
+        ("p", text(pacost.headline_pvalue) if pacost.headline_status.ran else escape(pacost.headline_status.label)),
         ("correction", text(pacost.correction)),
-        ("verdict", badge(pacost.contaminated, pacost.headline_status.reason)),
     ]
     calibrated = pacost.calibrated
     if calibrated is not None:
@@ -65,12 +62,8 @@ def pacost_section(pacost: PacostResult, figures: Mapping[str, Path]) -> str:
                 ("pairs dropped", dropped),
                 ("mean difference (original − rephrased)", text(verdict.mean_difference)),
                 ("effect size (Cohen's dz)", text(verdict.effect_size)),
-                ("confidence interval of the mean difference", escape(interval(verdict.ci))),
-                ("p", text(verdict.pvalue)),
-                (
-                    "verdict at α, uncorrected" if calibrated is not None else "raw verdict (p < α)",
-                    test_badge(verdict.status, verdict.contaminated),
-                ),
+                (f"{INTERVAL_LEVEL:.0%} confidence interval of the mean difference", escape(interval(verdict.ci))),
+                ("p", text(verdict.pvalue) if verdict.status.ran else escape(verdict.status.label)),
                 ("power", text(verdict.power_note)),
             ]
         )
@@ -163,7 +156,7 @@ def contam_section(contam: ContamResult, figures: Mapping[str, Path]) -> str:
         "how the threshold was chosen",
         "largest z (at threshold)",
         "p",
-        "verdict",
+        "role",
     ]
     rows = [
         row(
@@ -177,7 +170,7 @@ def contam_section(contam: ContamResult, figures: Mapping[str, Path]) -> str:
                 text(m.reason),
                 f"{text(m.max_z)} ({text(m.max_z_threshold)})",
                 text(m.pvalue),
-                test_badge(m.status, m.significant) if name == headline else '<span class="muted">exploratory</span>',
+                "headline test" if name == headline else '<span class="muted">exploratory</span>',
             ],
             "headline" if name == headline else "",
             labels=columns,
@@ -185,9 +178,9 @@ def contam_section(contam: ContamResult, figures: Mapping[str, Path]) -> str:
         for name, m in contam.metrics.items()
     ]
     test = (
-        f"Max-z permutation test ({text(contam.headline.n_resamples)} permutations, "
-        f"α = {text(contam.alpha)}): p = {text(contam.headline.pvalue)}, "
-        f"{test_badge(contam.headline.status, contam.headline.significant)}. "
+        f"Max-z permutation test ({text(contam.headline.n_resamples)} permutations): p = "
+        f"{text(contam.headline.pvalue) if contam.headline.status.ran else escape(contam.headline.status.label)} "
+        "(its verdict at the audit's α is in the verdicts table). "
         "p is for the headline metric's search over thresholds; the other metrics are exploratory, shown for "
         "comparison without a verdict. The EPG interval is a bootstrap with the threshold held at the selected "
         "value: conditional on that choice, it does not account for the search."

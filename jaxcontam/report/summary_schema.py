@@ -2,17 +2,21 @@
 """summary.json's versioned schema: `AuditSummary.from_dict` / `read_summary` read it for the report and the
 console verdicts, refusing a version this jaxcontam does not know.
 
-Version 2 is the layout `jaxcontam audit` writes: jaxcontam_version, alpha (the one level of every verdict),
-correction, settings, one entry per (model, benchmark) in `runs` (`detect.audit_core.BenchmarkAudit.to_dict` plus
-the model and `verdicts`, each registered detector's headline verdict: contaminated, not detected or not tested)
-and the `sweep` (with the runs left out of it as untested). A test that could not run stores `contaminated: null`
-(ConTAM's metrics `significant: null`), never false.
+Version 2 is the layout `jaxcontam audit` writes: jaxcontam_version, alpha (the one level of every verdict, stored
+once), correction, settings, one entry per (model, benchmark) in `runs` (`detect.audit_core.BenchmarkAudit.to_dict`:
+each detector's evidence, no verdict, plus the model and `verdicts`, each registered detector's headline verdict at
+alpha as the sweep decided it: contaminated, not detected or not tested) and the `sweep` (with the runs left out of
+it as untested). A test that could not run stores `contaminated: null`, never false.
+
+Version 2 entries written before the results left their verdicts to `verdicts` (PaCoST's and ConTAM's entries
+holding `alpha`, `contaminated` / `significant` and the sweep's decision on PaCoST's headline, `settings` repeating
+`alpha`) read too: those keys are left unread, the run's stored `verdicts` stand.
 
 Version 1 (and summaries written before `schema_version` existed) is read too: a test whose status says "no test"
-reads as not tested whatever its stored `contaminated: false`; the headline verdicts are derived from the entries
-at the summary's alpha (PaCoST's own level was 0.05 then); a calibrated PaCoST entry reads as the headline,
-uncorrected (version 1's sweep decided the authors' test, which is then shown beside it). Written back, it is
-version 2.
+reads as not tested whatever its stored `contaminated: false`; the headline verdicts are derived from the entries at
+the summary's alpha (PaCoST's own level was 0.05 then), with the sweep's decision stored in PaCoST's headline entry
+on them; a calibrated PaCoST entry reads as the headline, uncorrected (version 1's sweep decided the authors' test,
+which is then shown beside it). Written back, it is version 2.
 
 Each detector's entry is read into its result class (`from_dict`, the inverse of the `to_dict` that wrote it), so
 `AuditSummary.from_dict(summary).to_dict()` gives a version-2 summary.json's content back (NaN and infinities as
@@ -27,11 +31,14 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from jaxcontam.detect.audit_core import headline_verdicts
 from jaxcontam.detect.benchmark_results import Accuracy, GroundTruthResult
+from jaxcontam.detect.json_values import json_float
 from jaxcontam.detect.registry import DETECTORS
 from jaxcontam.detect.stage import BuiltInResults
+from jaxcontam.detect.status import TestOutcome
 from jaxcontam.detect.sweep import Sweep
-from jaxcontam.detect.verdict import Verdict
+from jaxcontam.detect.verdict import Verdict, check_level
 from jaxcontam.errors import JaxcontamError
 from jaxcontam.stats.multiple import DEFAULT_ALPHA
 
@@ -39,27 +46,13 @@ SCHEMA_VERSION = 2
 KNOWN_VERSIONS = (1, 2)
 
 
-def headline_verdicts(results: Mapping[str, Any], alpha: float) -> tuple[Verdict, ...]:
-    """Each registered detector's headline verdict on a run's results, in registry order (detectors that state
-    none, and those that did not run, left out)."""
-    verdicts = []
-    for name, stage in DETECTORS.items():
-        if name in results and stage.headline is not None:
-            verdict = stage.headline(results[name], alpha)
-            if verdict is not None:
-                verdicts.append(verdict)
-    return tuple(verdicts)
-
-
 def _upgrade_pacost_v1(entry: dict | None) -> dict | None:
     """A version-1 PaCoST entry with a calibrated test: the sweep had decided the authors' test, so its decision is
-    dropped (the raw verdict at 0.05 restored) and the calibrated test is read as the headline, uncorrected."""
+    dropped and the entry's correction is the settings' again ("sweep" unless it was "none"); the calibrated test
+    is read as the headline, uncorrected."""
     if not isinstance(entry, dict) or "calibrated" not in entry or "pvalue_adjusted" not in entry:
         return entry
     upgraded = {k: v for k, v in entry.items() if k != "pvalue_adjusted"}
-    pvalue = entry.get("pvalue")
-    tested = isinstance(pvalue, (int, float)) and str(entry.get("status", "tested")) == "tested"
-    upgraded["contaminated"] = bool(pvalue < DEFAULT_ALPHA) if tested else None  # type: ignore[operator]
     upgraded["correction"] = "none" if entry.get("correction") == "none" else "sweep"
     return upgraded
 
@@ -101,7 +94,9 @@ class RunEntry(BuiltInResults):
             accuracy=read("accuracy", Accuracy.from_dict),
             results=results,
             ground_truth=read("ground_truth", GroundTruthResult.from_dict),
-            verdicts=headline_verdicts(results, alpha) if verdicts is None else _read_verdicts(verdicts, where),
+            verdicts=_version_1_verdicts(entry, results, alpha)
+            if verdicts is None
+            else _read_verdicts(verdicts, where),
         )
 
     def to_dict(self) -> dict:
@@ -124,6 +119,25 @@ class RunEntry(BuiltInResults):
     @property
     def label(self) -> str:
         return f"{self.model} | {self.benchmark}"
+
+    def verdict_of(self, detector: str) -> Verdict | None:
+        """Detector `detector`'s headline verdict on this run (None: it states none here)."""
+        return next((v for v in self.verdicts if v.detector == detector), None)
+
+
+def _version_1_verdicts(entry: dict, results: Mapping[str, Any], alpha: float) -> tuple[Verdict, ...]:
+    """A version-1 run's headline verdicts: derived from its results at the summary's `alpha`, PaCoST's at its own
+    level then (0.05) with the sweep's decision its headline entry stored (`pvalue_adjusted`, the correction and the
+    verdict) on it."""
+    at_alpha, at_pacost_level = headline_verdicts(results, alpha), headline_verdicts(results, DEFAULT_ALPHA)
+    pacost = next((v for v in at_pacost_level if v.detector == "pacost"), None)
+    stored = entry.get("pacost")
+    headline = (stored.get("calibrated") or stored) if isinstance(stored, dict) else None
+    if pacost is not None and isinstance(headline, dict) and "pvalue_adjusted" in headline:
+        status = TestOutcome.from_summary(headline)  # version 1 stored a test that could not run as contaminated: false
+        contaminated = headline["contaminated"] if status.ran else None
+        pacost = pacost.decided(json_float(headline["pvalue_adjusted"]), headline["correction"], contaminated)
+    return tuple(pacost if v.detector == "pacost" and pacost is not None else v for v in at_alpha)
 
 
 def _read_verdicts(entries, where: str) -> tuple[Verdict, ...]:
@@ -181,13 +195,13 @@ class AuditSummary:
         if not isinstance(runs, list):
             raise JaxcontamError(f"{where}: 'runs' must be a list of run entries, got {type(runs).__name__}")
         alpha = summary.get("alpha")
-        alpha = DEFAULT_ALPHA if alpha is None else alpha
+        alpha = DEFAULT_ALPHA if alpha is None else check_level(alpha, where)
         return cls(
             schema_version=version,
             jaxcontam_version=summary.get("jaxcontam_version"),
             alpha=alpha,
             correction=summary.get("correction"),
-            settings=summary.get("settings") or {},
+            settings={k: v for k, v in (summary.get("settings") or {}).items() if k != "alpha"},  # stored once
             runs=tuple(RunEntry.from_dict(r, f"{where} runs[{i}]", alpha) for i, r in enumerate(runs)),
             sweep=_read_result(summary.get("sweep"), Sweep.from_dict, f"{where} sweep"),
             timings=summary.get("timings"),

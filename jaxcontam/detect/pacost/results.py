@@ -1,30 +1,53 @@
 # pyright: standard
-"""PaCoST's results: the paired test of one confidence (`PairedVerdict`), the calibrated test (`CalibratedVerdict`),
-the sweep's decision on the headline (`SweepDecision`) and the benchmark's result (`PacostResult`), each with the
-summary.json entry it writes and reads back (schema 1's entries included)."""
+"""PaCoST's results, evidence without a level: the paired test of one confidence (`PairedVerdict`), the calibrated
+test (`CalibratedVerdict`) and the benchmark's result (`PacostResult`), each with the summary.json entry it writes
+and reads back (older entries included, whose verdicts and `alpha` are left to the summary's reader). The verdict
+at the audit's level is the stage's headline (`detectors.pacost`), corrected by the audit's sweep."""
 
 from __future__ import annotations
 
 import dataclasses
-from typing import Literal
+import math
+from typing import TYPE_CHECKING
 
 from jaxcontam.detect.json_values import json_float
 from jaxcontam.detect.pacost.settings import PacostSettings
 from jaxcontam.detect.status import TestOutcome
-from jaxcontam.stats import PairedTestResult
-from jaxcontam.stats.multiple import DEFAULT_ALPHA
+from jaxcontam.errors import JaxcontamError
+from jaxcontam.stats import ConfidenceInterval, PairedTestResult
+
+if TYPE_CHECKING:
+    from jaxcontam.stats.calibrated import CalibratedResult
+
+INTERVAL_LEVEL = 0.95  # the level of the interval summary.json records (`ci`), scipy's default confidence level
+
+
+def _interval(result, stored: tuple[float, float], level: float, name: str) -> ConfidenceInterval:
+    """The test's interval at `level`: its underlying result's, or summary.json's `ci` at `INTERVAL_LEVEL` (a test
+    read back keeps no data for another level)."""
+    if result is not None:
+        return result.confidence_interval(level)
+    if level == INTERVAL_LEVEL:
+        return ConfidenceInterval(*stored)
+    raise JaxcontamError(
+        f"{name}: read from summary.json, it holds the {INTERVAL_LEVEL:g} interval only, not {level!r}; recompute "
+        "the test from items.parquet (detect.pacost.significance) for another level"
+    )
 
 
 @dataclasses.dataclass(frozen=True)
 class PairedVerdict:
-    """The paired test of one confidence: `status` says whether it ran (when not, `pvalue` is NaN and `contaminated`
-    is None: not tested); `result` is the underlying `stats.PairedTestResult` when a test ran here (not in
-    summary.json: None when read back)."""
+    """The paired test of one confidence, as scipy's results: `statistic`, `pvalue`, `n` (`n_pairs`) and
+    `confidence_interval(level)` of the mean difference (`ci`: at `INTERVAL_LEVEL`), and no verdict (the headline
+    applies the audit's level). `status` says whether it ran (when not, `pvalue` and `statistic` are NaN);
+    `result` is the underlying `stats.PairedTestResult` when a test ran here (not in summary.json: None when read
+    back). `power_note`: the smallest effect it detects with 80% power at level 0.05."""
 
     test: str
     confidence: str
     alternative: str
     status: TestOutcome
+    statistic: float
     pvalue: float
     n_pairs: int
     n_dropped: int
@@ -32,10 +55,17 @@ class PairedVerdict:
     mean_difference: float
     effect_size: float
     ci: tuple[float, float]
-    contaminated: bool | None
     power_note: str
     pvalue_detail: str | None = None
     result: PairedTestResult | None = dataclasses.field(default=None, repr=False, compare=False)
+
+    @property
+    def n(self) -> int:
+        return self.n_pairs
+
+    def confidence_interval(self, level: float = INTERVAL_LEVEL) -> ConfidenceInterval:
+        """The interval of the mean difference at `level`, one-sided like the test."""
+        return _interval(self.result, self.ci, level, f"PaCoST[{self.confidence}]")
 
     def to_dict(self) -> dict:
         """JSON-ready (summary.json's layout); `pvalue_detail` only where a test ran."""
@@ -48,7 +78,8 @@ class PairedVerdict:
 
     @classmethod
     def from_dict(cls, entry: dict) -> PairedVerdict:
-        """The verdict `to_dict` wrote (in a PaCoST entry too: its other keys are left alone)."""
+        """The test `to_dict` wrote (in a PaCoST entry too: its other keys are left alone; an older entry's verdict,
+        `contaminated`, is not read, and its missing `statistic` reads as NaN)."""
         low, high = entry["ci"]
         status = TestOutcome.from_summary(entry)  # schema 1 stored "no test" as contaminated: false
         return cls(
@@ -56,6 +87,7 @@ class PairedVerdict:
             confidence=entry["confidence"],
             alternative=entry["alternative"],
             status=status,
+            statistic=json_float(entry.get("statistic", math.nan)),
             pvalue=json_float(entry["pvalue"]),
             n_pairs=entry["n_pairs"],
             n_dropped=entry["n_dropped"],
@@ -63,7 +95,6 @@ class PairedVerdict:
             mean_difference=json_float(entry["mean_difference"]),
             effect_size=json_float(entry["effect_size"]),
             ci=(json_float(low), json_float(high)),
-            contaminated=entry["contaminated"] if status.ran else None,
             power_note=entry["power_note"],
             pvalue_detail=entry.get("pvalue_detail"),
         )
@@ -73,24 +104,40 @@ class PairedVerdict:
 class CalibratedVerdict:
     """PaCoST calibrated against a reference model believed clean on the benchmark (docs/methods.md, "Calibrated
     PaCoST"): a one-sided paired test on gap(audited) - gap(reference) per item, gap = original minus rephrased
-    confidence, so the bias a rephrasing carries for any model cancels. `contaminated`: p < alpha, uncorrected;
-    None when no test ran (`status` says why)."""
+    confidence, so the bias a rephrasing carries for any model cancels. Evidence as scipy's: `statistic`, `pvalue`,
+    `n` (`n_pairs`), `confidence_interval(level)` where the test ran here (`result`, not in summary.json); NaN
+    p-value and statistic when no test ran (`status` says why)."""
 
     reference: str
     test: str
     confidence: str
     pvalue: float
-    contaminated: bool | None
     n_pairs: int
     mean_difference: float
     status: TestOutcome = TestOutcome.tested()
+    statistic: float = math.nan
+    result: CalibratedResult | None = dataclasses.field(default=None, repr=False, compare=False)
+
+    @property
+    def n(self) -> int:
+        return self.n_pairs
+
+    def confidence_interval(self, level: float = INTERVAL_LEVEL) -> ConfidenceInterval:
+        """The interval of the mean gap difference at `level` (only for a test run here: summary.json keeps none)."""
+        if self.result is None:
+            raise JaxcontamError(
+                "calibrated PaCoST read from summary.json keeps no interval: recompute the test from items.parquet "
+                "(detect.pacost.significance.calibrated_verdict)"
+            )
+        return self.result.confidence_interval(level)
 
     def to_dict(self) -> dict:
-        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)} | {"status": self.status.label}
+        fields = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "result"}
+        return fields | {"status": self.status.label}
 
     @classmethod
     def from_dict(cls, entry: dict) -> CalibratedVerdict:
-        """The verdict `to_dict` wrote; schema 1 had no status (a NaN p-value was no test, stored as false)."""
+        """The test `to_dict` wrote; schema 1 had no status (a NaN p-value was no test, stored as false)."""
         status = TestOutcome.from_summary(
             entry if "status" in entry else {"pvalue": entry["pvalue"], "reason": "too few pairs in both models"}
         )
@@ -99,22 +146,11 @@ class CalibratedVerdict:
             test=entry["test"],
             confidence=entry["confidence"],
             pvalue=json_float(entry["pvalue"]),
-            contaminated=entry["contaminated"] if status.ran else None,
             n_pairs=entry["n_pairs"],
             mean_difference=json_float(entry["mean_difference"]),
             status=status,
+            statistic=json_float(entry.get("statistic", math.nan)),
         )
-
-
-@dataclasses.dataclass(frozen=True)
-class SweepDecision:
-    """An audit's decision on one PaCoST headline verdict (`audit.sweep.sweep_decisions`): the correction the
-    verdict used ("holm", "bh", or "none": the raw p < alpha stands), the adjusted p-value (NaN where no test ran)
-    and the verdict (None: not tested)."""
-
-    correction: Literal["holm", "bh", "none"]
-    pvalue_adjusted: float
-    contaminated: bool | None
 
 
 UNCALIBRATED_NOTE = (
@@ -129,9 +165,8 @@ UNCALIBRATED_NOTE = (
 class PacostResult:
     """PaCoST on one benchmark: the authors' test on the chosen confidence (`verdict`), every other measured
     confidence as an exploratory variant, and with a reference model the calibrated test (`calibrated`), which is
-    then the headline. The settings' `correction` is "none" (the headline is the raw p < alpha and stays so) or
-    "sweep" (an audit's sweep decides it); `decision` is that sweep's decision on the headline test, once an audit
-    has made it (a new result: none is changed after it is made). `alpha` is the audit's level."""
+    then the headline. Evidence only: the headline verdict at the audit's level is the stage's (`headline`), and the
+    settings' `correction` says whether the audit's sweep decides it ("sweep") or its raw p < alpha stands ("none")."""
 
     preset: str
     template: str
@@ -140,9 +175,7 @@ class PacostResult:
     verdict: PairedVerdict
     variants: dict[str, PairedVerdict]
     settings: PacostSettings = dataclasses.field(repr=False)
-    decision: SweepDecision | None = None
     calibrated: CalibratedVerdict | None = None  # with a reference model (`--reference-model`)
-    alpha: float = DEFAULT_ALPHA
 
     @property
     def headline_status(self) -> TestOutcome:
@@ -154,24 +187,11 @@ class PacostResult:
         return self.verdict.pvalue if self.calibrated is None else self.calibrated.pvalue
 
     @property
-    def contaminated(self) -> bool | None:
-        """The final headline verdict: the sweep's decision where one was made, else the raw p < alpha; None when
-        the headline test did not run."""
-        if self.decision is not None:
-            return self.decision.contaminated
-        return self.verdict.contaminated if self.calibrated is None else self.calibrated.contaminated
-
-    @property
     def correction(self) -> str:
-        """The correction the final verdict used: the sweep's decision's where one was made, else the settings'."""
-        correction = self.settings.correction if self.decision is None else self.decision.correction
+        """The settings' correction: "sweep" (the audit's sweep decides the headline) or "none"."""
+        correction = self.settings.correction
         assert correction is not None  # PacostSettings.__post_init__ fills it from the preset
         return correction
-
-    @property
-    def pvalue_adjusted(self) -> float | None:
-        """The sweep's adjusted p-value of the headline test (NaN where no test ran); None before a sweep decided."""
-        return None if self.decision is None else self.decision.pvalue_adjusted
 
     @property
     def headline_test(self) -> str:
@@ -181,25 +201,15 @@ class PacostResult:
         return f"PaCoST[{self.verdict.confidence}] authors' test (uncalibrated)"
 
     def to_dict(self) -> dict:
-        """summary.json's entry: the authors' test's fields, with the sweep's correction, verdict and adjusted p
-        where it is the headline; the calibrated test (with the sweep's decision: it is then the headline)."""
-        entry = self._raw_dict()
-        decided = {}
-        if self.decision is not None:
-            decided = {"correction": self.decision.correction, "contaminated": self.decision.contaminated}
-            decided["pvalue_adjusted"] = self.decision.pvalue_adjusted
-        if self.calibrated is None:
-            return entry | decided
-        return entry | {"calibrated": self.calibrated.to_dict() | decided}
-
-    def _raw_dict(self) -> dict:
+        """summary.json's entry: the settings it ran with, the authors' test's fields, the variants and the
+        calibrated test (no verdict: the run's `verdicts` hold them)."""
         settings = self.settings
         answers = {"answers": settings.answers} | (
             {"seed": settings.seed, "temperature": settings.temperature, "top_p": settings.top_p}
             if settings.answers == "sampled"
             else {}
         )
-        return (
+        entry = (
             {
                 "preset": self.preset,
                 "template": self.template,
@@ -207,73 +217,39 @@ class PacostResult:
                 "chat_used": self.chat_used,
             }
             | answers
-            | {"alpha": self.alpha, "correction": settings.correction}
+            | {"correction": settings.correction}
             | self.verdict.to_dict()
             | {"variants": {name: v.to_dict() for name, v in self.variants.items()}}
         )
+        return entry if self.calibrated is None else entry | {"calibrated": self.calibrated.to_dict()}
 
     @classmethod
     def from_dict(cls, entry: dict) -> PacostResult:
-        """The result `to_dict` wrote, its flattened parts rebuilt: the verdict, the settings (`_written_settings`)
-        and, where the headline entry (the calibrated one, else the entry itself) has `pvalue_adjusted`, the sweep's
-        decision. The entry's verdict is then the decision's, so the raw one is taken from the decision where it kept
-        it ("none") and is p < alpha again otherwise (schema 1 did not record PaCoST's level: 0.05, its default)."""
+        """The result `to_dict` wrote, its flattened parts rebuilt: the tests and the settings
+        (`_written_settings`); an older entry's verdicts, sweep decision and `alpha` are not read here."""
         calibrated_entry = entry.get("calibrated")
-        headline = entry if calibrated_entry is None else calibrated_entry
-        decision = _written_decision(headline)
-        settings = _written_settings(entry, decision)
-        alpha = entry.get("alpha", DEFAULT_ALPHA)
-        verdict = PairedVerdict.from_dict(entry)
-        calibrated = None if calibrated_entry is None else CalibratedVerdict.from_dict(calibrated_entry)
-        if decision is not None:
-            raw = decision.contaminated if decision.correction == "none" else None
-            if calibrated is None:
-                verdict = dataclasses.replace(
-                    verdict, contaminated=raw if raw is not None else _raw(verdict.status, verdict.pvalue, alpha)
-                )
-            else:
-                calibrated = dataclasses.replace(
-                    calibrated,
-                    contaminated=raw if raw is not None else _raw(calibrated.status, calibrated.pvalue, alpha),
-                )
         return cls(
             preset=entry["preset"],
             template=entry["template"],
             chat_template=entry["chat_template"],
             chat_used=entry["chat_used"],
-            verdict=verdict,
+            verdict=PairedVerdict.from_dict(entry),
             variants={name: PairedVerdict.from_dict(variant) for name, variant in entry["variants"].items()},
-            settings=settings,
-            decision=decision,
-            calibrated=calibrated,
-            alpha=alpha,
+            settings=_written_settings(entry),
+            calibrated=None if calibrated_entry is None else CalibratedVerdict.from_dict(calibrated_entry),
         )
 
 
-def _raw(status: TestOutcome, pvalue: float, alpha: float) -> bool | None:
-    return bool(pvalue < alpha) if status.ran else None
-
-
-def _written_decision(entry: dict) -> SweepDecision | None:
-    """The sweep's decision in a PaCoST headline entry: its correction, adjusted p and verdict (schema 1 stored a
-    test that could not run as contaminated: false; it reads as None, not tested)."""
-    if "pvalue_adjusted" not in entry:
-        return None
-    status = TestOutcome.from_summary(entry)
-    contaminated = entry["contaminated"] if status.ran else None
-    return SweepDecision(entry["correction"], json_float(entry["pvalue_adjusted"]), contaminated)
-
-
-def _written_settings(entry: dict, decision: SweepDecision | None) -> PacostSettings:
+def _written_settings(entry: dict) -> PacostSettings:
     """The settings a PaCoST entry records (preset, template, chat template, confidence, test, alternative, the
-    answers and their sampling, correction); the others are PacostSettings' defaults. Under a sweep's decision the
-    entry's correction is the decision's: "holm" or "bh" means the settings said "sweep", and after "none" the
-    settings' own is not recorded (the preset's is taken). With a calibrated headline the entry's own correction is
-    the settings'."""
-    if decision is None or "calibrated" in entry:
-        correction = entry["correction"]
-    else:
-        correction = None if decision.correction == "none" else "sweep"
+    answers and their sampling, correction); the others are PacostSettings' defaults. An entry written before the
+    verdicts left it holds the sweep's decision on its headline (`pvalue_adjusted` beside it) and, with no
+    calibrated test, the decision's correction for the settings': "holm" or "bh" means the settings said "sweep",
+    and after "none" the settings' own is not recorded (the preset's is taken)."""
+    decided = "pvalue_adjusted" in entry and "calibrated" not in entry
+    correction = entry["correction"]
+    if decided:
+        correction = None if correction == "none" else "sweep"
     sampling = {key: entry[key] for key in ("seed", "temperature", "top_p")} if entry["answers"] == "sampled" else {}
     return PacostSettings(
         preset=entry["preset"],

@@ -54,7 +54,8 @@ class PacostSettings:
     answers: "greedy" or "sampled" (at `temperature` / `top_p`, keyed by `seed`); correction: "sweep" (an audit's
     Holm/BH decision replaces the raw verdict) or "none" (the raw p < alpha verdict stands);
     judge_max_new_tokens: the length of the published judge's reply (`p_yes`). The level is not a PaCoST setting:
-    it is the audit's `alpha`, the one level of every verdict (`detect.stage.StageInput.alpha`).
+    it is the audit's `alpha`, the one level of every verdict, which the stage's headline applies
+    (`detect.stage.DetectorStage.headline`).
     """
 
     preset: Preset = "jaxcontam"

@@ -1,6 +1,7 @@
 # pyright: standard
 """PaCoST's tests: the one-sided paired test of a confidence over the records (pairs dropped with their reasons), the
-test calibrated against a reference model's records, and the benchmark's result with every measured confidence."""
+test calibrated against a reference model's records, and the benchmark's result with every measured confidence:
+evidence at no level (the stage's headline applies the audit's, `detectors.pacost`)."""
 
 from __future__ import annotations
 
@@ -9,15 +10,15 @@ import math
 import numpy as np
 
 from jaxcontam.detect.pacost.confidences import CONFIDENCES
-from jaxcontam.detect.pacost.results import CalibratedVerdict, PacostResult, PairedVerdict
+from jaxcontam.detect.pacost.results import INTERVAL_LEVEL, CalibratedVerdict, PacostResult, PairedVerdict
 from jaxcontam.detect.pacost.settings import PacostSettings, needs_answer
 from jaxcontam.detect.status import TestOutcome
 from jaxcontam.errors import JaxcontamError
 from jaxcontam.stats import default_paired_method, minimum_detectable_effect, paired_test
-from jaxcontam.stats.multiple import DEFAULT_ALPHA
 from jaxcontam.stats.paired import DEFAULT_RESAMPLES, minimum_pairs
 
 NO_VERDICT = "no yes/no in the judge's reply (confidence 0)"
+POWER_LEVEL = 0.05  # the level of the power note's minimum detectable effect (`PairedVerdict.power_note`)
 
 
 def _answered(records, side: str) -> np.ndarray:
@@ -31,11 +32,9 @@ def calibrated_verdict(
     settings: PacostSettings,
     seed: int = 0,
     resamples: int = DEFAULT_RESAMPLES,
-    alpha: float = DEFAULT_ALPHA,
 ) -> CalibratedVerdict:
     """The calibrated test of the chosen confidence over the items both models answered with a rephrasing (the
-    audit's paired test where `stats.calibrated.reference_test` has it, else the sign-flip permutation test), at
-    level `alpha`."""
+    audit's paired test where `stats.calibrated.reference_test` has it, else the sign-flip permutation test)."""
     from jaxcontam.stats.calibrated import REFERENCE_METHODS, reference_test
 
     confidence = settings.confidence
@@ -51,9 +50,7 @@ def calibrated_verdict(
     ]
 
     def no_test(reason: str, pairs: int) -> CalibratedVerdict:
-        return CalibratedVerdict(
-            reference, method, confidence, math.nan, None, pairs, math.nan, TestOutcome.no_test(reason)
-        )
+        return CalibratedVerdict(reference, method, confidence, math.nan, pairs, math.nan, TestOutcome.no_test(reason))
 
     if len(kept) < 2:
         return no_test(f"only {len(kept)} item(s) have a rephrasing in both models", len(kept))
@@ -68,9 +65,10 @@ def calibrated_verdict(
         method,
         confidence,
         float(result.pvalue),
-        bool(result.pvalue < alpha),
         int(result.n),
         float(result.mean_difference),
+        statistic=float(result.statistic),
+        result=result,
     )
 
 
@@ -78,11 +76,11 @@ def _no_test(base: dict, reason: str, power_note: str) -> PairedVerdict:
     return PairedVerdict(
         **base,
         status=TestOutcome.no_test(reason),
+        statistic=math.nan,
         pvalue=math.nan,
         mean_difference=math.nan,
         effect_size=math.nan,
         ci=(math.nan, math.nan),
-        contaminated=None,
         power_note=power_note,
     )
 
@@ -93,10 +91,9 @@ def paired_verdict(
     settings: PacostSettings,
     seed: int = 0,
     resamples: int = DEFAULT_RESAMPLES,
-    alpha: float = DEFAULT_ALPHA,
 ) -> PairedVerdict:
-    """The paired test of one confidence over `records` (pairs dropped with reasons); `contaminated` is the raw
-    p < alpha (an audit's sweep may replace it, `audit.sweep`), None when no test could run.
+    """The paired test of one confidence over `records` (pairs dropped with reasons): its evidence, NaN p-value
+    when no test could run (`status` says why).
 
     A pair is dropped for a missing answer only when the confidence measures the answer (`needs_answer`), and
     for a confidence of 0 where 0 means no verdict (`Confidence.positive`: the authors keep pairs with both > 0).
@@ -153,9 +150,9 @@ def paired_verdict(
         )
     except JaxcontamError as error:  # too few usable pairs: reported, not fatal for the sweep
         return _no_test(base | {"dropped_reasons": extra}, str(error), str(error))
-    interval = result.confidence_interval(1 - alpha)
+    interval = result.confidence_interval(INTERVAL_LEVEL)
     mde = (
-        minimum_detectable_effect(result.n, alpha=alpha, alternative=settings.alternative)
+        minimum_detectable_effect(result.n, alpha=POWER_LEVEL, alternative=settings.alternative)
         if result.n >= 3
         else math.nan
     )
@@ -164,6 +161,7 @@ def paired_verdict(
         confidence=confidence,
         alternative=result.alternative,
         status=TestOutcome.tested(),
+        statistic=result.statistic,
         pvalue=result.pvalue,
         n_pairs=result.n,
         n_dropped=result.n_dropped + sum(extra.values()),
@@ -171,10 +169,12 @@ def paired_verdict(
         mean_difference=result.mean_difference,
         effect_size=result.effect_size,
         ci=(interval.low, interval.high),
-        contaminated=bool(result.pvalue < alpha),
         pvalue_detail=result.detail,
         result=result,
-        power_note=f"with {result.n} pairs the minimum detectable effect at 80% power is d_z = {mde:.2g}",
+        power_note=(
+            f"with {result.n} pairs the minimum detectable effect at 80% power and level {POWER_LEVEL:g} is "
+            f"d_z = {mde:.2g}"
+        ),
     )
 
 
@@ -183,10 +183,8 @@ def pacost_result(
     settings: PacostSettings,
     seed: int = 0,
     resamples: int = DEFAULT_RESAMPLES,
-    alpha: float = DEFAULT_ALPHA,
 ) -> PacostResult:
-    """The verdict on the chosen confidence at level `alpha` (the audit's), with every other measured confidence as
-    a variant."""
+    """The test of the chosen confidence, with every other measured confidence as a variant."""
     # PacostSettings.__post_init__ fills the fields a preset decides
     assert settings.template is not None and settings.confidence is not None
     return PacostResult(
@@ -194,12 +192,11 @@ def pacost_result(
         template=settings.template,
         chat_template=settings.chat_template,
         chat_used=any(bool(r.get("chat")) for r in records),
-        verdict=paired_verdict(records, settings.confidence, settings, seed, resamples, alpha),
+        verdict=paired_verdict(records, settings.confidence, settings, seed, resamples),
         variants={
-            c: paired_verdict(records, c, settings, seed, resamples, alpha)
+            c: paired_verdict(records, c, settings, seed, resamples)
             for c in settings.measured()
             if c != settings.confidence
         },
         settings=settings,
-        alpha=alpha,
     )

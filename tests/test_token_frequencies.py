@@ -212,3 +212,44 @@ def test_unreadable_files_are_refused(tmp_path):
             target.writestr(member, data)
     with pytest.raises(JaxcontamError, match="checksum mismatch"):
         load_token_frequencies(tampered)
+
+
+def test_a_config_reads_the_table_from_its_own_folder(tmp_path):
+    from helpers import small_toml
+    from jaxcontam.audit.config import load_config
+
+    shutil.copy(BUNDLED_TABLE, tmp_path / "table.npz")
+    config = load_config(small_toml(tmp_path, extra='\n[likelihood]\nfrequency_table = "table.npz"\ngap_window = 4\n'))
+    assert config.settings_of("likelihood") == LikelihoodSettings(
+        gap_window=4, frequency_table=str(tmp_path / "table.npz")
+    )
+    assert config.settings()["likelihood"] == {"gap_window": 4, "frequency_table": str(tmp_path / "table.npz")}
+    (tmp_path / "table.npz").write_bytes(b"broken")
+    with pytest.raises(JaxcontamError, match="frequency table .*table.npz: not a readable"):
+        load_config(str(tmp_path / "audit.toml"))
+
+
+def test_the_audit_refuses_a_table_of_another_tokenizer_before_any_work(tmp_path):
+    from jaxcontam.data import load_benchmark
+    from jaxcontam.detect.audit_core import AuditSettings, AuditTarget, audit_benchmark
+
+    table = load_token_frequencies(BUNDLED_TABLE)
+    foreign = tmp_path / "foreign.npz"
+    save_token_frequencies(
+        TokenFrequencies(table.counts, "ef" * 32, "another tokenizer", table.corpus), foreign
+    )  # the bundled counts under another vocabulary's fingerprint
+    benchmark = load_benchmark("copa", split="test", path=EXAMPLE_CONFIG.parent / "copa_test_sample.jsonl", limit=4)
+    model = __import__("jaxcontam").load_model(str(BUNDLED_MODEL))
+    started = []
+    settings = AuditSettings(
+        detectors=("pacost", "likelihood"),
+        detector_settings={"likelihood": LikelihoodSettings(frequency_table=str(foreign))},
+    )
+    with pytest.raises(JaxcontamError, match="counted for another tokenizer"):
+        audit_benchmark(
+            model,
+            AuditTarget(benchmark, [None] * len(benchmark)),
+            settings,
+            run_stage=lambda name, key, items, compute: started.append(name),
+        )
+    assert started == []  # PaCoST, the first stage, never started

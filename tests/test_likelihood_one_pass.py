@@ -3,17 +3,20 @@ sigma, the top-1 log-prob over the whole vocabulary, folded block by block on th
 equal to the papers' definitions applied to the full [tokens, vocab] log-softmax, on a toy decoder and on the real
 SmolLM2 (whose targets are often its own top-1 token, the case where Gap-K%'s gap must come out 0)."""
 
+import json
+import pathlib
+
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from test_detect_likelihood import dc_pdd_reference, gap_k_reference
 
 from helpers import SMOLLM2_FOLDER, SMOLLM2_GGUF, ToySpec, naive_log_softmax, toy_model
 from jaxcontam.detect.likelihood import LIKELIHOOD_DETECTORS, LikelihoodSettings, detector_scores
 from jaxcontam.engine.scoring import score_logprobs, score_step
+from test_detect_likelihood import dc_pdd_reference, gap_k_reference
 
-REPO = __import__("pathlib").Path(__file__).resolve().parents[1]
+REPO = pathlib.Path(__file__).resolve().parents[1]
 SMOLLM2_TABLE = REPO / "experiments" / "frequency_tables" / "smollm2_135m_instruct_gutenberg.npz"
 SETTINGS = LikelihoodSettings(k=0.3, gap_window=3, dc_pdd_cap=0.05)
 
@@ -105,7 +108,7 @@ def test_smollm2_gap_k_and_dc_pdd_equal_the_full_vocabulary_references(smollm2, 
     table.check_tokenizer(smollm2.tokenizer, "SmolLM2")  # the committed table is this tokenizer's
     frequencies = table.probabilities()
     lines = (shared_data / "gsm8k" / "test.jsonl").read_text(encoding="utf-8").splitlines()[:3]
-    texts = [__import__("json").loads(line)["question"] for line in lines] + ["The quick brown fox jumps over the"]
+    texts = [json.loads(line)["question"] for line in lines] + ["The quick brown fox jumps over the"]
     seqs = [smollm2.tokenizer.encode(text) for text in texts]
     got = scores_of(smollm2, seqs, frequencies, SETTINGS)
     top1_targets = 0

@@ -13,6 +13,7 @@ import tokenizers
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import jaxcontam
 from helpers import run_cli
 from jaxcontam.audit.config import EXAMPLE_CONFIG
 from jaxcontam.data.corpus import open_corpus
@@ -239,7 +240,7 @@ def test_the_audit_refuses_a_table_of_another_tokenizer_before_any_work(tmp_path
         TokenFrequencies(table.counts, "ef" * 32, "another tokenizer", table.corpus), foreign
     )  # the bundled counts under another vocabulary's fingerprint
     benchmark = load_benchmark("copa", split="test", path=EXAMPLE_CONFIG.parent / "copa_test_sample.jsonl", limit=4)
-    model = __import__("jaxcontam").load_model(str(BUNDLED_MODEL))
+    model = jaxcontam.load_model(str(BUNDLED_MODEL))
     started = []
     settings = AuditSettings(
         detectors=("pacost", "likelihood"),

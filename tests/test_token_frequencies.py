@@ -254,3 +254,24 @@ def test_the_audit_refuses_a_table_of_another_tokenizer_before_any_work(tmp_path
             run_stage=lambda name, key, items, compute: started.append(name),
         )
     assert started == []  # PaCoST, the first stage, never started
+
+
+def test_score_writes_dc_pdd_with_a_table_and_refuses_a_foreign_one(tmp_path, capsys):
+    from test_detect_likelihood import dc_pdd_reference
+
+    out = tmp_path / "scores.jsonl"
+    data = EXAMPLE_CONFIG.parent / "copa_test_sample.jsonl"
+    args = ["score", "--model", BUNDLED_MODEL, "--data", data, "--field", "text=premise", "--limit", 3, "--out", out]
+    code, printed = run_cli([*args, "--frequency-table", BUNDLED_TABLE], capsys)
+    assert code == 0, printed
+    tokenizer = jaxcontam.load_model(str(BUNDLED_MODEL)).tokenizer
+    premises = [json.loads(line)["premise"] for line in data.read_text(encoding="utf-8").splitlines()[:3]]
+    frequencies = load_token_frequencies(BUNDLED_TABLE).probabilities()
+    for record, premise in zip(map(json.loads, out.read_text().splitlines()), premises, strict=True):
+        ids = tokenizer.encode(premise)[1:]
+        assert record["dc_pdd"] == pytest.approx(dc_pdd_reference(record["token_logprobs"], ids, frequencies, 0.01))
+        assert record["gap_k"] <= 0.0
+    foreign = tmp_path / "foreign.npz"
+    save_token_frequencies(TokenFrequencies(np.ones(2048, np.int64), "ef" * 32, "other", ("c",)), foreign)
+    code, printed = run_cli([*args, "--frequency-table", foreign], capsys)
+    assert code != 0 and "counted for another tokenizer" in printed

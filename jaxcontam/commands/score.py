@@ -82,8 +82,8 @@ def score(
     import jaxcontam
     from jaxcontam.cluster import is_writer
     from jaxcontam.detect import likelihood
-    from jaxcontam.detectors.likelihood import frequency_table as checked_table
     from jaxcontam.engine.scoring import score_logprobs
+    from jaxcontam.ngram.frequencies import table_for
 
     settings = LikelihoodSettings(k=k, frequency_table=frequency_table)  # a bad table is refused before the model loads
     layout, device_mesh = mesh_layout(mesh, fsdp)
@@ -92,8 +92,10 @@ def score(
     model = jaxcontam.load_model(
         model_path, dtype=dtype, mesh=device_mesh, fsdp=layout.fsdp, attention=layout.attention
     )
-    table = checked_table(model, settings)
-    reference_probabilities = None if table is None else table.probabilities()
+    reference_probabilities = None
+    if frequency_table is not None:
+        table = table_for(frequency_table, model.tokenizer, f"--frequency-table {frequency_table}")
+        reference_probabilities = table.probabilities()
     token_ids = tokenize_texts(model.tokenizer, texts, data_path)
     ids = [f"text {ident!r}" for ident, _ in texts]
     with naming_texts(ids, f"{data_path} scored by {model_path}"):

@@ -35,7 +35,7 @@ class LikelihoodSettings:
     """The likelihood detectors' settings. A `frequency_table` is checked when the settings are made (an audit's
     config is read before any model loads), so a bad table stops the audit before its work starts."""
 
-    k: float = ranged(0.2, above=0, at_most=1)  # lowest fraction of tokens (Gap-K%: windows) of Min-K%, ++, Gap-K%
+    k: float = ranged(0.2, above=0, at_most=1)  # share of lowest scores kept: Min-K%/Min-K%++ tokens, Gap-K% windows
     gap_window: int = ranged(3, at_least=1)  # Gap-K%'s sliding window: consecutive tokens averaged
     frequency_table: str | None = path_field()  # a `jaxcontam freq` table for the model's tokenizer: turns DC-PDD on
     dc_pdd_cap: float = ranged(0.01, above=0)  # DC-PDD's upper bound `a` on each token's calibrated score

@@ -9,7 +9,7 @@ from jaxcontam.detect.benchmark_results import DetectorSummary, likelihood_resul
 from jaxcontam.detect.likelihood import LikelihoodSettings, detector_scores, likelihood_detectors
 from jaxcontam.detect.stage import DetectorStage, DetectorView, PerItemWork, StageInput
 from jaxcontam.engine import score_logprobs
-from jaxcontam.ngram.frequencies import TokenFrequencies, load_token_frequencies
+from jaxcontam.ngram.frequencies import TokenFrequencies, table_for
 from jaxcontam.report import sections
 
 
@@ -17,9 +17,8 @@ def frequency_table(model, settings: LikelihoodSettings) -> TokenFrequencies | N
     """DC-PDD's table (None without one), refused when it was counted for another tokenizer than the model's."""
     if settings.frequency_table is None:
         return None
-    table = load_token_frequencies(settings.frequency_table)
-    table.check_tokenizer(model.tokenizer, f"[likelihood] frequency_table = {settings.frequency_table!r}")
-    return table
+    where = f"[likelihood] frequency_table = {settings.frequency_table!r}"
+    return table_for(settings.frequency_table, model.tokenizer, where)
 
 
 def likelihood_records(model, benchmark, items, settings: LikelihoodSettings) -> list[dict]:

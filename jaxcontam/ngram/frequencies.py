@@ -181,3 +181,10 @@ def load_token_frequencies(path: str | Path) -> TokenFrequencies:
         raise _refuse(path, "no such file")
     stat = path.stat()
     return _load(path.resolve(), stat.st_mtime_ns, stat.st_size)
+
+
+def table_for(path: str | Path, tokenizer, where: str) -> TokenFrequencies:
+    """The table at `path`, refused unless it was counted for `tokenizer`'s vocabulary."""
+    table = load_token_frequencies(path)
+    table.check_tokenizer(tokenizer, where)
+    return table

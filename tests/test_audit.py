@@ -20,6 +20,7 @@ from jaxcontam.errors import JaxcontamError
 from jaxcontam.report.summary_schema import SCHEMA_VERSION, read_summary
 
 EXAMPLE = EXAMPLE_CONFIG.parent
+DC_PDD = f"\n[likelihood]\nfrequency_table = {json.dumps(str(EXAMPLE / 'token_frequencies.npz'))}\n"  # shipped
 
 
 def audit_command(config_path):
@@ -30,9 +31,8 @@ def audit_command(config_path):
 def finished(tmp_path_factory):
     folder = tmp_path_factory.mktemp("audit")
     environment = {**os.environ, "JAX_LOG_COMPILES": "1"}  # logged on a persistent-cache hit too
-    dc_pdd = f"\n[likelihood]\nfrequency_table = {json.dumps(str(EXAMPLE / 'token_frequencies.npz'))}\n"
     done = subprocess.run(
-        audit_command(small_toml(folder, extra=dc_pdd)), check=True, capture_output=True, text=True, env=environment
+        audit_command(small_toml(folder, extra=DC_PDD)), check=True, capture_output=True, text=True, env=environment
     )
     (folder / "audit-log.txt").write_text(done.stderr)
     return folder / "out"
@@ -128,7 +128,7 @@ def test_audit_values_on_the_bundled_example(finished):
 
 
 def test_killed_audit_resumes_to_identical_outputs(finished, tmp_path):
-    config = small_toml(tmp_path)
+    config = small_toml(tmp_path, extra=DC_PDD)
     process = subprocess.Popen(audit_command(config), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     state = tmp_path / "out" / "state"
     deadline = time.time() + 300

@@ -141,6 +141,7 @@ PERF_KEYS = (
     "scoring-4x2048",
     "scoring-60m",
     "scoring-memory",
+    "scoring-detectors",
     "generation-16x64",
     "decode-ceiling",
     "generation-64x96",

@@ -35,6 +35,7 @@ COMMANDS: dict[str, str] = {
     "plan": "jaxcontam.commands.plan:plan",
     "data": "jaxcontam.commands.data:data",
     "ngram": "jaxcontam.commands.ngram:ngram",
+    "freq": "jaxcontam.commands.freq:freq",
     "convert-llama2c": "jaxcontam.commands.convert:convert_llama2c",
     "lm-eval": "jaxcontam.commands.lm_eval:lm_eval",
     "contaminate": "jaxcontam.commands.contaminate:contaminate",

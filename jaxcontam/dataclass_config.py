@@ -74,6 +74,16 @@ def ranged(default, *, at_least=None, above=None, at_most=None, below=None):
     return dataclasses.field(default=default, metadata={"range": bounds})
 
 
+def path_field(default: str | None = None):
+    """A dataclass field holding a file's path: in a config file, a relative path is read from the file's folder."""
+    return dataclasses.field(default=default, metadata={"path": True})
+
+
+def path_fields(cls) -> frozenset[str]:
+    """The fields of dataclass `cls` made by `path_field`."""
+    return frozenset(f.name for f in dataclasses.fields(cls) if f.metadata.get("path"))
+
+
 def field_range(cls, name: str) -> Range | None:
     """The range of field `name` of dataclass `cls` (None: not a ranged field)."""
     return next((f.metadata.get("range") for f in dataclasses.fields(cls) if f.name == name), None)

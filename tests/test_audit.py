@@ -20,6 +20,7 @@ from jaxcontam.errors import JaxcontamError
 from jaxcontam.report.summary_schema import SCHEMA_VERSION, read_summary
 
 EXAMPLE = EXAMPLE_CONFIG.parent
+DC_PDD = f"\n[likelihood]\nfrequency_table = {json.dumps(str(EXAMPLE / 'token_frequencies.npz'))}\n"  # shipped
 
 
 def audit_command(config_path):
@@ -31,7 +32,7 @@ def finished(tmp_path_factory):
     folder = tmp_path_factory.mktemp("audit")
     environment = {**os.environ, "JAX_LOG_COMPILES": "1"}  # logged on a persistent-cache hit too
     done = subprocess.run(
-        audit_command(small_toml(folder)), check=True, capture_output=True, text=True, env=environment
+        audit_command(small_toml(folder, extra=DC_PDD)), check=True, capture_output=True, text=True, env=environment
     )
     (folder / "audit-log.txt").write_text(done.stderr)
     return folder / "out"
@@ -59,6 +60,8 @@ def test_audit_writes_items_summary_plots_and_report(finished):
         "p_true_rephrased",
         "answer_logprob_original",
         "min_k_plus_plus",
+        "gap_k",
+        "dc_pdd",
         "zlib_ratio",
         "longest_match",
         "token_match",
@@ -87,13 +90,16 @@ def test_audit_writes_items_summary_plots_and_report(finished):
         (pacost,) = [v for v in run["verdicts"] if v["detector"] == "pacost"]
         assert pacost["pvalue"] == run["pacost"]["pvalue"] and pacost["pvalue_adjusted"] is not None
         assert set(run["contam"]) >= {"metric", "threshold", "frac_contaminated", "epg", "epg_ci", "z"}
-        assert set(run["likelihood"]) == {"mean_logprob", "zlib_ratio", "min_k", "min_k_plus_plus"}
+        assert set(run["likelihood"]) == {"mean_logprob", "zlib_ratio", "min_k", "min_k_plus_plus", "gap_k", "dc_pdd"}
+        assert run["ground_truth"]["auc"].keys() >= {"gap_k", "dc_pdd"}
         assert run["pacost"]["n_pairs"] + run["pacost"]["n_dropped"] == run["n_items"] == 8
         exchangeability = run["exchangeability"]  # 8 items in the fewest chunks (>= 2) that fit 512 tokens
         assert exchangeability["status"] == "tested" and exchangeability["chunks"] in (2, 3, 4)
         assert 0 <= exchangeability["pvalue"] <= 1 and exchangeability["permutations"] == 2
+    assert summary["settings"]["likelihood"] == {"frequency_table": str(EXAMPLE / "token_frequencies.npz")}
     html = (finished / "report.html").read_text()
     assert "Exchangeability (Oren et al.)" in html
+    assert "Gap-K%" in html and "DC-PDD" in html
     assert "data:image/png;base64" in html and len(list((finished / "plots").glob("*.png"))) == 5
 
 
@@ -125,7 +131,7 @@ def test_audit_values_on_the_bundled_example(finished):
 
 
 def test_killed_audit_resumes_to_identical_outputs(finished, tmp_path):
-    config = small_toml(tmp_path)
+    config = small_toml(tmp_path, extra=DC_PDD)
     process = subprocess.Popen(audit_command(config), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     state = tmp_path / "out" / "state"
     deadline = time.time() + 300

@@ -65,7 +65,7 @@ def test_records_lacking_a_declared_column_are_refused():
     work.check(
         "likelihood",
         settings,
-        [{"id": "a", "mean_logprob": 0.0, "zlib_ratio": 1.0, "min_k": 0.0, "min_k_plus_plus": 0.0}],
+        [{"id": "a", "mean_logprob": 0.0, "zlib_ratio": 1.0, "min_k": 0.0, "min_k_plus_plus": 0.0, "gap_k": 0.0}],
     )
     undeclared = dataclasses.replace(work, writes=lambda settings: ("mean_logprob", "lowercase_ratio"))
     with pytest.raises(JaxcontamError, match="lack the column\\(s\\) lowercase_ratio its per-item work declares"):

@@ -33,7 +33,7 @@ KEYS = {
     ("ngram",): ("n", "scope", "normalize", "mincount", "skip_budget", "tokenizer", "bogus"),
     ("contam",): ("metric", "z_crit", "min_clean", "min_contaminated", "resamples", "seed", "bogus"),
     ("exchangeability",): ("chunks", "permutations", "bogus"),
-    ("likelihood",): ("k", "bogus"),
+    ("likelihood",): ("k", "gap_window", "frequency_table", "dc_pdd_cap", "bogus"),
     ("mesh",): ("data", "model", "fsdp", "bogus"),
 }  # fmt: skip
 

@@ -53,5 +53,5 @@ def test_the_own_model_examples_score_as_the_models_own_forward(example):
 def test_the_library_example_separates_the_bundled_examples_halves():
     out = run(python_blocks("README.md", "Library")[0])
     aucs = dict(re.findall(r"^(\w+): AUC contaminated vs clean = ([0-9.]+)$", out, re.M))
-    assert set(aucs) == {"mean_logprob", "zlib_ratio", "min_k", "min_k_plus_plus"}, out
+    assert set(aucs) == {"mean_logprob", "zlib_ratio", "min_k", "min_k_plus_plus", "gap_k"}, out
     assert all(float(auc) >= 0.99 for auc in aucs.values()), out

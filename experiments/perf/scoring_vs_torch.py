@@ -12,6 +12,13 @@ and jaxcontam's fraction of it.
   python experiments/perf/scoring_vs_torch.py --shape 60m          # CPU: ~60M params, random tokens
   python experiments/perf/scoring_vs_torch.py --vocab 256000 --memory-only   # memory vs vocabulary
   python experiments/perf/scoring_vs_torch.py --gpu                # 1B Llama shape, bf16, 2048 tokens, MFU
+  python experiments/perf/scoring_vs_torch.py --detectors          # all likelihood detectors vs Min-K%++ alone
+
+`--detectors` times jaxcontam alone in two configurations, interleaved in one process: the scores of Min-K%++
+alone (today's audit before Gap-K% and DC-PDD), and every likelihood detector (mean log-prob, zlib, Min-K%,
+Min-K%++, Gap-K%, DC-PDD) from the same one forward pass, raw text in and scores out; the goal is at most 10%
+below Min-K%++ alone. DC-PDD reads a frequency table of the model's vocabulary size with random counts (its cost
+does not depend on the counts).
 
 FLOPs per scored token are counted as 2 * (matmul parameters incl. lm_head) +
 4 * layers * seq * hidden (attention scores and values, full square), the usual
@@ -178,6 +185,63 @@ def real_text_tokens(batch: int, seq: int):
     return folder, tokenize
 
 
+def detector_configurations(args) -> dict:
+    """Tokens/s of scoring with Min-K%++ alone and with every likelihood detector, interleaved, best of `repeats`."""
+    import jax
+
+    import jaxcontam
+    from jaxcontam.detect.likelihood import LikelihoodSettings, detector_scores, min_k_plus_plus
+    from jaxcontam.engine.scoring import score_logprobs
+
+    if args.shape == "smollm2" and not args.gpu:
+        path, tokenize = real_text_tokens(args.batch, args.seq)
+    else:
+        shape = dict(GPU_SHAPE if args.gpu else CPU_SHAPE) | ({"vocab": args.vocab} if args.vocab else {})
+        path = build_checkpoint(shape, max(args.seq, 2048))
+        rows = np.random.default_rng(0).integers(0, shape["vocab"], size=(args.batch, args.seq))
+        tokenize = lambda: rows  # noqa: E731
+    model = jaxcontam.load_model(str(path), dtype="bfloat16" if args.gpu else "float32")
+    decode = model.tokenizer.decode if model.tokenizer is not None else (lambda row: " ".join(map(str, row)))
+    texts = [decode(list(map(int, row))) for row in tokenize()]  # zlib's text: what the scored tokens spell
+    counts = np.random.default_rng(1).integers(0, 1000, size=model.config.vocab_size)
+    reference = (counts + 1.0) / (counts.sum() + len(counts))
+    settings = LikelihoodSettings()
+
+    def scored(with_max: bool):
+        seqs = [list(map(int, row)) for row in tokenize()]
+        scores = score_logprobs(model, seqs, with_stats=True, with_max=with_max, rows_per_batch=args.batch,
+                                buckets=(args.seq,), vocab_block=args.vocab_block)
+        return seqs, scores
+
+    def min_k_plus_plus_alone():
+        _, scores = scored(with_max=False)
+        return [min_k_plus_plus(s.logprobs, s.mean_logprobs, s.std_logprobs, settings.k) for s in scores]
+
+    def every_detector():
+        seqs, scores = scored(with_max=True)
+        return [detector_scores(s, text, settings, seq[s.start:], reference)
+                for s, text, seq in zip(scores, texts, seqs)]
+
+    runs = {"min_k_plus_plus_alone": min_k_plus_plus_alone, "every_likelihood_detector": every_detector}
+    for run in runs.values():
+        run()  # compile + first run
+    best = dict.fromkeys(runs, float("inf"))
+    for _ in range(args.repeats):  # interleaved: both see the same background load (the machine is shared)
+        for name, run in runs.items():
+            best[name] = min(best[name], best_time(run, 1, warm=False))
+    n_tokens = args.batch * (args.seq - 1)
+    return {
+        "device": str(jax.devices()[0]),
+        "model": "SmolLM2-135M-Instruct f32, GSM8K text" if args.shape == "smollm2" and not args.gpu else "random",
+        "batch": args.batch, "seq": args.seq, "repeats": args.repeats,
+        **{f"{name}_tokens_per_s": round(n_tokens / t, 1) for name, t in best.items()},
+        "every_detector_speed_vs_min_k_plus_plus": round(
+            best["min_k_plus_plus_alone"] / best["every_likelihood_detector"], 3
+        ),
+        "detectors": sorted(every_detector()[0]),
+    }
+
+
 def memory_by_vocab(args):
     """Compiled temporaries of one scoring step for a small and a huge vocabulary (weights excluded)."""
     import jax
@@ -219,7 +283,16 @@ def main():
     parser.add_argument("--shape", choices=("smollm2", "60m"), default="smollm2",
                         help="smollm2: the real model on real text (CPU default); 60m: a random Llama shape")
     parser.add_argument("--eager-too", action="store_true", help="also time torch with eager attention")
+    parser.add_argument("--detectors", action="store_true",
+                        help="jaxcontam alone: every likelihood detector vs Min-K%%++ alone, interleaved")
     args = parser.parse_args()
+    if args.detectors:
+        if not args.gpu:
+            import torch
+
+            torch.set_num_threads(os.cpu_count())
+        print(json.dumps(detector_configurations(args), indent=1))
+        return
     if args.memory_only:
         args.vocab = args.vocab or 256000
         memory_by_vocab(args)

@@ -188,6 +188,7 @@ def item_logprobs(model_path, benches, form: str, seed: int, crossover: bool = F
     import numpy as np
 
     import jaxcontam as jc
+    from jaxcontam.detect.likelihood import LikelihoodSettings
     from jaxcontam.detectors.likelihood import likelihood_records
     from jaxcontam.engine.scoring import score_logprobs
     from jaxcontam.training.contamination_mix import draw_contaminated, encode_document, item_document
@@ -200,7 +201,7 @@ def item_logprobs(model_path, benches, form: str, seed: int, crossover: bool = F
         documents = [item_document(benchmark, item, "verbatim" if form == "rephrased" and not item.paraphrases
                                    else form, model.tokenizer) for item in items]
         trained = score_logprobs(model, [encode_document(model.tokenizer, d.text, d.chat) for d in documents])
-        audited = likelihood_records(model, benchmark, items, 0.2)
+        audited = likelihood_records(model, benchmark, items, LikelihoodSettings(k=0.2))
         for item, flag, scores, audit in zip(items, drawn, trained, audited, strict=True):
             rows.append({"id": item.id, "benchmark": benchmark.name, "drawn": bool(flag),
                          "trained_text": float(np.mean(scores.logprobs)), "audited_text": audit["mean_logprob"]})

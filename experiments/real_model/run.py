@@ -128,7 +128,7 @@ def membership(args, out: Path) -> dict:
     import jaxcontam
     from jaxcontam.data import load_benchmark
     from jaxcontam.detectors.likelihood import likelihood_records
-    from jaxcontam.detect.likelihood import LIKELIHOOD_DETECTORS, LOWER_MEANS_SEEN
+    from jaxcontam.detect.likelihood import LIKELIHOOD_DETECTORS, LOWER_MEANS_SEEN, LikelihoodSettings
     from jaxcontam.stats import separation
 
     start = time.perf_counter()
@@ -139,7 +139,8 @@ def membership(args, out: Path) -> dict:
         benchmark = load_benchmark("gsm8k", split=split, path=SHARED)
         picks = sorted(rng.choice(len(benchmark), args.membership, replace=False).tolist())
         groups[split] = (benchmark, [benchmark.items[i] for i in picks])
-    records = {split: likelihood_records(model, b, items, 0.2) for split, (b, items) in groups.items()}
+    settings = LikelihoodSettings(k=0.2)
+    records = {split: likelihood_records(model, b, items, settings) for split, (b, items) in groups.items()}
     labels = np.array([True] * len(records["train"]) + [False] * len(records["test"]))
     result = {
         "model": MODEL.name,

@@ -1,7 +1,8 @@
 # pyright: standard
 """What an audit runs: models x benchmarks (+ corpora), from a TOML file and/or the command line.
 
-Relative paths in a TOML file are read from the file's folder. Example (the bundled example's audit.toml):
+Relative paths in a TOML file are read from the file's folder (a detector's too: the fields its settings make with
+`dataclass_config.path_field`, e.g. [likelihood] frequency_table). Example (the bundled example's audit.toml):
 
     out = "jaxcontam-audit"
     [[model]]
@@ -44,7 +45,14 @@ from pathlib import Path
 from typing import Any, Literal
 
 from jaxcontam.data.roots import DEFAULT_ROOTS
-from jaxcontam.dataclass_config import apply_overrides, check_ranges, non_default_values, ranged, table_values
+from jaxcontam.dataclass_config import (
+    apply_overrides,
+    check_ranges,
+    non_default_values,
+    path_fields,
+    ranged,
+    table_values,
+)
 from jaxcontam.detect.audit_core import DEFAULT_DETECTORS, AuditSettings
 from jaxcontam.detect.pacost.settings import PacostSettings
 from jaxcontam.detect.registry import CORPUS_STAGES, DETECTORS
@@ -229,6 +237,15 @@ def _resolve(base: Path, value: str | None) -> str | None:
     return None if value is None else _path(base, value)
 
 
+def _with_paths(stage: DetectorStage, table: dict, base: Path) -> dict:
+    """A detector's table with the values of its settings' path fields (`dataclass_config.path_field`) read from
+    `base`, the config file's folder."""
+    paths = path_fields(stage.settings_type)
+    return {
+        key: _path(base, value) if key in paths and isinstance(value, str) else value for key, value in table.items()
+    }
+
+
 def _table(raw: dict, key: str, classes, where: str, extra=()) -> dict:
     return table_values(raw.get(key, {}), classes, f"{where} [{key}]", extra)
 
@@ -354,7 +371,10 @@ def config_from_toml(raw: dict, base: Path, where: str) -> AuditConfig:
     ngram = _table(raw, "ngram", [NgramSettings, NgramScoring, _NgramExtras], where)
     counting = {f.name for f in dataclasses.fields(NgramSettings)}
     tables = {name: raw[name] for name in DETECTORS if name in raw and name != "pacost"} | {"pacost": pacost}
-    detectors = {name: detector_settings(DETECTORS[name], table, where) for name, table in tables.items()}
+    detectors = {
+        name: detector_settings(DETECTORS[name], _with_paths(DETECTORS[name], table, base), where)
+        for name, table in tables.items()
+    }
     # a table of a detector that does not run by default turns it on ([exchangeability], a plug-in's)
     stages = DEFAULT_DETECTORS + tuple(
         name for name in DETECTORS if name in raw and name not in DEFAULT_DETECTORS + CORPUS_STAGES

@@ -177,13 +177,16 @@ def audit_benchmark(
     stage_input = StageInput(model, target, settings.seed, settings.resamples)
     stages = settings.stages()
     seconds = {}
+    # every stage's key before any stage works: a key that checks its settings against the model (DC-PDD's frequency
+    # table against its tokenizer) refuses them before the hours of another stage's work, not after
+    keys = {s.name: s.per_item.key(stage_input, settings.settings_of(s.name)) for s in stages if s.per_item}
     for stage in stages:  # per-item work first: every stage's result may read every column
         work = stage.per_item
         if work is None:
             continue
         stage_settings = settings.settings_of(stage.name)
         start = time.perf_counter()
-        key = work.key(stage_input, stage_settings)
+        key = keys[stage.name]
         with timed(work.clock) if work.clock else contextlib.nullcontext():
             compute = chunk_naming_items(work.compute(stage_input, stage_settings), f"{benchmark.name}: {stage.name}")
             records = run_stage(stage.name, key, items, compute)
@@ -222,7 +225,7 @@ def audit_benchmark(
             accuracy=accuracy(rows) if ran_pacost else None,
             results=results,
             ground_truth=ground_truth_result(
-                rows, settings.pacost if ran_pacost else None, has_contam, "likelihood" in results
+                rows, settings.pacost if ran_pacost else None, has_contam, tuple(results.get("likelihood", ()))
             ),
             seconds=seconds,
         )

@@ -82,11 +82,11 @@ def signal_separation(rows: Sequence[dict], signal: str) -> dict:
     return separation(values, [r["ground_truth_contaminated"] for r in labelled], signal not in LOWER_MEANS_SEEN)
 
 
-def likelihood_result(rows: Sequence[dict]) -> dict[str, DetectorSummary]:
+def likelihood_result(rows: Sequence[dict], names: Sequence[str] = LIKELIHOOD_DETECTORS) -> dict[str, DetectorSummary]:
     """Each detector's mean and median, and its separation of the labelled rows when there are labels."""
     labelled = any(r.get("ground_truth_contaminated") is not None for r in rows)
     result = {}
-    for name in LIKELIHOOD_DETECTORS:
+    for name in names:
         values = finite(r[name] for r in rows)
         centre = (float(values.mean()), float(np.median(values))) if values.size else (math.nan, math.nan)
         result[name] = DetectorSummary(*centre, **(signal_separation(rows, name) if labelled else {}))
@@ -135,13 +135,14 @@ def _pacost_pvalue(rows: Sequence[dict], settings: PacostSettings) -> float:
 
 
 def ground_truth_result(
-    rows: Sequence[dict], pacost: PacostSettings | None, has_contam: bool, likelihood: bool
+    rows: Sequence[dict], pacost: PacostSettings | None, has_contam: bool, likelihood: Sequence[str]
 ) -> GroundTruthResult | None:
-    """Each signal on the known-contaminated and known-clean items, and each signal's AUC between them."""
+    """Each signal on the known-contaminated and known-clean items, and each signal's AUC between them;
+    `likelihood`: the likelihood scores that ran (none: the stage did not)."""
     labelled = [r for r in rows if r.get("ground_truth_contaminated") is not None]
     if not labelled:
         return None
-    signals = (list(LIKELIHOOD_DETECTORS) if likelihood else []) + (list(METRICS) if has_contam else [])
+    signals = list(likelihood) + (list(METRICS) if has_contam else [])
     groups = {}
     for name, flag in (("contaminated", True), ("clean", False)):
         group = [r for r in labelled if r["ground_truth_contaminated"] is flag]
@@ -149,7 +150,7 @@ def ground_truth_result(
             groups[name] = GroupSummary(0)
             continue
         means = {"longest_match": _mean(r["longest_match"] for r in group)} if has_contam else {}
-        means |= {d: _mean(r[d] for r in group) for d in (LIKELIHOOD_DETECTORS if likelihood else ())}
+        means |= {d: _mean(r[d] for r in group) for d in likelihood}
         groups[name] = GroupSummary(
             len(group),
             accuracy=float(np.mean([r["correct"] for r in group])) if pacost else None,

@@ -2,10 +2,14 @@
 """Per-text membership scores from token log-probs (reference-free and reference-based).
 
 All functions take the per-token log-probs of one text (log p(x_t | x_<t), the
-first token excluded) as produced by `jaxcontam.engine.score_logprobs`.
+first token excluded) as produced by `jaxcontam.engine.score_logprobs`; Min-K%++ and
+Gap-K% also its per-position vocabulary statistics (sigma_t, the top-1 log-prob), DC-PDD
+the scored token ids and a reference corpus's token frequencies (`ngram.frequencies`).
+Everything comes from the one forward pass (`score_logprobs(..., with_stats=True, with_max=True)`).
 Direction: for every score here, a HIGHER value means "more likely seen in
 training" except `zlib_ratio`, `lowercase_ratio` and `reference_ratio`, which
 are ratios of losses where LOWER means "more likely seen".
+The open choices of each method (K, the window, DC-PDD's cap and corpus) are in docs/methods.md.
 """
 
 from __future__ import annotations
@@ -16,21 +20,37 @@ import zlib
 
 import numpy as np
 
-from jaxcontam.dataclass_config import check_ranges, ranged
+from jaxcontam.dataclass_config import check_ranges, path_field, ranged
 from jaxcontam.errors import JaxcontamError
 
-LIKELIHOOD_DETECTORS = ("mean_logprob", "zlib_ratio", "min_k", "min_k_plus_plus")  # what `detector_scores` returns
+# what `detector_scores` always returns; "dc_pdd" besides with a frequency table (`likelihood_detectors`)
+LIKELIHOOD_DETECTORS = ("mean_logprob", "zlib_ratio", "min_k", "min_k_plus_plus", "gap_k")
+DC_PDD = "dc_pdd"
 LOWER_MEANS_SEEN = frozenset({"zlib_ratio", "lowercase_ratio", "reference_ratio"})  # the rest: higher = seen
+GAP_VARIANCE_FLOOR = 1e-8  # Gap-K%'s sigma_t^2 is at least this (the authors' clamp), as in their code
 
 
 @dataclasses.dataclass(frozen=True)
 class LikelihoodSettings:
-    """The likelihood detectors' settings; `k` is the fraction of lowest-scoring tokens of Min-K% and Min-K%++."""
+    """The likelihood detectors' settings. A `frequency_table` is checked when the settings are made (an audit's
+    config is read before any model loads), so a bad table stops the audit before its work starts."""
 
-    k: float = ranged(0.2, above=0, at_most=1)
+    k: float = ranged(0.2, above=0, at_most=1)  # share of lowest scores kept: Min-K%/Min-K%++ tokens, Gap-K% windows
+    gap_window: int = ranged(3, at_least=1)  # Gap-K%'s sliding window: consecutive tokens averaged
+    frequency_table: str | None = path_field()  # a `jaxcontam freq` table for the model's tokenizer: turns DC-PDD on
+    dc_pdd_cap: float = ranged(0.01, above=0)  # DC-PDD's upper bound `a` on each token's calibrated score
 
     def __post_init__(self):
         check_ranges(self, "[likelihood]")
+        if self.frequency_table is not None:
+            from jaxcontam.ngram.frequencies import load_token_frequencies
+
+            load_token_frequencies(self.frequency_table)
+
+
+def likelihood_detectors(settings: LikelihoodSettings) -> tuple[str, ...]:
+    """The scores `detector_scores` returns under `settings`: DC-PDD only with a frequency table."""
+    return LIKELIHOOD_DETECTORS + ((DC_PDD,) if settings.frequency_table is not None else ())
 
 
 def _as_logprobs(token_logprobs) -> np.ndarray:
@@ -109,11 +129,83 @@ def min_k_plus_plus(token_logprobs, mean_logprobs, std_logprobs, k: float = Like
     return _lowest_fraction_mean(z, k)
 
 
-def detector_scores(scores, text: str, k: float = LikelihoodSettings.k) -> dict[str, float]:
-    """Every reference-free detector of one text from its `SequenceScores` (scored with with_stats=True)."""
-    return {
+def gap_k(
+    token_logprobs,
+    max_logprobs,
+    std_logprobs,
+    k: float = LikelihoodSettings.k,
+    window: int = LikelihoodSettings.gap_window,
+) -> float:
+    """Gap-K% (Kwak & Kim 2026): mean of the lowest k fraction of the window-averaged normalised top-1 gaps.
+
+    gap_t = (log p(x_t) - max_v log p(v | x_<t)) / sigma_t, 0 where x_t is the model's top-1 token and negative
+    elsewhere (a rounding difference between the two float32 paths that makes it positive is cut to 0); sigma_t is
+    Min-K%++'s, its square at least `GAP_VARIANCE_FLOOR`. The gaps are averaged over every `window` consecutive
+    tokens (a text with fewer scored tokens than the window: the gaps themselves), then the lowest int(n * k)
+    (at least one) of those n averages are averaged, as in the authors' code.
+    """
+    lp = _as_logprobs(token_logprobs)
+    top = np.asarray(max_logprobs, np.float64)
+    sigma = np.asarray(std_logprobs, np.float64)
+    if top.shape != lp.shape or sigma.shape != lp.shape:
+        raise JaxcontamError(
+            f"Gap-K% needs the top-1 log-prob and std per scored token: got {lp.shape} log-probs, {top.shape} top-1 "
+            f"log-probs, {sigma.shape} stds; score with with_stats=True, with_max=True"
+        )
+    if window < 1:
+        raise JaxcontamError(f"Gap-K%'s window must be at least one token, got {window}: pass e.g. gap_window = 3")
+    gaps = np.minimum(lp - top, 0.0) / np.sqrt(np.maximum(sigma * sigma, GAP_VARIANCE_FLOOR))
+    smoothed = gaps if len(gaps) < window else np.convolve(gaps, np.full(window, 1.0 / window), mode="valid")
+    return _lowest_fraction_mean(smoothed, k)
+
+
+def dc_pdd(token_logprobs, token_ids, reference_probabilities, cap: float = LikelihoodSettings.dc_pdd_cap) -> float:
+    """DC-PDD (Zhang et al. 2024): mean over the text's first occurrences of min(p(x_t) * log(1 / f(x_t)), cap).
+
+    p(x_t) is the model's probability of token t, f its (smoothed) frequency in a reference corpus
+    (`TokenFrequencies.probabilities`), `cap` the paper's upper bound `a`. Only each distinct token's first
+    occurrence among the scored tokens counts, as in the paper and the authors' code. Higher = more likely seen.
+    """
+    lp = _as_logprobs(token_logprobs)
+    ids = np.asarray(token_ids)
+    if ids.shape != lp.shape or ids.dtype.kind not in "iu":
+        raise JaxcontamError(
+            f"DC-PDD needs the id of every scored token: got {lp.shape} log-probs and {ids.dtype} ids of shape "
+            f"{ids.shape}; pass the ids of tokens start..end-1 of the scored sequence"
+        )
+    frequencies = np.asarray(reference_probabilities, np.float64)
+    if ids.min() < 0 or ids.max() >= len(frequencies):
+        raise JaxcontamError(
+            f"DC-PDD: token id {int(ids.max())} is outside the frequency table's {len(frequencies)} ids: the table "
+            "was counted for another tokenizer"
+        )
+    if not cap > 0:
+        raise JaxcontamError(f"DC-PDD's cap a must be positive, got {cap}: pass e.g. dc_pdd_cap = 0.01")
+    _, first = np.unique(ids, return_index=True)
+    first.sort()
+    calibrated = np.exp(lp[first]) * -np.log(frequencies[ids[first]])
+    return float(np.mean(np.minimum(calibrated, cap)))
+
+
+def detector_scores(
+    scores,
+    text: str,
+    settings: LikelihoodSettings | None = None,
+    token_ids=None,
+    reference_probabilities=None,
+) -> dict[str, float]:
+    """Every reference-free detector of one text from its `SequenceScores` (scored with with_stats=True and
+    with_max=True); DC-PDD too when given the scored tokens' ids and a reference distribution
+    (`TokenFrequencies.probabilities`): the scores `likelihood_detectors(settings)` names (default settings: None)."""
+    settings = settings or LikelihoodSettings()
+    k = settings.k
+    found = {
         "mean_logprob": mean_logprob(scores.logprobs),
         "zlib_ratio": zlib_ratio(scores.logprobs, text),
         "min_k": min_k_prob(scores.logprobs, k),
         "min_k_plus_plus": min_k_plus_plus(scores.logprobs, scores.mean_logprobs, scores.std_logprobs, k),
+        "gap_k": gap_k(scores.logprobs, scores.max_logprobs, scores.std_logprobs, k, settings.gap_window),
     }
+    if reference_probabilities is not None:
+        found[DC_PDD] = dc_pdd(scores.logprobs, token_ids, reference_probabilities, settings.dc_pdd_cap)
+    return found

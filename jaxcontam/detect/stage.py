@@ -74,7 +74,8 @@ class PerItemWork(Generic[Settings]):
     """A stage's per-item work: `records(input, settings, items)` gives one JSON-able dict per item of a chunk
     (`jaxcontam audit` stores finished chunks and resumes them), holding its id and the columns `writes(settings)`
     declares; `resume_key(input, settings)` is everything besides the model and benchmark those records depend on
-    (`key` adds the declared columns, so a stored chunk is reused only for the columns it holds); `clock` the
+    (`key` adds the declared columns, so a stored chunk is reused only for the columns it holds; the audit core takes
+    every stage's key before any stage works, so a key may refuse settings that do not fit the model); `clock` the
     `stage_clock` stage its time counts as (None: the work times its own parts)."""
 
     records: Callable[[StageInput, Settings, Sequence[Item]], list[dict]]

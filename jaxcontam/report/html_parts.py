@@ -18,6 +18,8 @@ LABELS = {
     "zlib_ratio": "zlib ratio",
     "min_k": "Min-K%",
     "min_k_plus_plus": "Min-K%++",
+    "gap_k": "Gap-K%",
+    "dc_pdd": "DC-PDD",
     "n": "items",
     "pacost_pvalue": "PaCoST p",
     "mean_longest_match": "mean LONGEST_MATCH score",

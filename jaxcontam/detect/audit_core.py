@@ -8,8 +8,9 @@
 `jaxcontam.flax_models`). The detectors are the registered stages of `detect.registry.DETECTORS` (`pacost`: answers,
 confidences and the paired test; `likelihood`: mean log-prob, zlib, Min-K%, Min-K%++ of each item's solved text;
 `exchangeability`: Oren et al.'s test of the items in benchmark order; `contam`: with per-item ConTAM metrics
-(`AuditTarget.ngram`) and PaCoST's correctness, the EPG verdict), run in registry order, every verdict at
-`AuditSettings.alpha`; with known labels (`AuditTarget.contaminated`), each signal against the truth. Per-item work
+(`AuditTarget.ngram`) and PaCoST's correctness, the EPG verdict; `blind_baseline`: with known labels, a model-free
+classifier's AUC between the labelled sets), run in registry order, every verdict at `AuditSettings.alpha`; with
+known labels (`AuditTarget.contaminated`), each signal against the truth, the blind baseline beside it. Per-item work
 goes through `run_stage(stage, items, compute)`, which the command line wraps to store and resume finished chunks.
 """
 
@@ -201,7 +202,11 @@ def audit_benchmark(
             accuracy=accuracy(rows) if ran_pacost else None,
             results=results,
             ground_truth=ground_truth_result(
-                rows, settings.pacost if ran_pacost else None, has_contam, "likelihood" in results
+                rows,
+                settings.pacost if ran_pacost else None,
+                has_contam,
+                "likelihood" in results,
+                results.get("blind_baseline"),
             ),
             seconds=seconds,
         )

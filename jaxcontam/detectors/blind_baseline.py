@@ -21,7 +21,7 @@ def _result(stage_input: StageInput, settings: BlindBaselineSettings, rows: list
             sides[bool(label)].append(benchmark.solved_text(by_id[row["id"]]))
     if not sides[True] and not sides[False]:
         return None
-    return blind_summary(sides[True], sides[False], settings, stage_input.seed)
+    return blind_summary(tuple(sides[True]), tuple(sides[False]), settings, stage_input.seed)
 
 
 BLIND_BASELINE_STAGE = DetectorStage(

@@ -503,6 +503,8 @@ CONFIG_TABLES = [
         "jaxcontam.detect.contam:ContamSettings",  # alpha is the top-level key
         {k: k for k in ("metric", "z_crit", "min_clean", "min_contaminated", "resamples", "seed")},
     ),
+    ("[blind_baseline]", "jaxcontam.detect.blind:BlindBaselineSettings", None),
+    ("[constat]", "jaxcontam.detect.constat:ConStatSettings", None),
     ("[mesh]", "jaxcontam.mesh:MeshSettings", None),
 ]
 # Keys whose default the TOML reader fills in itself (`jaxcontam.audit.config.load_config`), not the dataclass.

@@ -140,11 +140,13 @@ def test_a_module_that_registers_itself_on_import_resolves_its_entry_point(tmp_p
 def test_the_four_registries_list_their_built_ins():
     from jaxcontam.data.registry import BENCHMARKS, resolve_spec
     from jaxcontam.detect.pacost.confidences import CONFIDENCES
-    from jaxcontam.detect.registry import BUILT_IN, DETECTORS
+    from jaxcontam.detect.registry import BUILT_IN, DETECTORS, FAMILY_DETECTORS
     from jaxcontam.models.families import FAMILIES
 
-    assert DETECTORS.names()[: len(BUILT_IN)] == BUILT_IN == ("pacost", "likelihood", "exchangeability", "contam")
-    assert [stage.name for stage in DETECTORS.values()][:4] == list(BUILT_IN)
+    built_in = ("pacost", "likelihood", "exchangeability", "contam", "blind_baseline")
+    assert DETECTORS.names()[: len(BUILT_IN)] == BUILT_IN == built_in
+    assert [stage.name for stage in DETECTORS.values()][: len(BUILT_IN)] == list(BUILT_IN)
+    assert FAMILY_DETECTORS.protected == ("constat",) == tuple(stage.name for stage in FAMILY_DETECTORS.values())
     assert all(FAMILIES[name].model_type == name for name in FAMILIES)  # each family module is named once, by type
     assert {"llama", "granite", "qwen3_moe", "gpt2"} <= set(FAMILIES)
     with pytest.raises(ModelError, match="unknown model family 'bert'; available: gemma, "):

@@ -99,7 +99,7 @@ def audit(tmp_path, runs_records, *, alpha, preset="jaxcontam", reference=None, 
             AuditSettings(detectors=("pacost",), detector_settings={"pacost": settings}),
             run_stage=lambda name, key, stage_items, compute, made=made: made,
         )
-        runs.append(ModelRun("m", result))
+        runs.append(ModelRun("m", result, bench))
         items += [
             ItemRow("m", bench.name, "test", item.id, item.question, "yes", "given", None, row)
             for item, row in zip(bench, result.rows)

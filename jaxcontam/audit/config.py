@@ -22,9 +22,12 @@ Each registered detector's table is parsed by the registry (`detect.registry`; `
 `PacostSettings` (plus rephrase_model, rephrase_dtype, rephrase_mesh, `gates` (`RephraseGates`) and `reference`, a
 model believed clean on the benchmarks for PaCoST's calibrated verdict), [likelihood] `LikelihoodSettings`,
 [exchangeability] `ExchangeabilitySettings` (the table turns the test on, as a plug-in's table turns it on),
-[contam] `ContamSettings`; beside them [ngram] `NgramSettings` and `NgramScoring` (plus tokenizer); unknown keys and
-wrong types are refused. The top-level `alpha` is the one level of every verdict (PaCoST raw and calibrated, the
-sweep, ConTAM, exchangeability, the report): an `alpha` in a detector's table is refused. The command line's `--set
+[contam] `ContamSettings`, [blind_baseline] `BlindBaselineSettings` (the table turns it on); beside them [ngram]
+`NgramSettings` and `NgramScoring` (plus tokenizer); unknown keys and wrong types are refused. A detector across the
+audit's models (`detect.registry.FAMILY_DETECTORS`) is turned on by its table, parsed the same way into
+`AuditConfig.family`: [constat] `ConStatSettings`, whose `reference_models` name [[model]] entries believed clean.
+The top-level `alpha` is the one level of every verdict (PaCoST raw and calibrated, the sweep, ConTAM,
+exchangeability, ConStat, the report): an `alpha` in a detector's table is refused. The command line's `--set
 pacost.k=0.3` overrides a key before the file is read (`jaxcontam.dataclass_config`).
 
 `correction` (top level): how the sweep turns PaCoST p-values into verdicts, "holm" (default), "bh" or "none"
@@ -54,8 +57,9 @@ from jaxcontam.dataclass_config import (
     table_values,
 )
 from jaxcontam.detect.audit_core import DEFAULT_DETECTORS, AuditSettings
+from jaxcontam.detect.family import FamilyStage
 from jaxcontam.detect.pacost.settings import PacostSettings
-from jaxcontam.detect.registry import CORPUS_STAGES, DETECTORS
+from jaxcontam.detect.registry import CORPUS_STAGES, DETECTORS, FAMILY_DETECTORS
 from jaxcontam.detect.registry import settings_of as stage_settings
 from jaxcontam.detect.rephrase import RephraseGates
 from jaxcontam.detect.stage import DetectorStage
@@ -115,6 +119,7 @@ class AuditConfig:
     correction: SweepCorrection = "holm"
     chunk_size: int = ranged(64, at_least=1)  # items per resumable chunk; a multiple of the 16-row batches
     detectors: Mapping[str, Any] = dataclasses.field(default_factory=dict)  # stage name -> its settings (its table)
+    family: Mapping[str, Any] = dataclasses.field(default_factory=dict)  # family stages that run -> their settings
     rephrase_model: str | None = None
     pacost_reference: str | None = None  # a model believed clean on the benchmarks: PaCoST's calibrated verdict
     rephrase_dtype: str = "float32"
@@ -131,7 +136,16 @@ class AuditConfig:
         check_ranges(self, "audit")
         if self.correction not in CORRECTIONS:
             raise JaxcontamError(f"correction = {self.correction!r} is unknown: use one of {', '.join(CORRECTIONS)}")
-        self.audit_settings(DEFAULT_RESAMPLES)  # the detectors' own checks, before any work starts
+        settings = self.audit_settings(DEFAULT_RESAMPLES)  # the detectors' own checks, before any work starts
+        provided = set().union(*(stage.provides(settings.settings_of(stage.name)) for stage in settings.stages()))
+        for name, stage in self.family_stages():
+            if not isinstance(self.family[name], stage.settings_type):
+                raise JaxcontamError(
+                    f"{name} settings must be a {stage.settings_type.__name__}, got {type(self.family[name]).__name__}"
+                )
+            stage.check_reads(provided, "audit")
+            if stage.check is not None:
+                stage.check(self.family[name], [model.name for model in self.models], "audit")
 
     def settings_of(self, name: str) -> Any:
         """Detector `name`'s settings: its table's, else its settings type's defaults."""
@@ -140,6 +154,15 @@ class AuditConfig:
     @property
     def pacost(self) -> PacostSettings:
         return self.settings_of("pacost")
+
+    def family_stages(self) -> list[tuple[str, FamilyStage]]:
+        """The detectors across the audit's models that run (their table was given), in registry order."""
+        unknown = sorted(set(self.family) - set(FAMILY_DETECTORS.names()))
+        if unknown:
+            raise JaxcontamError(
+                f"unknown family detector(s) {', '.join(unknown)}: use some of {', '.join(FAMILY_DETECTORS.names())}"
+            )
+        return [(name, stage) for name, stage in FAMILY_DETECTORS.items() if name in self.family]
 
     def audit_settings(self, resamples: int) -> AuditSettings:
         """What every (model, benchmark) of the audit runs: the stages with their settings, and the Monte Carlo
@@ -162,6 +185,8 @@ class AuditConfig:
         detectors = {}
         for name, stage in DETECTORS.items():
             detectors |= stage.record_settings(self.settings_of(name))
+        for name, stage in self.family_stages():
+            detectors |= stage.record_settings(self.family[name])
         return (
             {
                 "correction": self.correction,
@@ -271,6 +296,17 @@ def detector_settings(stage: DetectorStage, table: dict, where: str) -> Any:
         raise JaxcontamError(f"{where} [{stage.name}] {str(error).removeprefix(stage.name + ' ')}") from None
 
 
+def family_settings(stage: FamilyStage, table: dict, where: str) -> Any:
+    """A family stage's settings from its config table: the settings type's fields, keys and types checked; the
+    level is the audit's alone, so `alpha` is refused."""
+    _refuse_alpha(stage.name, table, where)
+    values = table_values(table, [stage.settings_type], f"{where} [{stage.name}]")
+    try:
+        return stage.settings_type(**values)
+    except JaxcontamError as error:
+        raise JaxcontamError(f"{where} {error}") from None
+
+
 def _entries(raw: dict, key: str, entry_class, where: str) -> list[dict]:
     """The [[key]] array of tables, each checked for unknown keys, types and a required name/path."""
     entries = raw.get(key, [])
@@ -335,7 +371,7 @@ def load_config(path: str | Path, overrides: Sequence[str] = ()) -> AuditConfig:
 
 def config_from_toml(raw: dict, base: Path, where: str) -> AuditConfig:
     """The audit a loaded TOML document describes; relative paths are read from `base`."""
-    tables = BASE_TABLES + DETECTORS.names()
+    tables = BASE_TABLES + DETECTORS.names() + FAMILY_DETECTORS.names()
     table_values({k: v for k, v in raw.items() if k not in tables}, [_TopLevelKeys], where)
     models = tuple(
         ModelEntry(
@@ -375,6 +411,14 @@ def config_from_toml(raw: dict, base: Path, where: str) -> AuditConfig:
         name: detector_settings(DETECTORS[name], _with_paths(DETECTORS[name], table, base), where)
         for name, table in tables.items()
     }
+    for name in FAMILY_DETECTORS.names():
+        if name in raw and not isinstance(raw[name], dict):
+            raise JaxcontamError(f"{where}: {name} must be a table, written [{name}]")
+    family = {
+        name: family_settings(FAMILY_DETECTORS[name], raw[name], where)
+        for name in FAMILY_DETECTORS.names()
+        if name in raw
+    }
     # a table of a detector that does not run by default turns it on ([exchangeability], a plug-in's)
     stages = DEFAULT_DETECTORS + tuple(
         name for name in DETECTORS if name in raw and name not in DEFAULT_DETECTORS + CORPUS_STAGES
@@ -391,6 +435,7 @@ def config_from_toml(raw: dict, base: Path, where: str) -> AuditConfig:
         correction=raw.get("correction", AuditConfig.correction),
         chunk_size=int(raw.get("chunk_size", AuditConfig.chunk_size)),
         detectors=detectors,
+        family=family,
         stages=stages,
         rephrase_model=rephrase_model,
         pacost_reference=_resolve(base, reference),

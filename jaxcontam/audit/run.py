@@ -1,7 +1,8 @@
 # pyright: standard
 """`run_audit`: n-gram evidence, rephrasings, then per model and benchmark the shared audit core
 (`detect.audit_core`: PaCoST, likelihood detectors, ConTAM's EPG verdict), each stage resumable; then the
-sweep's corrections, items.parquet, summary.json, plots and report.html."""
+sweep's corrections, the detectors across the models (`detect.family`: ConStat), items.parquet, summary.json, plots
+and report.html."""
 
 from __future__ import annotations
 
@@ -9,8 +10,9 @@ import dataclasses
 import json
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from jaxcontam import __version__
 from jaxcontam.audit.config import AuditConfig
@@ -20,6 +22,7 @@ from jaxcontam.audit.sweep import audit_verdicts
 from jaxcontam.cluster import is_writer
 from jaxcontam.dataclass_config import non_default_values
 from jaxcontam.detect.audit_core import AuditSettings, chunk_naming_items
+from jaxcontam.detect.family import RunKey, family_verdicts
 from jaxcontam.detect.json_values import json_ready
 from jaxcontam.detect.stage import AuditTarget, StageInput, fingerprint
 from jaxcontam.engine.finite import NonFiniteScoresError
@@ -31,6 +34,7 @@ from jaxcontam.stats.paired import DEFAULT_RESAMPLES
 from jaxcontam.storage import check_output, claim_output, output_folder
 
 if TYPE_CHECKING:
+    from jaxcontam.data.item import Benchmark
     from jaxcontam.detect.audit_core import BenchmarkAudit
     from jaxcontam.detect.verdict import Verdict
 
@@ -56,17 +60,25 @@ class ItemRow:
 
 @dataclasses.dataclass(frozen=True)
 class ModelRun:
-    """One model's audit of one benchmark (summary.json's run entry once the sweep has decided its verdicts)."""
+    """One model's audit of one benchmark (summary.json's run entry once the sweep has decided), with the benchmark
+    audited (its items, which a detector across the models may read)."""
 
     model: str
     audit: BenchmarkAudit
+    benchmark: Benchmark
 
     @property
     def label(self) -> str:
         return f"{self.model} | {self.audit.benchmark}:{self.audit.split}"
 
-    def entry(self, verdicts: tuple[Verdict, ...]) -> RunEntry:
-        """This run as summary.json's run entry, with its headline `verdicts` (as the sweep decided them)."""
+    @property
+    def key(self) -> RunKey:
+        """(model, benchmark, split): what a family stage's verdicts are keyed by."""
+        return (self.model, self.audit.benchmark, self.audit.split)
+
+    def entry(self, verdicts: tuple[Verdict, ...], family: Sequence[Verdict] = ()) -> RunEntry:
+        """This run as summary.json's run entry, with its headline `verdicts` (as the sweep decided them) and, after
+        them, the family stages' verdicts on it (`family`)."""
         audit = self.audit
         return RunEntry(
             self.model,
@@ -76,7 +88,7 @@ class ModelRun:
             accuracy=audit.accuracy,
             results=audit.results,
             ground_truth=audit.ground_truth,
-            verdicts=verdicts,
+            verdicts=verdicts + tuple(family),
         )
 
 
@@ -225,7 +237,7 @@ def audit_one(
         )
         for item, choice, row in zip(items, choices, result.rows)
     ]
-    return ModelRun(entry.name, result), rows
+    return ModelRun(entry.name, result, benchmark), rows
 
 
 def reference_records(
@@ -245,10 +257,21 @@ def reference_records(
     return run_chunked(store, list(bench.benchmark), config.chunk_size, compute, progress)
 
 
+def family_results(config: AuditConfig, runs: Sequence[ModelRun]) -> dict[str, Any]:
+    """The result of each detector across the audit's models that runs (`AuditConfig.family_stages`), by name, on
+    every run's per-item rows."""
+    seed = config.audit_settings(DEFAULT_RESAMPLES).seed
+    runs_rows = [(run.model, run.benchmark, run.audit.rows) for run in runs]
+    return {
+        name: stage.result(stage.family_input(runs_rows, seed), config.family[name])
+        for name, stage in config.family_stages()
+    }
+
+
 def write_outputs(config: AuditConfig, runs: list[ModelRun], items: list[ItemRow], clock: StageClock) -> AuditSummary:
-    """items.parquet, summary.json (the sweep's corrections decided here, over every run) and the report, written
-    by process 0 alone under `jax.distributed` (every process returns the summary). summary.json's `timings` are
-    `clock`'s seconds per stage, the report's included."""
+    """items.parquet, summary.json (the sweep's corrections decided here, over every run, then the detectors across
+    the models) and the report, written by process 0 alone under `jax.distributed` (every process returns the
+    summary). summary.json's `timings` are `clock`'s seconds per stage, the report's included."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -257,14 +280,19 @@ def write_outputs(config: AuditConfig, runs: list[ModelRun], items: list[ItemRow
         sweep, verdicts = audit_verdicts(
             [(run.label, run.audit.results) for run in runs], config.alpha, config.correction
         )
+        family = family_results(config, runs)
+        family_found = family_verdicts(dict(config.family_stages()), family, config.alpha)
         summary = AuditSummary(
             schema_version=SCHEMA_VERSION,
             jaxcontam_version=__version__,
             alpha=config.alpha,
             correction=config.correction,
             settings=config.settings(),
-            runs=tuple(run.entry(found) for run, found in zip(runs, verdicts, strict=True)),
+            runs=tuple(
+                run.entry(found, family_found.get(run.key, ())) for run, found in zip(runs, verdicts, strict=True)
+            ),
             sweep=sweep,
+            family=family,
         )
     if is_writer():
         with stage("report"):

@@ -9,8 +9,8 @@ from typing import Literal
 import click
 
 from jaxcontam.detect.verdict import Outcome
-from jaxcontam.report.formatting import verdict_phrase
-from jaxcontam.report.summary_schema import AuditSummary
+from jaxcontam.report.formatting import blind_baseline_phrase, number, verdict_phrase
+from jaxcontam.report.summary_schema import AuditSummary, RunEntry
 
 FailOn = Literal["never", "contaminated", "untested"]
 FAIL_ON: tuple[FailOn, ...] = typing.get_args(FailOn)
@@ -18,11 +18,25 @@ EXIT_CONTAMINATED = 4  # a headline verdict is contaminated (after the sweep's c
 EXIT_UNTESTED = 5  # `--fail-on untested`: no headline verdict is contaminated, but one could not be tested
 
 
+def ground_truth_line(run: RunEntry) -> str | None:
+    """A run's signals against the known labels: each signal's AUC, the blind baseline's beside them; None without
+    labels."""
+    truth = run.ground_truth
+    if truth is None:
+        return None
+    sizes = "/".join(str(truth.groups[name].n) for name in ("contaminated", "clean") if name in truth.groups)
+    aucs = ", ".join(f"{signal} {number(auc)}" for signal, auc in truth.auc.items()) or "no scored signal"
+    return f"  against the ground truth ({sizes} contaminated/clean items): AUC {aucs}; blind baseline " + (
+        blind_baseline_phrase(truth.blind_baseline)
+    )
+
+
 def echo_verdicts(summary: AuditSummary, out) -> None:
     """One line per (model, benchmark): accuracy, then each registered detector's console phrase (its headline test
     and p) followed by its headline verdict as summary.json holds it (adjusted p and correction where the sweep
-    decided; a test that could not run reads "no test: <reason>", never as a verdict)."""
-    from jaxcontam.detect.registry import DETECTORS
+    decided; a test that could not run reads "no test: <reason>", never as a verdict), and with known labels a line
+    of every signal's AUC with the blind baseline's; then each detector across the models' own lines."""
+    from jaxcontam.detect.registry import DETECTORS, FAMILY_DETECTORS
 
     for run in summary.runs:
         accuracy = "acc -" if run.accuracy is None else f"acc {run.accuracy.acc:.3f}"  # None: a run without one
@@ -36,6 +50,14 @@ def echo_verdicts(summary: AuditSummary, out) -> None:
                     phrase += " " + verdict_phrase(verdict)
                 parts.append(phrase)
         click.echo("  ".join(parts))
+        truth = ground_truth_line(run)
+        if truth is not None:
+            click.echo(truth)
+    for name, stage in FAMILY_DETECTORS.items():
+        console = stage.view.console
+        if name in summary.family and console is not None:
+            for line in console(summary.family[name], summary.alpha):
+                click.echo(line)
     if any(v.note for run in summary.runs for v in run.verdicts):
         click.echo(
             "note: PaCoST's authors' test is uncalibrated and flags clean models too (docs/results.md); "

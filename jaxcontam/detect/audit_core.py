@@ -9,10 +9,12 @@
 `jaxcontam.flax_models`). The detectors are the registered stages of `detect.registry.DETECTORS` (`pacost`: answers,
 confidences and the paired test; `likelihood`: mean log-prob, zlib, Min-K%, Min-K%++ of each item's solved text;
 `exchangeability`: Oren et al.'s test of the items in benchmark order; `contam`: with per-item ConTAM metrics
-(`AuditTarget.ngram`) and PaCoST's correctness, the EPG test), run in registry order; their results hold evidence,
-and `headline_verdicts` (`BenchmarkAudit.verdicts`) turns them into verdicts at a level, the one place a result
-meets one; with known labels (`AuditTarget.contaminated`), each signal against the truth. Per-item work
-goes through `run_stage(stage, items, compute)`, which the command line wraps to store and resume finished chunks.
+(`AuditTarget.ngram`) and PaCoST's correctness, the EPG test; `blind_baseline`: with known labels, a model-free
+classifier's AUC between the labelled sets), run in registry order; their results hold evidence, and
+`headline_verdicts` (`BenchmarkAudit.verdicts`) turns them into verdicts at a level, the one place a result meets
+one; with known labels (`AuditTarget.contaminated`), each signal against the truth, the blind baseline beside it.
+Per-item work goes through `run_stage(stage, items, compute)`, which the command line wraps to store and resume
+finished chunks.
 """
 
 from __future__ import annotations
@@ -225,7 +227,11 @@ def audit_benchmark(
             accuracy=accuracy(rows) if ran_pacost else None,
             results=results,
             ground_truth=ground_truth_result(
-                rows, settings.pacost if ran_pacost else None, has_contam, tuple(results.get("likelihood", ()))
+                rows,
+                settings.pacost if ran_pacost else None,
+                has_contam,
+                tuple(results.get("likelihood", ())),
+                results.get("blind_baseline"),
             ),
             seconds=seconds,
         )

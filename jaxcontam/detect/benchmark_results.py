@@ -14,6 +14,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from jaxcontam.detect.blind import BlindBaselineSummary
 from jaxcontam.detect.json_values import json_float, json_optional_float
 from jaxcontam.detect.likelihood import LIKELIHOOD_DETECTORS, LOWER_MEANS_SEEN
 from jaxcontam.detect.pacost.settings import PacostSettings
@@ -116,16 +117,29 @@ class GroupSummary:
 
 @dataclasses.dataclass(frozen=True)
 class GroundTruthResult:
+    """The labelled items by group, each signal's AUC between the groups, and beside them the blind baseline (a
+    model-free classifier's AUC on the same two sets: how far wording alone separates them; None where it did not
+    run)."""
+
     groups: dict[str, GroupSummary]
     auc: dict[str, float]  # per signal: likelihood detectors and ConTAM metrics that ran
+    blind_baseline: BlindBaselineSummary | None = None
 
     def to_dict(self) -> dict:
-        return {"groups": {k: g.to_dict() for k, g in self.groups.items()}, "auc": dict(self.auc)}
+        blind = None if self.blind_baseline is None else self.blind_baseline.to_dict()
+        groups = {k: g.to_dict() for k, g in self.groups.items()}
+        return {"groups": groups, "auc": dict(self.auc), "blind_baseline": blind}
 
     @classmethod
     def from_dict(cls, entry: dict) -> GroundTruthResult:
+        """The comparison `to_dict` wrote (one written before the blind baseline existed has none)."""
         groups = {name: GroupSummary.from_dict(group) for name, group in entry["groups"].items()}
-        return cls(groups, {signal: json_float(auc) for signal, auc in entry["auc"].items()})
+        blind = entry.get("blind_baseline")
+        return cls(
+            groups,
+            {signal: json_float(auc) for signal, auc in entry["auc"].items()},
+            None if blind is None else BlindBaselineSummary.from_dict(blind),
+        )
 
 
 def _pacost_pvalue(rows: Sequence[dict], settings: PacostSettings) -> float:
@@ -135,10 +149,15 @@ def _pacost_pvalue(rows: Sequence[dict], settings: PacostSettings) -> float:
 
 
 def ground_truth_result(
-    rows: Sequence[dict], pacost: PacostSettings | None, has_contam: bool, likelihood: Sequence[str]
+    rows: Sequence[dict],
+    pacost: PacostSettings | None,
+    has_contam: bool,
+    likelihood: Sequence[str],
+    blind: BlindBaselineSummary | None = None,
 ) -> GroundTruthResult | None:
-    """Each signal on the known-contaminated and known-clean items, and each signal's AUC between them;
-    `likelihood`: the likelihood scores that ran (none: the stage did not)."""
+    """Each signal on the known-contaminated and known-clean items, each signal's AUC between them, and the blind
+    baseline's result on the same items (`detect.blind`) beside them when it ran; `likelihood`: the likelihood
+    scores that ran (none: the stage did not)."""
     labelled = [r for r in rows if r.get("ground_truth_contaminated") is not None]
     if not labelled:
         return None
@@ -157,4 +176,4 @@ def ground_truth_result(
             pacost_pvalue=_pacost_pvalue(group, pacost) if pacost else None,
             means=means,
         )
-    return GroundTruthResult(groups, {s: signal_separation(labelled, s)["auc"] for s in signals})
+    return GroundTruthResult(groups, {s: signal_separation(labelled, s)["auc"] for s in signals}, blind)

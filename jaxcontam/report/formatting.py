@@ -11,6 +11,7 @@ import math
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from jaxcontam.detect.blind import BlindBaselineSummary
     from jaxcontam.detect.verdict import Verdict
 
 MISSING = "n/a"
@@ -74,3 +75,13 @@ def verdict_phrase(verdict: Verdict) -> str:
     if verdict.pvalue_adjusted is None:
         return word
     return f"adj={number(verdict.pvalue_adjusted)} {word} (correction {verdict.correction})"
+
+
+def blind_baseline_phrase(blind: BlindBaselineSummary | None) -> str:
+    """The blind baseline beside the detectors' AUCs: its AUC, 95% interval and permutation p, why it could not
+    run, or that it was not turned on."""
+    if blind is None:
+        return "not run (a [blind_baseline] table turns it on)"
+    if not blind.status.ran:
+        return blind.status.label
+    return f"AUC {number(blind.auc)} {interval(blind.ci95)}, permutation p = {number(blind.pvalue)}"

@@ -3,8 +3,10 @@
 
 Reads the typed summary (`summary_schema.AuditSummary`) and the per-item rows of `jaxcontam audit`, writes
 the plots to out_dir/plots/ and embeds them, so the page can be mailed or archived on its own. The verdict table
-shows each registered detector's headline verdict (contaminated, not detected, or no test with its reason), and each
-run's section is its detectors' own sections, in registry order (`detect.registry`): the page names no detector.
+shows each registered detector's headline verdict (contaminated, not detected, or no test with its reason), each
+detector across the models (`detect.registry.FAMILY_DETECTORS`) has its own section, and each run's section is its
+detectors' own sections, in registry order (`detect.registry`): the page names no detector. The ground-truth
+comparison shows every signal's AUC with the blind baseline's beside them.
 Every piece of text from the inputs is HTML-escaped.
 """
 
@@ -16,11 +18,11 @@ from html import escape
 from pathlib import Path
 
 from jaxcontam.detect.benchmark_results import Accuracy, GroundTruthResult
-from jaxcontam.detect.registry import DETECTORS
+from jaxcontam.detect.registry import DETECTORS, FAMILY_DETECTORS
 from jaxcontam.detect.sweep import Sweep
 from jaxcontam.detect.verdict import Verdict
 from jaxcontam.report import plots
-from jaxcontam.report.formatting import value
+from jaxcontam.report.formatting import blind_baseline_phrase, value
 from jaxcontam.report.html_parts import figure, head, label, label_text, row, table, text, verdict_badge
 from jaxcontam.report.summary_schema import AuditSummary, RunEntry
 from jaxcontam.storage import publish
@@ -96,6 +98,7 @@ def write_report(summary: AuditSummary, items: list[dict], out_dir) -> Path:
     )
     body = [_header(summary), _verdict_section(runs, stems, alpha), _models_section(runs, alpha, plots_dir)]
     body.append(_sweep_section(sweep, alpha, sweep_png))
+    body += _family_sections(summary)
     body += [_run_section(run, stem, figs) for run, stem, figs in zip(runs, stems, figures)]
     path = out_dir / "report.html"
     path.write_text(_page("\n".join(body)), encoding="utf-8")
@@ -181,7 +184,8 @@ def _verdict_section(runs: tuple[RunEntry, ...], stems: list[str], alpha: float)
         f"{text(alpha)}: <em>contaminated</em>, <em>not detected</em>, or <em>no test</em> with the reason it "
         "could not run (no verdict either way). PaCoST's p is adjusted across the sweep (its correction named "
         "beside it); with a reference model its headline is the calibrated test. ConTAM's p compares the largest "
-        "z over thresholds with its permutation distribution, so the search is in the p-value.</p>\n"
+        "z over thresholds with its permutation distribution, so the search is in the p-value. A detector across "
+        "the models (ConStat) adds its verdict on each model it tests, uncorrected.</p>\n"
         + "".join(f'<p class="note">{escape(note)}.</p>\n' for note in notes)
         + table(head(list(VERDICT_COLUMNS)), rows, "verdict")
     )
@@ -279,6 +283,16 @@ def _sweep_section(sweep: Sweep | None, alpha, png: Path | None) -> str:
     )
 
 
+def _family_sections(summary: AuditSummary) -> list[str]:
+    """Each detector across the models that ran: its heading and its own section."""
+    parts = []
+    for name, stage in FAMILY_DETECTORS.items():
+        section = stage.view.section
+        if name in summary.family and section is not None:
+            parts.append(f"<h2>{escape(stage.heading)}</h2>\n{section(summary.family[name], summary.alpha)}")
+    return parts
+
+
 def _run_section(run: RunEntry, stem: str, figures: dict[str, Path]) -> str:
     parts = [f'<section class="run" id="run-{stem}">', _run_heading(run)]
     for name, stage in DETECTORS.items():
@@ -292,8 +306,14 @@ def _run_section(run: RunEntry, stem: str, figures: dict[str, Path]) -> str:
             if result is not None
             else f'<p class="muted">{escape(stage.heading)} did not run for this model and benchmark.</p>'
         )
+    parts.append("<h3>Against the ground truth</h3>")
     if run.ground_truth is not None:
-        parts += ["<h3>Against the ground truth</h3>", _ground_truth_table(run.ground_truth)]
+        parts += [_ground_truth_table(run.ground_truth), _auc_table(run.ground_truth)]
+    else:
+        parts.append(
+            '<p class="muted">No item of this benchmark has a known label (a <code>ground_truth</code> file in its '
+            "[[benchmark]] entry): no ground-truth comparison, and the blind baseline did not run.</p>"
+        )
     return "\n".join(parts) + "\n</section>"
 
 
@@ -314,4 +334,27 @@ def _ground_truth_table(ground_truth: GroundTruthResult) -> str:
         + '<div class="wide">'
         + table(heading, rows)
         + "</div>"
+    )
+
+
+def _auc_table(ground_truth: GroundTruthResult) -> str:
+    """Every signal's AUC between the known-contaminated and the known-clean items, and the blind baseline's beside
+    them: a detector's AUC near the blind baseline's may be the sets' difference in wording, not membership."""
+    columns = ["signal", "AUC (contaminated vs clean)"]
+    rows = [row([label(signal), text(auc)], labels=columns) for signal, auc in ground_truth.auc.items()]
+    blind = ground_truth.blind_baseline
+    rows.append(
+        row(
+            [
+                "<strong>blind baseline</strong> (no model: a bag-of-n-grams classifier of the items' texts)",
+                text(blind_baseline_phrase(blind)),
+            ],
+            "headline",
+            labels=columns,
+        )
+    )
+    return (
+        "<p>AUC of each signal between the two sets (above 1/2: it separates them). The blind baseline never "
+        "sees the model: where it separates the sets as well (its interval above 1/2), a detector's AUC may be "
+        "distribution shift between the sets rather than membership.</p>\n" + table(head(columns), rows)
     )

@@ -5,8 +5,10 @@ console verdicts, refusing a version this jaxcontam does not know.
 Version 2 is the layout `jaxcontam audit` writes: jaxcontam_version, alpha (the one level of every verdict, stored
 once), correction, settings, one entry per (model, benchmark) in `runs` (`detect.audit_core.BenchmarkAudit.to_dict`:
 each detector's evidence, no verdict, plus the model and `verdicts`, each registered detector's headline verdict at
-alpha as the sweep decided it: contaminated, not detected or not tested) and the `sweep` (with the runs left out of
-it as untested). A test that could not run stores `contaminated: null`, never false.
+alpha as the sweep decided it: contaminated, not detected or not tested, then the verdicts of the detectors across
+the models on it), the `sweep` (with the runs left out of it as untested) and `family`, each registered detector
+across the models (`detect.registry.FAMILY_DETECTORS`) by name: its result over the whole audit, null where it did
+not run (absent in older summaries). A test that could not run stores `contaminated: null`, never false.
 
 Version 2 entries written before the results left their verdicts to `verdicts` (PaCoST's and ConTAM's entries
 holding `alpha`, `contaminated` / `significant` and the sweep's decision on PaCoST's headline, `settings` repeating
@@ -34,7 +36,7 @@ from typing import Any
 from jaxcontam.detect.audit_core import headline_verdicts
 from jaxcontam.detect.benchmark_results import Accuracy, GroundTruthResult
 from jaxcontam.detect.json_values import json_float
-from jaxcontam.detect.registry import DETECTORS
+from jaxcontam.detect.registry import DETECTORS, FAMILY_DETECTORS
 from jaxcontam.detect.stage import BuiltInResults
 from jaxcontam.detect.status import TestOutcome
 from jaxcontam.detect.sweep import Sweep
@@ -178,6 +180,7 @@ class AuditSummary:
     runs: tuple[RunEntry, ...]
     sweep: Sweep | None
     timings: dict[str, float] | None = None  # wall seconds per stage (`jaxcontam.stage_clock`); older summaries: None
+    family: Mapping[str, Any] = dataclasses.field(default_factory=dict)  # family stage name -> result (those that ran)
 
     @classmethod
     def from_dict(cls, summary: dict, where: str = "summary.json") -> AuditSummary:
@@ -205,6 +208,7 @@ class AuditSummary:
             runs=tuple(RunEntry.from_dict(r, f"{where} runs[{i}]", alpha) for i, r in enumerate(runs)),
             sweep=_read_result(summary.get("sweep"), Sweep.from_dict, f"{where} sweep"),
             timings=summary.get("timings"),
+            family=_read_family(summary.get("family"), where),
         )
 
     def to_dict(self) -> dict:
@@ -217,8 +221,25 @@ class AuditSummary:
             "settings": self.settings,
             "runs": [run.to_dict() for run in self.runs],
             "sweep": None if self.sweep is None else self.sweep.to_dict(),
+            "family": {
+                name: stage.summary_entry(self.family[name]) if name in self.family else None
+                for name, stage in FAMILY_DETECTORS.items()
+            },
         }
         return summary | ({} if self.timings is None else {"timings": self.timings})
+
+
+def _read_family(entries, where: str) -> dict[str, Any]:
+    """summary.json's `family` (absent before it existed): each registered family stage's result that is there."""
+    if entries is None:
+        return {}
+    if not isinstance(entries, dict):
+        raise JaxcontamError(f"{where} family: expected an object of family detectors, got {type(entries).__name__}")
+    results = {
+        name: _read_result(entries.get(name), stage.read_entry, f"{where} family {name}")
+        for name, stage in FAMILY_DETECTORS.items()
+    }
+    return {name: result for name, result in results.items() if result is not None}
 
 
 def read_summary(path: str | Path) -> AuditSummary:

@@ -24,6 +24,7 @@ from jaxcontam.detect.json_values import json_ready
 from jaxcontam.detect.stage import AuditTarget, StageInput, fingerprint
 from jaxcontam.engine.finite import NonFiniteScoresError
 from jaxcontam.report import write_report
+from jaxcontam.report.evidence import EvidenceStatement, evidence_statement
 from jaxcontam.report.summary_schema import SCHEMA_VERSION, AuditSummary, RunEntry, headline_verdicts
 from jaxcontam.stage_clock import StageClock, stage
 from jaxcontam.stats import sweep_resamples
@@ -260,6 +261,19 @@ def reference_records(
     return run_chunked(store, list(bench.benchmark), config.chunk_size, compute, progress)
 
 
+def audit_evidence(config: AuditConfig, runs: list[ModelRun]) -> EvidenceStatement:
+    """What this audit's inputs allow and the strongest measured evidence (`report.evidence`), for the detectors
+    that ran."""
+    ran = list(dict.fromkeys(name for run in runs for name in run.audit.results))
+    return evidence_statement(
+        reference=config.pacost_reference is not None,
+        corpus=bool(config.corpora or config.counts),
+        models=len(config.models),
+        ran=ran,
+        confidence=config.pacost.confidence or "",
+    )
+
+
 def write_outputs(config: AuditConfig, runs: list[ModelRun], items: list[ItemRow], clock: StageClock) -> AuditSummary:
     """items.parquet, summary.json (the sweep's corrections decided here, over every run) and the report, written
     by process 0 alone under `jax.distributed` (every process returns the summary). summary.json's `timings` are
@@ -284,6 +298,7 @@ def write_outputs(config: AuditConfig, runs: list[ModelRun], items: list[ItemRow
             settings=config.settings(),
             runs=tuple(run.entry(config.alpha) for run in runs),
             sweep=sweep,
+            evidence=audit_evidence(config, runs),
         )
     if is_writer():
         with stage("report"):

@@ -19,7 +19,8 @@ EXIT_UNTESTED = 5  # `--fail-on untested`: no headline verdict is contaminated, 
 
 def echo_verdicts(summary: AuditSummary, out) -> None:
     """One line per (model, benchmark): accuracy, then each registered detector's console phrase (its headline test,
-    p, adjusted p and verdict; a test that could not run reads "no test: <reason>", never as a verdict)."""
+    p, adjusted p and verdict; a test that could not run reads "no test: <reason>", never as a verdict); then the
+    evidence the inputs allow and the strongest measured (`report.evidence`), the wall time per stage, the files."""
     from jaxcontam.detect.registry import DETECTORS
 
     for run in summary.runs:
@@ -35,6 +36,11 @@ def echo_verdicts(summary: AuditSummary, out) -> None:
             "note: PaCoST's authors' test is uncalibrated and flags clean models too (docs/results.md); "
             "--reference-model M makes the calibrated test the verdict"
         )
+    if summary.evidence is not None:
+        from jaxcontam.report.evidence import console_lines
+
+        for line in console_lines(summary.evidence):
+            click.echo(line)
     if summary.timings:
         from jaxcontam.stage_clock import format_table
 

@@ -5,8 +5,9 @@ console verdicts, refusing a version this jaxcontam does not know.
 Version 2 is the layout `jaxcontam audit` writes: jaxcontam_version, alpha (the one level of every verdict),
 correction, settings, one entry per (model, benchmark) in `runs` (`detect.audit_core.BenchmarkAudit.to_dict` plus
 the model and `verdicts`, each registered detector's headline verdict: contaminated, not detected or not tested)
-and the `sweep` (with the runs left out of it as untested). A test that could not run stores `contaminated: null`
-(ConTAM's metrics `significant: null`), never false.
+and the `sweep` (with the runs left out of it as untested); `evidence`: the situations the audit's inputs put it
+in and the strongest measured evidence of each (`report.evidence.EvidenceStatement`; absent from older summaries).
+A test that could not run stores `contaminated: null` (ConTAM's metrics `significant: null`), never false.
 
 Version 1 (and summaries written before `schema_version` existed) is read too: a test whose status says "no test"
 reads as not tested whatever its stored `contaminated: false`; the headline verdicts are derived from the entries
@@ -33,6 +34,7 @@ from jaxcontam.detect.stage import BuiltInResults
 from jaxcontam.detect.sweep import Sweep
 from jaxcontam.detect.verdict import Verdict
 from jaxcontam.errors import JaxcontamError
+from jaxcontam.report.evidence import EvidenceStatement
 from jaxcontam.stats.multiple import DEFAULT_ALPHA
 
 SCHEMA_VERSION = 2
@@ -164,6 +166,7 @@ class AuditSummary:
     runs: tuple[RunEntry, ...]
     sweep: Sweep | None
     timings: dict[str, float] | None = None  # wall seconds per stage (`jaxcontam.stage_clock`); older summaries: None
+    evidence: EvidenceStatement | None = None  # what the inputs allow and the strongest measured; older: None
 
     @classmethod
     def from_dict(cls, summary: dict, where: str = "summary.json") -> AuditSummary:
@@ -191,10 +194,11 @@ class AuditSummary:
             runs=tuple(RunEntry.from_dict(r, f"{where} runs[{i}]", alpha) for i, r in enumerate(runs)),
             sweep=_read_result(summary.get("sweep"), Sweep.from_dict, f"{where} sweep"),
             timings=summary.get("timings"),
+            evidence=_read_result(summary.get("evidence"), EvidenceStatement.from_dict, f"{where} evidence"),
         )
 
     def to_dict(self) -> dict:
-        """summary.json's content (before `json_ready`); `timings` only where they were recorded."""
+        """summary.json's content (before `json_ready`); `timings` and `evidence` only where they were recorded."""
         summary = {
             "schema_version": SCHEMA_VERSION,  # what was read is written as this version, whatever it was read as
             "jaxcontam_version": self.jaxcontam_version,
@@ -204,7 +208,8 @@ class AuditSummary:
             "runs": [run.to_dict() for run in self.runs],
             "sweep": None if self.sweep is None else self.sweep.to_dict(),
         }
-        return summary | ({} if self.timings is None else {"timings": self.timings})
+        evidence = {} if self.evidence is None else {"evidence": self.evidence.to_dict()}
+        return summary | evidence | ({} if self.timings is None else {"timings": self.timings})
 
 
 def read_summary(path: str | Path) -> AuditSummary:

@@ -267,7 +267,8 @@ def evidence_statement(
     the packaged one)."""
     table = measured_evidence() if table is None else table
     applies = {"model_alone": True, "reference_model": reference, "corpus": corpus, "model_family": models > 1}
-    statements, advice = [], []
+    statements: list[SituationStatement] = []
+    fixes: dict[str, list[str]] = {}  # how to run a pick -> the situations whose pick it runs
     for name in SITUATIONS:
         measured = table.situation(name)
         strongest = None if measured is None else measured.strongest
@@ -280,7 +281,7 @@ def evidence_statement(
             note = measured.reason
         runs = _runs(strongest, ran, confidence, reference) if strongest and applies[name] else None
         if runs is False and strongest is not None:
-            advice.append(f"{TITLES[name]}: the rule's pick is not what this audit ran: {_how_to_run(strongest, ran)}")
+            fixes.setdefault(_how_to_run(strongest, ran), []).append(TITLES[name])
         statements.append(
             SituationStatement(
                 situation=name,
@@ -293,6 +294,7 @@ def evidence_statement(
                 note=note,
             )
         )
+    advice = [f"{', '.join(where)}: the rule's pick is not what this audit ran: {fix}" for fix, where in fixes.items()]
     picks = [s for s in statements if s.strongest is not None]
     best = max(picks, key=lambda s: s.strongest.power_lower if s.strongest else 0.0, default=None)
     if best is not None and best.strongest is not None and not best.applies:

@@ -184,6 +184,35 @@ def docs_table(table: dict) -> str:
     return "\n".join(lines) + f"\n\nMeasured on {table['where']}; rule: commit {table['rule_commit']}.\n"
 
 
+def summary_table(table: dict) -> str:
+    """The README's version: per situation, the rule's pick beside P(True) (the default before the rule) under the
+    same design, each with its level per role and power; a situation without a measurement says why."""
+    lines = [
+        "| situation | evidence | level: control / clean / format control | power [95% CI] | power per benchmark |",
+        "|---|---|---|---|---|",
+    ]
+    for s in table["situations"]:
+        if not s["measured"]:
+            lines.append(f"| {s['situation']} | not measured: {s['reason']} | | | |")
+            continue
+        pick = next((c for c in s["candidates"] if c["picked"]), None)
+        shown = [] if pick is None else [("rule's pick", pick)]
+        same = [c for c in s["candidates"] if pick and c["confidence"] == "p_true" and c["design"] == pick["design"]]
+        same = [c for c in same if c["reference"] == pick["reference"]] if pick else []
+        shown += [("P(True), the former default", c) for c in same]
+        for role, c in shown:
+            by_benchmark = c["power_by_benchmark"]
+            per = ", ".join(f"{b} {k}/{n}" for b, (k, n) in by_benchmark.items()) if by_benchmark else "-"
+            lines.append(
+                f"| {s['situation']} | {role}: {c['label']} ({_decision(c).strip('*')}) | "
+                + " / ".join(_rate_text(c["levels"][r]) for r in ROLES)
+                + f" | {_rate_text(c['power'])} | {per} |"
+            )
+        if pick is None:
+            lines.append(f"| {s['situation']} | nothing picked: {s['reason']} | | | |")
+    return "\n".join(lines) + "\n"
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--results", type=pathlib.Path, default=HERE / "results")

@@ -11,21 +11,23 @@ test rejects at p <= alpha (0.05); the rate's 95% Clopper-Pearson interval and t
   control arms of experiments/real_contamination): not its null, so it is shown failing, which is what the
   calibrated test is for;
 - the calibrated test (`reference_test`, design a): the audited and a reference model, both clean, sharing the
-  items' rephrasing bias; design b (`fresh_items_test`): fresh items from the same biased clean model;
+  items' rephrasing bias (`simulation.biased_clean_models`); design b (`fresh_items_test`): fresh items from the
+  same biased clean model;
 - exchangeability (Oren et al.'s t over chunks): each chunk's canonical and permuted orders' log-likelihoods drawn
   alike (Gumbel noise around the chunk's own level);
 - ConTAM's EPG (`max_z_test`): benchmarks whose correctness is independent of the match scores
   (`simulation.epg_benchmark`, 500 items, 50-90% zero scores, 2 decimals);
 - the blind baseline (`blind_baseline`'s permutation test): two 34-item sets of texts drawn from one word
-  distribution (as experiments/stats/blind_coverage.py);
+  distribution (`simulation.word_distribution`, `alike_texts`, as experiments/stats/blind_coverage.py draws them);
 - ConStat (`constat_test`'s bootstrap p-value): the audited model one more member of its family (the relation of
-  original to reference accuracy the same for every model, as tests/test_stats_constat.py's family).
+  original to reference accuracy the same for every model: `simulation.constat_family`, 6 reference models).
 
     python experiments/stats/levels.py [--scale 1.0] [--seed 0] [--out experiments/stats/levels.json]
 
-`--scale` multiplies every simulation's number of data sets (1.0: about 4 minutes on 2 shared cores). Writes one
-JSON file; docs/methods.md's table (`<!-- generated:stats-levels -->`) is `docs_table` of it. tests/test_stats_levels.py
-runs each simulation small and checks every valid test against an exact binomial bound.
+`--scale` multiplies every simulation's number of data sets (1.0: about 4 minutes on the 2 shared cores, 4: about
+15; the committed levels.json is scale 4). Writes one JSON file; docs/methods.md's table (`<!-- generated:stats-levels
+-->`) is `docs_table` of it. tests/test_stats_levels.py runs each simulation
+small and checks every valid test against an exact binomial bound.
 """
 
 from __future__ import annotations
@@ -272,7 +274,7 @@ def docs_table(report: dict) -> str:
         )
     return (
         "\n".join(lines)
-        + f"\n\nSeed {report['seed']}, scale {report['scale']:g} (`python experiments/stats/levels.py`).\n"
+        + f"\n\n`python experiments/stats/levels.py --scale {report['scale']:g} --seed {report['seed']}`.\n"
     )
 
 

@@ -450,6 +450,26 @@ def epg_null_flags() -> str:
     return "\n".join(lines) + "\n"
 
 
+def stats_levels() -> str:
+    """Every test's false-positive rate under its simulated null (experiments/stats/levels.py)."""
+    source = EXPERIMENTS / "stats" / "levels.json"
+    if not source.exists():
+        return missing(source, "python experiments/stats/levels.py")
+    return experiment_module("stats/levels.py").docs_table(json.loads(source.read_text(encoding="utf-8")))
+
+
+def evidence_table(render: str) -> Callable[[], str]:
+    """A table of the evidence the audit states from (the package's measured_evidence.json), rendered by
+    experiments/real_contamination/evidence_table.py's `render` (the ranking, or the README's summary)."""
+
+    def table() -> str:
+        source = ROOT / "jaxcontam" / "report" / "measured_evidence.json"
+        measured = json.loads(source.read_text(encoding="utf-8"))
+        return getattr(experiment_module("real_contamination/evidence_table.py"), render)(measured)
+
+    return table
+
+
 def lm_eval_parity() -> str:
     source = EXPERIMENTS / "lm_eval_parity" / "results" / "copa_smollm2.json"
     if not source.exists():
@@ -696,6 +716,9 @@ TABLES: dict[str, Callable[[], str]] = {
     "real-contamination-rule": real_contamination_table("decision_rule.json", "apply_rule.py"),
     "real-contamination-blind": real_contamination_table("blind_baseline.json", "blind_baseline.py"),
     "epg-null-flags": epg_null_flags,
+    "stats-levels": stats_levels,
+    "evidence-ranking": evidence_table("docs_table"),
+    "evidence-summary": evidence_table("summary_table"),
     "lm-eval-parity": lm_eval_parity,
     "corpus-storage": corpus_storage,
     "performance-history": performance_history,

@@ -100,6 +100,14 @@ def test_audit_writes_items_summary_plots_and_report(finished):
     html = (finished / "report.html").read_text()
     assert "Exchangeability (Oren et al.)" in html
     assert "Gap-K%" in html and "DC-PDD" in html
+    evidence = read_summary(finished).evidence  # one model, a corpus, no reference; the example tests answer_logprob
+    assert evidence is not None and "Evidence these inputs allow" in html
+    applies = {s.situation: s.applies for s in evidence.situations}
+    assert applies == {"model_alone": True, "reference_model": False, "corpus": True, "model_family": False}
+    alone = evidence.situations[0]
+    assert alone.strongest is not None and alone.runs_strongest is False  # the rule picks another confidence
+    assert any(f"--confidence {alone.strongest.confidence}" in line for line in evidence.advice)
+    assert "exchangeability" in alone.not_measured and evidence.situations[2].allows == ("contam",)
     assert "data:image/png;base64" in html and len(list((finished / "plots").glob("*.png"))) == 5
 
 

@@ -87,7 +87,12 @@ def test_generative_judge_sees_the_bare_question_and_the_generated_text():
 
 def test_presets():
     ours, paper = PacostSettings(), PacostSettings(preset="paper")
-    assert (ours.confidence, ours.test, ours.answers, ours.correction) == ("p_true", "permutation", "greedy", "sweep")
+    assert (ours.confidence, ours.test, ours.answers, ours.correction) == (
+        "question_min_k_plus_plus",  # issue 62's decision rule's pick (tests/test_audit_evidence.py)
+        "permutation",
+        "greedy",
+        "sweep",
+    )
     assert not hasattr(ours, "alpha")  # the level is the audit's alone (StageInput.alpha)
     assert (paper.confidence, paper.test, paper.answers, paper.correction) == ("p_yes", "t", "sampled", "none")
     assert PacostSettings(preset="paper", confidence="answer_logprob").confidence == "answer_logprob"
@@ -154,7 +159,7 @@ def test_summary_records_the_preset_and_every_confidence_as_a_variant():
     assert set(summary["variants"]) == set(CONFIDENCES) - {"p_yes"}
     ours = pacost_result(records, PacostSettings()).to_dict()
     assert (ours["answers"], ours["correction"], "seed" in ours) == ("greedy", "sweep", False)
-    assert set(ours["variants"]) == set(CONFIDENCES) - {"p_true", "p_yes"}
+    assert set(ours["variants"]) == set(CONFIDENCES) - {"question_min_k_plus_plus", "p_yes"}
 
 
 def test_the_paper_verdict_is_scipys_uncorrected_one_sided_t_test_on_pairs_with_both_confidences_above_0():
@@ -308,7 +313,7 @@ def test_the_calibrated_verdict_tests_the_gap_against_the_reference_models_gap()
             for r, b, e in zip(rephrased, bias, extra)
         ]
 
-    settings_ = PacostSettings(test="permutation")
+    settings_ = PacostSettings(test="permutation", confidence="p_true")
     reference, clean, seen = records(np.zeros(24)), records(np.zeros(24)), records(np.full(24, 0.2))
     assert paired_verdict(clean, "p_true", settings_).pvalue < 0.05  # the biased null the calibration removes
     calm = calibrated_verdict(clean, reference, "base", settings_)

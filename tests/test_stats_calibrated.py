@@ -11,6 +11,7 @@ from scipy import stats as scipy_stats
 
 from jaxcontam.stats import calibrated
 from jaxcontam.stats.calibrated import fresh_items_test, reference_test, uncalibrated_test
+from jaxcontam.stats.simulation import biased_clean_models as _biased_null  # also experiments/stats/levels.py's
 from jaxcontam.stats.validation import StatsInputError
 
 ALTERNATIVES = ("greater", "less", "two-sided")
@@ -163,20 +164,6 @@ def test_fresh_shift_invariance_and_symmetry(b_o, b_r, f_o, f_r, shift):
     assert moved.pvalue == pytest.approx(plain.pvalue, rel=1e-12)
     swapped = fresh_items_test(f_o, f_r, b_o, b_r, alternative="less")
     assert swapped.pvalue == pytest.approx(plain.pvalue, rel=1e-12)
-
-
-def _biased_null(rng, n, delta=0.0):
-    """Confidences of two models on n items: a shared item difficulty and rephrasing bias (mean > 0: clean
-    models prefer the original), model-item noise; `delta` added to the audited model's originals."""
-    logit = rng.normal(0.5, 1.0, n)
-    bias = rng.normal(0.4, 0.3, n)
-    sigmoid = lambda x: 1 / (1 + np.exp(-x))  # noqa: E731
-
-    def model(extra):
-        shared = logit + rng.normal(0, 0.3, n)
-        return sigmoid(shared + bias + extra + rng.normal(0, 0.3, n)), sigmoid(shared + rng.normal(0, 0.3, n))
-
-    return model(delta), model(0.0)
 
 
 def _band(datasets, alpha=0.05):

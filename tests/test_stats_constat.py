@@ -9,6 +9,7 @@ from scipy import optimize
 from scipy.interpolate import make_smoothing_spline
 
 from jaxcontam.stats.constat import basic_bootstrap_pvalue, constat_test, replicate_delta, smoothing_spline
+from jaxcontam.stats.simulation import constat_family as _family  # also experiments/stats/levels.py's
 from jaxcontam.stats.validation import StatsInputError
 
 
@@ -55,18 +56,6 @@ def _reference_replicate(original, reference, refs_original, refs_reference, gue
         x, y, w = np.r_[x, 1], np.r_[y, 1], np.r_[w, 1e-8]
     predicted = float(np.clip(make_smoothing_spline(x, y, w, lam=lam)(reference.mean()), 0, 1))
     return original.mean() - predicted, predicted
-
-
-def _family(rng, models, items, inflation=0.0):
-    """Per-item 0/1 scores of the audited model (first, ability 0.5) and `models` reference models (abilities spread
-    over 0.25-0.9, around it): ability a gives accuracy a on the reference benchmark and a^1.5 on the original (one
-    relation for every model); `inflation`: the audited model also answers that share of the original items right
-    regardless (an expected gain of 0.65 * inflation)."""
-    ability = np.r_[0.5, np.linspace(0.25, 0.9, models) + rng.uniform(-0.03, 0.03, models)]
-    original = (rng.random((models + 1, items)) < ability[:, None] ** 1.5).astype(float)
-    reference = (rng.random((models + 1, items)) < ability[:, None]).astype(float)
-    original[0, : int(inflation * items)] = 1.0
-    return original, reference
 
 
 def test_a_replicate_agrees_with_the_reference_from_the_definition():

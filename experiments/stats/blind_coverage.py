@@ -17,6 +17,7 @@ import numpy as np
 
 from jaxcontam.stats.auc import auc
 from jaxcontam.stats.blind import blind_baseline, out_of_fold_log_odds
+from jaxcontam.stats.simulation import alike_texts, word_distribution
 
 
 def main(argv=None) -> None:
@@ -26,11 +27,10 @@ def main(argv=None) -> None:
     parser.add_argument("--items", type=int, default=34)
     args = parser.parse_args(argv)
     rng = np.random.default_rng(0)
-    vocabulary = np.array([f"w{i}" for i in range(200)])
-    p = rng.dirichlet(np.ones(200))
+    vocabulary, p = word_distribution(rng)
 
     def texts() -> list[str]:
-        return [" ".join(rng.choice(vocabulary, size=rng.integers(5, 30), p=p)) for _ in range(args.items)]
+        return alike_texts(rng, vocabulary, p, args.items)
 
     permutation, bootstrap, statistics, rejected = [], [], [], []
     for seed in range(args.pairs):

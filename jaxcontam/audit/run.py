@@ -27,6 +27,7 @@ from jaxcontam.detect.json_values import json_ready
 from jaxcontam.detect.stage import AuditTarget, StageInput, fingerprint
 from jaxcontam.engine.finite import NonFiniteScoresError
 from jaxcontam.report import write_report
+from jaxcontam.report.evidence import EvidenceStatement, evidence_statement
 from jaxcontam.report.summary_schema import SCHEMA_VERSION, AuditSummary, RunEntry
 from jaxcontam.stage_clock import StageClock, stage
 from jaxcontam.stats import sweep_resamples
@@ -268,6 +269,19 @@ def family_results(config: AuditConfig, runs: Sequence[ModelRun]) -> dict[str, A
     }
 
 
+def audit_evidence(config: AuditConfig, runs: list[ModelRun], family: dict[str, Any]) -> EvidenceStatement:
+    """What this audit's inputs allow and the strongest measured evidence (`report.evidence`), for the detectors
+    that ran (the detectors across the models among them)."""
+    ran = list(dict.fromkeys([*(name for run in runs for name in run.audit.results), *family]))
+    return evidence_statement(
+        reference=config.pacost_reference is not None,
+        corpus=bool(config.corpora or config.counts),
+        models=len(config.models),
+        ran=ran,
+        confidence=config.pacost.confidence or "",
+    )
+
+
 def write_outputs(config: AuditConfig, runs: list[ModelRun], items: list[ItemRow], clock: StageClock) -> AuditSummary:
     """items.parquet, summary.json (the sweep's corrections decided here, over every run, then the detectors across
     the models) and the report, written by process 0 alone under `jax.distributed` (every process returns the
@@ -293,6 +307,7 @@ def write_outputs(config: AuditConfig, runs: list[ModelRun], items: list[ItemRow
             ),
             sweep=sweep,
             family=family,
+            evidence=audit_evidence(config, runs, family),
         )
     if is_writer():
         with stage("report"):

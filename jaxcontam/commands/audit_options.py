@@ -93,7 +93,7 @@ def audit_options(command):
             type=click.Choice(list(PRESETS)),
             default=None,
             help="PaCoST preset (default: the config's [pacost] preset, else jaxcontam). jaxcontam: greedy "
-            "answers, Kadavath's judge, normalised P(True), permutation test; paper: as its authors "
+            "answers, the question's Min-K%++ (the decision rule's pick), permutation test; paper: as its authors "
             "ran it (sampled answers, their Yes/No judge's P(yes), paired t-test at p < alpha, "
             "uncorrected).",
         ),

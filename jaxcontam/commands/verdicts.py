@@ -35,7 +35,8 @@ def echo_verdicts(summary: AuditSummary, out) -> None:
     """One line per (model, benchmark): accuracy, then each registered detector's console phrase (its headline test
     and p) followed by its headline verdict as summary.json holds it (adjusted p and correction where the sweep
     decided; a test that could not run reads "no test: <reason>", never as a verdict), and with known labels a line
-    of every signal's AUC with the blind baseline's; then each detector across the models' own lines."""
+    of every signal's AUC with the blind baseline's; then each detector across the models' own lines; then the
+    evidence the inputs allow and the strongest measured (`report.evidence`), the wall time per stage, the files."""
     from jaxcontam.detect.registry import DETECTORS, FAMILY_DETECTORS
 
     for run in summary.runs:
@@ -63,6 +64,11 @@ def echo_verdicts(summary: AuditSummary, out) -> None:
             "note: PaCoST's authors' test is uncalibrated and flags clean models too (docs/results.md); "
             "--reference-model M makes the calibrated test the verdict"
         )
+    if summary.evidence is not None:
+        from jaxcontam.report.evidence import console_lines
+
+        for line in console_lines(summary.evidence):
+            click.echo(line)
     if summary.timings:
         from jaxcontam.stage_clock import format_table
 

@@ -3,10 +3,11 @@
 
 Reads the typed summary (`summary_schema.AuditSummary`) and the per-item rows of `jaxcontam audit`, writes
 the plots to out_dir/plots/ and embeds them, so the page can be mailed or archived on its own. The verdict table
-shows each registered detector's headline verdict (contaminated, not detected, or no test with its reason), each
-detector across the models (`detect.registry.FAMILY_DETECTORS`) has its own section, and each run's section is its
-detectors' own sections, in registry order (`detect.registry`): the page names no detector. The ground-truth
-comparison shows every signal's AUC with the blind baseline's beside them.
+shows each registered detector's headline verdict (contaminated, not detected, or no test with its reason), then the
+evidence the audit's inputs allow with the strongest measured (`report.evidence`); each detector across the models
+(`detect.registry.FAMILY_DETECTORS`) has its own section, and each run's section is its detectors' own sections, in
+registry order (`detect.registry`): the page names no detector. The ground-truth comparison shows every signal's AUC
+with the blind baseline's beside them.
 Every piece of text from the inputs is HTML-escaped.
 """
 
@@ -22,6 +23,7 @@ from jaxcontam.detect.registry import DETECTORS, FAMILY_DETECTORS
 from jaxcontam.detect.sweep import Sweep
 from jaxcontam.detect.verdict import Verdict
 from jaxcontam.report import plots
+from jaxcontam.report.evidence import html_section
 from jaxcontam.report.formatting import blind_baseline_phrase, value
 from jaxcontam.report.html_parts import figure, head, label, label_text, row, table, text, verdict_badge
 from jaxcontam.report.summary_schema import AuditSummary, RunEntry
@@ -96,7 +98,10 @@ def write_report(summary: AuditSummary, items: list[dict], out_dir) -> Path:
     sweep_png = (
         plots.sweep_pvalues_png(sweep, alpha, plots_dir / "sweep-pvalues.png") if sweep and sweep.labels else None
     )
-    body = [_header(summary), _verdict_section(runs, stems, alpha), _models_section(runs, alpha, plots_dir)]
+    body = [_header(summary), _verdict_section(runs, stems, alpha)]
+    if summary.evidence is not None:
+        body.append(html_section(summary.evidence))
+    body.append(_models_section(runs, alpha, plots_dir))
     body.append(_sweep_section(sweep, alpha, sweep_png))
     body += _family_sections(summary)
     body += [_run_section(run, stem, figs) for run, stem, figs in zip(runs, stems, figures)]

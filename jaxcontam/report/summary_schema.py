@@ -6,9 +6,11 @@ Version 2 is the layout `jaxcontam audit` writes: jaxcontam_version, alpha (the 
 once), correction, settings, one entry per (model, benchmark) in `runs` (`detect.audit_core.BenchmarkAudit.to_dict`:
 each detector's evidence, no verdict, plus the model and `verdicts`, each registered detector's headline verdict at
 alpha as the sweep decided it: contaminated, not detected or not tested, then the verdicts of the detectors across
-the models on it), the `sweep` (with the runs left out of it as untested) and `family`, each registered detector
+the models on it), the `sweep` (with the runs left out of it as untested), `family`, each registered detector
 across the models (`detect.registry.FAMILY_DETECTORS`) by name: its result over the whole audit, null where it did
-not run (absent in older summaries). A test that could not run stores `contaminated: null`, never false.
+not run (absent in older summaries), and `evidence`: the situations the audit's inputs put it in and the strongest
+measured evidence of each (`report.evidence.EvidenceStatement`; absent from older summaries). A test that could not
+run stores `contaminated: null`, never false.
 
 Version 2 entries written before the results left their verdicts to `verdicts` (PaCoST's and ConTAM's entries
 holding `alpha`, `contaminated` / `significant` and the sweep's decision on PaCoST's headline, `settings` repeating
@@ -42,6 +44,7 @@ from jaxcontam.detect.status import TestOutcome
 from jaxcontam.detect.sweep import Sweep
 from jaxcontam.detect.verdict import Verdict, check_level
 from jaxcontam.errors import JaxcontamError
+from jaxcontam.report.evidence import EvidenceStatement
 from jaxcontam.stats.multiple import DEFAULT_ALPHA
 
 SCHEMA_VERSION = 2
@@ -181,6 +184,7 @@ class AuditSummary:
     sweep: Sweep | None
     timings: dict[str, float] | None = None  # wall seconds per stage (`jaxcontam.stage_clock`); older summaries: None
     family: Mapping[str, Any] = dataclasses.field(default_factory=dict)  # family stage name -> result (those that ran)
+    evidence: EvidenceStatement | None = None  # what the inputs allow and the strongest measured; older: None
 
     @classmethod
     def from_dict(cls, summary: dict, where: str = "summary.json") -> AuditSummary:
@@ -209,10 +213,11 @@ class AuditSummary:
             sweep=_read_result(summary.get("sweep"), Sweep.from_dict, f"{where} sweep"),
             timings=summary.get("timings"),
             family=_read_family(summary.get("family"), where),
+            evidence=_read_result(summary.get("evidence"), EvidenceStatement.from_dict, f"{where} evidence"),
         )
 
     def to_dict(self) -> dict:
-        """summary.json's content (before `json_ready`); `timings` only where they were recorded."""
+        """summary.json's content (before `json_ready`); `timings` and `evidence` only where they were recorded."""
         summary = {
             "schema_version": SCHEMA_VERSION,  # what was read is written as this version, whatever it was read as
             "jaxcontam_version": self.jaxcontam_version,
@@ -226,7 +231,8 @@ class AuditSummary:
                 for name, stage in FAMILY_DETECTORS.items()
             },
         }
-        return summary | ({} if self.timings is None else {"timings": self.timings})
+        evidence = {} if self.evidence is None else {"evidence": self.evidence.to_dict()}
+        return summary | evidence | ({} if self.timings is None else {"timings": self.timings})
 
 
 def _read_family(entries, where: str) -> dict[str, Any]:

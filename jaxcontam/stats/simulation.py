@@ -11,7 +11,11 @@ and rounded to `decimals`. Two contamination models: `boost` moves every
 original confidence a fraction `boost` of the way to 1 (a mild, benchmark-wide
 familiarity), `contaminated` sets the original confidence of that fraction of
 items to exactly 1 (memorised items). `epg_benchmark` draws per-item match
-scores and correctness for the EPG threshold search.
+scores and correctness for the EPG threshold search. The nulls of the other
+tests (experiments/stats/levels.py): `biased_clean_models` (calibrated PaCoST:
+two clean models sharing a rephrasing bias), `constat_family` (ConStat: a family
+of models on one accuracy relation), `word_distribution` and `alike_texts` (the
+blind baseline: item sets drawn from one word distribution).
 """
 
 from __future__ import annotations
@@ -90,3 +94,45 @@ def epg_benchmark(
     boosted[rank[n - int(round(gain_share * n)) :]] = True
     correct = rng.random(n) < np.where(boosted, min(1.0, accuracy + gain), accuracy)
     return scores, correct.astype(np.float64)
+
+
+def _sigmoid(x: np.ndarray) -> np.ndarray:
+    return 1.0 / (1.0 + np.exp(-x))
+
+
+def biased_clean_models(rng: np.random.Generator, n: int, delta: float = 0.0):
+    """((original, rephrased) of the audited model, (original, rephrased) of a reference model), each [n]: confidences
+    of two models on the same items, with a shared item difficulty and rephrasing bias (mean > 0: clean models prefer
+    the original wording, so PaCoST's own test flags them) and model-item noise; `delta` is added to the audited
+    model's originals (0: the calibrated test's null)."""
+    logit = rng.normal(0.5, 1.0, n)
+    bias = rng.normal(0.4, 0.3, n)
+
+    def model(extra: float):
+        shared = logit + rng.normal(0, 0.3, n)
+        return _sigmoid(shared + bias + extra + rng.normal(0, 0.3, n)), _sigmoid(shared + rng.normal(0, 0.3, n))
+
+    return model(delta), model(0.0)
+
+
+def constat_family(rng: np.random.Generator, models: int, items: int, inflation: float = 0.0):
+    """(original, reference), each [models + 1, items] of 0/1 scores: the audited model (row 0, ability 0.5) and
+    `models` reference models (abilities spread over 0.25-0.9, around it); ability a answers a reference item right
+    with probability a and an original one with a^1.5 (one relation for every model: ConStat's null); `inflation`:
+    the audited model also answers that share of the original items right regardless (an expected gain of
+    0.65 * inflation)."""
+    ability = np.r_[0.5, np.linspace(0.25, 0.9, models) + rng.uniform(-0.03, 0.03, models)]
+    original = (rng.random((models + 1, items)) < ability[:, None] ** 1.5).astype(float)
+    reference = (rng.random((models + 1, items)) < ability[:, None]).astype(float)
+    original[0, : int(inflation * items)] = 1.0
+    return original, reference
+
+
+def word_distribution(rng: np.random.Generator, words: int = 200) -> tuple[np.ndarray, np.ndarray]:
+    """(vocabulary, probabilities): `words` synthetic words and a Dirichlet(1) distribution over them."""
+    return np.array([f"w{i}" for i in range(words)]), rng.dirichlet(np.ones(words))
+
+
+def alike_texts(rng: np.random.Generator, vocabulary: np.ndarray, p: np.ndarray, items: int) -> list[str]:
+    """`items` texts of 5-29 words each drawn from (vocabulary, p): two calls give sets alike in distribution."""
+    return [" ".join(rng.choice(vocabulary, size=rng.integers(5, 30), p=p)) for _ in range(items)]

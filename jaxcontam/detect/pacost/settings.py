@@ -1,8 +1,10 @@
 # pyright: standard
 """PaCoST's settings and presets (`PRESETS`; a field set explicitly overrides the preset's choice):
-- "jaxcontam": greedy answers, Kadavath's judge, normalised P(True), the sign-flip permutation test (which holds
-  its level on P(True)-shaped data); its verdict is the audit's multiple-testing decision (`correction =
-  "sweep"`: Holm by default).
+- "jaxcontam": greedy answers, Kadavath's judge, the question's Min-K%++ as the tested confidence (issue 62's
+  decision rule picks it with the model alone and with a reference model, where P(True) exceeds its level:
+  docs/methods.md, "The decision rule of issue 62"; every other confidence is measured beside it), the sign-flip
+  permutation test (which holds its level on P(True)-shaped data); its verdict is the audit's multiple-testing
+  decision (`correction = "sweep"`: Holm by default).
 - "paper": PaCoST as released (github.com/lleozhang/PaCoST, `test_model_pipeline.py` and `test.py` at commit
   fc80fc717269500491718c6df2b26261d9da9b02): sampled answers (`do_sample=True`; here at `temperature` and
   `top_p` with a recorded `seed`), the published judge's P(yes), pairs kept only where both confidences are
@@ -36,7 +38,7 @@ CORRECTIONS: tuple[Correction, ...] = typing.get_args(Correction)
 PRESETS: dict[Preset, dict] = {
     "jaxcontam": {
         "template": "kadavath",
-        "confidence": "p_true",
+        "confidence": "question_min_k_plus_plus",  # the decision rule's pick (report/measured_evidence.json)
         "test": default_paired_method(),
         "answers": "greedy",
         "correction": "sweep",

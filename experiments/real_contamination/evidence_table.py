@@ -1,0 +1,231 @@
+"""The table of measured evidence that `jaxcontam audit` states (`jaxcontam.report.evidence`), generated from the
+committed round-four results: issue 62's decision rule per situation (results/decision_rule.json, apply_rule.py) and
+each calibrated or fresh-items candidate's halves (results/round_four.json) for its power per benchmark.
+
+Per situation: the rule's pick (or none, with the reason; a situation round four did not measure says why), and every
+candidate the rule assessed, ranked as the rule ranks them (the 95% lower bound of the power first): the detector
+and its settings (PaCoST's confidence; the design: the authors' test, calibrated against a reference model, or
+against fresh items), its level on each role of halves known clean and its power on the contaminated halves, each
+flagged / tested with the 95% Clopper-Pearson interval at the item clusters' effective size (decision_rule.json's),
+and whether the rule found it eligible, with power, picked. No model runs.
+
+    python experiments/real_contamination/evidence_table.py [--results DIR] [--out FILE]
+
+Writes --out (default: jaxcontam/report/measured_evidence.json, the package's copy; tests/test_audit_evidence.py
+checks that it equals what this script generates from the committed results) and prints the ranking table
+(docs/results.md, `<!-- generated:evidence-ranking -->`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import pathlib
+import re
+import sys
+
+HERE = pathlib.Path(__file__).resolve().parent
+PACKAGED = HERE.parents[1] / "jaxcontam" / "report" / "measured_evidence.json"
+MODEL = "SmolLM2-135M-Instruct"  # the model every arm fine-tunes (README.md)
+ROLES = ("control", "clean", "format_control")
+REFERENCES = {  # round four's reference designs as a reader of the audit's statement knows them
+    "base_model": "the base model (an oracle: no auditor has the exact starting weights)",
+    "control_reference": "the control arm's model (the base fine-tuned on the same text without the items)",
+    "diverged_sibling": "a diverged sibling (the base fine-tuned on other text only)",
+}
+DESIGNS = (  # apply_rule.py's candidate names -> (design, its reference design in round_four.json)
+    (re.compile(r"PaCoST (\w+), the authors' uncalibrated test$"), "authors_test"),
+    (re.compile(r"PaCoST (\w+), calibrated against (\w+)$"), "calibrated"),
+    (re.compile(r"PaCoST (\w+), against fresh items \(\d+ arms\)$"), "fresh_items"),
+)
+
+
+def parse_candidate(label: str) -> tuple[str, str, str | None]:
+    """(confidence, design, reference design or None) of an apply_rule.py candidate name."""
+    for pattern, design in DESIGNS:
+        found = pattern.match(label)
+        if found:
+            reference = found[2] if design == "calibrated" else ("fresh_items" if design == "fresh_items" else None)
+            return found[1], design, reference
+    raise SystemExit(f"candidate {label!r}: not a name apply_rule.py writes; teach evidence_table.py its design")
+
+
+def _rate(cell: dict) -> dict:
+    low, high = cell["ci95"]
+    return {"flagged": cell["flagged"], "tested": cell["tested"], "low": low, "high": high}
+
+
+def power_by_benchmark(round_four: dict, design: str | None, confidence: str, power: dict) -> dict | None:
+    """Benchmark -> [flagged, contaminated halves] of a calibrated or fresh-items candidate (round_four.json's halves
+    at p < alpha; an untested half a miss), checked against the rule's count; None for the authors' test, whose
+    halves round_four.json does not keep."""
+    if design is None:
+        return None
+    halves = [
+        h for h in round_four["designs"][design]["confidences"][confidence]["halves"] if h["role"] == "contaminated"
+    ]
+    counts: dict[str, list[int]] = {}
+    for half in halves:
+        tally = counts.setdefault(half["benchmark"], [0, 0])
+        tally[0] += half["p"] is not None and half["p"] < 0.05
+        tally[1] += 1
+    flagged, total = sum(k for k, _ in counts.values()), sum(n for _, n in counts.values())
+    if (flagged, total) != (power["flagged"], power["tested"]):
+        raise SystemExit(
+            f"{confidence} / {design}: round_four.json's halves give {flagged}/{total} contaminated flagged, the rule "
+            f"{power['flagged']}/{power['tested']}; rerun round_four.py and apply_rule.py on the same results"
+        )
+    return dict(sorted(counts.items()))
+
+
+def candidate(entry: dict, situation: dict, round_four: dict) -> dict:
+    confidence, design, reference = parse_candidate(entry["detector"])
+    label = entry["detector"]
+    if design == "calibrated":
+        if reference not in REFERENCES:
+            raise SystemExit(f"{label}: reference design {reference!r} unknown; name it in evidence_table.REFERENCES")
+        label = f"PaCoST {confidence}, calibrated against {REFERENCES[reference]}"
+    return {
+        "label": label,
+        "rule_label": entry["detector"],
+        "detector": "pacost",
+        "confidence": confidence,
+        "design": design,
+        "reference": reference if design == "calibrated" else None,
+        "oracle": entry["oracle"],
+        "eligible": entry["eligible"],
+        "shows_power": entry["shows_power"],
+        "picked": entry["detector"] == situation["choice"],  # the rule's pick, by its apply_rule.py name
+        "levels": {role: _rate(entry["levels"][role]) for role in ROLES},
+        "power": _rate(entry["power"]),
+        "power_lower": entry["power_lower95"],
+        "power_by_benchmark": power_by_benchmark(round_four, reference, confidence, entry["power"]),
+    }
+
+
+def _rank(c: dict) -> tuple:
+    """The rule's order (decision_rule._rank) among all candidates: the power's lower bound, then its rate."""
+    power = c["power"]
+    return (-c["power_lower"], -(power["flagged"] / power["tested"] if power["tested"] else 0.0))
+
+
+def build(decision_rule: dict, round_four: dict) -> dict:
+    """The packaged table from the two committed result files."""
+    halves = [h for d in round_four["designs"].values() for c in d["confidences"].values() for h in c["halves"]]
+    benchmarks = sorted({h["benchmark"] for h in halves})
+    kinds = {h["arm"]: "contaminated" if h["role"] in ("clean", "contaminated") else h["role"] for h in halves}
+    counts = ", ".join(
+        f"{list(kinds.values()).count(k)} {k.replace('_', ' ')}" for k in ("control", *ROLES[2:], "contaminated")
+    )
+    arms = decision_rule["arms"]
+    situations = []
+    for name, entry in decision_rule["situations"].items():
+        if "not_measured" in entry:
+            situations.append(
+                {"situation": name, "pick": None, "reason": entry["not_measured"], "measured": False, "candidates": []}
+            )
+            continue
+        ranked = sorted((candidate(c, entry, round_four) for c in entry["candidates"]), key=_rank)
+        situations.append(
+            {
+                "situation": name,
+                "pick": entry["choice"],
+                "reason": entry["reason"],
+                "measured": True,
+                "candidates": ranked,
+            }
+        )
+    return {
+        "rule_commit": decision_rule["rule_commit"],
+        "alpha": decision_rule["alpha"],
+        "where": (
+            f"round four (experiments/real_contamination): {len(arms)} {MODEL} models fine-tuned with and without the "
+            f"items ({counts}), halves of {', '.join(benchmarks)}"
+        ),
+        "arms": arms,
+        "situations": situations,
+    }
+
+
+def _rate_text(rate: dict) -> str:
+    return f"{rate['flagged']}/{rate['tested']} [{rate['low']:.2f}, {rate['high']:.2f}]"
+
+
+def _decision(c: dict) -> str:
+    if c["picked"]:
+        return "**picked**"
+    if c["oracle"]:
+        return "oracle (never picked)"
+    if not c["eligible"]:
+        return "exceeds its level"
+    return "eligible, no power" if not c["shows_power"] else "eligible"
+
+
+def docs_table(table: dict) -> str:
+    """The ranking per situation (docs/results.md): every candidate, strongest first by the power's lower bound,
+    its level per role and its power with their 95% CIs, weak cells beside strong."""
+    lines = [
+        "| situation | rank | detector (design) | level: control | level: clean | level: format control | "
+        "power [95% CI] | power lower 95% | power per benchmark | rule |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for s in table["situations"]:
+        if not s["measured"]:
+            lines.append(f"| {s['situation']} | - | not measured: {s['reason']} | | | | | | | |")
+            continue
+        for rank, c in enumerate(s["candidates"], start=1):
+            by_benchmark = c["power_by_benchmark"]
+            per = ", ".join(f"{b} {k}/{n}" for b, (k, n) in by_benchmark.items()) if by_benchmark else "-"
+            lines.append(
+                f"| {s['situation']} | {rank} | {c['label']} | "
+                + " | ".join(_rate_text(c["levels"][r]) for r in ROLES)
+                + f" | {_rate_text(c['power'])} | {c['power_lower']:.2f} | {per} | {_decision(c)} |"
+            )
+    return "\n".join(lines) + f"\n\nMeasured on {table['where']}; rule: commit {table['rule_commit']}.\n"
+
+
+def summary_table(table: dict) -> str:
+    """The README's version: per situation, the rule's pick beside P(True) (the default before the rule) under the
+    same design, each with its level per role and power; a situation without a measurement says why."""
+    lines = [
+        "| situation | evidence | level: control / clean / format control | power [95% CI] | power per benchmark |",
+        "|---|---|---|---|---|",
+    ]
+    for s in table["situations"]:
+        if not s["measured"]:
+            lines.append(f"| {s['situation']} | not measured: {s['reason']} | | | |")
+            continue
+        pick = next((c for c in s["candidates"] if c["picked"]), None)
+        shown = [] if pick is None else [("rule's pick", pick)]
+        same = [c for c in s["candidates"] if pick and c["confidence"] == "p_true" and c["design"] == pick["design"]]
+        same = [c for c in same if c["reference"] == pick["reference"]] if pick else []
+        shown += [("P(True), the former default", c) for c in same]
+        for role, c in shown:
+            by_benchmark = c["power_by_benchmark"]
+            per = ", ".join(f"{b} {k}/{n}" for b, (k, n) in by_benchmark.items()) if by_benchmark else "-"
+            lines.append(
+                f"| {s['situation']} | {role}: {c['label']} ({_decision(c).strip('*')}) | "
+                + " / ".join(_rate_text(c["levels"][r]) for r in ROLES)
+                + f" | {_rate_text(c['power'])} | {per} |"
+            )
+        if pick is None:
+            lines.append(f"| {s['situation']} | nothing picked: {s['reason']} | | | |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--results", type=pathlib.Path, default=HERE / "results")
+    parser.add_argument("--out", type=pathlib.Path, default=PACKAGED)
+    args = parser.parse_args(argv)
+    loaded = [
+        json.loads((args.results / name).read_text(encoding="utf-8"))
+        for name in ("decision_rule.json", "round_four.json")
+    ]
+    table = build(*loaded)
+    args.out.write_text(json.dumps(table, indent=1) + "\n", encoding="utf-8")
+    sys.stdout.write(docs_table(table))
+
+
+if __name__ == "__main__":
+    main()

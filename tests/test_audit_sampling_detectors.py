@@ -17,6 +17,7 @@ from jaxcontam.audit.inputs import load_audit_benchmark
 from jaxcontam.detect.audit_core import AuditSettings, audit_benchmark
 from jaxcontam.detect.cdd import CddSettings
 from jaxcontam.detect.item_scores import score_summary
+from jaxcontam.detect.json_values import json_ready
 from jaxcontam.detect.registry import DETECTORS
 from jaxcontam.detect.stage import AuditTarget
 from jaxcontam.detect.ts_guessing import TsGuessingSettings
@@ -41,9 +42,9 @@ def tiny():
     return jaxcontam.load_model(str(EXAMPLE_CONFIG.parent / "model"))
 
 
-@pytest.mark.parametrize("name", ["copa", "gsm8k"])
-def test_the_three_detectors_in_a_python_audit_of_the_bundled_example(tiny, name):
-    target = example_target(name, 8)
+def test_the_three_detectors_in_a_python_audit_of_the_bundled_example(tiny):
+    """COPA (options: TS-Guessing asks); GSM8K's "not tested: no options" is checked through the command below."""
+    target = example_target("copa", 8)
     audit = audit_benchmark(tiny, target, AuditSettings(detectors=NEW, detector_settings=SMALL))
     assert set(NEW) <= set(audit.results)
     labels = [t for t in target.contaminated or [] if t is not None]
@@ -53,18 +54,15 @@ def test_the_three_detectors_in_a_python_audit_of_the_bundled_example(tiny, name
     assert all(math.isfinite(r["gradnorm"]) and r["gradnorm"] > 0 for r in audit.rows)
     assert cdd.n_items == 8 and 0 <= cdd.flagged_share <= 1 and cdd.peakedness.auc is not None
     assert all(len(r["cdd_distances"]) == 3 for r in audit.rows)
-    if name == "gsm8k":
-        assert ts.reason == "no options"
-        verdicts = [DETECTORS[n].headline(audit.results[n], 0.05) for n in NEW if DETECTORS[n].headline]
-        assert [v.label for v in verdicts if v is not None] == [
-            "no test: no options: TS-Guessing masks an option of multiple-choice items"
-        ]
-    else:
-        assert ts.reason is None and ts.n_asked + ts.n_skipped == 8
+    assert ts.reason is None and ts.n_asked + ts.n_skipped == 8 and ts.n_asked > 0
+    assert [DETECTORS[n].headline(audit.results[n], 0.05) for n in NEW if DETECTORS[n].headline] == [None]
     for n in NEW:  # summary.json's entry reads back as the same result
         stage = DETECTORS[n]
-        entry = json.loads(json.dumps(stage.summary_entry(audit.results[n])))
-        assert stage.summary_entry(stage.read_entry(entry)) == stage.summary_entry(audit.results[n])
+        written = json.dumps(json_ready(stage.summary_entry(audit.results[n])), sort_keys=True)
+        assert (
+            json.dumps(json_ready(stage.summary_entry(stage.read_entry(json.loads(written)))), sort_keys=True)
+            == written
+        )
 
 
 def test_the_three_detectors_through_jaxcontam_audit_and_a_resumed_run(tmp_path, capsys):
@@ -78,6 +76,12 @@ def test_the_three_detectors_through_jaxcontam_audit_and_a_resumed_run(tmp_path,
         assert run["gradnorm"]["gradnorm"]["mean"] > 0
         assert run["cdd"]["n_items"] == 4
         assert run["ts_guessing"]["reason"] == ("no options" if run["benchmark"] == "gsm8k" else None)
+        ts_verdicts = [v for v in run["verdicts"] if v["detector"] == "ts_guessing"]
+        if run["benchmark"] == "gsm8k":
+            assert [(v["outcome"], v["contaminated"]) for v in ts_verdicts] == [("not tested", None)]
+            assert ts_verdicts[0]["reason"].startswith("no options")
+        else:
+            assert ts_verdicts == []
     rows = pq.read_table(tmp_path / "out" / "items.parquet").to_pandas()
     assert {"gradnorm", "cdd_peakedness", "cdd_flagged", "cdd_distances", "ts_exact_match", "ts_guess"} <= set(rows)
     console = [line for line in printed.splitlines() if " items)  acc " in line]

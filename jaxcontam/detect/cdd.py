@@ -49,15 +49,15 @@ def edit_distance(a: Sequence[int], b: Sequence[int]) -> int:
     One row of the dynamic programme at a time, vectorised: substitutions and deletions from the previous row,
     then insertions along the row as a running minimum of (cost - j) + j.
     """
-    a, b = np.asarray(a, np.int64), np.asarray(b, np.int64)
-    if a.size == 0 or b.size == 0:
-        return int(max(a.size, b.size))
-    steps = np.arange(b.size + 1)
+    first, second = np.asarray(a, np.int64), np.asarray(b, np.int64)
+    if first.size == 0 or second.size == 0:
+        return int(max(first.size, second.size))
+    steps = np.arange(second.size + 1)
     previous = steps.copy()
-    for i, token in enumerate(a, start=1):
+    for i, token in enumerate(first, start=1):
         current = np.empty_like(previous)
         current[0] = i
-        current[1:] = np.minimum(previous[1:] + 1, previous[:-1] + (b != token))
+        current[1:] = np.minimum(previous[1:] + 1, previous[:-1] + (second != token))
         previous = np.minimum.accumulate(current - steps) + steps
     return int(previous[-1])
 

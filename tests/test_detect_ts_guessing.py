@@ -89,6 +89,7 @@ def test_the_authors_filter():
     assert rouge_l_f1("It was fragile.", "It was small.") == pytest.approx(2 / 3)  # >= 0.65: skipped
     assert "overlap" in skip_reason(("It was fragile.", "It was small."))
     assert skip_reason(("Venus", "Mars", "Jupiter")) is None
+    assert skip_reason(tuple(f"option {chr(0x3B1 + i)} {i}" for i in range(27))).startswith("more than 26 options")
 
 
 def test_a_benchmark_without_options_is_not_tested():

@@ -111,6 +111,8 @@ def skip_reason(options: Sequence[str]) -> str | None:
     """Why the authors' filter skips an item with these options (None: it is asked)."""
     if len(options) < 2:
         return "fewer than two options"
+    if len(options) > len(LETTERS):
+        return f"more than {len(LETTERS)} options (the prompt letters them A-Z)"
     if len(options) == 2 and {o.strip().lower() for o in options} in BINARY_OPTIONS:
         return "yes/no or true/false options"
     for i in range(len(options)):

@@ -25,6 +25,9 @@ DETECTORS.lazy("likelihood", "jaxcontam.detectors.likelihood:LIKELIHOOD_STAGE")
 DETECTORS.lazy("exchangeability", "jaxcontam.detectors.exchangeability:EXCHANGEABILITY_STAGE")
 DETECTORS.lazy("contam", "jaxcontam.detectors.contam:CONTAM_STAGE")
 DETECTORS.lazy("blind_baseline", "jaxcontam.detectors.blind_baseline:BLIND_BASELINE_STAGE")
+DETECTORS.lazy("gradnorm", "jaxcontam.detectors.gradnorm:GRADNORM_STAGE")
+DETECTORS.lazy("cdd", "jaxcontam.detectors.cdd:CDD_STAGE")
+DETECTORS.lazy("ts_guessing", "jaxcontam.detectors.ts_guessing:TS_GUESSING_STAGE")
 DETECTORS.protect()
 
 FAMILY_DETECTORS: Registry[FamilyStage] = Registry(

@@ -17,7 +17,7 @@ from jaxcontam.detect.constat import (
 from jaxcontam.detect.family import FamilyStage, FamilyView, RunKey
 from jaxcontam.detect.verdict import Verdict, flagged
 from jaxcontam.report.formatting import interval, number
-from jaxcontam.report.html_parts import facts, head, row, table, test_badge, text
+from jaxcontam.report.html_parts import badge, facts, head, row, table, text
 
 TEST = "ConStat: original vs rephrased accuracy against the reference models"
 
@@ -96,7 +96,7 @@ def section(result: ConStatFamilyResult, alpha: float) -> str:
                 text(entry.statistic),
                 text(interval(entry.ci95)),
                 text(entry.pvalue),
-                test_badge(entry.status, _contaminated(entry, alpha)),
+                badge(_contaminated(entry, alpha), entry.status.reason),
             ],
             labels=COLUMNS,
         )

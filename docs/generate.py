@@ -472,7 +472,13 @@ CONFIG_TABLES = [
     (
         "top level",
         "jaxcontam.audit.config:AuditConfig",
-        {"out": "out", "alpha": "alpha", "correction": "correction", "chunk_size": "chunk_size"},
+        {
+            "out": "out",
+            "alpha": "alpha",
+            "correction": "correction",
+            "chunk_size": "chunk_size",
+            "reference_model": "pacost_reference",  # also read as [pacost] reference, its older name
+        },
     ),
     ("[[model]]", "jaxcontam.audit.config:ModelEntry", None),
     ("[[benchmark]]", "jaxcontam.audit.config:BenchmarkEntry", None),
@@ -502,6 +508,9 @@ CONFIG_TABLES = [
         "jaxcontam.detect.contam:ContamSettings",  # alpha is the top-level key
         {k: k for k in ("metric", "z_crit", "min_clean", "min_contaminated", "resamples", "seed")},
     ),
+    ("[reference_log_ratio]", "jaxcontam.detect.reference_log_ratio:ReferenceLogRatioSettings", None),
+    ("[recall]", "jaxcontam.detect.recall:RecallSettings", None),
+    ("[codec]", "jaxcontam.detect.codec:CodecSettings", None),
     ("[mesh]", "jaxcontam.mesh:MeshSettings", None),
 ]
 # Keys whose default the TOML reader fills in itself (`jaxcontam.audit.config.load_config`), not the dataclass.

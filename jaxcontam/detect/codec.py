@@ -48,7 +48,7 @@ class CodecSettings:
     """[codec]: `shots`, how many other items of the benchmark precede each item in its context (before the context
     is cut to fit the model's positions)."""
 
-    shots: int = ranged(3, at_least=1)
+    shots: int = ranged(3, at_least=1)  # other items of the benchmark in each item's context, before the cut
 
     def __post_init__(self):
         check_ranges(self, "[codec]")

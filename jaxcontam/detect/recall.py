@@ -62,8 +62,8 @@ class RecallSettings:
     read from the audit's TOML folder; None: `BUNDLED_NONMEMBERS`); `shots` how many of its texts, in file order,
     make the prefix (before it is cut to fit the model's positions)."""
 
-    prefix_file: str | None = None
-    shots: int = ranged(len(BUNDLED_NONMEMBERS), at_least=1)
+    prefix_file: str | None = None  # JSON lines of known non-member texts; None: the bundled texts
+    shots: int = ranged(len(BUNDLED_NONMEMBERS), at_least=1)  # texts of the prefix, in file order, before the cut
 
     def __post_init__(self):
         check_ranges(self, "[recall]")

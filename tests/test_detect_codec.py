@@ -11,7 +11,15 @@ import scipy.stats
 from helpers import TINY_MODEL, bundled_target, torch_token_logprobs
 from jaxcontam.detect import prefixed
 from jaxcontam.detect.audit_core import AuditSettings, audit_benchmark
-from jaxcontam.detect.codec import SCORE, CodecSettings, codec_records, codec_result, context_items
+from jaxcontam.detect.codec import (
+    REFERENCE_SCORE,
+    SCORE,
+    CodecSettings,
+    calibrated_codec,
+    codec_records,
+    codec_result,
+    context_items,
+)
 from jaxcontam.detect.prefixed import SEPARATOR
 from jaxcontam.detect.registry import DETECTORS
 
@@ -112,3 +120,31 @@ def test_ties_are_left_out_of_the_test_and_no_context_is_no_test():
     assert tied.pvalue == pytest.approx(binomial_tail(2, 3))
     none = codec_result([{SCORE: math.nan, "ground_truth_contaminated": None}])
     assert not none.status.ran and none.status.reason == "no item has a context" and math.isnan(none.pvalue)
+
+
+def paired_rows(rng, n: int, effect: float = 0.0) -> list[dict]:
+    """Deltas of the calibrated null: context hurts both models alike on an item (a shared, strongly negative item
+    effect: the long context of a small model), plus independent symmetric noise; `effect` lowers the audited
+    model's delta only (it gains less from context: membership)."""
+    shared = rng.normal(-1.0, 0.6, n)
+    audited = shared + rng.standard_t(4, n) * 0.2 - effect
+    return [
+        {SCORE: a, REFERENCE_SCORE: r, "ground_truth_contaminated": None}
+        for a, r in zip(audited, shared + rng.standard_t(4, n) * 0.2)
+    ]
+
+
+def test_the_calibrated_test_keeps_its_level_where_the_sign_test_cannot_and_finds_a_planted_effect():
+    rng, alpha, runs = np.random.default_rng(5), 0.05, 400
+    calibrated, authors = [], []
+    for seed in range(runs):
+        result = codec_result(paired_rows(rng, 30), "ref", seed, 199)
+        assert result.calibrated is not None
+        calibrated.append(result.calibrated.pvalue < alpha)
+        authors.append(result.pvalue < alpha)
+    assert sum(calibrated) <= scipy.stats.binom.ppf(0.999, runs, alpha)
+    assert np.mean(authors) > 0.9  # context hurts every item here, so the sign test against 1/2 flags the null
+    planted = [calibrated_codec(paired_rows(rng, 30, 0.25), "ref", s, 199).pvalue < alpha for s in range(100)]
+    assert np.mean(planted) > 0.8
+    no_reference = calibrated_codec([{SCORE: -0.1, REFERENCE_SCORE: math.nan}], "ref", 0, 199)
+    assert not no_reference.status.ran and math.isnan(no_reference.pvalue)

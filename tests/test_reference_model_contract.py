@@ -116,12 +116,15 @@ def test_an_audit_gives_its_reference_model_to_every_detector(probe, reference_f
         assert ratio["reference"] == str(reference_folder) and ratio["status"] == "tested" and ratio["n"] == 6
         assert verdicts["reference_log_ratio"]["contaminated"] == (ratio["pvalue"] < summary["alpha"])
         assert run["reference_probe"] == {"reference": str(reference_folder), "items": 6}
-        assert run["recall"]["prefix_texts"] >= 1 and run["codec"]["n"] == 6 and "codec" in verdicts
+        assert run["recall"]["prefix_texts"] >= 1 and run["codec"]["n"] == 6
+        assert run["codec"]["calibrated"]["reference"] == str(reference_folder)  # the headline, with a reference
+        assert verdicts["codec"]["test"].startswith(f"CoDeC calibrated against {reference_folder}")
         rows = [row for row in items if row["benchmark"] == run["benchmark"]]
         # the plug-in scored the very model the built-in detector did, through the same contract
         for row in rows:
             assert row["probe_reference_logprob"] == pytest.approx(row["reference_log_ratio_reference_original"])
             assert math.isfinite(row["recall"]) and math.isfinite(row["codec_delta"])
+            assert math.isfinite(row["codec_reference_delta"]) and row["codec_reference_delta"] != row["codec_delta"]
     lines = [line for line in console.splitlines() if " items)  acc " in line]
     assert len(lines) == 2
     assert all(f"probe reference={reference_folder}" in line and "reference log-ratio p=" in line for line in lines)

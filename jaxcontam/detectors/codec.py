@@ -16,20 +16,36 @@ from jaxcontam.report.html_parts import facts, text
 
 
 def _records(stage_input: StageInput, settings: CodecSettings, items) -> list[dict]:
-    return codec_records(stage_input.model, stage_input.target.benchmark, items, settings, stage_input.seed)
+    benchmark, reference = stage_input.target.benchmark, stage_input.reference
+    return codec_records(stage_input.model, benchmark, items, settings, stage_input.seed, reference)
 
 
 def _resume_key(stage_input: StageInput, settings: CodecSettings) -> dict:
-    """The shots and the seed that draws each item's context."""
-    return {"shots": settings.shots, "seed": stage_input.seed}
+    """The shots, the seed that draws each item's context and the reference model (None without one)."""
+    reference = stage_input.reference
+    return {"shots": settings.shots, "seed": stage_input.seed, "reference": reference and reference.name}
 
 
 def _result(stage_input: StageInput, settings: CodecSettings, rows: list[dict]) -> CodecResult | None:
-    return codec_result(rows) if rows else None
+    if not rows:
+        return None
+    reference = stage_input.reference
+    name = None if reference is None else reference.name
+    return codec_result(rows, name, stage_input.seed, stage_input.resamples)
 
 
 def _headline(result: CodecResult, alpha: float) -> Verdict:
-    """The sign test's p < alpha, uncorrected (outside the sweep's PaCoST family), with the note on its null."""
+    """With a reference model the calibrated test, else the sign test with the note on its null; p < alpha,
+    uncorrected (outside the sweep's PaCoST family)."""
+    calibrated = result.calibrated
+    if calibrated is not None:
+        return Verdict(
+            detector="codec",
+            test=f"CoDeC calibrated against {calibrated.reference}: change with context, sign-flip test",
+            contaminated=flagged(calibrated.status, calibrated.pvalue, alpha),
+            pvalue=calibrated.pvalue,
+            reason=calibrated.status.reason,
+        )
     return Verdict(
         detector="codec",
         test="CoDeC: items losing confidence with in-context items, one-sided sign test against 1/2",
@@ -42,8 +58,14 @@ def _headline(result: CodecResult, alpha: float) -> Verdict:
 
 def _console(result: CodecResult) -> str:
     if not result.status.ran:
-        return f"CoDeC {result.status.label}"
-    return f"CoDeC score={percent(result.score)} ({result.n_drops}/{result.n}) p={number(result.pvalue)}"
+        line = f"CoDeC {result.status.label}"
+    else:
+        line = f"CoDeC score={percent(result.score)} ({result.n_drops}/{result.n}) p={number(result.pvalue)}"
+    calibrated = result.calibrated
+    if calibrated is not None:
+        shown = f"p={number(calibrated.pvalue)}" if calibrated.status.ran else calibrated.status.label
+        line += f", calibrated {shown}"
+    return line
 
 
 def _section(result: CodecResult, figures: Mapping[str, Path]) -> str:
@@ -61,6 +83,16 @@ def _section(result: CodecResult, figures: Mapping[str, Path]) -> str:
     ]
     if summary.auc is not None:
         rows.append(("AUC, known contaminated vs clean (lower change = seen)", text(summary.auc)))
+    calibrated = result.calibrated
+    if calibrated is not None:
+        rows += [
+            ("reference model", text(calibrated.reference)),
+            ("mean of (reference's change - audited change)", text(calibrated.difference)),
+            (
+                "calibrated p (one-sided sign-flip, the headline)",
+                text(calibrated.pvalue) if calibrated.status.ran else text(calibrated.status.label),
+            ),
+        ]
     return (
         "<p>Per item, the mean log-prob of its solved text after other items of the benchmark in context minus its "
         "mean log-prob alone. Unseen items gain from in-context items of their kind; memorised ones gain less or "

@@ -71,6 +71,11 @@ def _console(result: ReferenceLogRatioResult) -> str:
 
 
 def _section(result: ReferenceLogRatioResult, figures: Mapping[str, Path]) -> str:
+    if result.reference is None:
+        return (
+            f"<p>{text(result.status.label)}: give --reference-model (reference_model in the TOML file), a model "
+            "believed clean on the benchmark, for this detector.</p>"
+        )
     summary = result.summary
     rows = [
         ("reference model", text(result.reference)),

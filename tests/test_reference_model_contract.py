@@ -13,7 +13,7 @@ import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
 
-from helpers import perturbed_copy, small_toml
+from helpers import TINY_MODEL, bundled_target, perturbed_copy, small_toml
 from jaxcontam.cli import cli
 from jaxcontam.detect.registry import BUILT_IN, DETECTORS
 from jaxcontam.detect.stage import NO_REFERENCE_MODEL, DetectorStage, DetectorView, PerItemWork
@@ -163,3 +163,19 @@ def test_the_top_level_reference_model_and_the_pacost_key_name_the_same_model(tm
     assert config_with('reference_model = "base"\n', 'reference = "base"\n').pacost_reference == str(tmp_path / "base")
     with pytest.raises(JaxcontamError, match="name two reference models; an audit has one"):
         config_with('reference_model = "base"\n', 'reference = "other"\n')
+
+
+def test_the_training_callback_gives_its_reference_model_to_every_detector(reference_folder):
+    import jaxcontam
+    from jaxcontam.detect.audit_callback import AuditCallback, AuditSettings, ReferenceModel
+
+    model, base = jaxcontam.load_model(str(TINY_MODEL)), jaxcontam.load_model(str(reference_folder))
+    _, target = bundled_target("gsm8k", limit=4)
+    settings = AuditSettings(detectors=("reference_log_ratio",))
+    callback = AuditCallback(
+        lambda params: model, [target], settings, log=lambda line: None, reference=ReferenceModel("base", base)
+    )
+    result = callback(0, model.params)["gsm8k"].results["reference_log_ratio"]  # type: ignore[index]
+    assert result.reference == "base" and result.status.ran and result.n == 4
+    alone = AuditCallback(lambda params: model, [target], settings, log=lambda line: None)
+    assert alone(0, model.params)["gsm8k"].results["reference_log_ratio"].status.reason == NO_REFERENCE_MODEL  # type: ignore[index]

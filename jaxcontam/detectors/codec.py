@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from jaxcontam.detect.codec import COLUMNS, NULL_NOTE, CodecResult, CodecSettings, codec_records, codec_result
-from jaxcontam.detect.stage import DetectorStage, DetectorView, PerItemWork, StageInput
+from jaxcontam.detect.stage import DetectorStage, DetectorView, PerItemWork, StageInput, fingerprint
 from jaxcontam.detect.verdict import Verdict, flagged
 from jaxcontam.report.formatting import number, percent
 from jaxcontam.report.html_parts import facts, text
@@ -21,9 +21,15 @@ def _records(stage_input: StageInput, settings: CodecSettings, items) -> list[di
 
 
 def _resume_key(stage_input: StageInput, settings: CodecSettings) -> dict:
-    """The shots, the seed that draws each item's context and the reference model (None without one)."""
+    """The shots, the seed that draws each item's context, the items it draws from (a longer `limit` draws from
+    more) and the reference model (None without one)."""
     reference = stage_input.reference
-    return {"shots": settings.shots, "seed": stage_input.seed, "reference": reference and reference.name}
+    return {
+        "shots": settings.shots,
+        "seed": stage_input.seed,
+        "pool": fingerprint([item.id for item in stage_input.target.benchmark]),
+        "reference": None if reference is None else reference.name,
+    }
 
 
 def _result(stage_input: StageInput, settings: CodecSettings, rows: list[dict]) -> CodecResult | None:

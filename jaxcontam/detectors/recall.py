@@ -28,8 +28,10 @@ def _records(stage_input: StageInput, settings: RecallSettings, items) -> list[d
 
 
 def _resume_key(stage_input: StageInput, settings: RecallSettings) -> dict:
-    """The prefix's texts (by content: an edited file is scored again)."""
-    return {"prefix": fingerprint({"texts": list(nonmember_texts(settings))})}
+    """The prefix's texts (by content: an edited file is scored again) and the items whose longest one the prefix is
+    cut beside (a longer `limit` may cut it shorter)."""
+    items = [item.id for item in stage_input.target.benchmark]
+    return {"prefix": fingerprint({"texts": list(nonmember_texts(settings))}), "pool": fingerprint(items)}
 
 
 def _result(stage_input: StageInput, settings: RecallSettings, rows: list[dict]) -> RecallResult | None:

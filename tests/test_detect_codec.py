@@ -148,3 +148,17 @@ def test_the_calibrated_test_keeps_its_level_where_the_sign_test_cannot_and_find
     assert np.mean(planted) > 0.8
     no_reference = calibrated_codec([{SCORE: -0.1, REFERENCE_SCORE: math.nan}], "ref", 0, 199)
     assert not no_reference.status.ran and math.isnan(no_reference.pvalue)
+
+
+@pytest.mark.parametrize("name", ["codec", "recall"])
+def test_the_stored_chunks_are_keyed_by_the_items_contexts_and_prefixes_are_drawn_beside(name):
+    """A chunk of the same items scored within a larger selection had other context items (CoDeC) or a prefix cut
+    beside a longer item (ReCaLL): its key differs, so `jaxcontam audit` with another --limit never resumes it."""
+    from jaxcontam.detect.stage import StageInput
+
+    work = DETECTORS[name].per_item
+    assert work is not None
+    settings = DETECTORS[name].settings_type()
+    keys = [work.key(StageInput(None, bundled_target("gsm8k", n)[1], 0, 99, 0.05), settings) for n in (4, 8)]
+    assert keys[0] != keys[1]
+    assert keys[0] == work.key(StageInput(None, bundled_target("gsm8k", 4)[1], 0, 99, 0.05), settings)

@@ -151,7 +151,7 @@ def test_the_calibrated_test_keeps_its_level_where_the_sign_test_cannot_and_find
 
 
 @pytest.mark.parametrize("name", ["codec", "recall"])
-def test_the_stored_chunks_are_keyed_by_the_items_contexts_and_prefixes_are_drawn_beside(name):
+def test_stored_chunks_are_keyed_by_the_selection_their_contexts_and_prefixes_come_from(name):
     """A chunk of the same items scored within a larger selection had other context items (CoDeC) or a prefix cut
     beside a longer item (ReCaLL): its key differs, so `jaxcontam audit` with another --limit never resumes it."""
     from jaxcontam.detect.stage import StageInput

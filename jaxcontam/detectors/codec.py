@@ -27,7 +27,7 @@ def _resume_key(stage_input: StageInput, settings: CodecSettings) -> dict:
     return {
         "shots": settings.shots,
         "seed": stage_input.seed,
-        "pool": fingerprint([item.id for item in stage_input.target.benchmark]),
+        "pool": fingerprint({"items": [item.id for item in stage_input.target.benchmark]}),
         "reference": None if reference is None else reference.name,
     }
 

@@ -31,7 +31,7 @@ def _resume_key(stage_input: StageInput, settings: RecallSettings) -> dict:
     """The prefix's texts (by content: an edited file is scored again) and the items whose longest one the prefix is
     cut beside (a longer `limit` may cut it shorter)."""
     items = [item.id for item in stage_input.target.benchmark]
-    return {"prefix": fingerprint({"texts": list(nonmember_texts(settings))}), "pool": fingerprint(items)}
+    return {"prefix": fingerprint({"texts": list(nonmember_texts(settings))}), "pool": fingerprint({"items": items})}
 
 
 def _result(stage_input: StageInput, settings: RecallSettings, rows: list[dict]) -> RecallResult | None:

@@ -493,7 +493,13 @@ CONFIG_TABLES = [
     (
         "top level",
         "jaxcontam.audit.config:AuditConfig",
-        {"out": "out", "alpha": "alpha", "correction": "correction", "chunk_size": "chunk_size"},
+        {
+            "out": "out",
+            "alpha": "alpha",
+            "correction": "correction",
+            "chunk_size": "chunk_size",
+            "reference_model": "pacost_reference",  # also read as [pacost] reference, its older name
+        },
     ),
     ("[[model]]", "jaxcontam.audit.config:ModelEntry", None),
     ("[[benchmark]]", "jaxcontam.audit.config:BenchmarkEntry", None),
@@ -525,6 +531,9 @@ CONFIG_TABLES = [
     ),
     ("[blind_baseline]", "jaxcontam.detect.blind:BlindBaselineSettings", None),
     ("[constat]", "jaxcontam.detect.constat:ConStatSettings", None),
+    ("[reference_log_ratio]", "jaxcontam.detect.reference_log_ratio:ReferenceLogRatioSettings", None),
+    ("[recall]", "jaxcontam.detect.recall:RecallSettings", None),
+    ("[codec]", "jaxcontam.detect.codec:CodecSettings", None),
     ("[mesh]", "jaxcontam.mesh:MeshSettings", None),
 ]
 # Keys whose default the TOML reader fills in itself (`jaxcontam.audit.config.load_config`), not the dataclass.

@@ -800,3 +800,52 @@ def run_cli(args, capsys) -> tuple[int, str]:
         code = exit_info.code
     captured = capsys.readouterr()
     return code, captured.out + captured.err
+
+
+# --- the bundled example as a torch model, and a second model beside it (the reference-model detectors' tests) ----
+
+
+TINY_MODEL = Path(__file__).resolve().parents[1] / "jaxcontam" / "examples" / "tiny_contaminated" / "model"
+
+
+def torch_token_logprobs(model, ids) -> np.ndarray:
+    """log p(ids[t] | ids[<t]) for t = 1..n-1 under a torch causal LM, in float64: a reference beside the engine."""
+    import torch
+
+    with torch.no_grad():
+        logits = model(torch.tensor([list(ids)])).logits[0].double()
+    logp = torch.log_softmax(logits, -1)
+    return np.asarray([float(logp[t - 1, ids[t]]) for t in range(1, len(ids))])
+
+
+def perturbed_copy(dest: Path, scale: float = 0.05, seed: int = 0) -> Path:
+    """The bundled model's folder copied to `dest` with every weight moved by `scale` x its own std of Gaussian
+    noise: a second model on the same tokenizer that agrees with the first on nothing exactly (a reference model)."""
+    import shutil
+
+    from safetensors.numpy import load_file, save_file
+
+    shutil.copytree(TINY_MODEL, dest)
+    rng = np.random.default_rng(seed)
+    weights = load_file(TINY_MODEL / "model.safetensors")
+    moved = {
+        name: (w + scale * w.std() * rng.standard_normal(w.shape)).astype(w.dtype) if w.ndim > 1 else w
+        for name, w in weights.items()
+    }
+    save_file(moved, dest / "model.safetensors", metadata={"format": "pt"})
+    return dest
+
+
+def bundled_target(benchmark: str = "gsm8k", limit: int = 8):
+    """(the bundled example's benchmark cut to `limit` items, its AuditTarget with each item's first rephrasing and
+    the known labels)."""
+    from jaxcontam.audit.config import EXAMPLE_CONFIG, load_config
+    from jaxcontam.audit.inputs import load_audit_benchmark
+    from jaxcontam.detect.stage import AuditTarget
+
+    entry = next(b for b in load_config(EXAMPLE_CONFIG).benchmarks if b.name == benchmark)
+    loaded = load_audit_benchmark(dataclasses.replace(entry, limit=limit), needs_rephrasings=True)
+    items = list(loaded.benchmark)
+    truth = loaded.truth or {}
+    rephrasings = [item.paraphrases[0] if item.paraphrases else None for item in items]
+    return loaded.benchmark, AuditTarget(loaded.benchmark, rephrasings, [truth.get(item.id) for item in items])

@@ -144,6 +144,7 @@ def test_the_four_registries_list_their_built_ins():
     from jaxcontam.models.families import FAMILIES
 
     built_in = ("pacost", "likelihood", "exchangeability", "contam", "blind_baseline", "gradnorm", "cdd", "ts_guessing")
+    built_in += ("reference_log_ratio", "recall", "codec")
     assert DETECTORS.names()[: len(BUILT_IN)] == BUILT_IN == built_in
     assert [stage.name for stage in DETECTORS.values()][: len(BUILT_IN)] == list(BUILT_IN)
     assert FAMILY_DETECTORS.protected == ("constat",) == tuple(stage.name for stage in FAMILY_DETECTORS.values())

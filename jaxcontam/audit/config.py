@@ -19,8 +19,8 @@ Relative paths in a TOML file are read from the file's folder (a detector's too:
 
 Each registered detector's table is parsed by the registry (`detect.registry`; `detector_settings`) into
 `AuditConfig.detectors`: its keys are the fields of its settings dataclass (defaults there): [pacost]
-`PacostSettings` (plus rephrase_model, rephrase_dtype, rephrase_mesh, `gates` (`RephraseGates`) and `reference`, a
-model believed clean on the benchmarks for PaCoST's calibrated verdict), [likelihood] `LikelihoodSettings`,
+`PacostSettings` (plus rephrase_model, rephrase_dtype, rephrase_mesh, `gates` (`RephraseGates`) and `reference`, the
+older name of the top-level `reference_model`), [likelihood] `LikelihoodSettings`,
 [exchangeability] `ExchangeabilitySettings` (the table turns the test on, as a plug-in's table turns it on),
 [contam] `ContamSettings`, [blind_baseline] `BlindBaselineSettings` (the table turns it on); beside them [ngram]
 `NgramSettings` and `NgramScoring` (plus tokenizer); unknown keys and wrong types are refused. A detector across the
@@ -29,6 +29,9 @@ audit's models (`detect.registry.FAMILY_DETECTORS`) is turned on by its table, p
 The top-level `alpha` is the one level of every verdict (PaCoST raw and calibrated, the sweep, ConTAM,
 exchangeability, ConStat, the report): an `alpha` in a detector's table is refused. The command line's `--set
 pacost.k=0.3` overrides a key before the file is read (`jaxcontam.dataclass_config`).
+
+`reference_model` (top level; `--reference-model`): a model believed clean on the benchmarks, loaded once and given to
+every detector (`detect.stage.ReferenceModel`): PaCoST's calibrated verdict, the reference log-likelihood ratio.
 
 `correction` (top level): how the sweep turns PaCoST p-values into verdicts, "holm" (default), "bh" or "none"
 (the raw p < alpha); a preset whose own correction is "none" (`paper`) keeps its raw verdict under any of them.
@@ -121,7 +124,7 @@ class AuditConfig:
     detectors: Mapping[str, Any] = dataclasses.field(default_factory=dict)  # stage name -> its settings (its table)
     family: Mapping[str, Any] = dataclasses.field(default_factory=dict)  # family stages that run -> their settings
     rephrase_model: str | None = None
-    pacost_reference: str | None = None  # a model believed clean on the benchmarks: PaCoST's calibrated verdict
+    pacost_reference: str | None = None  # the audit's reference model, believed clean: every detector reads it
     rephrase_dtype: str = "float32"
     rephrase_mesh: MeshSettings | None = None  # None: the audited models' `mesh`
     mesh: MeshSettings = MeshSettings()  # where the audited models' weights go (default: every device on "data")
@@ -233,6 +236,7 @@ class _TopLevelKeys:
     """The types of the file's top-level values (their defaults are `AuditConfig`'s)."""
 
     out: str
+    reference_model: str
     alpha: float = dataclasses.field(metadata=_RANGES["alpha"])
     correction: SweepCorrection
     chunk_size: int = dataclasses.field(metadata=_RANGES["chunk_size"])
@@ -396,6 +400,13 @@ def config_from_toml(raw: dict, base: Path, where: str) -> AuditConfig:
     reference = pacost.pop("reference", None)
     if reference is not None and not isinstance(reference, str):
         raise JaxcontamError(f'{where} [pacost] reference = {reference!r}: name a model, e.g. reference = "base-model"')
+    general = raw.get("reference_model")  # the same model under its general name (every detector reads it)
+    if general is not None and reference is not None and general != reference:
+        raise JaxcontamError(
+            f"{where}: reference_model = {general!r} and [pacost] reference = {reference!r} name two reference "
+            "models; an audit has one: keep reference_model and drop [pacost] reference"
+        )
+    reference = general if general is not None else reference
     rephrase_dtype = _dtype(
         pacost.pop("rephrase_dtype", AuditConfig.rephrase_dtype), f"{where} [pacost] rephrase_dtype"
     )

@@ -24,7 +24,7 @@ from jaxcontam.dataclass_config import non_default_values
 from jaxcontam.detect.audit_core import AuditSettings, chunk_naming_items
 from jaxcontam.detect.family import RunKey, family_verdicts
 from jaxcontam.detect.json_values import json_ready
-from jaxcontam.detect.stage import AuditTarget, StageInput, fingerprint
+from jaxcontam.detect.stage import AuditTarget, ReferenceModel, StageInput, fingerprint
 from jaxcontam.engine.finite import NonFiniteScoresError
 from jaxcontam.report import write_report
 from jaxcontam.report.evidence import EvidenceStatement, evidence_statement
@@ -194,10 +194,11 @@ def audit_one(
     ngram: dict | None,
     settings: AuditSettings,
     out: Path,
-    reference=None,
+    reference: ReferenceModel | None = None,
 ) -> tuple[ModelRun, list[ItemRow]]:
     """The audit and the per-item rows of one (model, benchmark), through the shared audit core; per-item work is
-    stored in resumable chunks."""
+    stored in resumable chunks. `reference`: the audit's reference model, given to every detector; with PaCoST
+    running, its PaCoST records of the same items (stored and resumed) give the calibrated verdict."""
     from jaxcontam.detect.audit_core import audit_benchmark
 
     benchmark = bench.benchmark
@@ -210,9 +211,9 @@ def audit_one(
         None if truth is None else [truth.get(item.id) for item in items],
         None if ngram is None else {item.id: ngram[(benchmark.name, item.id)] for item in items},
     )
-    if reference is not None and config.pacost_reference is not None:
+    if reference is not None and "pacost" in settings.detectors:
         records = reference_records(config, reference, bench, target, settings, out)
-        target = dataclasses.replace(target, reference=(config.pacost_reference, records))
+        target = dataclasses.replace(target, reference=(reference.name, records))
     key = _stage_key(config, entry.path, entry.dtype, bench)
     label = f"{entry.name} | {bench.entry.label}"
 
@@ -221,7 +222,7 @@ def audit_one(
         return run_chunked(store, stage_items, config.chunk_size, compute, _progress(f"{name} {label}"))
 
     try:
-        result = audit_benchmark(model, target, settings, run_stage)
+        result = audit_benchmark(model, target, settings, run_stage, reference)
     except NonFiniteScoresError as error:  # stop the audit: no verdict from a model that computes NaN (engine.finite)
         raise error.naming(error.names, f"model {entry.name} ({entry.path}) on {error.where}") from None
     rows = [
@@ -242,7 +243,12 @@ def audit_one(
 
 
 def reference_records(
-    config: AuditConfig, model, bench: AuditBenchmark, target: AuditTarget, settings: AuditSettings, out: Path
+    config: AuditConfig,
+    reference: ReferenceModel,
+    bench: AuditBenchmark,
+    target: AuditTarget,
+    settings: AuditSettings,
+    out: Path,
 ) -> list[dict]:
     """The reference model's PaCoST records of the benchmark's items, stored and resumed as an audited model's
     (the PaCoST stage's records and resume key)."""
@@ -250,8 +256,8 @@ def reference_records(
 
     work = DETECTORS["pacost"].per_item
     assert work is not None  # PaCoST answers per item
-    stage_input = StageInput(model, target, settings.seed, settings.resamples)
-    key = _stage_key(config, str(config.pacost_reference), "float32", bench)
+    stage_input = StageInput(reference.model, target, settings.seed, settings.resamples)
+    key = _stage_key(config, reference.name, "float32", bench)
     store = StageStore(out / "state", "pacost", key | work.key(stage_input, settings.pacost))
     progress = _progress(f"pacost reference | {bench.entry.label}")
     compute = chunk_naming_items(work.compute(stage_input, settings.pacost), f"{bench.entry.label}: pacost reference")
@@ -346,16 +352,17 @@ def run_audit(config: AuditConfig, command: str = "audit") -> AuditSummary:
         rows, runs = [], []
         resamples = sweep_resamples(len(config.models) * len(benchmarks), config.alpha, DEFAULT_RESAMPLES)
         settings = config.audit_settings(resamples)  # every (model, benchmark) runs the same detectors the same way
-        reference = None
+        reference = None  # loaded once, given to every detector of every (model, benchmark)
         if config.pacost_reference is not None:
-            _say(f"reference model (calibrated PaCoST) {config.pacost_reference}")
+            _say(f"reference model {config.pacost_reference}")
             with stage("load"):
-                reference = jaxcontam.load_model(
+                loaded = jaxcontam.load_model(
                     config.pacost_reference,
                     mesh=config.mesh.build(),
                     fsdp=config.mesh.fsdp,
                     attention=config.mesh.attention,
                 )
+            reference = ReferenceModel(config.pacost_reference, loaded)
         for entry in config.models:
             _say(f"model {entry.name} ({entry.path})")
             layout = config.mesh

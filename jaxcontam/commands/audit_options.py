@@ -124,9 +124,11 @@ def audit_options(command):
         click.option(
             "--reference-model",
             default=None,
-            help="A model believed clean on the benchmarks (a base checkpoint, another family): PaCoST's calibrated "
-            "verdict tests the audited model's original-minus-rephrased confidence gap against this model's "
-            "(summary.json: pacost.calibrated). Default: the config's [pacost] reference, else none.",
+            help="A model believed clean on the benchmarks (a base checkpoint, another family), loaded once and "
+            "given to every detector: PaCoST's calibrated verdict tests the audited model's original-minus-rephrased "
+            "confidence gap against this model's (summary.json: pacost.calibrated); the reference log-likelihood "
+            "ratio ([reference_log_ratio]) needs it. Default: the config's reference_model (or [pacost] reference), "
+            "else none.",
         ),
         click.option(
             "--rephrase-dtype",

@@ -18,16 +18,20 @@ from typing import Any
 
 import jax
 
-from jaxcontam.detect.audit_core import AuditSettings, AuditTarget, BenchmarkAudit, audit_benchmark
+from jaxcontam.detect.audit_core import AuditSettings, AuditTarget, BenchmarkAudit, ReferenceModel, audit_benchmark
 
-__all__ = ["AuditCallback", "AuditSettings", "AuditTarget", "audit_model"]
+__all__ = ["AuditCallback", "AuditSettings", "AuditTarget", "ReferenceModel", "audit_model"]
 
 
 def audit_model(
-    model, targets: Sequence[AuditTarget], settings: AuditSettings = AuditSettings()
+    model,
+    targets: Sequence[AuditTarget],
+    settings: AuditSettings = AuditSettings(),
+    reference: ReferenceModel | None = None,
 ) -> dict[str, BenchmarkAudit]:
-    """{benchmark name: its `BenchmarkAudit`} for every target."""
-    return {target.benchmark.name: audit_benchmark(model, target, settings) for target in targets}
+    """{benchmark name: its `BenchmarkAudit`} for every target; `reference`: a model believed clean, given to every
+    detector (`StageInput.reference`)."""
+    return {target.benchmark.name: audit_benchmark(model, target, settings, reference=reference) for target in targets}
 
 
 class AuditCallback:
@@ -38,7 +42,9 @@ class AuditCallback:
     wrapped once (`jaxcontam.flax_models`): its `LanguageModel` stays the same object, so every audit reuses the steps
     compiled by the first. `every`: audit only at steps that are multiples of it (so the loop may call the
     callback every step). `log`: where the one-line summary of each audit goes (print, or the user's logger).
-    `history`: one {"step", "results" ({benchmark: BenchmarkAudit}), "seconds"} per audit.
+    `history`: one {"step", "results" ({benchmark: BenchmarkAudit}), "seconds"} per audit. `reference`: a model
+    believed clean (e.g. the base checkpoint the run started from), loaded once and given to every detector at every
+    audit (`detect.stage.ReferenceModel`).
     """
 
     def __init__(
@@ -48,10 +54,12 @@ class AuditCallback:
         settings: AuditSettings = AuditSettings(),
         log: Callable[[str], None] = print,
         every: int = 1,
+        reference: ReferenceModel | None = None,
     ):
         if every < 1:
             raise ValueError(f"every must be >= 1 (audit every N steps), got {every}")
         self.model_fn, self.targets, self.settings, self.log, self.every = model_fn, targets, settings, log, every
+        self.reference = reference
         self.history: list[dict] = []
 
     def __call__(self, step: int, params) -> dict[str, BenchmarkAudit] | None:
@@ -60,7 +68,7 @@ class AuditCallback:
             return None
         jax.block_until_ready(params)  # steps are dispatched asynchronously: time the audit, not the training
         start = time.perf_counter()
-        results = audit_model(self.model_fn(params), self.targets, self.settings)
+        results = audit_model(self.model_fn(params), self.targets, self.settings, self.reference)
         self.history.append({"step": step, "results": results, "seconds": time.perf_counter() - start})
         self.log(f"step {step}: audit of {', '.join(results)} in {self.history[-1]['seconds']:.1f} s")
         return results

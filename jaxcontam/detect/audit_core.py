@@ -29,7 +29,7 @@ from jaxcontam.detect.benchmark_results import Accuracy, GroundTruthResult, accu
 from jaxcontam.detect.pacost.settings import PacostSettings
 from jaxcontam.detect.registry import CORPUS_STAGES, DEFAULT_DETECTORS, DETECTORS
 from jaxcontam.detect.registry import settings_of as stage_settings
-from jaxcontam.detect.stage import AuditTarget, BuiltInResults, DetectorStage, StageInput
+from jaxcontam.detect.stage import AuditTarget, BuiltInResults, DetectorStage, ReferenceModel, StageInput
 from jaxcontam.detect.verdict import Verdict, check_level
 from jaxcontam.engine.finite import NonFiniteScoresError
 from jaxcontam.errors import JaxcontamError
@@ -42,6 +42,7 @@ __all__ = [
     "AuditSettings",
     "AuditTarget",
     "BenchmarkAudit",
+    "ReferenceModel",
     "audit_benchmark",
     "headline_verdicts",
 ]
@@ -162,10 +163,16 @@ def _whole(name, key, items, compute):
 
 
 def audit_benchmark(
-    model, target: AuditTarget, settings: AuditSettings = AuditSettings(), run_stage: Callable = _whole
+    model,
+    target: AuditTarget,
+    settings: AuditSettings = AuditSettings(),
+    run_stage: Callable = _whole,
+    reference: ReferenceModel | None = None,
 ) -> BenchmarkAudit:
     """Run `settings.detectors` on `target` and summarise; `run_stage(name, key, items, compute)` runs a stage's
-    per-item work (`key`: its resume key, what a store of finished chunks is named by)."""
+    per-item work (`key`: its resume key, what a store of finished chunks is named by); `reference`: the audit's
+    reference model, which every stage reads as `StageInput.reference` (None: the stages that need one state "not
+    tested")."""
     benchmark, items = target.benchmark, list(target.benchmark)
     if len(target.rephrasings) != len(items):
         raise JaxcontamError(
@@ -176,7 +183,7 @@ def audit_benchmark(
     rows = [
         {"id": item.id, "ground_truth_contaminated": None if t is None else bool(t)} for item, t in zip(items, truth)
     ]
-    stage_input = StageInput(model, target, settings.seed, settings.resamples)
+    stage_input = StageInput(model, target, settings.seed, settings.resamples, reference)
     stages = settings.stages()
     seconds = {}
     # every stage's key before any stage works: a key that checks its settings against the model (DC-PDD's frequency

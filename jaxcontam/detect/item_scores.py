@@ -1,7 +1,8 @@
 # pyright: standard
 """A per-item score summarised over a benchmark, in the score's own direction: `score_summary` (mean, median and,
 with known labels, the AUC of contaminated vs clean items and the one-sided Mann-Whitney p), for the detectors that
-give a score per item and no test of their own (GradNorm, CDD, TS-Guessing)."""
+give a score per item beside or instead of a test of their own (GradNorm, CDD, TS-Guessing, the reference
+log-ratio, ReCaLL, CoDeC)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from jaxcontam.detect.benchmark_results import DetectorSummary, finite
 from jaxcontam.stats import separation
 
 
-def score_summary(rows: Sequence[dict], column: str, higher_means_seen: bool) -> DetectorSummary:
+def score_summary(rows: Sequence[dict], column: str, higher_means_seen: bool = True) -> DetectorSummary:
     """`column`'s mean and median over `rows` (None and NaN left out) and, where some rows have a known label
     (`ground_truth_contaminated`), its separation of them with AUC > 0.5 meaning "separates" whichever way the
     score points (`higher_means_seen`)."""

@@ -28,6 +28,9 @@ DETECTORS.lazy("blind_baseline", "jaxcontam.detectors.blind_baseline:BLIND_BASEL
 DETECTORS.lazy("gradnorm", "jaxcontam.detectors.gradnorm:GRADNORM_STAGE")
 DETECTORS.lazy("cdd", "jaxcontam.detectors.cdd:CDD_STAGE")
 DETECTORS.lazy("ts_guessing", "jaxcontam.detectors.ts_guessing:TS_GUESSING_STAGE")
+DETECTORS.lazy("reference_log_ratio", "jaxcontam.detectors.reference_log_ratio:REFERENCE_LOG_RATIO_STAGE")
+DETECTORS.lazy("recall", "jaxcontam.detectors.recall:RECALL_STAGE")
+DETECTORS.lazy("codec", "jaxcontam.detectors.codec:CODEC_STAGE")
 DETECTORS.protect()
 
 FAMILY_DETECTORS: Registry[FamilyStage] = Registry(

@@ -53,15 +53,32 @@ class AuditTarget:
         return {item.id: r for item, r in zip(self.benchmark, self.rephrasings)}
 
 
+NO_REFERENCE_MODEL = "no reference model"  # the reason of a detector that needs a reference model and has none
+
+
+@dataclasses.dataclass(frozen=True)
+class ReferenceModel:
+    """A model believed clean on the audited benchmarks (a base checkpoint, another family), loaded once per audit and
+    given to every detector (`StageInput.reference`): `name` is how summary.json and the report name it (its path),
+    `model` a loaded model of the audited model's interface, with its own tokenizer. A detector that uses it names it
+    in its resume key (`PerItemWork.resume_key`: the stored chunks' key holds the audited model, not the reference);
+    one that needs it and has none states "not tested" with the reason `NO_REFERENCE_MODEL`."""
+
+    name: str
+    model: Any
+
+
 @dataclasses.dataclass(frozen=True)
 class StageInput:
     """What every stage of one (model, benchmark) reads: the model, the target, the audit-wide seed and Monte Carlo
-    resamples. No level: a result holds evidence, and `DetectorStage.headline` gets the audit's level."""
+    resamples, and the audit's reference model (None without one: `--reference-model`, `reference_model` in the TOML
+    file). No level: a result holds evidence, and `DetectorStage.headline` gets the audit's level."""
 
     model: Any
     target: AuditTarget
     seed: int
     resamples: int
+    reference: ReferenceModel | None = None
 
 
 def fingerprint(key: dict) -> str:

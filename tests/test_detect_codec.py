@@ -159,6 +159,6 @@ def test_stored_chunks_are_keyed_by_the_selection_their_contexts_and_prefixes_co
     work = DETECTORS[name].per_item
     assert work is not None
     settings = DETECTORS[name].settings_type()
-    keys = [work.key(StageInput(None, bundled_target("gsm8k", n)[1], 0, 99, 0.05), settings) for n in (4, 8)]
+    keys = [work.key(StageInput(None, bundled_target("gsm8k", n)[1], 0, 99), settings) for n in (4, 8)]
     assert keys[0] != keys[1]
-    assert keys[0] == work.key(StageInput(None, bundled_target("gsm8k", 4)[1], 0, 99, 0.05), settings)
+    assert keys[0] == work.key(StageInput(None, bundled_target("gsm8k", 4)[1], 0, 99), settings)

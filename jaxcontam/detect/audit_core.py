@@ -183,7 +183,7 @@ def audit_benchmark(
     rows = [
         {"id": item.id, "ground_truth_contaminated": None if t is None else bool(t)} for item, t in zip(items, truth)
     ]
-    stage_input = StageInput(model, target, settings.seed, settings.resamples, reference)
+    stage_input = StageInput(model, target, settings.seed, settings.resamples, reference=reference)
     stages = settings.stages()
     seconds = {}
     # every stage's key before any stage works: a key that checks its settings against the model (DC-PDD's frequency

@@ -78,7 +78,7 @@ class StageInput:
     target: AuditTarget
     seed: int
     resamples: int
-    reference: ReferenceModel | None = None
+    reference: ReferenceModel | None = dataclasses.field(default=None, kw_only=True)
 
 
 def fingerprint(key: dict) -> str:

@@ -8,7 +8,7 @@ p-value is missing or not finite, or its flag is null, whatever the flag says; o
 between contaminated and not detected. The experiments' reports count the three apart: a rate's denominator is
 the tested cases, and the untested ones are shown beside it, never counted as not detected.
 
-Imported by path (the experiments are scripts, not a package): `sys.path.insert(0, <experiments/>)`.
+Imported as `from experiments import summary_verdicts as verdicts`.
 """
 
 from __future__ import annotations

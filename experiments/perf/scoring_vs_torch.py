@@ -8,10 +8,10 @@ attention its users get by default (sdpa); `--eager-too` adds a column for attn_
 in this process, interleaved; prints tokens/s, peak memory, the ratio, the machine's measured f32 matmul FLOP/s
 and jaxcontam's fraction of it.
 
-  python experiments/perf/scoring_vs_torch.py                      # CPU: SmolLM2, real text, 16 x 512
-  python experiments/perf/scoring_vs_torch.py --shape 60m          # CPU: ~60M params, random tokens
-  python experiments/perf/scoring_vs_torch.py --vocab 256000 --memory-only   # memory vs vocabulary
-  python experiments/perf/scoring_vs_torch.py --gpu                # 1B Llama shape, bf16, 2048 tokens, MFU
+  python -m experiments.perf.scoring_vs_torch                      # CPU: SmolLM2, real text, 16 x 512
+  python -m experiments.perf.scoring_vs_torch --shape 60m          # CPU: ~60M params, random tokens
+  python -m experiments.perf.scoring_vs_torch --vocab 256000 --memory-only   # memory vs vocabulary
+  python -m experiments.perf.scoring_vs_torch --gpu                # 1B Llama shape, bf16, 2048 tokens, MFU
 
 FLOPs per scored token are counted as 2 * (matmul parameters incl. lm_head) +
 4 * layers * seq * hidden (attention scores and values, full square), the usual
@@ -27,11 +27,7 @@ import pathlib
 import threading
 import time
 
-import sys
-
 import numpy as np
-
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))  # generation_vs_torch's checkpoint helper
 
 CACHE = pathlib.Path(__file__).resolve().parent / "cache"
 CPU_SHAPE = {"hidden": 512, "layers": 8, "heads": 8, "kv_heads": 8, "intermediate": 1536, "vocab": 32000}
@@ -160,8 +156,9 @@ def real_text_tokens(batch: int, seq: int):
     model's tokenizer and cuts each to `seq` tokens, as a user's scoring run starts."""
     import json as json_lib
 
-    from generation_vs_torch import GGUF_FOLDER, float_checkpoint
     from transformers import AutoTokenizer
+
+    from experiments.perf.generation_vs_torch import GGUF_FOLDER, float_checkpoint
 
     folder = float_checkpoint()
     tokenizer = AutoTokenizer.from_pretrained(folder)

@@ -15,9 +15,7 @@ from __future__ import annotations
 import argparse
 import csv
 import dataclasses
-import functools
 import importlib
-import importlib.util
 import inspect
 import json
 import re
@@ -33,21 +31,12 @@ EXPERIMENTS = ROOT / "experiments"
 MARKER = re.compile(r"(<!-- generated:([\w-]+) -->\n)(.*?)(<!-- /generated:\2 -->)", re.S)
 
 
-@functools.cache
-def experiment_module(relative: str):
-    """An experiment script (not a package) imported once from its path, with its folder importable as its
-    scripts expect."""
-    path = EXPERIMENTS / relative
-    sys.path.insert(0, str(path.parent))
-    try:
-        name = f"experiments_{path.parent.name}_{path.stem}"
-        spec = importlib.util.spec_from_file_location(name, path)
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module  # a dataclass of the script resolves its module by name
-        spec.loader.exec_module(module)
-    finally:
-        sys.path.remove(str(path.parent))
-    return module
+def experiment_module(relative: str) -> types.ModuleType:
+    """An experiment script as a module of the experiments package ("real_model/report.py": experiments.real_model.
+    report); the checkout is importable after whatever jaxcontam this interpreter finds first."""
+    if str(ROOT) not in sys.path:
+        sys.path.append(str(ROOT))
+    return importlib.import_module("experiments." + relative.removesuffix(".py").replace("/", "."))
 
 
 def missing(path: Path, command: str) -> str:
@@ -106,7 +95,7 @@ def real_contamination_table(result: str, script: str) -> Callable[[], str]:
     def table() -> str:
         source = EXPERIMENTS / "real_contamination" / "results" / result
         if not source.exists():
-            return missing(source, f"python experiments/real_contamination/{script}")
+            return missing(source, f"python -m experiments.real_contamination.{script.removesuffix('.py')}")
         report = json.loads(source.read_text(encoding="utf-8"))
         return experiment_module(f"real_contamination/{script}").docs_table(report)
 

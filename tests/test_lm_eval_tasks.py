@@ -1,10 +1,10 @@
 """jaxcontam's benchmarks against lm-eval's own task code (the optional `[lm-eval]` extra; skipped without it).
 
 lm-eval's tasks are built from its installed YAML and utils and served the shared data's rows in the field names
-of the Hugging Face dataset each task loads (experiments/lm_eval_parity/requests.py; no download). For the first 50 docs of each
-paired task (and 5 of each MMLU subject), jaxcontam's prompt, continuations (target delimiter included), gold
-index and item order must be lm-eval's zero-shot request strings exactly; the token ids must be what lm-eval's
-`hf` model's `_encode_pair` makes of them with SmolLM2's GGUF tokenizer.
+of the Hugging Face dataset each task loads (experiments/lm_eval_parity/requests.py; no download). For the first
+50 docs of each paired task (and 5 of each MMLU subject), jaxcontam's prompt, continuations (target delimiter
+included), gold index and item order must be lm-eval's zero-shot request strings exactly; the token ids must be
+what lm-eval's `hf` model's `_encode_pair` makes of them with SmolLM2's GGUF tokenizer.
 """
 
 import json

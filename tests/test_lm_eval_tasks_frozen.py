@@ -3,7 +3,8 @@
 tests/data/lm_eval_requests.json holds, for the first docs of each task in `LM_EVAL_PAIRS`, the zero-shot
 requests lm-eval's own task code made (context, continuations with the target delimiter, gold index, in lm-eval's
 doc order) and the ids its `hf` model's `_encode_pair` made of them with SmolLM2's GGUF tokenizer. It was written
-by `python -m experiments.lm_eval_parity.requests` with lm-eval 0.4.13 installed; tests/test_lm_eval_tasks.py checks it is current.
+by `python -m experiments.lm_eval_parity.requests` with lm-eval 0.4.13 installed; tests/test_lm_eval_tasks.py
+checks it is current.
 """
 
 import json

@@ -101,14 +101,16 @@ def _signs(n: int, flips: int) -> np.ndarray:
 
 def flip_pvalue(differences: np.ndarray, flips: int = BOOTSTRAP_FLIPS) -> float | None:
     """One-sided Monte Carlo sign-flip p-value of the mean of `differences` (the permutation test `reference_test`
-    runs, with `flips` random flips; None: too few finite values, where it has no test either)."""
+    runs, with `flips` random flips and its tie rule, `jaxcontam.stats.signflip`; None: too few finite values, where
+    it has no test either)."""
     from jaxcontam.stats.paired import minimum_pairs
+    from jaxcontam.stats.signflip import RELATIVE_TOLERANCE, tail_counts
 
     finite = differences[np.isfinite(differences)]
     if finite.size < minimum_pairs("permutation"):
         return None
     observed = finite.sum()
-    exceed = int(np.count_nonzero(_signs(finite.size, flips) @ finite >= observed - 1e-12 * np.abs(finite).sum()))
+    exceed, _ = tail_counts(_signs(finite.size, flips) @ finite, observed, RELATIVE_TOLERANCE * np.abs(finite).sum())
     return (1 + exceed) / (1 + flips)
 
 

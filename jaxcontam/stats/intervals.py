@@ -109,4 +109,3 @@ def binomial_band(n: int, p: float, level: float = 0.99) -> tuple[int, int]:
     level = check_probability("level", level)
     low, high = scipy_stats.binom.ppf([(1 - level) / 2, (1 + level) / 2], n, p)
     return int(low), int(high)
-

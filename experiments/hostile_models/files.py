@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
+REPO_ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE_MODEL = REPO_ROOT / "jaxcontam" / "examples" / "tiny_contaminated" / "model"
 SEQUENCES = [[5, 9, 3, 60, 2, 17, 33], [1, 2, 3]]
 

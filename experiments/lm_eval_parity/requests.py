@@ -1,5 +1,5 @@
-"""lm-eval's side of the parity checks: the shared benchmark files as lm-eval's Hugging Face datasets hold them, lm-eval's
-own requests for them, and jaxcontam's requests and token ids in the same shape.
+"""lm-eval's side of the parity checks: the shared benchmark files as lm-eval's Hugging Face datasets hold them,
+lm-eval's own requests for them, and jaxcontam's requests and token ids in the same shape.
 
 Shared by experiments/lm_eval_parity/copa_smollm2.py and the tests that compare jaxcontam's prompts, continuations
 and ids with lm-eval's (tests/test_lm_eval_tasks.py, tests/test_lm_eval_tasks_frozen.py). Run as a module, it

@@ -429,9 +429,10 @@ def calibrated_pacost(arms: dict, reference, confidences=CONFIDENCES, seed: int 
         """Flagged among the halves with a p-value (`n`); `untested`: the halves without one (an error row, NaN)."""
         counts = verdicts.tally(verdicts.pvalue_outcome(r.get(key), ALPHA) for r in selected)
         k, n = counts["flagged"], counts["tested"]
-        ci = binomtest(k, n).proportion_ci(0.95, "exact") if n else None
+        ci = binomtest(k, n).proportion_ci(0.95, "exact") if n else None  # report.py's clopper_pearson: scipy's
         return {"flagged": k, "n": n, "untested": counts["untested"], "rate": k / n if n else None,
-                "ci95": [float(ci.low), float(ci.high)] if ci else None, "band99": list(binomial_band(n, ALPHA, 0.99)) if n else None}
+                "ci95": [float(ci.low), float(ci.high)] if ci else None,
+                "band99": list(binomial_band(n, ALPHA, 0.99)) if n else None}
 
     untrained = ("control", FORMAT_ARM)  # arms that trained on no audited item: both halves clean
     control = [r for r in rows if r["arm"] == "control"]

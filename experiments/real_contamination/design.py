@@ -39,8 +39,16 @@ SWAPPED |= {name for name in DATA_SEEDS if name.startswith("verbatim_x1_swapped"
 SIBLING_ARM = "diverged_sibling"  # a reference an auditor can have: the base fine-tuned on other text only
 ARMS[SIBLING_ARM] = ("verbatim", 0)
 # the order of the analyses' tables (control first, then the doses, their twins, the forms, the format control)
-ARM_ORDER = ("control", "verbatim_x1", "verbatim_x4", "verbatim_x1_swapped", "verbatim_x4_swapped", "fields_x4",
-             "rephrased_x4", FORMAT_ARM)
+ARM_ORDER = (
+    "control",
+    "verbatim_x1",
+    "verbatim_x4",
+    "verbatim_x1_swapped",
+    "verbatim_x4_swapped",
+    "fields_x4",
+    "rephrased_x4",
+    FORMAT_ARM,
+)
 # the crossover: each dose's arm and its twin, trained on the complementary half
 DOSES = {"x1": ("verbatim_x1", "verbatim_x1_swapped"), "x4": ("verbatim_x4", "verbatim_x4_swapped")}
 

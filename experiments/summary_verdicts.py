@@ -16,6 +16,16 @@ from __future__ import annotations
 import math
 
 CONTAMINATED, NOT_DETECTED, NOT_TESTED = "contaminated", "not detected", "not tested"
+
+
+def read_runs(path) -> list[dict]:
+    """The run entries of an audit's summary.json (the file or its folder) as the library reads them
+    (`jaxcontam.report.summary_schema.read_summary`: either schema, a version it does not know refused), in the
+    version-2 layout summary.json is written in."""
+    from jaxcontam.detect.json_values import json_ready
+    from jaxcontam.report.summary_schema import read_summary
+
+    return json_ready(read_summary(path).to_dict())["runs"]
 FLAGS = ("contaminated", "significant")  # the keys a test entry states its verdict in (null: not tested, schema 2)
 
 

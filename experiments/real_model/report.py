@@ -58,7 +58,7 @@ def measured(summary: dict) -> tuple[str, ...]:
 def benchmark_rows(results: Path, audit: str = "audit") -> list[str]:
     import pandas as pd
 
-    summary = json.loads((results / audit / "summary.json").read_text(encoding="utf-8"))
+    summary = {"runs": verdicts.read_runs(results / audit)}
     items = pd.read_parquet(results / audit / "items.parquet")
     confidences = measured(summary)
     judged = [c for c in ("p_yes", "p_true", "p_true_raw", "answer_logprob") if c in confidences]

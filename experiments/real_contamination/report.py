@@ -61,7 +61,8 @@ def wilson(k: int, n: int) -> list[float]:
     """A per-item rate's 95% Wilson interval ([NaN, NaN] with no item)."""
     if n == 0:
         return [float("nan"), float("nan")]
-    return list(intervals.wilson(k, n, 0.95))
+    interval = intervals.wilson(k, n, 0.95)
+    return [interval.low, interval.high]
 
 
 def clopper_pearson(k: int, n: int) -> list[float]:

@@ -53,7 +53,8 @@ def audit(scores, correct, seed: int, resamples: int) -> dict:
 def rate(flags) -> str:
     """The share of True with its 99% Clopper-Pearson interval (the Monte Carlo band)."""
     flags = np.asarray(flags, bool)
-    low, high = clopper_pearson(int(flags.sum()), len(flags), 0.99)
+    ci = clopper_pearson(int(flags.sum()), len(flags), 0.99)
+    low, high = ci.low, ci.high
     return f"{flags.mean():.3f} [{low:.3f}, {high:.3f}]"
 
 

@@ -88,7 +88,7 @@ def cluster_design_effect(flagged: Sequence[int], tested: Sequence[int]) -> floa
     return max(1.0, variance / (share * (1.0 - share) / n))
 
 
-def wilson(k: int, n: int, level: float = 0.95) -> ConfidenceInterval:
+def wilson(k: float, n: float, level: float = 0.95) -> ConfidenceInterval:
     """Wilson score interval (two-sided, no continuity correction) of the proportion k / n; [0, ...] at k = 0 and
     [..., 1] at k = n, as scipy gives them (Newcombe 1998, method 3)."""
     k, n = _counts(k, n)

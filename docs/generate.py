@@ -15,9 +15,7 @@ from __future__ import annotations
 import argparse
 import csv
 import dataclasses
-import functools
 import importlib
-import importlib.util
 import inspect
 import json
 import re
@@ -33,21 +31,12 @@ EXPERIMENTS = ROOT / "experiments"
 MARKER = re.compile(r"(<!-- generated:([\w-]+) -->\n)(.*?)(<!-- /generated:\2 -->)", re.S)
 
 
-@functools.cache
-def experiment_module(relative: str):
-    """An experiment script (not a package) imported once from its path, with its folder importable as its
-    scripts expect."""
-    path = EXPERIMENTS / relative
-    sys.path.insert(0, str(path.parent))
-    try:
-        name = f"experiments_{path.parent.name}_{path.stem}"
-        spec = importlib.util.spec_from_file_location(name, path)
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module  # a dataclass of the script resolves its module by name
-        spec.loader.exec_module(module)
-    finally:
-        sys.path.remove(str(path.parent))
-    return module
+def experiment_module(relative: str) -> types.ModuleType:
+    """An experiment script as a module of the experiments package ("real_model/report.py": experiments.real_model.
+    report); the checkout is importable after whatever jaxcontam this interpreter finds first."""
+    if str(ROOT) not in sys.path:
+        sys.path.append(str(ROOT))
+    return importlib.import_module("experiments." + relative.removesuffix(".py").replace("/", "."))
 
 
 def missing(path: Path, command: str) -> str:
@@ -60,7 +49,7 @@ def missing(path: Path, command: str) -> str:
 def tpu_capacity() -> str:
     source = EXPERIMENTS / "plan" / "readme_table.jsonl"
     if not source.exists():
-        return missing(source, "python experiments/plan/readme_table.py")
+        return missing(source, "python -m experiments.plan.readme_table")
     rows = [json.loads(line) for line in source.read_text(encoding="utf-8").splitlines() if line.strip()]
     return experiment_module("plan/readme_table.py").markdown(rows) + "\n"
 
@@ -96,7 +85,7 @@ def real_model_audit(audit: str, command: str) -> Callable[[], str]:
 def real_model_membership() -> str:
     results = EXPERIMENTS / "real_model" / "results"
     if not (results / "membership.json").exists():
-        return missing(results / "membership.json", "python experiments/real_model/run.py")
+        return missing(results / "membership.json", "python -m experiments.real_model.run")
     return "\n".join(experiment_module("real_model/report.py").membership_rows(results)) + "\n"
 
 
@@ -106,7 +95,7 @@ def real_contamination_table(result: str, script: str) -> Callable[[], str]:
     def table() -> str:
         source = EXPERIMENTS / "real_contamination" / "results" / result
         if not source.exists():
-            return missing(source, f"python experiments/real_contamination/{script}")
+            return missing(source, f"python -m experiments.real_contamination.{script.removesuffix('.py')}")
         report = json.loads(source.read_text(encoding="utf-8"))
         return experiment_module(f"real_contamination/{script}").docs_table(report)
 
@@ -117,7 +106,7 @@ def real_contamination_balanced() -> str:
     source = EXPERIMENTS / "real_contamination" / "results" / "crossover.json"
     report = json.loads(source.read_text(encoding="utf-8")) if source.exists() else {}
     if not report.get("balanced"):
-        command = "python experiments/real_contamination/crossover.py --out experiments/real_contamination/results"
+        command = "python -m experiments.real_contamination.crossover --out experiments/real_contamination/results"
         return missing(source, command)
     return experiment_module("real_contamination/crossover.py").balanced_docs_table(report)
 
@@ -125,7 +114,7 @@ def real_contamination_balanced() -> str:
 def corpus_storage() -> str:
     source = EXPERIMENTS / "perf" / "corpus_storage.jsonl"
     if not source.exists():
-        return missing(source, "python experiments/perf/corpus_storage.py")
+        return missing(source, "python -m experiments.perf.corpus_storage")
     record = json.loads(source.read_text(encoding="utf-8").splitlines()[-1])
     return experiment_module("perf/corpus_storage.py").markdown(record)
 
@@ -214,7 +203,7 @@ def perf_rows() -> list[dict]:
                 "peer": f"`tokenizers` batch encoding + counting: {r['peer_tokens_per_s'] / 1e6:.2f}M tokens/s",
                 "ratio": f"{r['ratio']:.2f}x",
                 "machine": f"2 cores, load average {r['load_average']}",
-                "command": "python experiments/perf/ngram_tokenizers.py"
+                "command": "python -m experiments.perf.ngram_tokenizers"
                 + ("" if name == "smollm2" else f" --tokenizers {name}"),
                 "source": "`ngram_tokenizers.jsonl`",
                 "note": f"{TOKENIZER_NAMES.get(name, name)}, vocab {r['vocab']:,}; the 15 Gutenberg books x 4, a book "
@@ -244,7 +233,7 @@ def perf_rows() -> list[dict]:
                 "peer": f"the same shards as plain JSONL: {tokens / seconds['plain'] / 1e6:.2f}M tokens/s",
                 "ratio": f"{seconds['plain'] / seconds['zstd']:.2f}x; {seconds['plain'] / seconds['bucket']:.2f}x",
                 "machine": f"{r['cores']} cores",
-                "command": "python experiments/perf/corpus_storage.py",
+                "command": "python -m experiments.perf.corpus_storage",
                 "source": "`corpus_storage.jsonl`",
                 "note": "the whole run: [storage.md](storage.md)",
             }
@@ -264,7 +253,7 @@ def perf_rows() -> list[dict]:
                 f"words/s; lm-eval's Janitor: {per_core['lm-eval Janitor (Python mode)'] / 1e3:.0f}k{decon_text}",
                 "ratio": f"{r['summary']['ratio_vs_datatrove']}x; {r['summary']['ratio_vs_janitor']}x{decon_ratio}",
                 "machine": r["machine"],
-                "command": "python experiments/perf/decontaminate_vs_peers.py",
+                "command": "python -m experiments.perf.decontaminate_vs_peers",
                 "source": "`decontaminate_vs_peers.jsonl`",
                 "note": "every row: [decontamination.md](decontamination.md)",
             }
@@ -284,7 +273,7 @@ def perf_rows() -> list[dict]:
                 "peer": "",
                 "ratio": "",
                 "machine": r["machine"],
-                "command": "python experiments/perf/bundled_audit.py",
+                "command": "python -m experiments.perf.bundled_audit",
                 "source": f"`bundled_audit.jsonl`, {r['commit']}",
                 "note": f"walls {', '.join(f'{w:.1f}' for w in r['walls_s'])} s"
                 + (f"; fresh install {r['fresh_install_s']:.0f} s" if r.get("fresh_install_s") else ""),
@@ -302,7 +291,7 @@ def perf_rows() -> list[dict]:
                 "peer": "",
                 "ratio": "",
                 "machine": r["machine"] + (f", load average {r['load_average']}" if r.get("load_average") else ""),
-                "command": "PYTHONPATH=CHECKOUT python experiments/perf/audit_programs.py",
+                "command": "PYTHONPATH=CHECKOUT:. python -P -m experiments.perf.audit_programs",
                 "source": f"`audit_programs.jsonl`, {r['commit']}",
                 "note": programs,
             }
@@ -331,7 +320,7 @@ def perf_rows() -> list[dict]:
                 "peer": "",
                 "ratio": "",
                 "machine": "2 cores" + (f", load average {r['load_average']}" if r.get("load_average") else ""),
-                "command": "PYTHONPATH=CHECKOUT python experiments/perf/scoring_buckets.py",
+                "command": "PYTHONPATH=CHECKOUT:. python -P -m experiments.perf.scoring_buckets",
                 "source": f"`scoring_buckets.jsonl`, {r.get('label') or ''} "
                 f"(at {r.get('commit') or 'a commit not recorded'})",
                 "note": "score_step programs compiled per case (warm-up call): "
@@ -432,7 +421,7 @@ def epg_null_flags() -> str:
     max-z test over the benchmarks it could test, the count it could not beside it)."""
     source = EXPERIMENTS / "stats" / "epg_calibration.csv"
     if not source.exists():
-        return missing(source, "python experiments/stats/epg_calibration.py")
+        return missing(source, "python -m experiments.stats.epg_calibration")
     with source.open(newline="") as handle:
         rows = [r for r in csv.DictReader(handle) if r["kind"] == "null"]
     shapes = list(dict.fromkeys(r["shape"] for r in rows))
@@ -473,7 +462,7 @@ def evidence_table(render: str) -> Callable[[], str]:
 def lm_eval_parity() -> str:
     source = EXPERIMENTS / "lm_eval_parity" / "results" / "copa_smollm2.json"
     if not source.exists():
-        return missing(source, "python experiments/lm_eval_parity/copa_smollm2.py")
+        return missing(source, "python -m experiments.lm_eval_parity.copa_smollm2")
     found = json.loads(source.read_text(encoding="utf-8"))
     return (
         "| benchmark | model | strings / token ids identical | largest / mean log-likelihood difference | "
@@ -713,9 +702,9 @@ def package_imports() -> str:
 TABLES: dict[str, Callable[[], str]] = {
     "tpu-capacity": tpu_capacity,
     "tpu-efficiency": tpu_efficiency,
-    "real-model-audit": real_model_audit("audit", "python experiments/real_model/run.py"),
+    "real-model-audit": real_model_audit("audit", "python -m experiments.real_model.run"),
     "real-model-audit-paper": real_model_audit(
-        "audit-paper", "python experiments/real_model/run.py --preset paper --skip-membership"
+        "audit-paper", "python -m experiments.real_model.run --preset paper --skip-membership"
     ),
     "real-model-membership": real_model_membership,
     "real-contamination": real_contamination_table("report.json", "report.py"),

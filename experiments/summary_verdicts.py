@@ -8,7 +8,7 @@ p-value is missing or not finite, or its flag is null, whatever the flag says; o
 between contaminated and not detected. The experiments' reports count the three apart: a rate's denominator is
 the tested cases, and the untested ones are shown beside it, never counted as not detected.
 
-Imported by path (the experiments are scripts, not a package): `sys.path.insert(0, <experiments/>)`.
+Imported as `from experiments import summary_verdicts as verdicts`.
 """
 
 from __future__ import annotations
@@ -16,6 +16,16 @@ from __future__ import annotations
 import math
 
 CONTAMINATED, NOT_DETECTED, NOT_TESTED = "contaminated", "not detected", "not tested"
+
+
+def read_runs(path) -> list[dict]:
+    """The run entries of an audit's summary.json (the file or its folder) as the library reads them
+    (`jaxcontam.report.summary_schema.read_summary`: either schema, a version it does not know refused), in the
+    version-2 layout summary.json is written in."""
+    from jaxcontam.detect.json_values import json_ready
+    from jaxcontam.report.summary_schema import read_summary
+
+    return json_ready(read_summary(path).to_dict())["runs"]
 FLAGS = ("contaminated", "significant")  # the keys a test entry states its verdict in (null: not tested, schema 2)
 
 

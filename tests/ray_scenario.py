@@ -82,10 +82,10 @@ def main(corpus: str, gsm8k: str) -> None:
     os.environ["RAY_AUTH_MODE"] = "disabled"
     import boto3
 
+    from experiments.object_stores import s3_server
     from jaxcontam.data import load_benchmark
     from jaxcontam.decontam import DecontIndex, benchmark_items
     from jaxcontam.decontam.run import RunSettings, decontaminate
-    from object_stores import s3_server
 
     nodes: list[subprocess.Popen] = []
     with s3_server() as (direct, _proxy):

@@ -12,9 +12,9 @@ import time
 
 import pytest
 
+from experiments.object_stores import s3_server
 from helpers import without_timings
 from jaxcontam.audit.config import EXAMPLE_CONFIG
-from object_stores import s3_server
 
 EXAMPLE = EXAMPLE_CONFIG.parent
 EXCHANGEABILITY = "\n[exchangeability]\nchunks = 2\npermutations = 2\n"

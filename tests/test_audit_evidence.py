@@ -2,13 +2,12 @@
 from the committed round-four results, the statement follows the inputs and the table, it reads back from
 summary.json, shows on the console and in report.html, and the audit's defaults run the rule's picks."""
 
-import importlib.util
 import json
 import pathlib
-import sys
 
 import pytest
 
+from experiments.real_contamination import evidence_table
 from jaxcontam.commands.verdicts import echo_verdicts
 from jaxcontam.detect.pacost.settings import PacostSettings
 from jaxcontam.detect.registry import DEFAULT_DETECTORS
@@ -25,17 +24,8 @@ from jaxcontam.report.evidence import (
 from jaxcontam.report.summary_schema import AuditSummary
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-SCRIPT = ROOT / "experiments" / "real_contamination" / "evidence_table.py"
-RESULTS = SCRIPT.parent / "results"
+RESULTS = ROOT / "experiments" / "real_contamination" / "results"
 DEFAULT_CONFIDENCE = PacostSettings().confidence or ""
-
-
-def load_script():
-    spec = importlib.util.spec_from_file_location("evidence_table_under_test", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 def picks(table: MeasuredEvidence):
@@ -43,7 +33,7 @@ def picks(table: MeasuredEvidence):
 
 
 def test_the_packaged_table_is_what_the_script_generates_from_the_committed_results():
-    script = load_script()
+    script = evidence_table
     committed = [json.loads((RESULTS / name).read_text()) for name in ("decision_rule.json", "round_four.json")]
     assert json.loads(TABLE.read_text()) == json.loads(json.dumps(script.build(*committed)))
     decision_rule = committed[0]
@@ -58,7 +48,7 @@ def test_the_packaged_table_is_what_the_script_generates_from_the_committed_resu
 
 def test_a_candidate_name_the_script_does_not_know_is_refused():
     with pytest.raises(SystemExit, match="teach evidence_table.py"):
-        load_script().parse_candidate("ReCaLL, prefix 5")
+        evidence_table.parse_candidate("ReCaLL, prefix 5")
 
 
 def test_a_model_alone_states_its_pick_and_what_to_add_for_the_strongest():

@@ -2,25 +2,19 @@
 texts and verdict outcomes and every number within the tolerance; missing values count as equal only on both sides.
 Tiny synthetic audits only."""
 
-import importlib.util
 import json
 import math
 import pathlib
-import sys
 
 import pandas as pd
 import pytest
 
-SCRIPT = pathlib.Path(__file__).resolve().parents[1] / "experiments" / "real_contamination" / "compare_audits.py"
+import experiments.real_contamination.compare_audits
 
 
 @pytest.fixture(scope="module")
 def compare_audits():
-    spec = importlib.util.spec_from_file_location("compare_audits", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["compare_audits"] = module  # dataclasses resolve their module by name
-    spec.loader.exec_module(module)
-    return module
+    return experiments.real_contamination.compare_audits
 
 
 def _audit(folder: pathlib.Path, scores, reasons, outcome="not detected", pvalue=0.2) -> pathlib.Path:

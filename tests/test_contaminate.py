@@ -218,7 +218,7 @@ def test_a_run_in_a_bucket_killed_mid_training_resumes_there_on_a_fresh_machine(
 ):
     """--out on a local S3 server: the checkpoints are uploaded as they are saved, so a rerun with an empty
     local cache (another machine) resumes from the bucket and ends with the uninterrupted run's weights."""
-    from object_stores import s3_server
+    from experiments.object_stores import s3_server
 
     def kill_at_step_3(line):
         if line.startswith("step 3/"):

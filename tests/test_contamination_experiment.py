@@ -20,7 +20,7 @@ pytestmark = [pytest.mark.shared_data, pytest.mark.skipif(not SHARED.is_dir(), r
 
 
 def _run(*args: str) -> subprocess.CompletedProcess:
-    """Run a script of the checkout (with the checkout's package, as the tests import it)."""
+    """Run a module of the checkout (with the checkout's package, as the tests import it)."""
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
     done = subprocess.run([sys.executable, *args], cwd=REPO, capture_output=True, text=True, timeout=600, env=env)
     assert done.returncode == 0, done.stderr[-3000:]
@@ -30,7 +30,7 @@ def _run(*args: str) -> subprocess.CompletedProcess:
 @pytest.fixture(scope="module")
 def results(tmp_path_factory) -> pathlib.Path:
     out = tmp_path_factory.mktemp("contamination")
-    _run("experiments/contamination/run.py", "--grid", str(GRID), "--out", str(out))
+    _run("-m", "experiments.contamination.run", "--grid", str(GRID), "--out", str(out))
     return out
 
 
@@ -63,9 +63,9 @@ def test_injection_and_the_decontamination_control(results):
 
 
 def test_the_report_and_a_resumed_run(results):
-    rerun = _run("experiments/contamination/run.py", "--grid", str(GRID), "--out", str(results))
+    rerun = _run("-m", "experiments.contamination.run", "--grid", str(GRID), "--out", str(results))
     assert rerun.stderr.count("done in an earlier run") == len(CELLS)
-    _run("experiments/contamination/report.py", str(results))
+    _run("-m", "experiments.contamination.report", str(results))
     report = (results / "report.md").read_text()
     assert "False-positive rate" in report and "Minimum detectable" in report
     assert (results / "power_vs_rate.png").is_file()

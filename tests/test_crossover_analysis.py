@@ -2,25 +2,23 @@
 sign-flip null and Holm family, the unpaired AUC / EPG against scipy and their permutation nulls, and the
 calibrated PaCoST halves with the control arm as a stand-in reference (structure only, no committed numbers)."""
 
-import importlib.util
 import pathlib
-import sys
 
 import numpy as np
 import pandas as pd
 import pytest
 from scipy import stats as scipy_stats
 
+import experiments.real_contamination.crossover
+import experiments.real_contamination.report
+import experiments.real_contamination.seeds
+
 EXPERIMENT = pathlib.Path(__file__).resolve().parents[1] / "experiments" / "real_contamination"
 
 
 @pytest.fixture(scope="module")
 def crossover():
-    spec = importlib.util.spec_from_file_location("crossover", EXPERIMENT / "crossover.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["crossover"] = module  # dataclasses resolve their module by name
-    spec.loader.exec_module(module)
-    return module
+    return experiments.real_contamination.crossover
 
 
 def _twins(rng, effect: float, n: int = 40):
@@ -119,9 +117,7 @@ def test_the_paper_preset_table_counts_judge_verdicts_and_tests_the_kept_pairs(c
     """report.paper_preset: judged = P(yes) > 0 per half and side, the t-test on pairs with both > 0 (scipy's
     ttest_rel, as the authors' test.py), the AUC of P(yes) over the judged originals (Mann-Whitney), the share of
     judge replies in the items' "Answer:" format."""
-    spec = importlib.util.spec_from_file_location("real_contamination_report", EXPERIMENT / "report.py")
-    report = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(report)
+    report = experiments.real_contamination.report
     rng = np.random.default_rng(4)
     n = 40
     drawn = np.arange(n) < n // 2
@@ -179,9 +175,7 @@ def test_seed_spread_per_arm_family(crossover, tmp_path):
     is listed as missing, and the two-draw AUC is given per seed where the x1 arm and its twin both exist."""
     import statistics
 
-    spec = importlib.util.spec_from_file_location("seeds", EXPERIMENT / "seeds.py")
-    seeds = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(seeds)
+    seeds = experiments.real_contamination.seeds
     rng = np.random.default_rng(3)
     arms = tmp_path / "arms"
     written = {}

@@ -1,23 +1,17 @@
 """Issue 48's decision rule (experiments/real_contamination/decision_rule.py) on hand-made halves: an eligible
-winner, a tie, none eligible, the Holm family of rule 1, the 99% band and the item-cluster bootstrap."""
-
-import importlib.util
-import pathlib
-import sys
+winner, a tie, none eligible, the Holm family of rule 1 and the item-cluster bootstrap (the 99% band and Holm
+themselves: tests/test_stats_intervals.py, tests/test_stats_multiple.py)."""
 
 import numpy as np
 import pytest
 
-EXPERIMENT = pathlib.Path(__file__).resolve().parents[1] / "experiments" / "real_contamination"
+import experiments.real_contamination.decision_rule
+from experiments.real_contamination import round_four
 
 
 @pytest.fixture(scope="module")
 def rule():
-    spec = importlib.util.spec_from_file_location("decision_rule", EXPERIMENT / "decision_rule.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["decision_rule"] = module  # dataclasses resolve their module by name
-    spec.loader.exec_module(module)
-    return module
+    return experiments.real_contamination.decision_rule
 
 
 def _halves(rule, confidence, flags):
@@ -38,11 +32,6 @@ def _candidate(rule, confidence, design, power, clean=0, control=0, fmt=0, upper
     }
     bounds = {role: upper for role in rule.LEVEL_ROLES}
     return rule.Candidate(confidence, design, _halves(rule, confidence, flags), bounds)
-
-
-def test_band(rule):
-    assert rule.band99(6) == (0, 2)
-    assert rule.band99(103)[0] == 0 and rule.band99(104)[0] == 1  # 0.95**n < 0.005 from n = 104
 
 
 def test_eligible_winner(rule):
@@ -125,17 +114,12 @@ def test_holm_family(rule):
         half("answer_logprob", 0.02, half="other", role="clean"),  # its own family: 0.02 * 4 = 0.08
         half("answer_logprob", 0.003, arm="x4"),  # its own family, three confidences missing: 0.012
     ]
-    assert rule.holm([0.01, 0.04, 0.03, 1.0]) == pytest.approx([0.04, 0.09, 0.09, 1.0])
     counts = rule.counts_per_confidence(halves)
     assert counts["p_true"]["contaminated"] == {"raw": rule.Count(1, 1, 1), "holm": rule.Count(1, 1, 1)}
     assert counts["p_true_raw"]["contaminated"] == {"raw": rule.Count(1, 1, 1), "holm": rule.Count(0, 1, 1)}
     assert counts["answer_logprob"]["contaminated"] == {"raw": rule.Count(2, 2, 2), "holm": rule.Count(1, 2, 2)}
     assert counts["answer_logprob"]["clean"] == {"raw": rule.Count(1, 1, 1), "holm": rule.Count(0, 1, 1)}
     assert counts["question_min_k_plus_plus"]["contaminated"]["raw"] == rule.Count(0, 0, 1)
-    from jaxcontam.stats.multiple import holm
-
-    p = np.random.default_rng(0).uniform(0, 0.1, 4)
-    np.testing.assert_allclose(rule.holm(list(p)), holm(p))
     with pytest.raises(ValueError):
         rule.counts_per_confidence([half("p_true", 0.01), half("p_true", 0.02)])
 
@@ -167,11 +151,6 @@ def test_round_four_bootstrap_flip_test_agrees_with_scipy():
     scipy's exact one-sided sign-flip permutation p-value within Monte Carlo error."""
     from scipy.stats import permutation_test
 
-    sys.path.insert(0, str(EXPERIMENT))
-    try:
-        import round_four
-    finally:
-        sys.path.remove(str(EXPERIMENT))
     rng = np.random.default_rng(3)
     for shift in (0.0, 0.2, 0.5):
         d = rng.normal(shift, 1.0, 14)
@@ -195,11 +174,6 @@ def test_round_four_fresh_items_bootstrap_test_agrees_with_scipy():
     is empty."""
     from scipy.stats import permutation_test
 
-    sys.path.insert(0, str(EXPERIMENT))
-    try:
-        import round_four
-    finally:
-        sys.path.remove(str(EXPERIMENT))
     rng = np.random.default_rng(5)
     # 9 + 8 gaps: every split is enumerated on both sides; 20 + 20: random splits here, 200,000 in scipy
     for shift, sizes, resamples in ((0.0, (9, 8), np.inf), (0.4, (9, 8), np.inf), (0.5, (20, 20), 200_000)):
@@ -222,11 +196,6 @@ def test_round_four_fresh_items_bootstrap_test_agrees_with_scipy():
 def test_round_four_docs_table_names_every_candidate_and_the_outcome():
     """docs/methods.md's table: one row per candidate with flagged / tested halves and the bootstrap upper end of each
     level, an untested role said as such, a design without input listed as not run, and the rule's outcome."""
-    sys.path.insert(0, str(EXPERIMENT))
-    try:
-        import round_four
-    finally:
-        sys.path.remove(str(EXPERIMENT))
 
     def count(flagged, tested, total):
         return {"flagged": flagged, "tested": tested, "total": total}
@@ -254,11 +223,6 @@ def test_rule_two_bootstrap_condition_under_an_exact_null():
     """round_four.bootstrap_null_level: a sign-flip test at its level on symmetric differences is flagged about alpha
     of the time, but its item-bootstrap re-tests (resampled with replacement, as condition 3 re-tests) flag about
     twice that: above 2 alpha, which is why rule 2 as committed picks no default."""
-    sys.path.insert(0, str(EXPERIMENT))
-    try:
-        import round_four
-    finally:
-        sys.path.remove(str(EXPERIMENT))
     null = round_four.bootstrap_null_level(data_sets=200, replicates=10)
     assert 0.02 < null["level"] < 0.09
     assert null["bootstrap_level"] > 2 * 0.05 > null["level"]

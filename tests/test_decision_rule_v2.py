@@ -187,18 +187,8 @@ def test_declared_clusters_only_weaken_the_evidence():
 
 
 def test_apply_rule_docs_table_names_the_pick_and_what_was_not_measured():
-    import importlib.util
-    import pathlib
-    import sys
+    from experiments.real_contamination import apply_rule as module
 
-    here = pathlib.Path(__file__).resolve().parents[1] / "experiments" / "real_contamination"
-    sys.path.insert(0, str(here))
-    try:
-        spec = importlib.util.spec_from_file_location("apply_rule", here / "apply_rule.py")
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-    finally:
-        sys.path.remove(str(here))
     decisions = rule.decide([_fixed("strong", _flags(8)), _fixed("weak", _flags(1))])
     report = {
         "rule_commit": "abc1234",

@@ -19,7 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import jaxcontam
-from helpers import HELLASWAG_CTX
+from experiments.lm_eval_parity.requests import HELLASWAG_CTX
 from jaxcontam.cli import main
 from jaxcontam.data import Benchmark, Item, load_benchmark, prompts
 from jaxcontam.data.adapters import hellaswag_hub

@@ -4,17 +4,19 @@ never as not detected, in both schemas: schema 1 stored it as `contaminated: fal
 (`experiments/summary_verdicts.py`; real_contamination's report and crossover, contamination's report, real_model's
 report). Tiny synthetic entries only: no committed numbers."""
 
-import importlib.util
 import json
 import math
-import pathlib
-import sys
 
 import numpy as np
 import pandas as pd
 import pytest
 
-EXPERIMENTS = pathlib.Path(__file__).resolve().parents[1] / "experiments"
+import experiments.contamination.report
+import experiments.real_contamination.crossover
+import experiments.real_contamination.report
+import experiments.real_model.report
+from experiments import summary_verdicts
+
 REASON = "1 usable pair(s) of 34: the judge's reply said neither yes nor no on 31 of the 32 items with a rephrasing"
 
 # one PaCoST entry per schema that could not run, and one of each that ran
@@ -57,23 +59,14 @@ CONTAM_V1_NO_TEST = {
 CONTAM_V2_NO_TEST = CONTAM_V1_NO_TEST | {"significant": None}
 
 
-def _load(relative: str, name: str):
-    path = EXPERIMENTS / relative
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module  # dataclasses resolve their module by name
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.fixture(scope="module")
 def verdicts():
-    return _load("summary_verdicts.py", "summary_verdicts")
+    return summary_verdicts
 
 
 @pytest.fixture(scope="module")
 def report():
-    return _load("real_contamination/report.py", "real_contamination_report")
+    return experiments.real_contamination.report
 
 
 def test_schema_1_and_2_no_tests_are_not_tested_whatever_contaminated_says(verdicts):
@@ -176,7 +169,7 @@ def test_real_contamination_contam_table_reads_both_schemas(report, tmp_path):
 
 
 def test_crossover_calibrated_counts_leave_untested_halves_out():
-    crossover = _load("real_contamination/crossover.py", "crossover_verdicts")
+    crossover = experiments.real_contamination.crossover
     rng = np.random.default_rng(1)
     frames = {}
     for arm in ("control", "verbatim_x4", "base"):
@@ -208,7 +201,7 @@ def test_crossover_calibrated_counts_leave_untested_halves_out():
 
 
 def test_contamination_report_counts_seeds_it_could_not_test_apart():
-    contamination = _load("contamination/report.py", "contamination_report_verdicts")
+    contamination = experiments.contamination.report
 
     def record(seed: int, pacost: dict) -> dict:
         entry = {
@@ -241,7 +234,7 @@ def test_contamination_report_counts_seeds_it_could_not_test_apart():
 
 
 def test_real_model_verdict_cell_says_no_test(tmp_path):
-    real_model = _load("real_model/report.py", "real_model_report_verdicts")
+    real_model = experiments.real_model.report
     for entry in (V1_NO_TEST, V1_NO_TEST_NAN, V2_NO_TEST):
         assert real_model.verdict_cell(entry) == f"no test: {REASON}"
         assert real_model.pvalue_cell(entry) == "no test"

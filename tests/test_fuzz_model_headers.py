@@ -28,8 +28,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from experiments.hostile_models.files import EXAMPLE_MODEL, example_copy, read_safetensors, safetensors_bytes
 from helpers import SMOLLM2_FOLDER, SMOLLM2_GGUF
-from hostile_models import EXAMPLE_MODEL, example_copy, read_safetensors, safetensors_bytes
 from jaxcontam.errors import ModelError
 from jaxcontam.models.checkpoint_map import checkpoint_entries
 from jaxcontam.models.config import eos_field

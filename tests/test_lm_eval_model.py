@@ -266,8 +266,8 @@ def test_the_command_writes_results_to_a_bucket(shared_data, monkeypatch):
     from click.testing import CliRunner
 
     import jaxcontam
+    from experiments.object_stores import s3_server
     from jaxcontam.cli import cli
-    from object_stores import s3_server
 
     monkeypatch.setenv("JAXCONTAM_DATA", str(shared_data))
     model = Path(jaxcontam.__file__).parent / "examples" / "tiny_contaminated" / "model"

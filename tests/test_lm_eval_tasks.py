@@ -1,10 +1,10 @@
 """jaxcontam's benchmarks against lm-eval's own task code (the optional `[lm-eval]` extra; skipped without it).
 
 lm-eval's tasks are built from its installed YAML and utils and served the shared data's rows in the field names
-of the Hugging Face dataset each task loads (tests/helpers.py; no download). For the first 50 docs of each
-paired task (and 5 of each MMLU subject), jaxcontam's prompt, continuations (target delimiter included), gold
-index and item order must be lm-eval's zero-shot request strings exactly; the token ids must be what lm-eval's
-`hf` model's `_encode_pair` makes of them with SmolLM2's GGUF tokenizer.
+of the Hugging Face dataset each task loads (experiments/lm_eval_parity/requests.py; no download). For the first
+50 docs of each paired task (and 5 of each MMLU subject), jaxcontam's prompt, continuations (target delimiter
+included), gold index and item order must be lm-eval's zero-shot request strings exactly; the token ids must be
+what lm-eval's `hf` model's `_encode_pair` makes of them with SmolLM2's GGUF tokenizer.
 """
 
 import json
@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import (
+from experiments.lm_eval_parity.requests import (
     LM_EVAL_FROZEN,
     LM_EVAL_FROZEN_DOCS,
     LM_EVAL_PAIRS,
@@ -27,9 +27,9 @@ from helpers import (
     lm_eval_hf_encoder,
     lm_eval_requests,
     lm_eval_task_manager,
-    smollm2_tokenizer,
     with_ids,
 )
+from helpers import smollm2_tokenizer
 
 lm_eval = pytest.importorskip("lm_eval")
 
@@ -102,14 +102,13 @@ def test_token_ids_are_lm_eval_hf_s_on_50_items_and_the_frozen_ids_are_current(s
 
 @pytest.mark.slow  # ~4-7 min: lm-eval's hf model (torch, the GGUF dequantised) and jaxcontam score 200 choices each
 def test_copa_loglikelihoods_are_lm_eval_hf_s_on_smollm2(tmp_path):
-    script = Path(__file__).resolve().parents[1] / "experiments" / "lm_eval_parity" / "copa_smollm2.py"
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "JAX_PLATFORMS": "cpu"}
     subprocess.run(
-        [sys.executable, str(script), "--out", str(tmp_path / "copa.json")],
+        [sys.executable, "-m", "experiments.lm_eval_parity.copa_smollm2", "--out", str(tmp_path / "copa.json")],
         check=True,
         env=env,
         capture_output=True,
-        cwd=script.parents[2],
+        cwd=Path(__file__).resolve().parents[1],
     )
     result = json.loads((tmp_path / "copa.json").read_text())
     assert result["strings_identical"] and result["token_ids_identical"]

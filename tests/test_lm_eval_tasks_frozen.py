@@ -1,16 +1,18 @@
 """jaxcontam's benchmarks against strings and token ids frozen from lm-eval 0.4.13 (CI: lm-eval not needed).
 
-tests/data/lm_eval_requests.json holds, for the first docs of each task in `helpers.LM_EVAL_PAIRS`, the zero-shot
+tests/data/lm_eval_requests.json holds, for the first docs of each task in `LM_EVAL_PAIRS`, the zero-shot
 requests lm-eval's own task code made (context, continuations with the target delimiter, gold index, in lm-eval's
 doc order) and the ids its `hf` model's `_encode_pair` made of them with SmolLM2's GGUF tokenizer. It was written
-by `python tests/helpers.py` with lm-eval 0.4.13 installed; tests/test_lm_eval_tasks.py checks it is current.
+by `python -m experiments.lm_eval_parity.requests` with lm-eval 0.4.13 installed; tests/test_lm_eval_tasks.py
+checks it is current.
 """
 
 import json
 
 import pytest
 
-from helpers import LM_EVAL_FROZEN, LM_EVAL_PAIRS, jaxcontam_ids, jaxcontam_requests, smollm2_tokenizer
+from experiments.lm_eval_parity.requests import LM_EVAL_FROZEN, LM_EVAL_PAIRS, jaxcontam_ids, jaxcontam_requests
+from helpers import smollm2_tokenizer
 from jaxcontam.data import load_benchmark
 from jaxcontam.data.registry import BENCHMARKS
 

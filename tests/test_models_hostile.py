@@ -5,8 +5,8 @@ The rules are the formats' own: safetensors as huggingface/safetensors' `tensor.
 tiling the data section, byte counts from shape and dtype, the 100 MB header limit), GGUF as ggml's `gguf.cpp`
 reads one (counts within the file, no repeated key or tensor, a UINT32 power-of-two alignment, each tensor at the
 running aligned sum) and llama.cpp loads one (block_count and the tokens matching the tensors). The files are
-written field by field by tests/hostile_models.py; experiments/hostile_models/cases.py runs the same cases
-against any checkout.
+written field by field by experiments/hostile_models/files.py; experiments/hostile_models/cases.py runs the same
+cases against any checkout.
 """
 
 import dataclasses
@@ -17,8 +17,7 @@ import numpy as np
 import pytest
 
 import jaxcontam
-from helpers import SMOLLM2_FOLDER, SMOLLM2_GGUF
-from hostile_models import (
+from experiments.hostile_models.files import (
     EXAMPLE_MODEL,
     INT32,
     SEQUENCES,
@@ -33,6 +32,7 @@ from hostile_models import (
     with_offsets,
     write_gguf,
 )
+from helpers import SMOLLM2_FOLDER, SMOLLM2_GGUF
 from jaxcontam.errors import ModelError
 from jaxcontam.models.config_values import MAX_LAYERS
 from jaxcontam.models.gguf import hf_config, open_reader, read_spec

@@ -131,7 +131,7 @@ def test_each_process_reads_half_the_weight_bytes_and_scores_as_one_process(tmp_
 
 def test_from_a_bucket_each_process_fetches_half_the_weight_bytes(tmp_path):
     """Measured on the wire: each process talks to S3 through its own counting proxy, and loads once."""
-    from object_stores import CountingProxy, s3_server
+    from experiments.object_stores import CountingProxy, s3_server
 
     folder, weight_bytes = safetensors_checkpoint(tmp_path)
     with s3_server() as (direct, first):

@@ -6,10 +6,10 @@ import json
 
 import pytest
 
+from experiments.object_stores import s3_server
 from helpers import run_cli, small_toml
 from jaxcontam.errors import DataError
 from jaxcontam.storage import OUTPUT_MARKER, claim_output
-from object_stores import s3_server
 
 
 def test_a_folder_is_claimed_when_absent_or_empty_and_refused_when_it_holds_other_files(tmp_path):

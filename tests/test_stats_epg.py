@@ -466,7 +466,7 @@ def test_epg_command_prints_and_writes_the_pvalue(tmp_path):
 
 
 def test_epg_command_reads_its_items_from_and_writes_its_summary_and_plot_to_a_bucket(tmp_path):
-    from object_stores import s3_server
+    from experiments.object_stores import s3_server
 
     items = tmp_path / "items.parquet"
     pq.write_table(pa.Table.from_pylist(planted_rows(gain=0.3)), items)

@@ -2,25 +2,11 @@
 the count of rejections at p <= 0.05 is within scipy's exact binomial bound, and PaCoST's authors' test on a clean
 model preferring the original wording (a null it does not claim) is far above it, so the check can fail."""
 
-import importlib.util
-import pathlib
-import sys
-
 import pytest
 from scipy import stats as scipy_stats
 
-SCRIPT = pathlib.Path(__file__).resolve().parents[1] / "experiments" / "stats" / "levels.py"
+from experiments.stats import levels as LEVELS
 
-
-def _load():
-    spec = importlib.util.spec_from_file_location("levels_under_test", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclasses resolve their module by name
-    spec.loader.exec_module(module)
-    return module
-
-
-LEVELS = _load()
 SMALL = {  # data sets per simulation here (the script's own counts: LEVELS.CASES)
     "pacost_permutation": 600,
     "pacost_permutation_binary": 600,

@@ -12,13 +12,13 @@ import pathlib
 import pytest
 import zstandard
 
+from experiments.object_stores import gcs_server, s3_server
 from jaxcontam import JaxcontamWarning
 from jaxcontam.data import open_corpus
 from jaxcontam.errors import DataError
 from jaxcontam.ngram.stream import CountView, count_corpus
 from jaxcontam.ngram.table import build_table, encode_items
 from jaxcontam.ngram.units import load_units
-from object_stores import gcs_server, s3_server
 
 
 @pytest.fixture(scope="module")

@@ -5,8 +5,8 @@ OUT/accelerator.md (one table). Run through run.sh, which installs jaxcontam fir
 runs in the order that matters most within `--budget` seconds (the 1B shape, then attention, numerics, the audit,
 then the 135M shape); what the budget leaves no time for is recorded as skipped, so the check always ends in time.
 
-  python experiments/accelerator/check.py --out OUT            # the real sizes (a GPU)
-  python experiments/accelerator/check.py --out OUT --smoke    # every step at tiny sizes (CPU, under a minute)
+  python -m experiments.accelerator.check --out OUT            # the real sizes (a GPU)
+  python -m experiments.accelerator.check --out OUT --smoke    # every step at tiny sizes (CPU, under a minute)
 """
 
 from __future__ import annotations
@@ -22,9 +22,7 @@ import tempfile
 import time
 import traceback
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-
-from gpucheck import attention, audit, device, generation, numerics, report, scoring, shapes  # noqa: E402
+from experiments.accelerator.gpucheck import attention, audit, device, generation, numerics, report, scoring, shapes
 
 
 @dataclasses.dataclass(frozen=True)

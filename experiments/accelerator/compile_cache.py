@@ -9,7 +9,7 @@ Writes compile_cache.json and compile_cache.md to --out.
 
   experiments/accelerator/run.sh --script compile_cache.py     # the GPU machine (installs first, as the check does;
                                                                # about 7 minutes: give the call a 480 s timeout)
-  python experiments/accelerator/compile_cache.py --out OUT --smoke   # the CPU, a limit-1 audit
+  python -m experiments.accelerator.compile_cache --out OUT --smoke   # the CPU, a limit-1 audit
 """
 
 from __future__ import annotations
@@ -23,9 +23,7 @@ import sys
 import tempfile
 import time
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-
-from gpucheck import audit, device  # noqa: E402
+from experiments.accelerator.gpucheck import audit, device
 
 RUNS = {  # key: name, environment, what it stands for
     "off": ("cache off", {"JAXCONTAM_COMPILE_CACHE": "off", "JAX_LOG_COMPILES": "1"}, "before the fix"),

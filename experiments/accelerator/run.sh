@@ -9,7 +9,8 @@
 #
 # The GPU machine has no network: jaxcontam goes in with `pip install --no-index --no-deps` from this checkout
 # (its build backend, setuptools, is there) and from wheels/ (the packages it lacks; built by wheels.sh here and
-# carried along, being git-ignored), into a folder put first on PYTHONPATH. Other arguments go to check.py.
+# carried along, being git-ignored), into a folder put first on PYTHONPATH. Other arguments go to check.py
+# (`python -m experiments.accelerator.check`).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
@@ -47,4 +48,7 @@ else
   export XLA_PYTHON_CLIENT_PREALLOCATE=false  # torch shares the GPU in this process
 fi
 export PYTHONUNBUFFERED=1 TOKENIZERS_PARALLELISM=false
-exec "$python" "$here/$script" --out "$out" "${args[@]}"
+# the script runs as a module of the experiments package: the checkout last on PYTHONPATH (after an install's site, so
+# the installed jaxcontam wins there) and -P so that the working folder is not put first
+export PYTHONPATH="${PYTHONPATH:+$PYTHONPATH:}$repo"
+exec "$python" -P -m "experiments.accelerator.${script%.py}" --out "$out" "${args[@]}"

@@ -1,6 +1,6 @@
 """Tables and plots from the cells of a controlled-contamination run (see run.py).
 
-    python experiments/contamination/report.py experiments/contamination/results
+    python -m experiments.contamination.report experiments/contamination/results
 
 Writes DIR/report.md (power vs rate, copies and form; false-positive rates; the minimum detectable
 contamination per detector; EPG vs copies; audit cost) and DIR/*.png. A detector "detects" a cell when its
@@ -17,15 +17,12 @@ import argparse
 import json
 import math
 import pathlib
-import sys
 from collections import defaultdict
 
 import numpy as np
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
-import summary_verdicts as verdicts  # noqa: E402  (experiments/summary_verdicts.py: tested, not detected, not tested)
-
-ALPHA = 0.05
+from experiments import summary_verdicts as verdicts  # tested, not detected, not tested
+from jaxcontam.stats.multiple import DEFAULT_ALPHA as ALPHA
 
 
 def separation(metric: dict) -> dict:

@@ -1,6 +1,6 @@
 """Controlled-contamination experiments: train with known contamination, then ask every detector to find it.
 
-    python experiments/contamination/run.py --grid experiments/contamination/grid_cpu.toml [--out DIR]
+    python -m experiments.contamination.run --grid experiments/contamination/grid_cpu.toml [--out DIR]
 
 1. Base (once, resumable from orbax checkpoints): a byte-level BPE tokenizer and a small Llama-style model
    pretrained on public text (US inaugural addresses, Tiny Shakespeare) plus GSM8K *train* solutions and COPA
@@ -27,25 +27,23 @@ import tomllib
 
 import numpy as np
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "example"))
-from build_example import SHARED, public_text, sample  # noqa: E402
-
-from jaxcontam.data import attach_paraphrases, load_benchmark, load_paraphrases  # noqa: E402
-from jaxcontam.detect.pacost.settings import PacostSettings  # noqa: E402
-from jaxcontam.detect.exchangeability import ExchangeabilitySettings  # noqa: E402
-from jaxcontam.detect.rephrase import choose_attached  # noqa: E402
-from jaxcontam.stats import separation  # noqa: E402
-from jaxcontam.training import init_hf_tensors, packed_batches, save_hf_model, train, train_bpe_tokenizer  # noqa: E402
-from jaxcontam.training.audit_callback import (  # noqa: E402
+from experiments.example.build_example import SHARED, public_text, sample
+from jaxcontam.data import attach_paraphrases, load_benchmark, load_paraphrases
+from jaxcontam.detect.exchangeability import ExchangeabilitySettings
+from jaxcontam.detect.pacost.settings import PacostSettings
+from jaxcontam.detect.rephrase import choose_attached
+from jaxcontam.stats import separation
+from jaxcontam.training import init_hf_tensors, packed_batches, save_hf_model, train, train_bpe_tokenizer
+from jaxcontam.training.audit_callback import (
     AuditSettings,
     AuditTarget,
     audit_model,
     hf_weights_callback,
     model_from_weights,
 )
-from jaxcontam.training.batches import count_steps  # noqa: E402
-from jaxcontam.training.checkpoints import TrainCheckpoints  # noqa: E402
-from jaxcontam.training.injection import ITEM_TEXT_FORMS, choose_contaminated, injected_documents, item_text  # noqa: E402
+from jaxcontam.training.batches import count_steps
+from jaxcontam.training.checkpoints import TrainCheckpoints
+from jaxcontam.training.injection import ITEM_TEXT_FORMS, choose_contaminated, injected_documents, item_text
 
 DEFAULT_OUT = pathlib.Path(__file__).resolve().parent / "results"
 PARAPHRASES = {"gsm8k": "gsm8k_rephrase", "copa": "xcopa_backtranslation"}

@@ -25,8 +25,8 @@ A flag (a document and an item it holds) is sorted by these rules, in order:
 `--drop-common K` (K = DROP_COMMON) is applied as the command applies it: n-grams held by more than K documents of
 the whole corpus are left out, and a document stays flagged only through the n-grams that remain.
 
-    .venv/bin/python experiments/decontamination/precision.py      # writes precision.json and precision.md here
-    .venv/bin/python experiments/decontamination/precision.py --tokenizer ../shared/data/smollm2_135m_instruct/...gguf
+    .venv/bin/python -m experiments.decontamination.precision      # writes precision.json and precision.md here
+    .venv/bin/python -m experiments.decontamination.precision --tokenizer ../shared/data/smollm2_135m_instruct/...gguf
                                                                     # token mode: precision_tokens.json / .md
 """
 
@@ -39,7 +39,6 @@ import hashlib
 import json
 import os
 import re
-import sys
 import sysconfig
 import time
 from collections import Counter
@@ -115,8 +114,14 @@ def machine_documents() -> tuple[list[tuple[str, str]], dict]:
         files += 1
         digest.update(f"{path}\0{hashlib.sha256(data).hexdigest()}\n".encode())
         text = data.decode("utf-8", "replace")
-        docs += [(f"{path}#{k}", piece) for k, piece in enumerate(_pieces(text))]
+        docs += [(f"{_shown(path)}#{k}", piece) for k, piece in enumerate(_pieces(text))]
     return docs, {"files": files, "sha256": digest.hexdigest()}
+
+
+def _shown(path: Path) -> str:
+    """A document's name without this machine's folders: a site-packages file from that folder on."""
+    site = Path(sysconfig.get_paths()["purelib"])
+    return f"site-packages/{path.relative_to(site)}" if path.is_relative_to(site) else str(path)
 
 
 def _strings(value) -> list[str]:
@@ -166,7 +171,6 @@ def main() -> None:
     parser.add_argument("--letter-share", type=float, default=None, help="IndexSettings.letter_share (the mode's)")
     args = parser.parse_args()
     os.environ.setdefault("JAX_PLATFORMS", "cpu")
-    sys.path.insert(0, str(REPO))
     from jaxcontam.data import load_benchmark
     from jaxcontam.decontam import DecontIndex, IndexSettings, benchmark_items, find_batch
 

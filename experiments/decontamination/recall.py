@@ -27,7 +27,7 @@ nothing planted (false positives). A document counts as flagged when the tool fi
   Janitor                  lm-eval's, Python mode, 13-grams of the same question-and-answer texts;
   datatrove                NGramsDecontFilter, its defaults: NLTK words, 12-grams of the answer and the
                            question/answer overlap.
-Writes recall.json and recall.md beside this file. Usage: .venv/bin/python experiments/decontamination/recall.py
+Writes recall.json and recall.md beside this file. Usage: .venv/bin/python -m experiments.decontamination.recall
 [--per-benchmark 100] [--clean all|N]
 """
 
@@ -42,7 +42,6 @@ import json
 import os
 import random
 import re
-import sys
 import tempfile
 import textwrap
 import time
@@ -112,10 +111,10 @@ def form(text: str, question: str, answer: str, name: str, k: int) -> str:
 
 
 def interval(k: int, n: int, method: str) -> list[float]:
-    """95% interval of a proportion (scipy's binomtest: Wilson for recall, Clopper-Pearson for a rare rate)."""
-    from scipy.stats import binomtest
+    """95% interval of a proportion, to 4 decimals: "wilson" for recall, "exact" (Clopper-Pearson) for a rare rate."""
+    from jaxcontam.stats.intervals import clopper_pearson, wilson
 
-    ci = binomtest(k, n).proportion_ci(0.95, method=method)
+    ci = (wilson if method == "wilson" else clopper_pearson)(k, n, 0.95)
     return [round(float(ci.low), 4), round(float(ci.high), 4)]
 
 
@@ -131,7 +130,6 @@ def main() -> None:
     parser.add_argument("--clean", default="all", help="clean documents: all, or the first N")
     args = parser.parse_args()
     os.environ.setdefault("JAX_PLATFORMS", "cpu")
-    sys.path.insert(0, str(REPO))
     from jaxcontam.data import load_benchmark
     from jaxcontam.decontam import DecontIndex, IndexSettings, benchmark_items, find_batch, words
 

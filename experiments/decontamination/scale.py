@@ -9,7 +9,7 @@ each) whose second node is SIGKILLed (its raylet, agents and workers: every proc
 of the shards are done, and its outputs compared with the one-host run's. The Ray run starts itself inside a
 network namespace of its own (`unshare --net`, loopback up), so every Ray process binds 127.0.0.1.
 
-    .venv/bin/python experiments/decontamination/scale.py --gigabytes 10 --out /tmp/scale [--kill] [--ray]
+    .venv/bin/python -m experiments.decontamination.scale --gigabytes 10 --out /tmp/scale [--kill] [--ray]
 
 Writes scale.json beside this file (or --result) (the corpus and the outputs stay under --out).
 """
@@ -54,7 +54,6 @@ def build(folder: Path, gigabytes: float) -> dict:
     """The corpus: shards of JSONL records, zstd level 3; returns what was planted where."""
     import zstandard
 
-    sys.path.insert(0, str(REPO))
     from jaxcontam.data import load_benchmark
 
     gsm8k = load_benchmark("gsm8k", path=DATA, split="test")

@@ -16,7 +16,7 @@ against the table. Because no short item at all occurs in this clean text, a sec
 share of all m-word windows of the wide set's items (m = 3..13) that occur anywhere in the clean text, the chance
 that an m-word run of benchmark text turns up in unrelated text. Last, find_batch's rate with and without short
 items. Writes short_items.json and short_items.md beside this file.
-Usage: .venv/bin/python experiments/decontamination/short_items.py
+Usage: .venv/bin/python -m experiments.decontamination.short_items
 """
 
 from __future__ import annotations
@@ -24,7 +24,6 @@ from __future__ import annotations
 import json
 import os
 import random
-import sys
 import time
 from pathlib import Path
 
@@ -47,10 +46,7 @@ N = 13
 
 def main() -> None:
     os.environ.setdefault("JAX_PLATFORMS", "cpu")
-    sys.path.insert(0, str(REPO))
-    sys.path.insert(0, str(HERE))
-    from recall import clean_texts, dataset_copy, plant
-
+    from experiments.decontamination.recall import clean_texts, dataset_copy, plant
     from jaxcontam.data import load_benchmark
     from jaxcontam.decontam import DecontIndex, IndexSettings, benchmark_items, find_batch, words
     from jaxcontam.decontam.index import DEFAULT_FLOOR, not_findable

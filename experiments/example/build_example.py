@@ -1,6 +1,6 @@
 """Build the bundled example: a tiny Llama-style model trained with a known contaminated half of two benchmarks.
 
-    python experiments/example/build_example.py [--out jaxcontam/examples/tiny_contaminated] [--epochs 3]
+    python -m experiments.example.build_example [--out jaxcontam/examples/tiny_contaminated] [--epochs 3]
 
 Takes 200 GSM8K test items (with their GPT-4 rephrasings) and 200 COPA test items (with XCOPA English
 back-translations as rephrasings) from ../shared/data, marks a random half of each as contaminated, and

@@ -1,12 +1,15 @@
-"""What the checkout on PYTHONPATH does with each hostile model file of issue 61 (tests/hostile_models.py).
+"""What the checkout on PYTHONPATH does with each hostile model file of issue 61 (`files.py`).
 
 Each case is built in a temporary folder and loaded by `jaxcontam.load_model` in a process of its own (240 s, 6 GiB
 of address space), which then scores two token sequences; the outcome is one of: clear error (a JaxcontamError,
 its message shown), right result (the log-probs of the unmutated file), silent wrong (other log-probs, or NaN),
 traceback (another exception), memory (MemoryError or the address-space limit), hang (the time limit).
 
-    PYTHONPATH=<main's checkout> python experiments/hostile_models/cases.py      # what main does
-    PYTHONPATH=$PWD python experiments/hostile_models/cases.py            # what this checkout does
+    PYTHONPATH=<main's checkout> python -m experiments.hostile_models.cases      # what main does
+    python -m experiments.hostile_models.cases                                   # what this checkout does
+
+(This process imports no jaxcontam; each case's process runs in a temporary folder, so it imports the jaxcontam on
+PYTHONPATH, else the installed one.)
 """
 
 from __future__ import annotations
@@ -18,8 +21,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests"))
-from hostile_models import SEQUENCES, model_cases, reference_path  # noqa: E402
+from experiments.hostile_models.files import SEQUENCES, model_cases, reference_path
 
 ADDRESS_SPACE = 6 << 30
 SECONDS = 240

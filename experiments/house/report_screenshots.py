@@ -13,8 +13,8 @@ widest offender; the measurements go to out_dir/overflow-<W>.json. Exit status 1
 Chromium from Debian (`apt-get install chromium`), found on the PATH or given with --chromium. Without one it
 exits 2, or 0 with --allow-missing (a skip, with a message).
 
-    python experiments/house/report_screenshots.py /tmp/bundled-audit/report.html /tmp/shots
-    python experiments/house/report_screenshots.py report.html /tmp/shots --widths 1400 800 1100 --allow-missing
+    python -m experiments.house.report_screenshots /tmp/bundled-audit/report.html /tmp/shots
+    python -m experiments.house.report_screenshots report.html /tmp/shots --widths 1400 800 1100 --allow-missing
 """
 
 from __future__ import annotations

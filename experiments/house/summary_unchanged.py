@@ -14,10 +14,10 @@ the version string. The default pairs bracket each stretch of restructuring comm
 `--bisect OLD NEW` instead finds the first commit between two whose COPA accuracy differs from OLD's
 (git bisect run). Writes results.json beside this script.
 
-    python experiments/house/summary_unchanged.py
-    python experiments/house/summary_unchanged.py --bisect 727b57e 6515e92
-    python experiments/house/summary_unchanged.py --pair d0a468a HEAD --audit bundled   # issue 39: the whole
-    python experiments/house/summary_unchanged.py --pair d0a468a HEAD --audit smollm2   # audits, timings aside
+    python -m experiments.house.summary_unchanged
+    python -m experiments.house.summary_unchanged --bisect 727b57e 6515e92
+    python -m experiments.house.summary_unchanged --pair d0a468a HEAD --audit bundled   # issue 39: the whole
+    python -m experiments.house.summary_unchanged --pair d0a468a HEAD --audit smollm2   # audits, timings aside
 """
 
 from __future__ import annotations

@@ -1,14 +1,14 @@
 """Per-choice log-likelihoods on COPA validation: jaxcontam against lm-eval 0.4.13's `hf` model, SmolLM2-135M-Instruct.
 
-lm-eval side: its `copa` task (installed YAML and utils) served SuperGLUE's validation rows (tests/helpers.py:
+lm-eval side: its `copa` task (installed YAML and utils) served SuperGLUE's validation rows (requests.py:
 COPA ids 401-500 in the choice order of XCOPA's labels), its requests run through `HFLM(pretrained=<folder>,
 gguf_file=...)` (torch transformers dequantising the shared Q4_1 GGUF to float32) and `loglikelihood`.
 jaxcontam side: `load_benchmark("copa", split="validation")`, `jaxcontam.load_model(<gguf>)`, the choices scored as
 `answer_items` scores them (`encode_pair`, the engine's packed scoring). Reports whether the strings and token ids
 are identical, the largest |delta log-lik|, and how many items' acc / acc_norm choices differ.
 
-  python experiments/lm_eval_parity/copa_smollm2.py     # 6.5 min on 2 CPU cores; writes results/copa_smollm2.json
-  python experiments/lm_eval_parity/copa_smollm2.py --out other.json   # tests/test_lm_eval_tasks.py (slow)
+  python -m experiments.lm_eval_parity.copa_smollm2     # 6.5 min on 2 CPU cores; writes results/copa_smollm2.json
+  python -m experiments.lm_eval_parity.copa_smollm2 --out other.json   # tests/test_lm_eval_tasks.py (slow)
 """
 
 from __future__ import annotations
@@ -16,16 +16,21 @@ from __future__ import annotations
 import argparse
 import json
 import pathlib
-import sys
 import time
 
 import numpy as np
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "tests"))  # helpers: lm-eval's requests for the shared rows
+from experiments.lm_eval_parity.requests import (
+    SMOLLM2,
+    hf_rows,
+    jaxcontam_ids,
+    jaxcontam_requests,
+    lm_eval_hf_encoder,
+    lm_eval_requests,
+    with_ids,
+)
 
-from helpers import (SMOLLM2, hf_rows, jaxcontam_ids, jaxcontam_requests, lm_eval_hf_encoder,  # noqa: E402
-                          lm_eval_requests, with_ids)
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 DATA = ROOT.parent / "shared" / "data"
 OUT = pathlib.Path(__file__).resolve().parent / "results" / "copa_smollm2.json"

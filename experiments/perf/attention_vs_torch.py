@@ -7,8 +7,8 @@ see) jitted over the 30 layers; torch runs sdpa with `enable_gqa`, its default C
 in this process, interleaved; prints seconds per forward's attention, useful (causal) GFLOP/s, the ratio and the
 largest output difference.
 
-  python experiments/perf/attention_vs_torch.py
-  python experiments/perf/attention_vs_torch.py --batch 4 --seq 2048 --block 64 128 256
+  python -m experiments.perf.attention_vs_torch
+  python -m experiments.perf.attention_vs_torch --batch 4 --seq 2048 --block 64 128 256
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ median of each and appends a row to audit_interleaved.jsonl beside this script.
 The other commit runs from a detached worktree of it (`git worktree add`, removed after), on this Python's installed
 dependencies, with `PYTHONPATH` naming each checkout (this one too, so both start the same way).
 
-    python experiments/perf/audit_interleaved.py --against f421a9d --rounds 3
+    python -m experiments.perf.audit_interleaved --against f421a9d --rounds 3
 """
 
 from __future__ import annotations

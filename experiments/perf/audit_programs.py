@@ -6,8 +6,8 @@ it needs is compiled once and logged ("Finished XLA compilation of NAME in S sec
 how many times it was compiled (one per distinct shape) and their seconds, the totals, and the audit's own stage
 table's load and compile rows; appends a dated JSON line to audit_programs.jsonl beside this script.
 
-    PYTHONPATH=$PWD JAX_PLATFORMS=cpu python experiments/perf/audit_programs.py
-    python experiments/perf/audit_programs.py --no-record --out /tmp/a   # print only, keep the audit's outputs
+    JAX_PLATFORMS=cpu python -m experiments.perf.audit_programs
+    python -m experiments.perf.audit_programs --no-record --out /tmp/a   # print only, keep the audit's outputs
 """
 
 from __future__ import annotations

@@ -9,8 +9,8 @@ the command line's cache (`jaxcontam.compile_cache`) makes them differ by the co
 runs its `jaxcontam`, as the README's first command does; without it, the `jaxcontam` beside this Python runs.
 Each run appends a row to bundled_audit.jsonl beside this script (date, commit, machine, the walls, the stages).
 
-    python experiments/perf/bundled_audit.py
-    python experiments/perf/bundled_audit.py --fresh-venv /tmp/fresh --runs 3
+    python -m experiments.perf.bundled_audit
+    python -m experiments.perf.bundled_audit --fresh-venv /tmp/fresh --runs 3
 """
 
 from __future__ import annotations

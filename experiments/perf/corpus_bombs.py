@@ -1,6 +1,6 @@
 """Peak resident memory of `jaxcontam decontaminate` and `jaxcontam ngram` on decompression bombs (issue 61.5).
 
-    python experiments/perf/corpus_bombs.py [--jaxcontam /path/to/checkout] [--cap-gb 6] [--valid-mb 100 400]
+    python -m experiments.perf.corpus_bombs [--jaxcontam /path/to/checkout] [--cap-gb 6] [--valid-mb 100 400]
 
 Builds, in a temporary folder: valid JSONL (one ~1 KB line repeated) as .zst of each --valid-mb size, 10 GiB of
 NULs without a line break as .zst (~330 KB) and 2 GiB of NULs as .gz (~2 MB), then runs each command on each

@@ -11,7 +11,7 @@ Each form is counted by `count_corpus` as `jaxcontam ngram` runs it; the counts 
 rate is corpus tokens per second of wall time. The fetch rate is how fast one host pulls the shards from the
 server with the same number of reads in flight (localhost: a bound on jaxcontam's side, not a cloud figure).
 
-Usage: .venv/bin/python experiments/perf/corpus_storage.py [--copies 2] [--shards 16]
+Usage: .venv/bin/python -m experiments.perf.corpus_storage [--copies 2] [--shards 16]
 """
 
 from __future__ import annotations
@@ -20,14 +20,11 @@ import argparse
 import gzip
 import json
 import os
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests"))
-from ngram_count import SHARED, N, benchmark_segments  # noqa: E402
+from experiments.perf.ngram_count import SHARED, N, benchmark_segments
 
 
 def documents(copies: int) -> list[str]:
@@ -82,11 +79,11 @@ def main():
     parser.add_argument("--shards", type=int, default=16)
     args = parser.parse_args()
 
+    from experiments.object_stores import s3_server
     from jaxcontam.data.corpus import READ_AHEAD
     from jaxcontam.ngram.stream import CountView
     from jaxcontam.ngram.table import build_table, encode_items
     from jaxcontam.ngram.units import load_units
-    from object_stores import s3_server
 
     units = load_units(SHARED / "smollm2_135m_instruct" / "SmolLM2-135M-Instruct.Q4_1.gguf")
     views = [CountView(build_table(encode_items(benchmark_segments(), units), N))]

@@ -34,7 +34,7 @@ reference, jaxcontam's default word mode. A peer that cannot run is reported as 
 Appends its result, one line per run, to experiments/perf/decontaminate_vs_peers.jsonl. Usage:
   python3.12 -m venv experiments/perf/cache/peers-venv  # any CPython >= 3.12
   experiments/perf/cache/peers-venv/bin/pip install decontaminate corpus-assay  # the peers extra's packages
-  .venv/bin/python experiments/perf/decontaminate_vs_peers.py [--peer-words 300000] [--rust-peer-words N]
+  .venv/bin/python -m experiments.perf.decontaminate_vs_peers [--peer-words 300000] [--rust-peer-words N]
       [--corpus-words N] [--planted-per-benchmark 100] [--peers-python PATH]
 """
 
@@ -43,7 +43,6 @@ from __future__ import annotations
 import argparse
 import datetime
 import gzip
-import importlib.util
 import json
 import os
 import platform
@@ -51,7 +50,6 @@ import random
 import re
 import resource
 import subprocess
-import sys
 import tempfile
 import time
 import types
@@ -117,19 +115,11 @@ def prefix(texts, words: int) -> list[str]:
     return out
 
 
-def recall_module() -> types.ModuleType:
-    """experiments/decontamination/recall.py, imported by path: its copy forms and planting, shared, not copied."""
-    spec = importlib.util.spec_from_file_location("recall", REPO / "experiments" / "decontamination" / "recall.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def planted_copies(benchmarks, texts, per_benchmark: int) -> dict[str, list[str]]:
     """recall.py's nine forms of `per_benchmark` items of each benchmark (question, line break, answer as the dataset
     holds them), each planted into its own corpus document (its first 6,000 characters): one draw for every tool."""
-    recall = recall_module()
+    from experiments.decontamination import recall
+
     rng = random.Random(0)
     copies = [
         recall.dataset_copy(benchmark.items[k])
@@ -318,7 +308,6 @@ def main() -> None:
     parser.add_argument("--out", default=str(Path(__file__).with_suffix(".jsonl")), help="the JSONL file appended to")
     args = parser.parse_args()
     os.environ.setdefault("JAX_PLATFORMS", "cpu")
-    sys.path.insert(0, str(REPO))
     from jaxcontam.data import load_benchmark
     from jaxcontam.decontam import DecontIndex, IndexSettings, benchmark_items
 

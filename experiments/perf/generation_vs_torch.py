@@ -8,9 +8,9 @@ a user runs them: raw text in (tokenisation, left padding), decoded text out. To
 --repeats times in this process; the script prints tokens/s of each (median run), their ratio, token agreement,
 settings and machine.
 
-  python experiments/perf/generation_vs_torch.py                      # 16 items, batch 16, 64 new tokens
-  python experiments/perf/generation_vs_torch.py --new-tokens 256 --items 32
-  python experiments/perf/generation_vs_torch.py --benchmark truthfulqa --items 64 --batch 64 --new-tokens 96
+  python -m experiments.perf.generation_vs_torch                      # 16 items, batch 16, 64 new tokens
+  python -m experiments.perf.generation_vs_torch --new-tokens 256 --items 32
+  python -m experiments.perf.generation_vs_torch --benchmark truthfulqa --items 64 --batch 64 --new-tokens 96
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ bucket shape), the hf run its torch defaults (sdpa attention, all CPU threads). 
 load and evaluation time, the ratio, the per-item agreement (largest log-likelihood difference, same choices),
 the settings and the machine's load (the CPU may be shared).
 
-  python experiments/perf/lm_eval_vs_hf.py --limit 50
+  python -m experiments.perf.lm_eval_vs_hf --limit 50
 """
 
 from __future__ import annotations
@@ -16,13 +16,10 @@ from __future__ import annotations
 import argparse
 import os
 import platform
-import sys
 import tempfile
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from generation_vs_torch import float_checkpoint  # noqa: E402  (the float32 HF folder, built once)
+from experiments.perf.generation_vs_torch import float_checkpoint  # the float32 HF folder, built once
 
 TASKS = ["arc_easy", "piqa", "hellaswag", "copa"]
 
@@ -52,11 +49,11 @@ def main() -> None:
     options = parser.parse_args()
     tasks = options.tasks.split(",")
 
-    import lm_eval
     import torch
     from lm_eval.models.huggingface import HFLM
 
     import jaxcontam.lm_eval
+    import lm_eval
     from jaxcontam.data.lm_eval_tasks import task_manager, write_task_overrides
 
     folder = float_checkpoint()

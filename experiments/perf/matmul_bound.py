@@ -14,8 +14,8 @@ transformers' whole forward on the same rows (sdpa attention: 16 x 512 tokens fo
 rows over a 192-token KV cache, from `generate` with 33 and 1 new tokens) and prints the most jaxcontam could
 be ahead of torch: torch's whole step over jax's products alone.
 
-  python experiments/perf/matmul_bound.py
-  python experiments/perf/matmul_bound.py --rows 8192 16 64 --eigen-too --torch-model
+  python -m experiments.perf.matmul_bound
+  python -m experiments.perf.matmul_bound --rows 8192 16 64 --eigen-too --torch-model
 """
 
 from __future__ import annotations
@@ -23,15 +23,11 @@ from __future__ import annotations
 import argparse
 import functools
 import os
-import pathlib
 import platform
 import statistics
-import sys
 import time
 
 import numpy as np
-
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))  # generation_vs_torch's checkpoint helper
 
 LAYERS, HIDDEN, KV, INNER, VOCAB = 30, 576, 192, 1536, 49152  # SmolLM2-135M
 LAYER_SHAPES = [
@@ -103,7 +99,8 @@ def torch_model_step(rows: int):
     minus a 1-token one after 160-token prompts, over the 32 decode steps that differ."""
     import torch
     import transformers as tf
-    from generation_vs_torch import float_checkpoint
+
+    from experiments.perf.generation_vs_torch import float_checkpoint
 
     model = tf.AutoModelForCausalLM.from_pretrained(float_checkpoint(), dtype=torch.float32).eval()
     model.generation_config.eos_token_id = None

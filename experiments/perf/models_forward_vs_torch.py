@@ -4,8 +4,8 @@ Saves a random model of the chosen family to a temp dir, loads it into torch (it
 jaxcontam, runs the backbone on the same [batch, seq] tokens in this process, checks the hidden states agree,
 and prints tokens/s of both and their ratio (median of --repeats timed runs after one warm-up).
 
-  python experiments/perf/models_forward_vs_torch.py                     # llama, 16 x 256, hidden 512
-  python experiments/perf/models_forward_vs_torch.py --family gemma2 --batch 4 --seq 512
+  python -m experiments.perf.models_forward_vs_torch                     # llama, 16 x 256, hidden 512
+  python -m experiments.perf.models_forward_vs_torch --family gemma2 --batch 4 --seq 512
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ HellaSwag validation context+gold ending; HellaSwag's test split has no labels).
               table n-gram; time to answer = build + queries.
 
 All three must agree on the counts (asserted). Usage:
-  .venv/bin/python experiments/perf/ngram_count.py [--tokens 50000000] [--python-tokens 5000000]
+  .venv/bin/python -m experiments.perf.ngram_count [--tokens 50000000] [--python-tokens 5000000]
 """
 
 from __future__ import annotations

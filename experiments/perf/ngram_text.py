@@ -19,7 +19,7 @@ cores; jaxcontam's path before issue 17) is timed on --python-tokens worth of te
 
 Counts are asserted equal: jaxcontam on text == jaxcontam on the peer's ids == the dict scan (on its prefix).
 Usage:
-  .venv/bin/python experiments/perf/ngram_text.py [--copies 8] [--views raw|paper] [--python-tokens 1000000]
+  .venv/bin/python -m experiments.perf.ngram_text [--copies 8] [--views raw|paper] [--python-tokens 1000000]
 """
 
 from __future__ import annotations
@@ -28,14 +28,12 @@ import argparse
 import json
 import os
 import resource
-import sys
 import time
 from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from ngram_count import CACHE, N, SHARED, ArrayCorpus, benchmark_segments, run_python  # noqa: E402
+from experiments.perf.ngram_count import CACHE, SHARED, ArrayCorpus, N, benchmark_segments, run_python
 
 DOCUMENT_CHARS = 8192
 
@@ -107,7 +105,6 @@ def main():
     parser.add_argument("--kinds", default="text,jsonl,parquet,bin", help="input forms to time")
     args = parser.parse_args()
 
-    import jax
     import tiktoken
 
     from jaxcontam.ngram.stream import CountView

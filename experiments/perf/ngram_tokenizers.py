@@ -18,7 +18,7 @@ script does with a `tokenizer.json` - `Tokenizer.encode_batch_fast` over all doc
 thread per core) and the ids as numpy arrays, then counting those ids with jaxcontam's own counter (the fastest counter we have, so the peer
 is favoured). The counts are asserted equal, and the peer's ids equal jaxcontam's on every document.
 
-Usage: .venv/bin/python experiments/perf/ngram_tokenizers.py [--copies 4] [--tokenizers smollm2,llama3-style,...]
+Usage: .venv/bin/python -m experiments.perf.ngram_tokenizers [--copies 4] [--tokenizers smollm2,llama3-style,...]
 """
 
 from __future__ import annotations
@@ -27,14 +27,12 @@ import argparse
 import json
 import os
 import resource
-import sys
 import time
 from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from ngram_count import CACHE, SHARED, ArrayCorpus, N, benchmark_segments  # noqa: E402
+from experiments.perf.ngram_count import CACHE, SHARED, ArrayCorpus, N, benchmark_segments
 
 BUDGETS = {"llama3-style": 128_256, "qwen2-style": 151_643, "llama2-style": 32_000}
 

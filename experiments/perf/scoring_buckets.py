@@ -6,8 +6,8 @@ inputs, whose buckets the change leaves as they were) and a mix of short texts (
 kind), with and without `with_stats`, each after a warm-up call (compiles excluded): tokens/s of real tokens and
 the programs compiled. Run it once per checkout, interleaved, and compare (the machine is shared):
 
-    PYTHONPATH=/work/main python experiments/perf/scoring_buckets.py --label before
-    PYTHONPATH=$PWD python experiments/perf/scoring_buckets.py --label after
+    PYTHONPATH=<main's checkout>:. python -P -m experiments.perf.scoring_buckets --label before
+    python -m experiments.perf.scoring_buckets --label after
 
 First, what the statistics add to a step: the vocabulary head with and without them, alternated in one process
 (fastest of 5), beside a whole 4 x 512 step (`--head-only`: that alone). Appends a dated JSON line per run to

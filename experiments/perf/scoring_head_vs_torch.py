@@ -6,7 +6,7 @@ the machine's measured f32 matmul GFLOP/s, and the compiled temporary memory of
 the jaxcontam head for a 32k and a 256k vocabulary (it depends on N x block,
 not on V; full f32 logits would need N x V x 4 bytes).
 
-  python experiments/perf/scoring_head_vs_torch.py [--batch 16 --seq 512 --hidden 512 --vocab 32000]
+  python -m experiments.perf.scoring_head_vs_torch [--batch 16 --seq 512 --hidden 512 --vocab 32000]
 """
 
 from __future__ import annotations

@@ -8,11 +8,11 @@ attention its users get by default (sdpa); `--eager-too` adds a column for attn_
 in this process, interleaved; prints tokens/s, peak memory, the ratio, the machine's measured f32 matmul FLOP/s
 and jaxcontam's fraction of it.
 
-  python experiments/perf/scoring_vs_torch.py                      # CPU: SmolLM2, real text, 16 x 512
-  python experiments/perf/scoring_vs_torch.py --shape 60m          # CPU: ~60M params, random tokens
-  python experiments/perf/scoring_vs_torch.py --vocab 256000 --memory-only   # memory vs vocabulary
-  python experiments/perf/scoring_vs_torch.py --gpu                # 1B Llama shape, bf16, 2048 tokens, MFU
-  python experiments/perf/scoring_vs_torch.py --detectors          # all likelihood detectors vs Min-K%++ alone
+  python -m experiments.perf.scoring_vs_torch                      # CPU: SmolLM2, real text, 16 x 512
+  python -m experiments.perf.scoring_vs_torch --shape 60m          # CPU: ~60M params, random tokens
+  python -m experiments.perf.scoring_vs_torch --vocab 256000 --memory-only   # memory vs vocabulary
+  python -m experiments.perf.scoring_vs_torch --gpu                # 1B Llama shape, bf16, 2048 tokens, MFU
+  python -m experiments.perf.scoring_vs_torch --detectors          # all likelihood detectors vs Min-K%++ alone
 
 `--detectors` times jaxcontam alone in two configurations, interleaved in one process: the scores of Min-K%++
 alone (today's audit before Gap-K% and DC-PDD), and every likelihood detector (mean log-prob, zlib, Min-K%,
@@ -34,11 +34,7 @@ import pathlib
 import threading
 import time
 
-import sys
-
 import numpy as np
-
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))  # generation_vs_torch's checkpoint helper
 
 CACHE = pathlib.Path(__file__).resolve().parent / "cache"
 CPU_SHAPE = {"hidden": 512, "layers": 8, "heads": 8, "kv_heads": 8, "intermediate": 1536, "vocab": 32000}
@@ -167,8 +163,9 @@ def real_text_tokens(batch: int, seq: int):
     model's tokenizer and cuts each to `seq` tokens, as a user's scoring run starts."""
     import json as json_lib
 
-    from generation_vs_torch import GGUF_FOLDER, float_checkpoint
     from transformers import AutoTokenizer
+
+    from experiments.perf.generation_vs_torch import GGUF_FOLDER, float_checkpoint
 
     folder = float_checkpoint()
     tokenizer = AutoTokenizer.from_pretrained(folder)

@@ -5,8 +5,8 @@ is split over "model" (as `models.sharding` places it), and `token_logprob_stats
 --kernel) runs under that mesh. Prints per-device temporaries from `memory_analysis()` and every collective of the
 optimized HLO with the bytes it moves. Needs libtpu (`pip install "jax[tpu]"` at the installed jax version).
 
-    JAX_PLATFORMS=cpu python experiments/perf/tpu_vocab_head.py                  # Llama-3.1-8B head, v5e:2x4
-    JAX_PLATFORMS=cpu python experiments/perf/tpu_vocab_head.py --kernel         # the fused Pallas kernel
+    JAX_PLATFORMS=cpu python -m experiments.perf.tpu_vocab_head                  # Llama-3.1-8B head, v5e:2x4
+    JAX_PLATFORMS=cpu python -m experiments.perf.tpu_vocab_head --kernel         # the fused Pallas kernel
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ Two speeds per row: the roofline's (the chip at peak: upper bounds) and the effi
 change of the published efficiencies needs no new compile. Slow: ~30 s per compile on 2 cores; rows are appended
 to --out as they finish, and a Markdown table is printed at the end.
 
-    JAX_PLATFORMS=cpu .venv/bin/python experiments/plan/readme_table.py [--models Llama-3.1-8B,...]
+    JAX_PLATFORMS=cpu .venv/bin/python -m experiments.plan.readme_table [--models Llama-3.1-8B,...]
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ Candidates per situation:
 Halves and roles as in round_four.py; each half's cluster is the item set it tests (benchmark and side of the draw),
 shared by every arm that audits those items. A design's reference arm is left out of its own candidates.
 
-    python experiments/real_contamination/apply_rule.py [--results DIR ...] [--out DIR]
+    python -m experiments.real_contamination.apply_rule [--results DIR ...] [--out DIR]
 
 Writes decision_rule.json and decision_rule.md to --out (default: results/).
 """
@@ -26,13 +26,11 @@ import json
 import pathlib
 import sys
 
-HERE = pathlib.Path(__file__).resolve().parent
-if str(HERE) not in sys.path:
-    sys.path.insert(0, str(HERE))
-import round_four  # noqa: E402
-from crossover import find_arm, load_arm  # noqa: E402
+from experiments.real_contamination import round_four
+from experiments.real_contamination.crossover import find_arm, load_arm
+from jaxcontam.stats import decision_rule as rule
 
-from jaxcontam.stats import decision_rule as rule  # noqa: E402
+HERE = pathlib.Path(__file__).resolve().parent
 
 NOT_MEASURED = {
     "corpus": "round four has no per-half test with a corpus (ConTAM's and EPG's tests are per benchmark)",

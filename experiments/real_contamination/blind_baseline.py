@@ -7,7 +7,7 @@ items.parquet: the same 68 items per benchmark in every arm), the contaminated h
 the `_swapped` arms, trained on). Sides from the control arm's ground_truth.jsonl. Naive Bayes on word 1-2-grams,
 5-fold cross-validation, 999 label permutations.
 
-    python experiments/real_contamination/blind_baseline.py [--results DIR] [--out DIR]
+    python -m experiments.real_contamination.blind_baseline [--results DIR] [--out DIR]
 
 Writes blind_baseline.json and blind_baseline.md to --out (default: results/).
 """
@@ -19,12 +19,11 @@ import json
 import pathlib
 import sys
 
-HERE = pathlib.Path(__file__).resolve().parent
-if str(HERE) not in sys.path:
-    sys.path.insert(0, str(HERE))
-from crossover import BENCHMARKS, load_arm  # noqa: E402
+from experiments.real_contamination.crossover import load_arm
+from experiments.real_contamination.design import BENCHMARKS
+from jaxcontam.stats.blind import blind_baseline
 
-from jaxcontam.stats.blind import blind_baseline  # noqa: E402
+HERE = pathlib.Path(__file__).resolve().parent
 
 DRAWS = {"drawn": True, "other": False}  # draw name -> the contaminated side's `drawn` flag in the control arm
 

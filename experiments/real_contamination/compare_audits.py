@@ -4,7 +4,7 @@ difference, each text column's count of differing items, and every headline verd
 with experiments/summary_verdicts.py, so a test that could not run is "not tested" in either summary schema; schema 1
 had no headline list, and its PaCoST entry stands for it).
 
-    python experiments/real_contamination/compare_audits.py results/arms/verbatim_x4/audit_fresh/part1 /tmp/part1
+    python -m experiments.real_contamination.compare_audits results/arms/verbatim_x4/audit_fresh/part1 /tmp/part1
 
 Exits 1 when an item, a text column or a verdict's outcome differs, or a number differs by more than --tolerance.
 """
@@ -21,8 +21,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-import summary_verdicts as verdicts  # noqa: E402  (experiments/summary_verdicts.py: tested, not detected, not tested)
+from experiments import summary_verdicts as verdicts  # tested, not detected, not tested
 
 KEY = ["model", "benchmark", "id"]
 

@@ -12,7 +12,7 @@ COPA and MMLU (a data-order seed barely moves a greedy answer), so no bootstrap 
 accuracies and this family cannot give ConStat its relation (the result file says so, with the accuracies).
 Flagged: p <= 0.05. 1,000 bootstrap replicates, chance (0, 0) as the authors' default.
 
-    python experiments/real_contamination/constat_family.py [--results DIR] [--out DIR]
+    python -m experiments.real_contamination.constat_family [--results DIR] [--out DIR]
 
 Writes constat_family.json and constat_family.md to --out (default: results/).
 """
@@ -26,15 +26,13 @@ import sys
 
 import numpy as np
 
-HERE = pathlib.Path(__file__).resolve().parent
-if str(HERE) not in sys.path:
-    sys.path.insert(0, str(HERE))
-import round_four  # noqa: E402
-from crossover import load_arm  # noqa: E402
+from experiments.real_contamination import round_four
+from experiments.real_contamination.crossover import load_arm
+from jaxcontam.stats import decision_rule as rule
+from jaxcontam.stats.constat import constat_test
+from jaxcontam.stats.validation import StatsInputError
 
-from jaxcontam.stats import decision_rule as rule  # noqa: E402
-from jaxcontam.stats.constat import constat_test  # noqa: E402
-from jaxcontam.stats.validation import StatsInputError  # noqa: E402
+HERE = pathlib.Path(__file__).resolve().parent
 
 REFERENCE_MODELS = ("base", "control", "control_seed1", "control_seed2", "diverged_sibling")
 AUDITED = (round_four.FORMAT_ARM, *round_four.CONTAMINATED_ARMS)

@@ -25,8 +25,8 @@ A test that could not run (no p-value: too few pairs, a cell with no items) is n
 its row says "no test", its `significant` is None, and every count is over the tested halves with the untested
 ones beside it (`experiments/summary_verdicts.py`).
 
-    python experiments/real_contamination/crossover.py --results experiments/real_contamination/results \
-        --results /work/bg/experiments/real_contamination/results [--relative] [--reference base] [--out DIR]
+    python -m experiments.real_contamination.crossover --results experiments/real_contamination/results \
+        [--results OTHER/experiments/real_contamination/results] [--relative] [--reference base] [--out DIR]
 
 Each arm is looked up in the --results folders in order (the first that has it wins).
 """
@@ -41,24 +41,23 @@ import sys
 
 import numpy as np
 
-HERE = pathlib.Path(__file__).resolve().parent
-if str(HERE.parent) not in sys.path:
-    sys.path.insert(0, str(HERE.parent))
-import summary_verdicts as verdicts  # noqa: E402  (experiments/summary_verdicts.py: tested, not detected, not tested)
+from experiments import summary_verdicts as verdicts  # tested, not detected, not tested
+from experiments.real_contamination.design import (
+    ALPHA,
+    BENCHMARKS,
+    CONFIDENCES,
+    DOSES,
+    FORMAT_ARM,
+    GAPS,
+    PAIRED_DETECTORS,
+)
+from experiments.real_contamination.design import ARM_ORDER as ARMS
+from jaxcontam.stats.intervals import binomial_band
 
-BENCHMARKS = ("gsm8k", "copa", "mmlu")
-DOSES = {"x1": ("verbatim_x1", "verbatim_x1_swapped"), "x4": ("verbatim_x4", "verbatim_x4_swapped")}
-ARMS = ("control", "verbatim_x1", "verbatim_x4", "verbatim_x1_swapped", "verbatim_x4_swapped", "fields_x4",
-        "rephrased_x4", "format_x4")
-FORMAT_ARM = "format_x4"  # the format control: other items of the same benchmarks, none audited
-# per-item score -> higher means seen? (PaCoST gaps: original minus rephrased confidence)
-PAIRED_DETECTORS = {"mean_logprob": True, "zlib_ratio": False, "min_k": True, "min_k_plus_plus": True,
-                    "longest_match": True, "pacost_gap_p_true": True, "pacost_gap_answer_logprob": True}
-GAPS = {"pacost_gap_p_true": "p_true", "pacost_gap_answer_logprob": "answer_logprob"}
-CONFIDENCES = ("p_true", "p_true_raw", "answer_logprob", "question_min_k_plus_plus")
+HERE = pathlib.Path(__file__).resolve().parent
+
 RESAMPLES = 9999
 BOOTSTRAPS = 4000
-ALPHA = 0.05
 
 
 @dataclasses.dataclass(frozen=True)
@@ -389,12 +388,6 @@ def _asdict(estimate: Estimate) -> dict:
 # ---------------------------------------------------------------- calibrated PaCoST
 
 
-def _band(n: int, alpha: float = ALPHA, level: float = 0.99) -> tuple[int, int]:
-    from scipy.stats import binom
-
-    return int(binom.ppf((1 - level) / 2, n, alpha)), int(binom.ppf((1 + level) / 2, n, alpha))
-
-
 def calibrated_halves(items, reference, confidence: str, seed: int = 0) -> list[dict]:
     """Per benchmark and half (contaminated = the arm's `drawn` half, clean): the calibrated p-value
     (`reference_test`: gap(arm) - gap(reference), same items by id) beside the uncalibrated original-vs-rephrased
@@ -436,9 +429,10 @@ def calibrated_pacost(arms: dict, reference, confidences=CONFIDENCES, seed: int 
         """Flagged among the halves with a p-value (`n`); `untested`: the halves without one (an error row, NaN)."""
         counts = verdicts.tally(verdicts.pvalue_outcome(r.get(key), ALPHA) for r in selected)
         k, n = counts["flagged"], counts["tested"]
-        ci = binomtest(k, n).proportion_ci(0.95, "exact") if n else None
+        ci = binomtest(k, n).proportion_ci(0.95, "exact") if n else None  # report.py's clopper_pearson: scipy's
         return {"flagged": k, "n": n, "untested": counts["untested"], "rate": k / n if n else None,
-                "ci95": [float(ci.low), float(ci.high)] if ci else None, "band99": list(_band(n)) if n else None}
+                "ci95": [float(ci.low), float(ci.high)] if ci else None,
+                "band99": list(binomial_band(n, ALPHA, 0.99)) if n else None}
 
     untrained = ("control", FORMAT_ARM)  # arms that trained on no audited item: both halves clean
     control = [r for r in rows if r["arm"] == "control"]

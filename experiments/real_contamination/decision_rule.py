@@ -39,7 +39,7 @@ A candidate is **eligible** when its design is not `base_model` and, for every r
 1. at least one half of that role was tested;
 2. the point estimate is within the 99% binomial acceptance band of ALPHA for its number n of tested halves:
    lower <= flagged <= upper with lower, upper = binom.ppf(0.005, n, ALPHA), binom.ppf(0.995, n, ALPHA)
-   (the band `crossover.py` uses; its lower end is 0 for n <= 103);
+   (`jaxcontam.stats.intervals.binomial_band`, the band `crossover.py` uses; its lower end is 0 for n <= 103);
 3. the upper end of its item-cluster-bootstrap 95% CI is below 2 * ALPHA: items resampled with replacement
    within each stratum (each benchmark's audited items; fresh items their own strata), every half's test
    recomputed on its resampled items, the level recomputed per replicate (`cluster_bootstrap_levels`); the
@@ -62,11 +62,12 @@ from collections.abc import Callable, Mapping, Sequence
 from fractions import Fraction
 
 import numpy as np
-from scipy.stats import binom
 
-ALPHA = 0.05
+from experiments.real_contamination.design import ALPHA, CONFIDENCES
+from jaxcontam.stats.intervals import binomial_band
+from jaxcontam.stats.multiple import holm
+
 BAND_LEVEL = 0.99
-CONFIDENCES = ("p_true", "p_true_raw", "answer_logprob", "question_min_k_plus_plus")
 DESIGNS = ("control_reference", "diverged_sibling", "fresh_items", "base_model")
 ORACLE_DESIGNS = ("base_model",)  # reported, never eligible as the default
 LEVEL_ROLES = ("control", "clean", "format_control")
@@ -141,22 +142,6 @@ def _check_role(role: str) -> None:
         raise ValueError(f"role {role!r}: expected one of {ROLES}")
 
 
-def band99(n: int, alpha: float = ALPHA, level: float = BAND_LEVEL) -> tuple[int, int]:
-    """The binomial acceptance band of `alpha` over n halves: flagged counts within it at `level`."""
-    return int(binom.ppf((1 - level) / 2, n, alpha)), int(binom.ppf((1 + level) / 2, n, alpha))
-
-
-def holm(pvalues: Sequence[float]) -> list[float]:
-    """Holm's step-down adjusted p-values, in input order."""
-    m = len(pvalues)
-    order = sorted(range(m), key=lambda i: pvalues[i])
-    adjusted, running = [0.0] * m, 0.0
-    for rank, i in enumerate(order):
-        running = max(running, min(1.0, (m - rank) * pvalues[i]))
-        adjusted[i] = running
-    return adjusted
-
-
 def count(halves: Sequence[HalfResult], flagged: Callable[[HalfResult], bool]) -> Count:
     """Count `flagged` halves among the tested ones, of all."""
     return Count(sum(h.tested and flagged(h) for h in halves), sum(h.tested for h in halves), len(halves))
@@ -182,8 +167,8 @@ def counts_per_confidence(halves: Sequence[HalfResult], alpha: float = ALPHA) ->
     adjusted: dict[tuple[str, str, str, str], float] = {}
     for key, family in families.items():
         raw = [family[c].p if c in family and family[c].tested else 1.0 for c in CONFIDENCES]
-        for confidence, p in zip(CONFIDENCES, holm(raw)):
-            adjusted[(*key, confidence)] = p
+        for confidence, p in zip(CONFIDENCES, holm(np.array(raw))):
+            adjusted[(*key, confidence)] = float(p)
     result: dict[str, dict[str, dict[str, Count]]] = {}
     for confidence in CONFIDENCES:
         mine = [h for h in halves if h.confidence == confidence]
@@ -209,7 +194,7 @@ def assess(candidate: Candidate, alpha: float = ALPHA) -> Assessment:
     by_role = {role: [h for h in candidate.halves if h.role == role] for role in ROLES}
     power = count(by_role["contaminated"], flagged)
     levels = {role: count(by_role[role], flagged) for role in LEVEL_ROLES}
-    bands = {role: band99(levels[role].tested, alpha) for role in LEVEL_ROLES}
+    bands = {role: binomial_band(levels[role].tested, alpha, BAND_LEVEL) for role in LEVEL_ROLES}
     name = f"{candidate.confidence} / {candidate.design}"
     reasons = []
     if candidate.design in ORACLE_DESIGNS:

@@ -9,7 +9,7 @@ against fresh items), its level on each role of halves known clean and its power
 flagged / tested with the 95% Clopper-Pearson interval at the item clusters' effective size (decision_rule.json's),
 and whether the rule found it eligible, with power, picked. No model runs.
 
-    python experiments/real_contamination/evidence_table.py [--results DIR] [--out FILE]
+    python -m experiments.real_contamination.evidence_table [--results DIR] [--out FILE]
 
 Writes --out (default: jaxcontam/report/measured_evidence.json, the package's copy; tests/test_audit_evidence.py
 checks that it equals what this script generates from the committed results) and prints the ranking table

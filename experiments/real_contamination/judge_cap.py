@@ -9,7 +9,7 @@ at least `cap - 1` tokens: the decoded text re-encodes within a token of the rep
 
 This bounds the effect; it does not replace the run with the 1024-token cap, which alone says what a longer reply holds.
 
-    python experiments/real_contamination/judge_cap.py [--results DIR] [--model GGUF]
+    python -m experiments.real_contamination.judge_cap [--results DIR] [--model GGUF]
 
 Writes judge_cap.json and judge_cap.md to --results.
 """
@@ -19,16 +19,15 @@ from __future__ import annotations
 import argparse
 import json
 import pathlib
-import sys
 import tomllib
 
 import numpy as np
 import pyarrow.parquet as pq
 
+from experiments.real_contamination.design import BENCHMARKS
+from experiments.real_contamination.run import GGUF
+
 HERE = pathlib.Path(__file__).resolve().parent
-if str(HERE) not in sys.path:
-    sys.path.insert(0, str(HERE))
-from run import BENCHMARKS, GGUF  # noqa: E402
 
 
 def cap_of(arm: pathlib.Path) -> int:

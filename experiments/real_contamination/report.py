@@ -26,47 +26,49 @@ the split's own imbalance): each with a 95% bootstrap CI over items and a random
 half flag reshuffled over the benchmark's items; `crossover.py`'s `unpaired_auc` / `unpaired_epg`). The paired
 crossover analysis and the calibrated PaCoST verdict are in `crossover.py`.
 
-    python experiments/real_contamination/report.py experiments/real_contamination/results [--out DIR]
+    python -m experiments.real_contamination.report experiments/real_contamination/results [--out DIR]
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import pathlib
-import sys
 import tomllib
 
 import numpy as np
 
-HERE = pathlib.Path(__file__).resolve().parent
-if str(HERE.parent) not in sys.path:
-    sys.path.insert(0, str(HERE.parent))
-import summary_verdicts as verdicts  # noqa: E402  (experiments/summary_verdicts.py: tested, not detected, not tested)
+from experiments import summary_verdicts as verdicts  # tested, not detected, not tested
+from experiments.real_contamination import crossover
+from experiments.real_contamination.design import (
+    ALPHA,
+    ARM_ORDER,
+    AUC_DETECTORS,
+    LIKELIHOOD,
+    METRICS,
+    PAPER_CONFIDENCES,
+    PRESETS,
+)
+from experiments.real_contamination.design import CONFIDENCES as MEASURED
+from jaxcontam.stats import intervals
 
-ARM_ORDER = ("control", "verbatim_x1", "verbatim_x4", "verbatim_x1_swapped", "verbatim_x4_swapped", "fields_x4",
-             "rephrased_x4", "format_x4")  # format_x4: trained on no audited item; its "contaminated" half: the drawn
-AUC_DETECTORS = {"mean_logprob": True, "zlib_ratio": False, "min_k": True, "min_k_plus_plus": True,
-                 "longest_match": True}  # higher = seen?
-LIKELIHOOD = {"mean_logprob": True, "zlib_ratio": False, "min_k": True, "min_k_plus_plus": True}  # higher = seen?
-METRICS = ("token_match", "ngram_match", "token_extend", "longest_match")
-CONFIDENCES = ("p_true", "p_true_raw", "answer_logprob", "question_min_k_plus_plus", "p_yes")  # p_yes: paper only
-PRESETS = ("jaxcontam", "paper")
-ALPHA = 0.05
+HERE = pathlib.Path(__file__).resolve().parent
+CONFIDENCES = (*MEASURED, *PAPER_CONFIDENCES)  # the paper preset's P(yes) too
 HALVES = ("contaminated", "clean")
 
 
 def wilson(k: int, n: int) -> list[float]:
-    from scipy.stats import binomtest
-
+    """A per-item rate's 95% Wilson interval ([NaN, NaN] with no item)."""
     if n == 0:
         return [float("nan"), float("nan")]
-    interval = binomtest(k, n).proportion_ci(0.95, method="wilson")
-    return [float(interval.low), float(interval.high)]
+    interval = intervals.wilson(k, n, 0.95)
+    return [interval.low, interval.high]
 
 
 def clopper_pearson(k: int, n: int) -> list[float]:
+    """A per-benchmark rate's 95% exact interval ([NaN, NaN] with no half tested), as scipy's binomtest finds it by
+    root search: the committed report.json's digits (`jaxcontam.stats.intervals.clopper_pearson`, from the beta
+    quantiles, differs from it by at most 5e-13)."""
     from scipy.stats import binomtest
 
     if n == 0:
@@ -171,21 +173,9 @@ def accuracy(items) -> dict:
     return out
 
 
-def crossover_module():
-    """experiments/real_contamination/crossover.py, imported by path (this folder is not a package)."""
-    if "crossover" not in sys.modules:
-        spec = importlib.util.spec_from_file_location("crossover", HERE / "crossover.py")
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules["crossover"] = module
-        spec.loader.exec_module(module)
-    return sys.modules["crossover"]
-
-
 def aucs_with_nulls(items, resamples: int = 9999) -> dict:
     """Per benchmark: each detector's AUC (drawn half vs the other) and the ground-truth EPG, each with a 95%
     bootstrap CI, the one-sided random-split permutation p and its two-sided form."""
-    crossover = crossover_module()
     out = {}
     for benchmark, group in items.groupby("benchmark"):
         flags = group["drawn"].to_numpy(bool)
@@ -208,7 +198,7 @@ def paper_preset(items) -> dict:
     from jaxcontam.detect.pacost.settings import PacostSettings
     from jaxcontam.detect.pacost.significance import paired_verdict
 
-    crossover, settings = crossover_module(), PacostSettings(preset="paper")
+    settings = PacostSettings(preset="paper")
     out = {}
     for benchmark, group in items.groupby("benchmark"):
         rephrased = group["rephrase"].notna().to_numpy()
@@ -264,7 +254,7 @@ def _hit(result: dict | None) -> bool:
     if result is None:
         return False
     return bool(result.get("flags")) if "flags" in result else (result["fisher_p"] is not None
-                                                                 and result["fisher_p"] < 0.05)
+                                                                 and result["fisher_p"] < ALPHA)
 
 
 def _not_tested(result: dict | None) -> bool:
@@ -500,7 +490,7 @@ def docs_table(report: dict) -> str:
             if result is None:
                 row.append("-")
                 continue
-            differs = result["flags"] if "flags" in result else (result["fisher_p"] or 1) < 0.05
+            differs = result["flags"] if "flags" in result else (result["fisher_p"] or 1) < ALPHA
             row.append(rate_cell(result, intervals=False, mark=" *" if differs else ""))
         if any(cell != "-" for cell in row):
             lines.append(f"| {label} | " + " | ".join(row) + " |")

@@ -24,7 +24,7 @@ re-run every half's test on its resampled items (`decision_rule.cluster_bootstra
 999 flips inside the bootstrap; design (b): the fresh items resampled in strata of their own, 999 random splits).
 PaCoST's own uncalibrated test (original vs rephrased in the audited model alone) is shown beside it.
 
-    python experiments/real_contamination/round_four.py [--results DIR ...] [--replicates 200] [--out DIR]
+    python -m experiments.real_contamination.round_four [--results DIR ...] [--replicates 200] [--out DIR]
 
 Writes round_four.json and round_four.md to --out (default: results/).
 """
@@ -40,15 +40,15 @@ import sys
 
 import numpy as np
 
+from experiments import summary_verdicts as verdicts  # tested, not detected, not tested
+from experiments.real_contamination import crossover
+from experiments.real_contamination import decision_rule as rule
+from experiments.real_contamination.crossover import find_arm, load_arm
+from experiments.real_contamination.design import BENCHMARKS, FORMAT_ARM, FRESH
+
 HERE = pathlib.Path(__file__).resolve().parent
-if str(HERE) not in sys.path:
-    sys.path.insert(0, str(HERE))
-import crossover  # noqa: E402
-import decision_rule as rule  # noqa: E402
-from crossover import BENCHMARKS, find_arm, load_arm, verdicts  # noqa: E402
 
 CONTROL_ARMS = ("control", "control_seed1", "control_seed2")
-FORMAT_ARM = "format_x4"
 CONTAMINATED_ARMS = (
     "verbatim_x1",
     "verbatim_x4",
@@ -64,7 +64,6 @@ CONTAMINATED_ARMS = (
 AUDITED = (*CONTROL_ARMS, FORMAT_ARM, *CONTAMINATED_ARMS)
 REFERENCES = {"base_model": "base", "control_reference": "control", "diverged_sibling": "diverged_sibling"}
 FRESH_DESIGN = "fresh_items"
-FRESH = "audit_fresh"  # run.py's folder of an arm's fresh-items audit (not imported: experiments share module names)
 BOOTSTRAP_FLIPS = 999
 
 
@@ -102,14 +101,16 @@ def _signs(n: int, flips: int) -> np.ndarray:
 
 def flip_pvalue(differences: np.ndarray, flips: int = BOOTSTRAP_FLIPS) -> float | None:
     """One-sided Monte Carlo sign-flip p-value of the mean of `differences` (the permutation test `reference_test`
-    runs, with `flips` random flips; None: too few finite values, where it has no test either)."""
+    runs, with `flips` random flips and its tie rule, `jaxcontam.stats.signflip`; None: too few finite values, where
+    it has no test either)."""
     from jaxcontam.stats.paired import minimum_pairs
+    from jaxcontam.stats.signflip import RELATIVE_TOLERANCE, tail_counts
 
     finite = differences[np.isfinite(differences)]
     if finite.size < minimum_pairs("permutation"):
         return None
     observed = finite.sum()
-    exceed = int(np.count_nonzero(_signs(finite.size, flips) @ finite >= observed - 1e-12 * np.abs(finite).sum()))
+    exceed, _ = tail_counts(_signs(finite.size, flips) @ finite, observed, RELATIVE_TOLERANCE * np.abs(finite).sum())
     return (1 + exceed) / (1 + flips)
 
 

@@ -24,9 +24,9 @@ audits each arm's model on the fresh items of calibration design (b) (`fresh_par
 Resumable per arm: a finished step leaves its output and a rerun skips it (training itself resumes from its
 orbax checkpoint). `report.py` turns the results into the tables.
 
-    python experiments/real_contamination/run.py                     # the full design (see --help for sizes)
-    python experiments/real_contamination/run.py --pilot             # verbatim x4 only, 3 x 10 items, 16k tokens
-    python experiments/real_contamination/run.py --smoke             # the bundled tiny model: the pipeline in minutes
+    python -m experiments.real_contamination.run                     # the full design (see --help for sizes)
+    python -m experiments.real_contamination.run --pilot             # verbatim x4 only, 3 x 10 items, 16k tokens
+    python -m experiments.real_contamination.run --smoke             # the bundled tiny model: the pipeline in minutes
 """
 
 from __future__ import annotations
@@ -40,6 +40,17 @@ import subprocess
 import sys
 import time
 
+from experiments.real_contamination.design import (
+    ARMS,
+    BENCHMARKS,
+    DATA_SEEDS,
+    FORMAT_ARM,
+    FRESH,
+    PRESETS,
+    SIBLING_ARM,
+    SWAPPED,
+)
+
 HERE = pathlib.Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 SHARED = ROOT.parent / "shared" / "data"
@@ -47,27 +58,15 @@ GGUF = SHARED / "smollm2_135m_instruct" / "SmolLM2-135M-Instruct.Q4_1.gguf"
 TINY = ROOT / "jaxcontam" / "examples" / "tiny_contaminated" / "model"
 CORPUS = SHARED / "corpus_gutenberg" / "books"
 MMLU_SUBJECTS = ("abstract_algebra", "sociology")  # the subjects with built-in rephrasings and short items
-BENCHMARKS = ("gsm8k", "copa", "mmlu")
 PARAPHRASES = {"gsm8k": "gsm8k_rephrase", "copa": "xcopa_backtranslation", "mmlu": "mmlu_rephrase"}
-ARMS = {"control": ("verbatim", 0), "verbatim_x1": ("verbatim", 1), "verbatim_x4": ("verbatim", 4),
-        "fields_x4": ("fields", 4), "rephrased_x4": ("rephrased", 4),
-        "verbatim_x1_swapped": ("verbatim", 1), "verbatim_x4_swapped": ("verbatim", 4), "format_x4": ("verbatim", 0)}
-SWAPPED = {"verbatim_x1_swapped", "verbatim_x4_swapped"}  # the crossover twins: the other half contaminated
 CURVE_ARM = "verbatim_x4"
-FORMAT_ARM, FORMAT_COPIES = "format_x4", 4  # the format control: other items of the same benchmarks, 4 copies each
+FORMAT_COPIES = 4  # the format control (FORMAT_ARM): other items of the same benchmarks, 4 copies each
 # MMLU subjects outside the audited ones and outside the built-in rephrasings' (abstract_algebra, sociology,
 # high_school_us_history): a mathematics and a social-science subject, as the audited pair
 FORMAT_MMLU_SUBJECTS = ("high_school_mathematics", "high_school_government_and_politics")
-REPLICATED, REPLICATE_SEEDS = ("control", "verbatim_x1", "verbatim_x1_swapped"), (1, 2)  # data-order seeds
-DATA_SEEDS = {f"{arm}_seed{seed}": seed for arm in REPLICATED for seed in REPLICATE_SEEDS}
-ARMS.update({name: ARMS[name.rsplit("_seed", 1)[0]] for name in DATA_SEEDS})
-SWAPPED |= {name for name in DATA_SEEDS if name.startswith("verbatim_x1_swapped")}
-# the diverged sibling: other text only (corpus_misc's state_union and inaugural folders hold Latin-1 files the
-# corpus reader refuses, so tinyshakespeare, 341k tokens in all)
-SIBLING_ARM, SIBLING_CORPUS, SIBLING_TOKENS = "diverged_sibling", SHARED / "corpus_misc" / "tinyshakespeare", 340_000
-ARMS[SIBLING_ARM] = ("verbatim", 0)
-PRESETS = ("jaxcontam", "paper")
-FRESH = "audit_fresh"  # design (b)'s audit: PaCoST on items after the audited ones, in each arm's model (`--fresh`)
+# the diverged sibling's text (corpus_misc's state_union and inaugural folders hold Latin-1 files the corpus reader
+# refuses, so tinyshakespeare, 341k tokens in all)
+SIBLING_CORPUS, SIBLING_TOKENS = SHARED / "corpus_misc" / "tinyshakespeare", 340_000
 
 
 def log(message: str) -> None:

@@ -10,7 +10,7 @@ with its 95% CI), then the spread over the seeds present: mean, sample SD and ra
 share a seed, the two-draw AUC of that seed (`crossover.balanced_auc`) is given too. A seed not yet trained is
 listed as missing, never counted.
 
-    python experiments/real_contamination/seeds.py [--results DIR ...] [--out DIR]
+    python -m experiments.real_contamination.seeds [--results DIR ...] [--out DIR]
 
 Writes seeds.json and seeds.md to --out (default: results/).
 """
@@ -24,13 +24,13 @@ import sys
 
 import numpy as np
 
-HERE = pathlib.Path(__file__).resolve().parent
-if str(HERE) not in sys.path:
-    sys.path.insert(0, str(HERE))
-from crossover import BENCHMARKS, PAIRED_DETECTORS, _seen_auc, balanced_auc, find_arm, load_arm  # noqa: E402
+from experiments.real_contamination.crossover import _seen_auc, balanced_auc, find_arm, load_arm
+from experiments.real_contamination.design import BENCHMARKS, PAIRED_DETECTORS, REPLICATE_SEEDS, REPLICATED
 
-FAMILIES = ("control", "verbatim_x1", "verbatim_x1_swapped")  # run.py's REPLICATED
-SEEDS = (0, 1, 2)  # seed 0: the arm itself; 1 and 2: run.py's REPLICATE_SEEDS
+HERE = pathlib.Path(__file__).resolve().parent
+
+FAMILIES = REPLICATED
+SEEDS = (0, *REPLICATE_SEEDS)  # seed 0: the arm itself
 SHOWN = {
     "min_k_plus_plus": "Min-K%++",
     "mean_logprob": "mean log-prob",

@@ -7,7 +7,7 @@ measured in the same process (the best of 5 jitted 2048^3 products), with the mo
 seconds over the timed steps, since the cores may be shared: tokens per CPU-second times the core count bounds
 what the quiet machine gives.
 
-    python experiments/real_contamination/train_speed.py --batch 4 --seq 512 --steps 20
+    python -m experiments.real_contamination.train_speed --batch 4 --seq 512 --steps 20
 """
 
 from __future__ import annotations

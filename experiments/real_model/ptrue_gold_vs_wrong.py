@@ -2,7 +2,7 @@
 with its gold option and with its first wrong option as the proposed answer (Kadavath judge, normalised P(True),
 chat template on and off). Prints how often the gold option gets the higher P(True) and the one-sided binomial p.
 
-  python experiments/real_model/ptrue_gold_vs_wrong.py [--items 64]
+  python -m experiments.real_model.ptrue_gold_vs_wrong [--items 64]
 """
 
 from __future__ import annotations

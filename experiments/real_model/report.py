@@ -6,8 +6,8 @@ its wrong ones (AUC with a bootstrap 95% interval: a confidence that cannot do t
 contamination-driven confidence gap either), the likelihood detectors, ConTAM's verdict; then the membership
 contrast and the time each stage took (from the audit log, if given).
 
-  python experiments/real_model/report.py [--results experiments/real_model/results] [--log run.log]
-  python experiments/real_model/report.py --audit audit-paper   (the `paper` preset's PaCoST table)
+  python -m experiments.real_model.report [--results experiments/real_model/results] [--log run.log]
+  python -m experiments.real_model.report --audit audit-paper   (the `paper` preset's PaCoST table)
 """
 
 from __future__ import annotations
@@ -15,18 +15,16 @@ from __future__ import annotations
 import argparse
 import json
 import re
-import sys
 from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from run import bootstrap_auc  # noqa: E402  (the membership contrast's interval, the same resampling)
+from experiments import summary_verdicts as verdicts  # tested, not detected, not tested
+from experiments.real_model.run import bootstrap_auc  # the membership contrast's interval, the same resampling
+from jaxcontam.detect.pacost.confidences import CONFIDENCES as REGISTERED
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-import summary_verdicts as verdicts  # noqa: E402  (experiments/summary_verdicts.py: tested, not detected, not tested)
-
-CONFIDENCES = ("p_yes", "p_true", "p_true_raw", "answer_logprob", "question_min_k_plus_plus")
+# the library's confidences in the tables' order: those measured only when chosen (the paper's P(yes)) first
+CONFIDENCES = tuple(sorted(REGISTERED, key=lambda name: not REGISTERED[name].on_demand))
 
 
 def auc_with_interval(scores: np.ndarray, labels: np.ndarray):
@@ -60,7 +58,7 @@ def measured(summary: dict) -> tuple[str, ...]:
 def benchmark_rows(results: Path, audit: str = "audit") -> list[str]:
     import pandas as pd
 
-    summary = json.loads((results / audit / "summary.json").read_text(encoding="utf-8"))
+    summary = {"runs": verdicts.read_runs(results / audit)}
     items = pd.read_parquet(results / audit / "items.parquet")
     confidences = measured(summary)
     judged = [c for c in ("p_yes", "p_true", "p_true_raw", "answer_logprob") if c in confidences]

@@ -18,7 +18,7 @@ Writes to --out (default experiments/real_model/results):
   audit-paper/    with --preset paper: PaCoST alone as its authors ran it (sampled answers, their Yes/No judge,
                   the uncorrected paired t-test); the likelihood detectors and ConTAM do not depend on the preset.
 
-Usage: .venv/bin/python experiments/real_model/run.py [--preset jaxcontam|paper] [--gsm8k 100] [--copa 100] [--mmlu 30]
+Usage: .venv/bin/python -m experiments.real_model.run [--preset jaxcontam|paper] [--gsm8k 100] [--copa 100] [--mmlu 30]
        [--max-new-tokens 256] [--judge-max-new-tokens N]
        [--membership 200] [--exchangeability [--chunks 10] [--permutations 25]] [--skip-audit] [--skip-membership]
 """
@@ -127,8 +127,8 @@ def membership(args, out: Path) -> dict:
     """Likelihood detectors on GSM8K train (possibly seen) vs test items."""
     import jaxcontam
     from jaxcontam.data import load_benchmark
-    from jaxcontam.detectors.likelihood import likelihood_records
     from jaxcontam.detect.likelihood import LIKELIHOOD_DETECTORS, LOWER_MEANS_SEEN, LikelihoodSettings
+    from jaxcontam.detectors.likelihood import likelihood_records
     from jaxcontam.stats import separation
 
     start = time.perf_counter()

@@ -1,7 +1,7 @@
 """GradNorm, CDD and TS-Guessing on the bundled example (200 GSM8K and 200 COPA items, half of each trained into the
 1M-parameter model) against its ground truth, with the detectors' defaults (CDD: 50 samples at T = 0.8, 128 tokens).
 
-    python experiments/sampling_detectors/bundled_example.py [--samples 50] [--out results/bundled_example.jsonl]
+    python -m experiments.sampling_detectors.bundled_example [--samples 50] [--out results/bundled_example.jsonl]
 
 One JSON line per benchmark: each detector's summary.json entry and its seconds (2 shared CPU cores make these
 slow: CDD decodes 51 x 128 tokens per item).

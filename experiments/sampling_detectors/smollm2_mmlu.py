@@ -2,7 +2,7 @@
 the bundled 1M-parameter model cannot follow TS-Guessing's instruction: the first 40 MMLU test items, replies of at
 most 32 tokens (the default is 128; 2 shared CPU cores), and GradNorm of the first 4 items' solved texts.
 
-    python experiments/sampling_detectors/smollm2_mmlu.py [--out results/smollm2_mmlu.json]
+    python -m experiments.sampling_detectors.smollm2_mmlu [--out results/smollm2_mmlu.json]
 """
 
 import argparse

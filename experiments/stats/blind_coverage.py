@@ -3,7 +3,7 @@ baseline"): the inverted permutation interval of `jaxcontam.stats.blind.blind_ba
 bootstrap of the fixed out-of-fold scores (`jaxcontam.stats.auc`), on pairs of 34-item sets of synthetic texts drawn
 from one word distribution (200 words, 5-29 words per text).
 
-    python experiments/stats/blind_coverage.py [--pairs 100] [--permutations 199]
+    python -m experiments.stats.blind_coverage [--pairs 100] [--permutations 199]
 
 Prints one JSON line.
 """

@@ -1,6 +1,6 @@
 """False-positive rates of the four paired tests on null P(True)-shaped data, per shape and n.
 
-    .venv/bin/python experiments/stats/calibration.py [--per-size 1000]
+    .venv/bin/python -m experiments.stats.calibration [--per-size 1000]
 
 Writes experiments/stats/calibration.csv (shape, n, method, datasets, rejections, rate,
 band_low, band_high: the 99% binomial interval around alpha) and prints a table.
@@ -13,14 +13,14 @@ import csv
 import pathlib
 
 import numpy as np
-from scipy import stats as scipy_stats
 
 from jaxcontam.stats.batched import METHODS, paired_pvalues
+from jaxcontam.stats.intervals import binomial_band
+from jaxcontam.stats.multiple import DEFAULT_ALPHA as ALPHA
 from jaxcontam.stats.simulation import SHAPES, ptrue_pairs
 
 HERE = pathlib.Path(__file__).resolve().parent
 SIZES = (20, 35, 60, 100, 200, 500, 1000)
-ALPHA = 0.05
 
 
 def main():
@@ -30,7 +30,7 @@ def main():
     parser.add_argument("--resamples", type=int, default=199, help="Monte Carlo flips of the permutation test")
     args = parser.parse_args()
     rng = np.random.default_rng(args.seed)
-    band = np.array(scipy_stats.binom.interval(0.99, args.per_size, ALPHA)) / args.per_size
+    band = np.array(binomial_band(args.per_size, ALPHA, 0.99)) / args.per_size
     rows = []
     for name, shape in SHAPES.items():
         for n in SIZES:

@@ -4,7 +4,7 @@ reference models (skills 0.2-0.9) and one audited model (skill uniform in 0.3-0.
 model answers by one relation: skill s gives accuracy 1/4 + 3/4 s on the rephrased items and 1/4 + 3/4 s^1.5 on the
 originals. With `--inflation`, that share of the audited model's originals is answered right regardless (power).
 
-    python experiments/stats/constat_level.py [--families 300] [--items 40] [--resamples 1000] [--inflation 0]
+    python -m experiments.stats.constat_level [--families 300] [--items 40] [--resamples 1000] [--inflation 0]
 
 Prints one JSON line: the share flagged with its 95% Clopper-Pearson interval.
 """

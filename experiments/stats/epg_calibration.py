@@ -1,6 +1,6 @@
 """Is "some EPG threshold shows a gain" a 5% test? The paper's rule against the max-z permutation test.
 
-    .venv/bin/python experiments/stats/epg_calibration.py [--benchmarks 1000] [--resamples 199]
+    .venv/bin/python -m experiments.stats.epg_calibration [--benchmarks 1000] [--resamples 199]
 
 Null benchmarks (correctness independent of the score; accuracy uniform in 0.1-0.9) for
 every score shape x size: LONGEST_MATCH-like scores (`jaxcontam.stats.simulation.epg_benchmark`:
@@ -21,13 +21,13 @@ import csv
 import pathlib
 
 import numpy as np
-from scipy import stats as scipy_stats
 
 from jaxcontam.stats import default_thresholds, epg_curve, max_z_test, select_threshold
+from jaxcontam.stats.intervals import binomial_band, clopper_pearson
+from jaxcontam.stats.multiple import DEFAULT_ALPHA as ALPHA
 from jaxcontam.stats.simulation import epg_benchmark
 
 HERE = pathlib.Path(__file__).resolve().parent
-ALPHA = 0.05
 SHAPES = {  # name: (share of items scoring exactly 0, decimals of the other scores; None = continuous)
     "continuous": (0.0, None),
     "2 decimals": (0.0, 2),
@@ -53,7 +53,8 @@ def audit(scores, correct, seed: int, resamples: int) -> dict:
 def rate(flags) -> str:
     """The share of True with its 99% Clopper-Pearson interval (the Monte Carlo band)."""
     flags = np.asarray(flags, bool)
-    low, high = scipy_stats.binomtest(int(flags.sum()), len(flags)).proportion_ci(0.99, method="exact")
+    ci = clopper_pearson(int(flags.sum()), len(flags), 0.99)
+    low, high = ci.low, ci.high
     return f"{flags.mean():.3f} [{low:.3f}, {high:.3f}]"
 
 
@@ -62,7 +63,7 @@ def level(pvalues) -> str:
     band around ALPHA for that many benchmarks."""
     tested = np.asarray(pvalues, float)
     tested = tested[~np.isnan(tested)]
-    low, high = np.array(scipy_stats.binom.interval(0.99, len(tested), ALPHA)) / len(tested)
+    low, high = np.array(binomial_band(len(tested), ALPHA, 0.99)) / len(tested)
     share = float(np.mean(tested <= ALPHA))
     return f"{share:.3f}" + ("+" if share > high else "-" if share < low else "")
 
@@ -104,7 +105,7 @@ def main():
         writer.writeheader()
         writer.writerows(rows)
 
-    low, high = np.array(scipy_stats.binom.interval(0.99, args.benchmarks, ALPHA)) / args.benchmarks
+    low, high = np.array(binomial_band(args.benchmarks, ALPHA, 0.99)) / args.benchmarks
     print(f"{args.benchmarks} null benchmarks per row, alpha = {ALPHA}, {args.resamples} permutations per test. "
           f"max-z columns: share of p <= {ALPHA} among the tested benchmarks, + above / - below the 99% binomial "
           f"band around {ALPHA} ([{low:.3f}, {high:.3f}] for {args.benchmarks}). No test: no threshold leaves >= 10 "

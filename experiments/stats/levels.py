@@ -22,7 +22,7 @@ test rejects at p <= alpha (0.05); the rate's 95% Clopper-Pearson interval and t
 - ConStat (`constat_test`'s bootstrap p-value): the audited model one more member of its family (the relation of
   original to reference accuracy the same for every model: `simulation.constat_family`, 6 reference models).
 
-    python experiments/stats/levels.py [--scale 1.0] [--seed 0] [--out experiments/stats/levels.json]
+    python -m experiments.stats.levels [--scale 1.0] [--seed 0] [--out experiments/stats/levels.json]
 
 `--scale` multiplies every simulation's number of data sets (1.0: about 4 minutes on the 2 shared cores, 4: about
 15; the committed levels.json is scale 4). Writes one JSON file; docs/methods.md's table (`<!-- generated:stats-levels
@@ -274,7 +274,7 @@ def docs_table(report: dict) -> str:
         )
     return (
         "\n".join(lines)
-        + f"\n\n`python experiments/stats/levels.py --scale {report['scale']:g} --seed {report['seed']}`.\n"
+        + f"\n\n`python -m experiments.stats.levels --scale {report['scale']:g} --seed {report['seed']}`.\n"
     )
 
 

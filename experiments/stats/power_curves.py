@@ -1,6 +1,6 @@
 """Simulated power of the four paired tests on contaminated P(True)-shaped data, with the t formula beside it.
 
-    .venv/bin/python experiments/stats/power_curves.py [--per-size 500]
+    .venv/bin/python -m experiments.stats.power_curves [--per-size 500]
 
 Two contamination models (jaxcontam.stats.simulation): "boost 0.1" moves every
 original confidence 10% of the way to 1; "memorised 10%" sets the original
@@ -24,12 +24,12 @@ import numpy as np  # noqa: E402
 
 from jaxcontam.stats import power  # noqa: E402
 from jaxcontam.stats.batched import METHODS, paired_pvalues  # noqa: E402
+from jaxcontam.stats.multiple import DEFAULT_ALPHA as ALPHA  # noqa: E402
 from jaxcontam.stats.simulation import SHAPES, ptrue_pairs  # noqa: E402
 
 HERE = pathlib.Path(__file__).resolve().parent
 SIZES = (20, 35, 60, 100, 200, 350, 500, 1000)
 SCENARIOS = {"boost 0.1": dict(boost=0.1), "memorised 10%": dict(contaminated=0.1)}
-ALPHA = 0.05
 
 
 def realised_effect(shape, scenario, rng) -> float:

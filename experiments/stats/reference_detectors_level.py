@@ -10,7 +10,7 @@ codec_result`), 30 or 40 items per benchmark, one-sided at alpha = 0.05:
 - CoDeC, calibrated against a reference: context hurts both models alike (-1 nat per item on average), symmetric
   noise; the authors' sign test is run on the same null; planted: the audited delta 0.25 lower.
 
-    python experiments/stats/reference_detectors_level.py [--runs 400]
+    python -m experiments.stats.reference_detectors_level [--runs 400]
 
 Prints one JSON line (counts of p < 0.05 and the 99.9% binomial bound of the null counts).
 """

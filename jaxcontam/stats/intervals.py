@@ -6,7 +6,11 @@
 - `clopper_pearson(k, n, level, alternative)`: the exact (Clopper-Pearson) interval of a proportion (scipy's
   `binomtest(k, n).proportion_ci(level, "exact")` for integer counts and two sides);
 - `cluster_design_effect(flagged, tested)`: how much clustering inflates the variance of a share of flagged units
-  (per cluster counts), for Korn & Graubard's effective sample size n* = n / deff.
+  (per cluster counts), for Korn & Graubard's effective sample size n* = n / deff;
+- `wilson(k, n, level)`: the Wilson score interval of a proportion (scipy's `binomtest(k, n).proportion_ci(level,
+  "wilson")`), for rates of many units where the exact interval is needlessly wide;
+- `binomial_band(n, p, level)`: the counts a test at level p flags among n null units with probability `level`
+  (scipy's `binom.interval(level, n, p)`), the band a calibrated test's false-positive count falls in.
 
 Both binomial functions take real-valued counts, through the regularized incomplete beta function that equals the
 binomial tail at integers (P(X >= k) = I_p(k, n - k + 1)). That is how a clustered count enters them: k* = k / deff
@@ -25,7 +29,7 @@ from scipy import special
 from scipy import stats as scipy_stats
 
 from jaxcontam.stats.paired import ConfidenceInterval
-from jaxcontam.stats.validation import StatsInputError, check_alternative, check_probability
+from jaxcontam.stats.validation import StatsInputError, check_alternative, check_count, check_probability
 
 
 def _counts(k: float, n: float) -> tuple[float, float]:
@@ -82,3 +86,26 @@ def cluster_design_effect(flagged: Sequence[int], tested: Sequence[int]) -> floa
         return n
     variance = clusters / (clusters - 1) * float(np.sum((k - share * m) ** 2)) / n**2
     return max(1.0, variance / (share * (1.0 - share) / n))
+
+
+def wilson(k: float, n: float, level: float = 0.95) -> ConfidenceInterval:
+    """Wilson score interval (two-sided, no continuity correction) of the proportion k / n; [0, ...] at k = 0 and
+    [..., 1] at k = n, as scipy gives them (Newcombe 1998, method 3)."""
+    k, n = _counts(k, n)
+    level = check_probability("level", level)
+    z = float(special.ndtri(0.5 + 0.5 * level))
+    share = k / n
+    denominator = 2 * (n + z**2)
+    center = (2 * n * share + z**2) / denominator
+    delta = z / denominator * math.sqrt(4 * n * share * (1 - share) + z**2)
+    return ConfidenceInterval(0.0 if k == 0 else center - delta, 1.0 if k == n else center + delta)
+
+
+def binomial_band(n: int, p: float, level: float = 0.99) -> tuple[int, int]:
+    """(low, high): the (1 - level) / 2 and (1 + level) / 2 quantiles of Binomial(n, p); a test at level p flags
+    between low and high of n independent null units (inclusive) with probability at least `level`."""
+    n = check_count("n", n, 0)
+    p = check_probability("p", p)
+    level = check_probability("level", level)
+    low, high = scipy_stats.binom.ppf([(1 - level) / 2, (1 + level) / 2], n, p)
+    return int(low), int(high)

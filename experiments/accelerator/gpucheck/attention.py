@@ -7,8 +7,9 @@ mask keeps: 2 x 2 x T^2 / 2 x heads x head_dim per row."""
 from __future__ import annotations
 
 import numpy as np
-from gpucheck.device import median_time, synchronize
-from gpucheck.shapes import Shape
+
+from experiments.accelerator.gpucheck.device import median_time, synchronize
+from experiments.accelerator.gpucheck.shapes import Shape
 
 
 def inputs(shape: Shape, rows: int, length: int, dtype):

@@ -10,8 +10,9 @@ bytes; the measured tokens/s include the prefill, which is small beside M steps.
 from __future__ import annotations
 
 import numpy as np
-from gpucheck.device import median_time, synchronize
-from gpucheck.shapes import Shape
+
+from experiments.accelerator.gpucheck.device import median_time, synchronize
+from experiments.accelerator.gpucheck.shapes import Shape
 
 
 def prompts(shape: Shape, count: int, length: int) -> list[list[int]]:

@@ -4,8 +4,9 @@
 from __future__ import annotations
 
 import numpy as np
-from gpucheck.device import median_time, synchronize
-from gpucheck.shapes import Shape
+
+from experiments.accelerator.gpucheck.device import median_time, synchronize
+from experiments.accelerator.gpucheck.shapes import Shape
 
 TORCH_LOGITS_BYTES = 4 * 2**30  # torch scores in row groups whose float32 logits stay under this
 

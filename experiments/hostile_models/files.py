@@ -2,9 +2,9 @@
 (so any count, offset, type or alignment can be set to anything), the bundled example model's real header to start
 from, a tiny llama-architecture GGUF with every key and tensor llama.cpp writes, and the cases of issue 61.
 
-Shared by tests/test_models_hostile.py, tests/test_fuzz_model_headers.py and experiments/hostile_models/cases.py
-(which runs every case against a checkout and prints what it does); nothing here imports jaxcontam, so the same
-cases run against any version of it.
+Shared by experiments/hostile_models/cases.py (which runs every case against a checkout and prints what it does),
+tests/test_models_hostile.py and tests/test_fuzz_model_headers.py; nothing here imports jaxcontam, so the same cases
+run against any version of it.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
+REPO_ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE_MODEL = REPO_ROOT / "jaxcontam" / "examples" / "tiny_contaminated" / "model"
 SEQUENCES = [[5, 9, 3, 60, 2, 17, 33], [1, 2, 3]]
 

@@ -1,6 +1,7 @@
-"""Object-storage servers the tests start themselves: an S3 server (moto in server mode) behind a proxy that
-counts the bytes each object sends, so a test can say how much of a file a command fetched, measured on the
-wire and not by jaxcontam's own counters; and a Google Cloud Storage emulator (gcp-storage-emulator)."""
+"""Object-storage servers the tests and experiments/perf/corpus_storage.py start themselves: an S3 server (moto in
+server mode) behind a proxy that counts the bytes each object sends, so a test can say how much of a file a command
+fetched, measured on the wire and not by jaxcontam's own counters; and a Google Cloud Storage emulator
+(gcp-storage-emulator)."""
 
 from __future__ import annotations
 
@@ -10,11 +11,17 @@ import http.client
 import http.server
 import logging
 import os
+import socket
 import threading
 import urllib.parse
 import urllib.request
 
-from helpers import free_port
+
+def free_port() -> int:
+    """A TCP port free on 127.0.0.1 now (for an emulator, or a local coordinator of several processes)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
 
 
 class CountingProxy(http.server.ThreadingHTTPServer):

@@ -1,0 +1,1 @@
+"""The GPU check: scoring, generation, attention, the audit end to end and numerics on an accelerator (README.md)."""

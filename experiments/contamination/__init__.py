@@ -1,0 +1,1 @@
+"""Controlled contamination: tiny models trained with a known contaminated subset, each detector scored against it."""

@@ -1,0 +1,1 @@
+"""The bundled example audited by `jaxcontam audit` (jaxcontam/examples/tiny_contaminated) and how it is built."""

@@ -1,0 +1,1 @@
+"""jaxcontam's per-choice log-likelihoods against lm-eval's on the same requests."""

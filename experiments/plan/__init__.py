@@ -1,0 +1,1 @@
+"""The capacity planner's README table from published model configs."""

@@ -43,14 +43,14 @@ def written(summary: AuditSummary) -> str:
 
 
 @pytest.mark.parametrize("path", FIXTURES, ids=lambda path: path.parent.relative_to(ROOT).as_posix())
-def test_a_committed_version_1_summary_reads_into_version_2_keeping_every_test(path):
-    """Written as version 2 it reads back to the same bytes; every PaCoST and ConTAM p-value is kept, a tested
+def test_a_committed_version_1_summary_reads_into_version_3_keeping_every_test(path):
+    """Written as version 3 it reads back to the same bytes; every PaCoST and ConTAM p-value is kept, a tested
     verdict keeps its value, and one whose status says no test becomes null (version 1 stored it as false)."""
     old = json.loads(path.read_text(encoding="utf-8"))
     assert old.get("schema_version", 1) == 1
     upgraded = written(AuditSummary.from_dict(old))
     new = json.loads(upgraded)
-    assert new["schema_version"] == SCHEMA_VERSION == 2
+    assert new["schema_version"] == SCHEMA_VERSION == 3
     assert written(AuditSummary.from_dict(new)) == upgraded
     for before, after in zip(old["runs"], new["runs"], strict=True):
         verdicts = {v["detector"]: v for v in after["verdicts"]}

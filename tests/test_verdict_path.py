@@ -26,7 +26,7 @@ from jaxcontam.detect.audit_core import AuditSettings, audit_benchmark
 from jaxcontam.detect.pacost.settings import PacostSettings
 from jaxcontam.detect.registry import DETECTORS
 from jaxcontam.detect.stage import AuditTarget
-from jaxcontam.report.summary_schema import read_summary
+from jaxcontam.report.summary_schema import SCHEMA_VERSION, read_summary
 from jaxcontam.stage_clock import StageClock
 
 N = 30
@@ -138,7 +138,7 @@ def test_a_test_that_could_not_run_is_not_tested_everywhere_and_leaves_the_sweep
     gaps = gaps_with_pvalue(0.0, 0.001)
     summary, page, console = audit(tmp_path, [None, gaps], alpha=0.05, preset="paper", capsys=capsys)
     silent, tested = summary["runs"]
-    assert summary["schema_version"] == 2
+    assert summary["schema_version"] == SCHEMA_VERSION == 3
     assert silent["pacost"]["pvalue"] is None and silent["pacost"]["status"].startswith("no test: ")
     assert silent["verdicts"][0]["outcome"] == "not tested" and silent["verdicts"][0]["contaminated"] is None
     assert tested["verdicts"][0]["outcome"] == "contaminated"

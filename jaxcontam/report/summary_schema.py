@@ -2,28 +2,28 @@
 """summary.json's versioned schema: `AuditSummary.from_dict` / `read_summary` read it for the report and the
 console verdicts, refusing a version this jaxcontam does not know.
 
-Version 2 is the layout `jaxcontam audit` writes: jaxcontam_version, alpha (the one level of every verdict, stored
+Version 3 is the layout `jaxcontam audit` writes: jaxcontam_version, alpha (the one level of every verdict, stored
 once), correction, settings, one entry per (model, benchmark) in `runs` (`detect.audit_core.BenchmarkAudit.to_dict`:
-each detector's evidence, no verdict, plus the model and `verdicts`, each registered detector's headline verdict at
-alpha as the sweep decided it: contaminated, not detected or not tested, then the verdicts of the detectors across
-the models on it), the `sweep` (with the runs left out of it as untested), `family`, each registered detector
-across the models (`detect.registry.FAMILY_DETECTORS`) by name: its result over the whole audit, null where it did
-not run (absent in older summaries), and `evidence`: the situations the audit's inputs put it in and the strongest
-measured evidence of each (`report.evidence.EvidenceStatement`; absent from older summaries). A test that could not
-run stores `contaminated: null`, never false.
+each registered detector's evidence, no verdict (null where it did not run), plus the model and `verdicts`, each
+detector's headline verdict at alpha as the sweep decided it: contaminated, not detected or not tested, then the
+verdicts of the detectors across the models on it), the `sweep` (with the runs left out of it as untested),
+`family`, each registered detector across the models (`detect.registry.FAMILY_DETECTORS`) by name: its result over
+the whole audit, null where it did not run, and `evidence`: the situations the audit's inputs put it in and the
+strongest measured evidence of each (`report.evidence.EvidenceStatement`). A test that could not run stores
+`contaminated: null`, never false.
 
-Version 2 entries written before the results left their verdicts to `verdicts` (PaCoST's and ConTAM's entries
-holding `alpha`, `contaminated` / `significant` and the sweep's decision on PaCoST's headline, `settings` repeating
-`alpha`) read too: those keys are left unread, the run's stored `verdicts` stand.
+Version 2 (written before 2026-12-02) is read too: its entries' verdict keys (PaCoST's and ConTAM's `alpha`,
+`contaminated` / `significant` and the sweep's decision on PaCoST's headline, `settings` repeating `alpha`) are left
+unread and the run's stored `verdicts` stand; the detectors, `family` and `evidence` it predates read as absent.
 
 Version 1 (and summaries written before `schema_version` existed) is read too: a test whose status says "no test"
 reads as not tested whatever its stored `contaminated: false`; the headline verdicts are derived from the entries at
 the summary's alpha (PaCoST's own level was 0.05 then), with the sweep's decision stored in PaCoST's headline entry
 on them; a calibrated PaCoST entry reads as the headline, uncorrected (version 1's sweep decided the authors' test,
-which is then shown beside it). Written back, it is version 2.
+which is then shown beside it). Written back, either is version 3.
 
 Each detector's entry is read into its result class (`from_dict`, the inverse of the `to_dict` that wrote it), so
-`AuditSummary.from_dict(summary).to_dict()` gives a version-2 summary.json's content back (NaN and infinities as
+`AuditSummary.from_dict(summary).to_dict()` gives a version-3 summary.json's content back (NaN and infinities as
 `json_ready` writes them).
 """
 
@@ -47,8 +47,8 @@ from jaxcontam.errors import JaxcontamError
 from jaxcontam.report.evidence import EvidenceStatement
 from jaxcontam.stats.multiple import DEFAULT_ALPHA
 
-SCHEMA_VERSION = 2
-KNOWN_VERSIONS = (1, 2)
+SCHEMA_VERSION = 3
+KNOWN_VERSIONS = (1, 2, 3)
 
 
 def _upgrade_pacost_v1(entry: dict | None) -> dict | None:
@@ -146,7 +146,7 @@ def _version_1_verdicts(entry: dict, results: Mapping[str, Any], alpha: float) -
 
 
 def _read_verdicts(entries, where: str) -> tuple[Verdict, ...]:
-    """A run's `verdicts` list (schema 2), each entry checked as a result is."""
+    """A run's `verdicts` list (schema 2 and 3), each entry checked as a result is."""
     if not isinstance(entries, list):
         raise JaxcontamError(f"{where} verdicts: expected a list of verdicts, got {type(entries).__name__}")
     verdicts = []

@@ -549,3 +549,24 @@ def bundled_target(benchmark: str = "gsm8k", limit: int = 8):
     truth = loaded.truth or {}
     rephrasings = [item.paraphrases[0] if item.paraphrases else None for item in items]
     return loaded.benchmark, AuditTarget(loaded.benchmark, rephrasings, [truth.get(item.id) for item in items])
+
+
+def gap_k_reference(lp, top, sigma, k, window):
+    """From the paper: gap_t = (log p(x_t) - log p(top-1 token)) / sigma_t, averaged over every window of `window`
+    consecutive tokens (fewer tokens than the window: no averaging), then the mean of the lowest K% of them."""
+    gaps = [(lp[t] - top[t]) / math.sqrt(max(sigma[t] ** 2, 1e-8)) for t in range(len(lp))]
+    if len(gaps) >= window:
+        gaps = [sum(gaps[i : i + window]) / window for i in range(len(gaps) - window + 1)]
+    count = max(1, int(len(gaps) * k))
+    return sum(sorted(gaps)[:count]) / count
+
+
+def dc_pdd_reference(lp, ids, frequencies, cap):
+    """From the paper: alpha_t = p(x_t) * log(1 / f(x_t)) over the first occurrence of each token, each at most
+    `a`, averaged."""
+    seen, alphas = set(), []
+    for logprob, token in zip(lp, ids):
+        if token not in seen:
+            seen.add(token)
+            alphas.append(min(math.exp(logprob) * math.log(1.0 / frequencies[token]), cap))
+    return sum(alphas) / len(alphas)

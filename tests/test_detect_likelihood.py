@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
+from helpers import dc_pdd_reference, gap_k_reference
 from jaxcontam.detect import likelihood
 from jaxcontam.errors import JaxcontamError
 
@@ -65,27 +66,7 @@ def test_bad_inputs_are_reported():
 
 
 # --- Gap-K% (Kwak & Kim 2026, arXiv 2601.19936) and DC-PDD (Zhang et al. 2024, arXiv 2409.14781) ---------------
-
-
-def gap_k_reference(lp, top, sigma, k, window):
-    """From the paper: gap_t = (log p(x_t) - log p(top-1 token)) / sigma_t, averaged over every window of `window`
-    consecutive tokens (fewer tokens than the window: no averaging), then the mean of the lowest K% of them."""
-    gaps = [(lp[t] - top[t]) / math.sqrt(max(sigma[t] ** 2, 1e-8)) for t in range(len(lp))]
-    if len(gaps) >= window:
-        gaps = [sum(gaps[i : i + window]) / window for i in range(len(gaps) - window + 1)]
-    count = max(1, int(len(gaps) * k))
-    return sum(sorted(gaps)[:count]) / count
-
-
-def dc_pdd_reference(lp, ids, frequencies, cap):
-    """From the paper: alpha_t = p(x_t) * log(1 / f(x_t)) over the first occurrence of each token, each at most
-    `a`, averaged."""
-    seen, alphas = set(), []
-    for logprob, token in zip(lp, ids):
-        if token not in seen:
-            seen.add(token)
-            alphas.append(min(math.exp(logprob) * math.log(1.0 / frequencies[token]), cap))
-    return sum(alphas) / len(alphas)
+# (their references from the papers' definitions: helpers.gap_k_reference, helpers.dc_pdd_reference)
 
 
 @given(logprob_arrays, fractions, st.integers(1, 8), st.data())

@@ -11,10 +11,17 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from helpers import SMOLLM2_FOLDER, SMOLLM2_GGUF, ToySpec, naive_log_softmax, toy_model
+from helpers import (
+    SMOLLM2_FOLDER,
+    SMOLLM2_GGUF,
+    ToySpec,
+    dc_pdd_reference,
+    gap_k_reference,
+    naive_log_softmax,
+    toy_model,
+)
 from jaxcontam.detect.likelihood import LIKELIHOOD_DETECTORS, LikelihoodSettings, detector_scores
 from jaxcontam.engine.scoring import score_logprobs, score_step
-from test_detect_likelihood import dc_pdd_reference, gap_k_reference
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 SMOLLM2_TABLE = REPO / "experiments" / "frequency_tables" / "smollm2_135m_instruct_gutenberg.npz"

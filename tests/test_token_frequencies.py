@@ -257,7 +257,7 @@ def test_the_audit_refuses_a_table_of_another_tokenizer_before_any_work(tmp_path
 
 
 def test_score_writes_dc_pdd_with_a_table_and_refuses_a_foreign_one(tmp_path, capsys):
-    from test_detect_likelihood import dc_pdd_reference
+    from helpers import dc_pdd_reference
 
     out = tmp_path / "scores.jsonl"
     data = EXAMPLE_CONFIG.parent / "copa_test_sample.jsonl"

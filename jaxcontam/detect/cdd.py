@@ -27,14 +27,14 @@ from jaxcontam.engine.chat import ChatMode, check_chat_mode
 @dataclasses.dataclass(frozen=True)
 class CddSettings:
     """The [cdd] table: `samples` outputs per item at `temperature` (plus the greedy one), each at most
-    `max_new_tokens` long; a sample within `alpha` * l edits of the greedy output counts towards the peakedness, and
-    an item whose peakedness exceeds `xi` is flagged (Dong et al.'s defaults: 50 samples, T = 0.8, alpha = 0.05,
-    xi = 0.01). `chat_template`: the item's prompt as a chat turn ("auto": when the tokenizer has a template)."""
+    `max_new_tokens` long; a sample within `edit_fraction` * l edits of the greedy output counts towards the
+    peakedness, and an item whose peakedness exceeds `xi` is flagged (Dong et al.'s defaults: 50 samples, T = 0.8,
+    alpha (here `edit_fraction`) = 0.05, xi = 0.01). `chat_template`: the item's prompt as a chat turn ("auto": when the tokenizer has a template)."""
 
     samples: int = ranged(50, at_least=1)
     temperature: float = ranged(0.8, at_least=0)  # 0: every sample is the greedy output
     max_new_tokens: int = ranged(128, at_least=1)
-    alpha: float = ranged(0.05, at_least=0, at_most=1)
+    edit_fraction: float = ranged(0.05, at_least=0, at_most=1)  # the paper's alpha (the audit's level is another)
     xi: float = ranged(0.01, at_least=0, below=1)
     chat_template: ChatMode = "auto"
 

@@ -42,7 +42,7 @@ def cdd_records(model, benchmark, items, settings: CddSettings, seed: int) -> li
     records = []
     for i, item in enumerate(items):
         samples = [g.token_ids for g in sampled[i * count : (i + 1) * count]]
-        peak, distances = peakedness(samples, greedy[i].token_ids, settings.alpha)
+        peak, distances = peakedness(samples, greedy[i].token_ids, settings.edit_fraction)
         records.append(
             {
                 "id": item.id,
@@ -65,7 +65,7 @@ def _resume_key(stage_input: StageInput, settings: CddSettings) -> dict:
         "samples": settings.samples,
         "temperature": settings.temperature,
         "max_new_tokens": settings.max_new_tokens,
-        "alpha": settings.alpha,
+        "edit_fraction": settings.edit_fraction,
         "xi": settings.xi,
         "chat_template": settings.chat_template,
         "seed": stage_input.seed,

@@ -29,7 +29,8 @@ class CddSettings:
     """The [cdd] table: `samples` outputs per item at `temperature` (plus the greedy one), each at most
     `max_new_tokens` long; a sample within `edit_fraction` * l edits of the greedy output counts towards the
     peakedness, and an item whose peakedness exceeds `xi` is flagged (Dong et al.'s defaults: 50 samples, T = 0.8,
-    alpha (here `edit_fraction`) = 0.05, xi = 0.01). `chat_template`: the item's prompt as a chat turn ("auto": when the tokenizer has a template)."""
+    alpha (here `edit_fraction`) = 0.05, xi = 0.01). `chat_template`: the item's prompt as a chat turn ("auto": when
+    the tokenizer has a template)."""
 
     samples: int = ranged(50, at_least=1)
     temperature: float = ranged(0.8, at_least=0)  # 0: every sample is the greedy output

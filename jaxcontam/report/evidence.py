@@ -41,10 +41,10 @@ NEEDS = {  # what a user adds for each situation (None: always there)
     "model_family": "several --model (or [[model]] tables)",
 }
 ALLOWS = {  # the registered detectors each situation allows (PaCoST's calibrated verdict needs the reference model)
-    "model_alone": ("pacost", "likelihood", "exchangeability"),
-    "reference_model": ("pacost",),
+    "model_alone": ("pacost", "likelihood", "exchangeability", "recall", "codec", "gradnorm", "cdd", "ts_guessing"),
+    "reference_model": ("pacost", "reference_log_ratio", "codec"),
     "corpus": ("contam",),
-    "model_family": (),
+    "model_family": ("constat",),
 }
 DESIGNS = {
     "authors_test": "the authors' test (original vs rephrased in the audited model)",

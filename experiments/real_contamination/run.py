@@ -139,17 +139,25 @@ def format_items(items: int) -> list[str]:
     half = items // 2
     per_subject = [half // len(FORMAT_MMLU_SUBJECTS) + (i < half % len(FORMAT_MMLU_SUBJECTS))
                    for i in range(len(FORMAT_MMLU_SUBJECTS))]
-    return [f"gsm8k:train:{half}={SHARED}", f"copa:train:{half}={SHARED}"] + [
-        f"mmlu:test:{n}={SHARED / 'mmlu' / 'test' / f'{subject}_test.csv'}"
+    shared = from_root(SHARED)
+    return [f"gsm8k:train:{half}={shared}", f"copa:train:{half}={shared}"] + [
+        f"mmlu:test:{n}={shared}/mmlu/test/{subject}_test.csv"
         for subject, n in zip(FORMAT_MMLU_SUBJECTS, per_subject)]
+
+
+def from_root(path) -> str:
+    """A local file or folder as the command line is given it: relative to the repository root (its working
+    directory), as the committed settings.json record it, so a retrain resumes a committed arm and writes no machine
+    path; a hub id is given as it is."""
+    return os.path.relpath(path, ROOT) if os.path.exists(path) else str(path)
 
 
 def contaminate(args, arm: str, out: pathlib.Path, mmlu: pathlib.Path) -> pathlib.Path:
     form, copies = ARMS[arm]
     folder = out / "arms" / arm
     corpus, tokens = (SIBLING_CORPUS, args.sibling_tokens) if arm == SIBLING_ARM else (args.corpus, args.general_tokens)
-    options = ["--model", args.model, "--split", "test", "--path", f"mmlu={mmlu}", "--limit", args.items,
-               "--fraction", 0.5, "--copies", copies, "--form", form, "--corpus", corpus,
+    options = ["--model", from_root(args.model), "--split", "test", "--path", f"mmlu={from_root(mmlu)}",
+               "--limit", args.items, "--fraction", 0.5, "--copies", copies, "--form", form, "--corpus", from_root(corpus),
                "--tokens", tokens, "--out", folder, "--seed", args.seed,
                "--batch-size", args.batch_size, "--seq-len", args.seq_len, "--learning-rate", args.learning_rate,
                "--checkpoint-every", args.checkpoint_every]
@@ -364,7 +372,8 @@ def main() -> None:
     args.out.mkdir(parents=True, exist_ok=True)
     per_invocation = ("out", "arms", "presets", "skip_audit", "fresh", "judge_tokens", "audit_benchmarks",
                       "audit_every", "pilot", "smoke")  # in each run's log and audit config
-    design = {key: str(value) for key, value in vars(args).items() if key not in per_invocation}
+    design = {key: from_root(value) if key in ("model", "corpus") else str(value)
+              for key, value in vars(args).items() if key not in per_invocation}
     (args.out / "design.json").write_text(json.dumps(design, indent=2) + "\n")  # the same for every arm's run
     mmlu = mmlu_subjects(args.out, args.items)
     base_file = args.out / "base_logprobs.json"

@@ -157,7 +157,8 @@ def contaminate(args, arm: str, out: pathlib.Path, mmlu: pathlib.Path) -> pathli
     folder = out / "arms" / arm
     corpus, tokens = (SIBLING_CORPUS, args.sibling_tokens) if arm == SIBLING_ARM else (args.corpus, args.general_tokens)
     options = ["--model", from_root(args.model), "--split", "test", "--path", f"mmlu={from_root(mmlu)}",
-               "--limit", args.items, "--fraction", 0.5, "--copies", copies, "--form", form, "--corpus", from_root(corpus),
+               "--limit", args.items, "--fraction", 0.5, "--copies", copies, "--form", form,
+               "--corpus", from_root(corpus),
                "--tokens", tokens, "--out", folder, "--seed", args.seed,
                "--batch-size", args.batch_size, "--seq-len", args.seq_len, "--learning-rate", args.learning_rate,
                "--checkpoint-every", args.checkpoint_every]

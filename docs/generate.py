@@ -523,6 +523,9 @@ CONFIG_TABLES = [
     ("[reference_log_ratio]", "jaxcontam.detect.reference_log_ratio:ReferenceLogRatioSettings", None),
     ("[recall]", "jaxcontam.detect.recall:RecallSettings", None),
     ("[codec]", "jaxcontam.detect.codec:CodecSettings", None),
+    ("[gradnorm]", "jaxcontam.detect.gradnorm:GradNormSettings", None),
+    ("[cdd]", "jaxcontam.detect.cdd:CddSettings", None),
+    ("[ts_guessing]", "jaxcontam.detect.ts_guessing:TsGuessingSettings", None),
     ("[mesh]", "jaxcontam.mesh:MeshSettings", None),
 ]
 # Keys whose default the TOML reader fills in itself (`jaxcontam.audit.config.load_config`), not the dataclass.

@@ -91,12 +91,12 @@ def add_scores(items):
     return items
 
 
-def load_arm(folder: pathlib.Path):
-    """An arm's audit items indexed by id, with `drawn` (the half labelled contaminated; in the control arm the
-    same half, untrained) and `seen` (contaminated in this model) from its ground truth."""
+def load_arm(folder: pathlib.Path, audit: str = "audit_jaxcontam"):
+    """An arm's items of one of its audits, indexed by id, with `drawn` (the half labelled contaminated; in the
+    control arm the same half, untrained) and `seen` (contaminated in this model) from its ground truth."""
     import pandas as pd
 
-    items = pd.read_parquet(folder / "audit_jaxcontam" / "items.parquet")
+    items = pd.read_parquet(folder / audit / "items.parquet")
     truth = [json.loads(line) for line in (folder / "ground_truth.jsonl").read_text().splitlines() if line]
     drawn = {row["id"]: bool(row["drawn"]) for row in truth}
     seen = {row["id"]: bool(row["contaminated"]) for row in truth}

@@ -418,7 +418,7 @@ def calibrated_pacost(arms: dict, reference, confidences=CONFIDENCES, seed: int 
     """Every arm's halves tested against the reference; the control arm's share of flagged halves (every
     confidence, benchmark and half) against the 99% binomial band at alpha; power on the contaminated arms'
     contaminated halves and false-positive rate on their clean halves, each with a Clopper-Pearson 95% CI."""
-    from scipy.stats import binomtest
+    from jaxcontam.stats.intervals import clopper_pearson
 
     rows = []
     for arm in (a for a in ARMS if a in arms):
@@ -429,7 +429,7 @@ def calibrated_pacost(arms: dict, reference, confidences=CONFIDENCES, seed: int 
         """Flagged among the halves with a p-value (`n`); `untested`: the halves without one (an error row, NaN)."""
         counts = verdicts.tally(verdicts.pvalue_outcome(r.get(key), ALPHA) for r in selected)
         k, n = counts["flagged"], counts["tested"]
-        ci = binomtest(k, n).proportion_ci(0.95, "exact") if n else None  # report.py's clopper_pearson: scipy's
+        ci = clopper_pearson(k, n, 0.95) if n else None
         return {"flagged": k, "n": n, "untested": counts["untested"], "rate": k / n if n else None,
                 "ci95": [float(ci.low), float(ci.high)] if ci else None,
                 "band99": list(binomial_band(n, ALPHA, 0.99)) if n else None}

@@ -10,11 +10,12 @@ these choices, fixed here before any arm ran:
   `../shared/data/mimir_pile_nonmembers` (4.77M SmolLM2 tokens; none of the audited items or the arms' training text);
 - the reference model of the reference log-ratio and of calibrated CoDeC: the base GGUF the arms were fine-tuned
   from (an oracle in the rule's terms, as round four's `base_model` design: assessed, never picked);
-- ReCaLL with the bundled non-member prefix, CoDeC with 3 in-context items, GradNorm's L-infinity norm in float32,
-  TS-Guessing on the multiple-choice benchmarks (COPA, MMLU), the blind baseline: the library's defaults;
-- CDD in an audit of its own (`run --cdd`, into `<arm>/audit_cdd/`), only on `CDD_ARMS`: its samples are the
-  costliest work on 2 cores (50 samples of up to 128 tokens per item: about 45 min per arm here), so it runs after
-  every other detector has run on every arm.
+- ReCaLL with the bundled non-member prefix, CoDeC with 3 in-context items, TS-Guessing on the multiple-choice
+  benchmarks (COPA, MMLU), the blind baseline: the library's defaults;
+- CDD and GradNorm (L-infinity norm in float32, the library's default) in an audit of their own (`run --costly`,
+  into `<arm>/audit_costly/`), only on `COSTLY_ARMS`: CDD's samples (50 of up to 128 tokens per item: about 45 min
+  per arm here) and GradNorm's backward pass per item (873 s for GSM8K's 68 items on the loaded 2 cores, four times
+  the likelihood pass) are the costliest work, so they run after every other detector has run on every arm.
 
 `report` reads every arm's audit_detectors/items.parquet and writes detectors.json / detectors.md:
 - per dose (x1, x4) and benchmark, each score's AUC of seen against unseen items averaged over the two draws (the arm
@@ -49,9 +50,10 @@ ROOT = HERE.parent.parent
 SHARED = ROOT.parent / "shared" / "data"
 GGUF = SHARED / "smollm2_135m_instruct" / "SmolLM2-135M-Instruct.Q4_1.gguf"
 PARAPHRASES = {"gsm8k": "gsm8k_rephrase", "copa": "xcopa_backtranslation", "mmlu": "mmlu_rephrase"}
-AUDIT, CDD_AUDIT = "audit_detectors", "audit_cdd"
+AUDIT, COSTLY_AUDIT = "audit_detectors", "audit_costly"
 FREQUENCIES = HERE / "results" / "smollm2_pile_frequencies.npz"
-CDD_ARMS = ("control", FORMAT_ARM, "verbatim_x1", "verbatim_x4")
+COSTLY_ARMS = ("control", FORMAT_ARM, "verbatim_x1", "verbatim_x4")
+COSTLY_SCORES = ("cdd_", "gradnorm")  # the costly audit's columns (prefixes)
 CDD_SETTINGS = {"samples": 50, "max_new_tokens": 128}
 NULL_ARMS = ("control", FORMAT_ARM)  # nothing audited was trained on: the AUC of the drawn half against the other
 REFERENCE = "base GGUF (the arms' starting weights)"
@@ -74,7 +76,7 @@ SCORES = {
 }
 
 
-def audit_toml(arm_folder: pathlib.Path, mmlu: pathlib.Path, items: int, cdd: bool) -> str:
+def audit_toml(arm_folder: pathlib.Path, mmlu: pathlib.Path, items: int, costly: bool) -> str:
     """The arm's detector audit as a config file, its paths relative to the file's folder (the arm's), so the
     committed file names no machine path; `run_arm` gives the audit its output folder."""
 
@@ -82,7 +84,7 @@ def audit_toml(arm_folder: pathlib.Path, mmlu: pathlib.Path, items: int, cdd: bo
         return os.path.relpath(path.resolve(), arm_folder.resolve())
 
     lines = []
-    lines += [] if cdd else [f'reference_model = "{at(GGUF)}"']  # CDD reads no reference model
+    lines += [] if costly else [f'reference_model = "{at(GGUF)}"']  # CDD and GradNorm read no reference model
     lines += ["[[model]]", f'path = "{at(arm_folder / "model")}"', f'name = "{arm_folder.name}"']
     for name in BENCHMARKS:
         lines += [
@@ -94,17 +96,17 @@ def audit_toml(arm_folder: pathlib.Path, mmlu: pathlib.Path, items: int, cdd: bo
             f'paraphrases = "{PARAPHRASES[name]}"',
             f'ground_truth = "{at(arm_folder / "ground_truth.jsonl")}"',
         ]
-    if cdd:
-        lines += ["[cdd]", *(f"{key} = {value}" for key, value in CDD_SETTINGS.items())]
+    if costly:
+        lines += ["[cdd]", *(f"{key} = {value}" for key, value in CDD_SETTINGS.items()), "[gradnorm]"]
     else:
         lines += ["[likelihood]", f'frequency_table = "{at(arm_folder.parent.parent / FREQUENCIES.name)}"']
-        lines += ["[reference_log_ratio]", "[recall]", "[codec]", "[gradnorm]", "[ts_guessing]", "[blind_baseline]"]
+        lines += ["[reference_log_ratio]", "[recall]", "[codec]", "[ts_guessing]", "[blind_baseline]"]
     return "\n".join(lines) + "\n"
 
 
-def run_arm(results: pathlib.Path, arm: str, items: int, cdd: bool = False) -> bool:
-    """Audit one arm's model with every per-item detector but CDD (`cdd`: with CDD alone); False when its model is
-    not there (retrain it first)."""
+def run_arm(results: pathlib.Path, arm: str, items: int, costly: bool = False) -> bool:
+    """Audit one arm's model with every per-item detector but CDD and GradNorm (`costly`: with those two alone); False
+    when its model is not there (retrain it first)."""
     from jaxcontam.audit.config import load_config
     from jaxcontam.audit.run import run_audit
 
@@ -112,17 +114,17 @@ def run_arm(results: pathlib.Path, arm: str, items: int, cdd: bool = False) -> b
     if not (folder / "model").is_dir():
         print(f"{arm}: no model/ (retrain: python -m experiments.real_contamination.run --arms {arm} --skip-audit)")
         return False
-    name = CDD_AUDIT if cdd else AUDIT
+    name = COSTLY_AUDIT if costly else AUDIT
     if (folder / name / "done").exists():
         return True
     config_file = folder / f"{name}.toml"
-    config_file.write_text(audit_toml(folder, results / "mmlu_subjects", items, cdd))
+    config_file.write_text(audit_toml(folder, results / "mmlu_subjects", items, costly))
     config = load_config(config_file)
     config = dataclasses.replace(
         config,
         out=str(folder / name),
         stages=tuple(s for s in config.stages if s not in ("pacost", "likelihood"))
-        if cdd
+        if costly
         else tuple(s for s in config.stages if s != "pacost"),
     )
     run_audit(config)
@@ -134,12 +136,12 @@ def run_arm(results: pathlib.Path, arm: str, items: int, cdd: bool = False) -> b
 
 
 def load(folder: pathlib.Path):
-    """The arm's detector audit items (by id, with `drawn` and `seen`), its CDD audit's columns and CoDeC's calibrated
-    score added."""
+    """The arm's detector audit items (by id, with `drawn` and `seen`), its costly audit's columns and CoDeC's
+    calibrated score added."""
     items = load_arm(folder, AUDIT)
-    if (folder / CDD_AUDIT / "items.parquet").exists():
-        cdd = load_arm(folder, CDD_AUDIT)
-        items = items.join(cdd[[c for c in cdd.columns if c.startswith("cdd_")]])
+    if (folder / COSTLY_AUDIT / "items.parquet").exists():
+        costly = load_arm(folder, COSTLY_AUDIT)
+        items = items.join(costly[[c for c in costly.columns if c.startswith(COSTLY_SCORES)]])
     if "codec_reference_delta" in items:
         items["codec_calibrated"] = items["codec_reference_delta"] - items["codec_delta"]
     if "ts_exact_match" in items:
@@ -183,10 +185,10 @@ def auc_rows(arms: dict) -> list[dict]:
     return rows
 
 
-def blind_rows(results: pathlib.Path) -> dict[str, dict]:
+def blind_rows(results: pathlib.Path, permutations: int = 999) -> dict[str, dict]:
     """Benchmark -> the blind baseline's AUC per draw and their mean (the halves every arm audits)."""
     found: dict[str, dict] = {}
-    for row in blind_baseline.analyse(results)["rows"]:
+    for row in blind_baseline.analyse(results, permutations)["rows"]:
         entry = found.setdefault(row["benchmark"], {})
         entry[row["draw"]] = {"auc": row["auc"], "ci95": row["ci95"], "pvalue": row["pvalue"]}
     for entry in found.values():
@@ -202,7 +204,7 @@ def _role(arm: str, drawn_half: bool, seen: bool) -> str:
     return "contaminated" if seen else "clean"
 
 
-def half_tests(arm: str, items) -> list[dict]:
+def half_tests(arm: str, items, resamples: int = 9999) -> list[dict]:
     """Each half's p-values under the tests the detectors give, with its role and item set."""
     from jaxcontam.detect.codec import codec_result
     from jaxcontam.detect.reference_log_ratio import reference_log_ratio_result
@@ -218,10 +220,10 @@ def half_tests(arm: str, items) -> list[dict]:
             rows = half.to_dict("records")
             tests = {}
             if "reference_log_ratio" in half:
-                ratio = reference_log_ratio_result(rows, REFERENCE, seed=0, resamples=9999)
+                ratio = reference_log_ratio_result(rows, REFERENCE, seed=0, resamples=resamples)
                 tests["reference_log_ratio"] = ratio.pvalue if ratio.status.tested else None
             if "codec_delta" in half:
-                codec = codec_result(rows, REFERENCE if "codec_reference_delta" in half else None, 0, 9999)
+                codec = codec_result(rows, REFERENCE if "codec_reference_delta" in half else None, 0, resamples)
                 tests["codec_sign"] = codec.pvalue if codec.status.tested else None
                 if codec.calibrated is not None:
                     tests["codec_calibrated"] = codec.calibrated.pvalue if codec.calibrated.status.tested else None
@@ -253,9 +255,10 @@ TEST_NAMES = {
 def rule_candidates(halves: list[dict]) -> list[rule.Candidate]:
     candidates = []
     for test, (situation, oracle) in TESTS.items():
-        outcomes = tuple(
-            rule.HalfOutcome(h["role"], None if (p := h["pvalues"].get(test)) is None else p < rule.ALPHA, h["cluster"])
+        outcomes = tuple(  # halves whose audit ran the test (None: it ran and could not test the half)
+            rule.HalfOutcome(h["role"], None if (p := h["pvalues"][test]) is None else p < rule.ALPHA, h["cluster"])
             for h in halves
+            if test in h["pvalues"]
         )
         if outcomes:
             candidates.append(rule.Candidate(TEST_NAMES[test], situation, outcomes, oracle=oracle))
@@ -267,10 +270,12 @@ def _share(s: rule.Share) -> dict:
     return {"flagged": s.flagged, "tested": s.tested, "total": s.total, "ci95": [interval.low, interval.high]}
 
 
-def analyse(results: pathlib.Path) -> dict:
+def analyse(results: pathlib.Path, permutations: int = 999, resamples: int = 9999) -> dict:
+    """Every audited arm's AUCs, the blind baseline's (`permutations` for its p-value and interval), the per-half
+    tests (`resamples` for their permutation p-values) and the rule's assessment of each."""
     folders = {arm: results / "arms" / arm for arm in ARM_ORDER}
     arms = {arm: load(f) for arm, f in folders.items() if (f / AUDIT / "items.parquet").exists()}
-    halves = [h for arm, items in arms.items() for h in half_tests(arm, items)]
+    halves = [h for arm, items in arms.items() for h in half_tests(arm, items, resamples)]
     assessments = []
     for candidate in rule_candidates(halves):
         a = rule.assess(candidate)
@@ -281,7 +286,9 @@ def analyse(results: pathlib.Path) -> dict:
                 "oracle": a.oracle,
                 "levels": {c.role: {**_share(c.share), "exceeds": c.exceeds} for c in a.levels},
                 "power": _share(a.power),
+                "power_lower95": a.power_lower,
                 "eligible": a.eligible,
+                "shows_power": a.shows_power,
                 "reasons": list(a.reasons),
             }
         )
@@ -290,7 +297,7 @@ def analyse(results: pathlib.Path) -> dict:
         "missing": [a for a in ARM_ORDER if a not in arms],
         "reference": REFERENCE,
         "aucs": auc_rows(arms),
-        "blind": blind_rows(results),
+        "blind": blind_rows(results, permutations),
         "halves": halves,
         "tests": assessments,
     }
@@ -299,6 +306,18 @@ def analyse(results: pathlib.Path) -> dict:
 def _ci(row: dict) -> str:
     low, high = row["ci95"]
     return f"{row['auc']:.2f} [{low:.2f}, {high:.2f}]"
+
+
+def _reason(reason: str) -> str:
+    """A rule's reason without the "detector (situation): " its table row already names."""
+    return reason.split("): ", 1)[-1]
+
+
+def _verdict(test: dict) -> str:
+    """The rule's word on a candidate: it qualifies (level held, power shown, no oracle), or why not."""
+    if test["eligible"] and test["shows_power"] and not test["oracle"]:
+        return "qualifies"
+    return "; ".join(map(_reason, test["reasons"]))
 
 
 def markdown(report: dict) -> str:
@@ -340,12 +359,14 @@ def markdown(report: dict) -> str:
     lines += [
         "## Per-half tests and the decision rule",
         "",
-        "| test | situation | control | format control | clean | contaminated (power) | eligible |",
+        "| test | situation | control | format control | clean | contaminated (power) | the rule |",
         "|---|---|---|---|---|---|---|",
     ]
     for t in report["tests"]:
 
         def cell(share):
+            if not share["tested"]:
+                return f"not tested (0 of {share['total']} halves)"
             return f"{share['flagged']}/{share['tested']} [{share['ci95'][0]:.2f}, {share['ci95'][1]:.2f}]"
 
         levels = t["levels"]
@@ -354,7 +375,7 @@ def markdown(report: dict) -> str:
             + " | ".join(
                 cell(levels[r]) if r in levels else "not tested" for r in ("control", "format_control", "clean")
             )
-            + f" | {cell(t['power'])} | {'yes' if t['eligible'] else 'no: ' + '; '.join(t['reasons'])} |"
+            + f" | {cell(t['power'])} | {_verdict(t)} |"
         )
     return "\n".join(lines) + "\n"
 
@@ -365,13 +386,15 @@ def main(argv=None) -> None:
     parser.add_argument("--results", type=pathlib.Path, default=HERE / "results")
     parser.add_argument("--arms", default=",".join(ARM_ORDER))
     parser.add_argument("--items", type=int, default=68, help="items per benchmark (run.py's)")
-    parser.add_argument("--cdd", action="store_true", help=f"run: the CDD audits of {', '.join(CDD_ARMS)}")
+    parser.add_argument(
+        "--costly", action="store_true", help=f"run: the CDD and GradNorm audits of {', '.join(COSTLY_ARMS)}"
+    )
     parser.add_argument("--out", type=pathlib.Path, default=HERE / "results")
     args = parser.parse_args(argv)
     if args.command == "run":
         for arm in args.arms.split(","):
-            if not args.cdd or arm in CDD_ARMS:
-                run_arm(args.results, arm, args.items, args.cdd)
+            if not args.costly or arm in COSTLY_ARMS:
+                run_arm(args.results, arm, args.items, args.costly)
         return
     report = analyse(args.results)
     args.out.mkdir(parents=True, exist_ok=True)

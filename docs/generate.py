@@ -716,6 +716,7 @@ TABLES: dict[str, Callable[[], str]] = {
     "real-contamination-default": real_contamination_table("round_four.json", "round_four.py"),
     "real-contamination-rule": real_contamination_table("decision_rule.json", "apply_rule.py"),
     "real-contamination-blind": real_contamination_table("blind_baseline.json", "blind_baseline.py"),
+    "real-contamination-detectors": real_contamination_table("detectors.json", "detectors.py"),
     "epg-null-flags": epg_null_flags,
     "stats-levels": stats_levels,
     "evidence-ranking": evidence_table("docs_table"),

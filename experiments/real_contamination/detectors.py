@@ -380,6 +380,11 @@ def markdown(report: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def docs_table(report: dict) -> str:
+    """docs/results.md's block: the report's Markdown without its title."""
+    return markdown(report).split("\n", 2)[2]
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("command", choices=("run", "report"))

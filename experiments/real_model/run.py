@@ -59,7 +59,7 @@ def mmlu_folder(out: Path, per_subject: int) -> Path:
 
 
 def audit_config(args, out: Path):
-    from jaxcontam.audit.config import AuditConfig, BenchmarkEntry, ModelEntry
+    from jaxcontam.audit.config import AuditConfig, BenchmarkEntry, CorpusConfig, ModelEntry
     from jaxcontam.detect.audit_core import DEFAULT_DETECTORS
     from jaxcontam.detect.exchangeability import ExchangeabilitySettings
     from jaxcontam.detect.pacost.settings import PacostSettings
@@ -75,7 +75,7 @@ def audit_config(args, out: Path):
     return AuditConfig(
         models=(ModelEntry(path=str(MODEL), name="SmolLM2-135M-Instruct-Q4_1"),),
         benchmarks=benchmarks,
-        corpora=() if paper else tuple(str(SHARED / c) for c in CORPORA),
+        corpus=CorpusConfig(paths=() if paper else tuple(str(SHARED / c) for c in CORPORA)),
         out=str(out / audit_folder(args.preset)),
         detectors={
             "pacost": PacostSettings(
@@ -118,7 +118,8 @@ def bootstrap_auc(scores: np.ndarray, labels: np.ndarray, resamples: int = 2000,
     with np.errstate(invalid="ignore"):
         wins = (seen_scores[:, None] > clean_scores[None, :]) + 0.5 * (seen_scores[:, None] == clean_scores[None, :])
         draws = np.einsum("ri,ij,rj->r", seen_draws, wins, clean_draws) / (
-            seen_draws.sum(axis=1) * clean_draws.sum(axis=1))
+            seen_draws.sum(axis=1) * clean_draws.sum(axis=1)
+        )
     low, high = np.quantile(draws, [0.025, 0.975])
     return float(low), float(high)
 

@@ -361,7 +361,7 @@ def table_of(settings) -> dict:
         default = f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
         if value == default:
             continue
-        if dataclasses.is_dataclass(value) and f.metadata.get("read") is None:
+        if dataclasses.is_dataclass(value):
             value = table_of(value)
         elif isinstance(value, tuple) and value and all(dataclasses.is_dataclass(v) for v in value):
             value = [table_of(v) for v in value]

@@ -81,7 +81,7 @@ def ranged(default, *, at_least=None, above=None, at_most=None, below=None):
     return dataclasses.field(default=default, metadata={"range": bounds})
 
 
-def path_field(default: Any = None):
+def path_field(default: Any = None) -> Any:
     """A dataclass field holding a file's path (or paths): in a config file, a relative path is read from the file's
     folder."""
     return dataclasses.field(default=default, metadata={"path": True})
@@ -95,7 +95,7 @@ def table_field(
     flat: bool = False,
     derived: bool = False,
     default_factory=dataclasses.MISSING,
-):
+) -> Any:
     """A dataclass field as its config table holds it: under TOML `key` (default: the field's name), read by
     `read(value, where)` instead of the type-checked default reader, a sub-dataclass whose keys lie `flat` in this
     table (its default is built from its type), or `derived` (not a key: the caller fills it in)."""
@@ -294,7 +294,7 @@ def _fields(cls, table: Mapping, where: str) -> dict[str, Any]:
     for f in dataclasses.fields(cls):
         if not f.init or f.metadata.get("derived"):
             continue
-        kind = _field_types(cls)[f.name]
+        kind: Any = _field_types(cls)[f.name]
         if f.metadata.get("flat"):
             values[f.name] = kind(**_fields(kind, table, where))
             continue

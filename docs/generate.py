@@ -597,7 +597,7 @@ def option_aliases() -> str:
 
     lines = ["| option | sets | note |", "|---|---|---|"]
     for name, alias in ALIASES.items():
-        note = "one entry only" if alias.one_entry else ""
+        note = {"every": "every entry", "one": "one entry only"}.get(alias.entries, "")
         note += f"replaces `{'`, `'.join(alias.replaces)}`" if alias.replaces else ""
         lines.append(f"| `{option_name(name)}` | `{alias.key}` | {note} |")
     return "\n".join(lines) + "\n"

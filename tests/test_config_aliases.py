@@ -222,3 +222,10 @@ def test_an_unknown_set_key_names_it_and_the_known_keys(table):
     with pytest.raises(JaxcontamError) as raised:
         audit_config_of(*EXAMPLE, "--set", key)
     assert_names_the_key_and_the_known_ones(raised.value, table)
+
+
+def test_an_option_into_entries_the_audit_lacks_sets_nothing_and_the_missing_entries_are_refused(tmp_path):
+    file = tmp_path / "audit.toml"
+    file.write_text('[[model]]\npath = "m"\n')
+    with pytest.raises(JaxcontamError, match="no model or no benchmark to audit"):
+        audit_config_of("--config", file, "--limit", "3", "--path", "p", "--split", "test")

@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import click
 
@@ -158,12 +158,12 @@ def audit_options(command):
 @dataclasses.dataclass(frozen=True)
 class Alias:
     """A named option as the `--set` key it sets: `value(option's value, the document so far)` is the key's TOML
-    value; `one_entry`: the key lies in an array of tables that must hold one entry; `replaces`: keys the option
-    also drops (an older name of the same setting)."""
+    value; `entries`: the key lies in every entry of an array of tables ("every"; none: nothing to set) or in its one
+    entry ("one"); `replaces`: keys the option also drops (an older name of the same setting)."""
 
     key: str
     value: Callable[[Any, dict], Any] = lambda value, raw: value
-    one_entry: bool = False
+    entries: Literal["", "every", "one"] = ""
     replaces: tuple[str, ...] = ()
 
 
@@ -181,13 +181,13 @@ def _mesh(option: str) -> Callable[[str, dict], dict]:
 # (so a named option wins): --model and --benchmark replace the entries the later options set keys in.
 ALIASES = {
     "models": Alias("model", lambda paths, raw: [{"path": path} for path in paths]),
-    "dtype": Alias("model.dtype"),
+    "dtype": Alias("model.dtype", entries="every"),
     "benchmarks": Alias("benchmark", lambda names, raw: [{"name": name} for name in names]),
-    "path": Alias("benchmark.path", one_entry=True),
-    "split": Alias("benchmark.split"),
-    "paraphrases": Alias("benchmark.paraphrases", one_entry=True),
-    "limit": Alias("benchmark.limit"),
-    "offset": Alias("benchmark.offset"),
+    "path": Alias("benchmark.path", entries="one"),
+    "split": Alias("benchmark.split", entries="every"),
+    "paraphrases": Alias("benchmark.paraphrases", entries="one"),
+    "limit": Alias("benchmark.limit", entries="every"),
+    "offset": Alias("benchmark.offset", entries="every"),
     "corpora": Alias("corpus.paths", lambda paths, raw: list(paths)),
     "out": Alias("out"),
     "alpha": Alias("alpha"),
@@ -219,8 +219,10 @@ def with_aliases(raw: dict, options: dict) -> dict:
         if given is None or given == ():
             continue
         table, _, key = alias.key.rpartition(".")
-        entries = raw.get(table) if table else None
-        if alias.one_entry and isinstance(entries, list) and len(entries) != 1:
+        entries = raw.get(table)
+        if alias.entries and not isinstance(entries, list):
+            continue  # no entry to set the key in: the audit lacks them (refused below)
+        if alias.entries == "one" and isinstance(entries, list) and len(entries) != 1:
             option = option_name(name)
             raise JaxcontamError(
                 f"{option} sets one [[{table}]]'s {key}; the audit has {len(entries)}: give one --{table} with it, "

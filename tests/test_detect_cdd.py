@@ -39,13 +39,24 @@ def test_edit_distance_is_levenshtein(a, b):
     assert edit_distance(a, b) == levenshtein(a, b) == edit_distance(b, a)
 
 
+def authors_peak(samples, greedy, alpha, length):
+    """From Dong et al.'s definition as their CDD.py computes it: every output cut to its first `length` tokens,
+    rho(d) the share of the samples at edit distance d from the greedy output, l the longest cut output (the greedy
+    one included), Peak = sum of rho(d) over d <= alpha * l."""
+    greedy = greedy[:length]
+    samples = [s[:length] for s in samples]
+    longest = max([len(greedy)] + [len(s) for s in samples])
+    distances = [levenshtein(s, greedy) for s in samples]
+    rho = {d: distances.count(d) / len(samples) for d in set(distances)}
+    return sum(share for d, share in rho.items() if d <= alpha * longest)
+
+
 @settings(max_examples=100, deadline=None)
-@given(st.lists(tokens, min_size=1, max_size=8), tokens, st.floats(0, 1))
-def test_peakedness_is_the_share_of_samples_within_alpha_times_the_longest_sample(samples, greedy, alpha):
-    share, distances = peakedness(samples, greedy, alpha)
-    bound = alpha * max(len(s) for s in samples)
-    assert distances == [levenshtein(s, greedy) for s in samples]
-    assert share == sum(levenshtein(s, greedy) <= bound for s in samples) / len(samples)
+@given(st.lists(tokens, min_size=1, max_size=8), tokens, st.floats(0, 1), st.integers(1, 35))
+def test_peakedness_is_the_authors_peak(samples, greedy, alpha, length):
+    share, distances = peakedness(samples, greedy, alpha, length)
+    assert distances == [levenshtein(s[:length], greedy[:length]) for s in samples]
+    assert share == pytest.approx(authors_peak(samples, greedy, alpha, length), abs=1e-12)
 
 
 def test_peakedness_on_fixed_samples():
@@ -54,10 +65,23 @@ def test_peakedness_on_fixed_samples():
         list(range(20)),  # 0 edits
         list(range(19)) + [99],  # 1 substitution
         list(range(18)),  # 2 deletions
-        [7] * 40,  # far: 39 edits; also the longest sample, so the bound is 0.05 * 40 = 2 edits
+        [7] * 40,  # far: 39 edits; also the longest output, so the bound is 0.05 * 40 = 2 edits
     ]
-    assert peakedness(samples, greedy, 0.05) == (0.75, [0, 1, 2, 39])
-    assert peakedness(samples, greedy, 0.0) == (0.25, [0, 1, 2, 39])  # only an exact copy counts
+    assert peakedness(samples, greedy, 0.05, 100) == (0.75, [0, 1, 2, 39])
+    assert peakedness(samples, greedy, 0.0, 100) == (0.25, [0, 1, 2, 39])  # only an exact copy counts
+
+
+def test_only_the_first_compared_tokens_count_and_the_greedy_output_sets_l():
+    """By hand. Cut to 4 tokens: [1,2,3,4,9,9] equals the greedy [1,2,3,4] (0 edits), [1,2,3] is one deletion away,
+    [9,9,9,9] four substitutions; l = 4, alpha = 0.25: bound 1, so 2 of the 3 samples (the greedy output is no
+    sample). Uncut: 2, 3 and 7 edits from [1..6], l = 7, bound 1.75: none."""
+    greedy = [1, 2, 3, 4, 5, 6]
+    samples = [[1, 2, 3, 4, 9, 9], [1, 2, 3], [9] * 7]
+    assert peakedness(samples, greedy, 0.25, 4) == (2 / 3, [0, 1, 4])
+    assert peakedness(samples, greedy, 0.25, 100) == (0.0, [2, 3, 7])
+    # the greedy output is the longest: l = 10, bound 2, so [1..8] (2 deletions) counts, [1..5] (5) does not;
+    # with l the longest sample (8) the bound would be 1.6 and neither would
+    assert peakedness([list(range(1, 6)), list(range(1, 9))], list(range(1, 11)), 0.2, 100) == (0.5, [5, 2])
 
 
 def test_flagged_share_counts_items_above_xi():
@@ -72,6 +96,17 @@ def test_bad_settings_are_refused():
         CddSettings(samples=0)
     with pytest.raises(JaxcontamError, match="xi"):
         CddSettings(xi=1.0)
+    with pytest.raises(JaxcontamError, match="compared_tokens"):
+        CddSettings(compared_tokens=0)
+
+
+def test_the_compared_length_is_part_of_the_resume_key():
+    from jaxcontam.detect.stage import StageInput
+    from jaxcontam.detectors.cdd import CDD_STAGE
+
+    stage_input = StageInput(None, None, 0, 0)  # type: ignore[arg-type]  (the key reads neither)
+    keys = [CDD_STAGE.per_item.key(stage_input, CddSettings(compared_tokens=n)) for n in (100, 50)]
+    assert keys[0]["compared_tokens"] == 100 and keys[0] != keys[1]
 
 
 @pytest.fixture(scope="module")
@@ -94,6 +129,13 @@ def test_a_seeded_run_reproduces_and_does_not_depend_on_the_chunks(tiny):
     assert whole == cdd_records(model, benchmark, items, drawn, seed=1)
     assert len({sample_key(item.id, j) for item in items for j in range(50)}) == 100  # a key per item and sample
     assert all(len(r["cdd_distances"]) == 2 and r["cdd_greedy_tokens"] >= 1 for r in whole)
+
+
+def test_outputs_are_generated_only_as_far_as_they_are_compared(tiny):
+    model, benchmark = tiny
+    short = CddSettings(samples=2, max_new_tokens=12, compared_tokens=3, temperature=1.0)
+    records = cdd_records(model, benchmark, list(benchmark), short, seed=1)
+    assert all(r["cdd_greedy_tokens"] <= 3 and max(r["cdd_distances"]) <= 3 for r in records)
 
 
 def test_temperature_zero_samples_are_the_greedy_output(tiny):

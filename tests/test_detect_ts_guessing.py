@@ -2,6 +2,8 @@
 Google's rouge_score, the authors' item filter, and the records on the bundled tiny model."""
 
 import pathlib
+import re
+import types
 
 import pytest
 from hypothesis import given, settings
@@ -68,6 +70,69 @@ def test_the_guess_is_the_replys_first_sentence_after_the_letter(reply, guess):
 
 def test_exact_match_ignores_case_and_surrounding_space():
     assert exact_match(" jupiter ", "Jupiter") and not exact_match("Jupiter.", "Jupiter")
+
+
+QUIZ = (
+    Item("planet", "quiz", "Which planet is known as the red planet?", 1, ("Venus", "Mars", "Jupiter", "Saturn")),
+    Item("gas", "quiz", "Which gas do plants take in?", 0, ("Carbon dioxide", "Helium", "Neon", "Argon", "Xenon")),
+    Item("metal", "quiz", "Which metal is liquid at room temperature?", 2, ("Iron", "Copper", "Mercury")),
+)
+
+
+class ByteTokenizer:
+    """Text as its UTF-8 bytes, so a stand-in model can read the prompt it is given."""
+
+    def encode(self, text):
+        return list(text.encode())
+
+
+def guesses(monkeypatch, reply) -> list[dict]:
+    """QUIZ's records from a stand-in model: `reply(item, masked letter, masked option)` is its reply to the
+    prompt that masks that option (read back from the prompt it gets)."""
+    by_question = {item.question: item for item in QUIZ}
+
+    def stand_in(model, prompts, **kwargs):
+        replies = []
+        for prompt in prompts:
+            text = bytes(prompt).decode()
+            letter = re.search(r"option ([A-Z]) based", text).group(1)
+            item = by_question[re.search(r"Question: (.*)", text).group(1)]
+            replies.append(types.SimpleNamespace(text=reply(item, letter, item.choices["ABCDE".index(letter)])))
+        return replies
+
+    monkeypatch.setattr("jaxcontam.detectors.ts_guessing.generate", stand_in)
+    model = types.SimpleNamespace(tokenizer=ByteTokenizer(), config=types.SimpleNamespace(max_position=4096))
+    records = ts_guessing_records(model, list(QUIZ), TsGuessingSettings(chat_template="never"), seed=3)
+    assert all(r["ts_skipped"] is None and r["ts_masked"] != item.answer for r, item in zip(records, QUIZ))
+    return records
+
+
+def test_a_model_that_restores_the_masked_option_matches_it(monkeypatch):
+    """The exact match is against the masked wrong option, after the reply's letter, its brackets and its case."""
+    records = guesses(monkeypatch, lambda item, letter, option: f"{letter}: [{option.upper()}]\nThat is all.")
+    assert [r["ts_exact_match"] for r in records] == [True] * len(QUIZ)
+    assert [r["ts_rouge_l"] for r in records] == [1.0] * len(QUIZ)
+
+
+def test_a_model_that_names_the_correct_answer_does_not_match(monkeypatch):
+    """LLMSanitize scores the guess against the item's correct answer; the paper's task, and jaxcontam, against
+    the masked option: naming the correct answer is no restored option."""
+    records = guesses(monkeypatch, lambda item, letter, option: item.choices[item.answer])
+    assert [r["ts_exact_match"] for r in records] == [False] * len(QUIZ)
+
+
+@pytest.mark.parametrize(
+    ("reply", "matches"),
+    [
+        (lambda option: option.lower(), True),  # LLMSanitize lowercases both sides
+        (lambda option: f"  {option.upper()}  ", True),  # surrounding space dropped (LLMSanitize keeps it)
+        (lambda option: f"{option}.", False),  # punctuation kept, as LLMSanitize keeps it
+        (lambda option: f"{option} (I think)", False),
+    ],
+)
+def test_the_exact_match_normalisation(monkeypatch, reply, matches):
+    records = guesses(monkeypatch, lambda item, letter, option: reply(option))
+    assert [r["ts_exact_match"] for r in records] == [matches] * len(QUIZ)
 
 
 words = st.lists(st.sampled_from(["the", "cat", "sat", "on", "a", "mat", "Dog", "ran", "7", "mat."]), max_size=12)

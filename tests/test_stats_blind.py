@@ -38,6 +38,20 @@ def test_auc_is_scipys_and_sklearns():
     assert ours.low == pytest.approx(theirs.low, abs=0.02) and ours.high == pytest.approx(theirs.high, abs=0.02)
 
 
+def test_auc_draws_each_group_as_rng_choice_does():
+    """Without clusters each replicate is the AUC of `rng.choice` draws of each group's items, in input order, so a
+    script's bootstrap written as those draws (experiments/real_model, before it used the library) is reproduced."""
+    rng = np.random.default_rng(3)
+    scores, labels = rng.normal(size=23), rng.random(23) < 0.4  # > 10 items: string cluster keys would sort apart
+    result = auc(scores, labels, resamples=50, seed=7)
+    draw = np.random.default_rng(7)
+    positive, negative = scores[labels], scores[~labels]
+    for replicate in result.replicates:
+        a, b = draw.choice(positive, positive.size), draw.choice(negative, negative.size)
+        wins = (a[:, None] > b[None, :]) + 0.5 * (a[:, None] == b[None, :])
+        assert replicate == pytest.approx(wins.mean(), abs=1e-12)
+
+
 def test_auc_clusters_resample_together_and_bad_input():
     scores = np.array([3.0, 3.0, 0.0, 1.0, 2.0, 0.5])
     labels = np.array([True, True, True, False, False, False])

@@ -91,12 +91,12 @@ def add_scores(items):
     return items
 
 
-def load_arm(folder: pathlib.Path):
-    """An arm's audit items indexed by id, with `drawn` (the half labelled contaminated; in the control arm the
-    same half, untrained) and `seen` (contaminated in this model) from its ground truth."""
+def load_arm(folder: pathlib.Path, audit: str = "audit_jaxcontam"):
+    """An arm's items of one of its audits, indexed by id, with `drawn` (the half labelled contaminated; in the
+    control arm the same half, untrained) and `seen` (contaminated in this model) from its ground truth."""
     import pandas as pd
 
-    items = pd.read_parquet(folder / "audit_jaxcontam" / "items.parquet")
+    items = pd.read_parquet(folder / audit / "items.parquet")
     truth = [json.loads(line) for line in (folder / "ground_truth.jsonl").read_text().splitlines() if line]
     drawn = {row["id"]: bool(row["drawn"]) for row in truth}
     seen = {row["id"]: bool(row["contaminated"]) for row in truth}
@@ -418,7 +418,7 @@ def calibrated_pacost(arms: dict, reference, confidences=CONFIDENCES, seed: int 
     """Every arm's halves tested against the reference; the control arm's share of flagged halves (every
     confidence, benchmark and half) against the 99% binomial band at alpha; power on the contaminated arms'
     contaminated halves and false-positive rate on their clean halves, each with a Clopper-Pearson 95% CI."""
-    from scipy.stats import binomtest
+    from jaxcontam.stats.intervals import clopper_pearson
 
     rows = []
     for arm in (a for a in ARMS if a in arms):
@@ -429,7 +429,7 @@ def calibrated_pacost(arms: dict, reference, confidences=CONFIDENCES, seed: int 
         """Flagged among the halves with a p-value (`n`); `untested`: the halves without one (an error row, NaN)."""
         counts = verdicts.tally(verdicts.pvalue_outcome(r.get(key), ALPHA) for r in selected)
         k, n = counts["flagged"], counts["tested"]
-        ci = binomtest(k, n).proportion_ci(0.95, "exact") if n else None  # report.py's clopper_pearson: scipy's
+        ci = clopper_pearson(k, n, 0.95) if n else None
         return {"flagged": k, "n": n, "untested": counts["untested"], "rate": k / n if n else None,
                 "ci95": [float(ci.low), float(ci.high)] if ci else None,
                 "band99": list(binomial_band(n, ALPHA, 0.99)) if n else None}

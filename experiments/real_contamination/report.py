@@ -16,9 +16,10 @@ Per-item flags:
   (too few pairs: no p-value) is neither: it leaves the denominator, and the cell says how many ("no test on
   a / b", with flagged / tested halves in place of the percentages).
 
-Intervals: Wilson for per-item rates, Clopper-Pearson for per-benchmark ones (scipy). A detector flags a dose
-when its rate on the contaminated half exceeds the clean half's (one-sided Fisher exact p < 0.05, per-item
-detectors) or when it flags a contaminated half and none of the clean halves it tested (PaCoST; at least one).
+Intervals: Wilson for per-item rates, Clopper-Pearson for per-benchmark ones (`jaxcontam.stats.intervals`).
+A detector flags a dose when its rate on the contaminated half exceeds the clean half's (one-sided Fisher exact
+p < 0.05, per-item detectors) or when it flags a contaminated half and none of the clean halves it tested (PaCoST;
+at least one).
 
 AUCs and the ground-truth EPG (accuracy on all items minus on the clean half) are computed here from the items,
 for every arm, the control arm included (its "contaminated" half is the drawn half it never saw, so its row is
@@ -66,15 +67,11 @@ def wilson(k: int, n: int) -> list[float]:
 
 
 def clopper_pearson(k: int, n: int) -> list[float]:
-    """A per-benchmark rate's 95% exact interval ([NaN, NaN] with no half tested), as scipy's binomtest finds it by
-    root search: the committed report.json's digits (`jaxcontam.stats.intervals.clopper_pearson`, from the beta
-    quantiles, differs from it by at most 5e-13)."""
-    from scipy.stats import binomtest
-
+    """A per-benchmark rate's 95% exact interval ([NaN, NaN] with no half tested)."""
     if n == 0:
         return [float("nan"), float("nan")]
-    interval = binomtest(k, n).proportion_ci(0.95, method="exact")
-    return [float(interval.low), float(interval.high)]
+    interval = intervals.clopper_pearson(k, n, 0.95)
+    return [interval.low, interval.high]
 
 
 def fisher_greater(flagged_contaminated: int, n_contaminated: int, flagged_clean: int, n_clean: int) -> float:

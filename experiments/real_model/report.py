@@ -20,9 +20,9 @@ from pathlib import Path
 import numpy as np
 
 from experiments import summary_verdicts as verdicts  # tested, not detected, not tested
-from experiments.real_model.run import bootstrap_auc  # the membership contrast's interval, the same resampling
 from jaxcontam.detect.pacost.confidences import CONFIDENCES as REGISTERED
 
+RESAMPLES = 2000  # each AUC's bootstrap: items resampled within each group (`jaxcontam.stats.auc`)
 # the library's confidences in the tables' order: those measured only when chosen (the paper's P(yes)) first
 CONFIDENCES = tuple(sorted(REGISTERED, key=lambda name: not REGISTERED[name].on_demand))
 
@@ -30,12 +30,14 @@ CONFIDENCES = tuple(sorted(REGISTERED, key=lambda name: not REGISTERED[name].on_
 def auc_with_interval(scores: np.ndarray, labels: np.ndarray):
     """AUC of finite `scores` for labels True vs False, its bootstrap 95% interval, and the group sizes."""
     from jaxcontam.stats import separation
+    from jaxcontam.stats.auc import auc
 
     keep = np.isfinite(scores)
     scores, labels = scores[keep], labels[keep]
     if labels.all() or not labels.any():
         return float("nan"), (float("nan"), float("nan")), int(labels.sum()), int((~labels).sum())
-    return separation(scores, labels)["auc"], bootstrap_auc(scores, labels), int(labels.sum()), int((~labels).sum())
+    interval = auc(scores, labels, resamples=RESAMPLES, seed=0).confidence_interval(0.95)
+    return separation(scores, labels)["auc"], (interval.low, interval.high), int(labels.sum()), int((~labels).sum())
 
 
 def pacost_records(state: Path, benchmark: str) -> list[dict]:

@@ -99,31 +99,6 @@ def audit_folder(preset: str) -> str:
     return "audit" if preset == "jaxcontam" else f"audit-{preset}"
 
 
-def bootstrap_auc(scores: np.ndarray, labels: np.ndarray, resamples: int = 2000, seed: int = 0) -> tuple[float, float]:
-    """Percentile 95% interval of the AUC, items resampled within each group.
-
-    Each resample's AUC is `separation`'s (non-finite scores left out, ties count half), read from one matrix of
-    pairwise comparisons weighted by how often the resample drew each item: one product per resample instead of a
-    Mann-Whitney test each."""
-    rng = np.random.default_rng(seed)
-    scores, labels = np.asarray(scores, np.float64), np.asarray(labels, bool)
-    seen, clean = np.flatnonzero(labels), np.flatnonzero(~labels)
-    seen_draws, clean_draws = np.zeros((resamples, seen.size)), np.zeros((resamples, clean.size))
-    for row in range(resamples):  # the same draws, in the same order, as one `rng.choice` pair per resample
-        np.add.at(seen_draws[row], np.searchsorted(seen, rng.choice(seen, seen.size)), 1)
-        np.add.at(clean_draws[row], np.searchsorted(clean, rng.choice(clean, clean.size)), 1)
-    seen_scores, clean_scores = scores[seen], scores[clean]
-    seen_draws[:, ~np.isfinite(seen_scores)] = 0
-    clean_draws[:, ~np.isfinite(clean_scores)] = 0
-    with np.errstate(invalid="ignore"):
-        wins = (seen_scores[:, None] > clean_scores[None, :]) + 0.5 * (seen_scores[:, None] == clean_scores[None, :])
-        draws = np.einsum("ri,ij,rj->r", seen_draws, wins, clean_draws) / (
-            seen_draws.sum(axis=1) * clean_draws.sum(axis=1)
-        )
-    low, high = np.quantile(draws, [0.025, 0.975])
-    return float(low), float(high)
-
-
 def membership(args, out: Path) -> dict:
     """Likelihood detectors on GSM8K train (possibly seen) vs test items."""
     import jaxcontam
@@ -131,6 +106,7 @@ def membership(args, out: Path) -> dict:
     from jaxcontam.detect.likelihood import LIKELIHOOD_DETECTORS, LOWER_MEANS_SEEN, LikelihoodSettings
     from jaxcontam.detectors.likelihood import likelihood_records
     from jaxcontam.stats import separation
+    from jaxcontam.stats.auc import auc
 
     start = time.perf_counter()
     model = jaxcontam.load_model(MODEL)
@@ -154,10 +130,10 @@ def membership(args, out: Path) -> dict:
         scores = np.array([r[detector] for r in records["train"] + records["test"]], np.float64)
         sign = -1.0 if detector in LOWER_MEANS_SEEN else 1.0
         found = separation(sign * scores, labels)
-        low, high = bootstrap_auc(sign * scores, labels)
+        interval = auc(sign * scores, labels, resamples=2000, seed=0).confidence_interval(0.95)
         result["detectors"][detector] = {
             "auc": found["auc"],
-            "auc_ci95": [low, high],
+            "auc_ci95": [interval.low, interval.high],
             "pvalue": found["pvalue"],
             "mean_train": float(np.nanmean(scores[labels])),
             "mean_test": float(np.nanmean(scores[~labels])),

@@ -3,10 +3,13 @@
 Contamination and Trustworthy Evaluation for Large Language Models", arXiv 2402.15938).
 
 A model that memorised an item answers its prompt the same way however it samples: the sampled outputs crowd
-around the greedy one. Per item: `samples` outputs at temperature T and the greedy output; the token-level edit
-distance of each sample to the greedy output; the peakedness is the share of samples within alpha * l of it (l: the
-longest sample, in tokens); the item is flagged when the peakedness exceeds xi. The paper gives no test: the share
-of flagged items and the peakedness's AUC against known labels are effect sizes (docs/methods.md, "CDD").
+around the greedy one. Per item, as the authors' `CDD.py` (github.com/YihongDong/CDD-TED4LLMs,
+`get_edit_distance_distribution_star` and `calculate_ratio`) computes it: `samples` outputs at temperature T and the
+greedy output, each cut to its first `compared_tokens` tokens (the authors' `length = 100`); the token-level edit
+distance of each sample to the greedy output; the peakedness is the share of the samples (the greedy output is not
+one of them) within alpha * l edits of it, l the longest of the cut outputs, the greedy one included; the item is
+flagged when the peakedness exceeds xi. The paper gives no test: the share of flagged items and the peakedness's AUC
+against known labels are effect sizes (docs/methods.md, "CDD").
 """
 
 from __future__ import annotations
@@ -27,16 +30,17 @@ from jaxcontam.engine.chat import ChatMode, check_chat_mode
 @dataclasses.dataclass(frozen=True)
 class CddSettings:
     """The [cdd] table: `samples` outputs per item at `temperature` (plus the greedy one), each at most
-    `max_new_tokens` long; a sample within `edit_fraction` * l edits of the greedy output counts towards the
-    peakedness, and an item whose peakedness exceeds `xi` is flagged (Dong et al.'s defaults: 50 samples, T = 0.8,
-    alpha (here `edit_fraction`) = 0.05, xi = 0.01). `chat_template`: the item's prompt as a chat turn ("auto": when
-    the tokenizer has a template)."""
+    `max_new_tokens` long, of which the first `compared_tokens` are compared; a sample within `edit_fraction` * l
+    edits of the greedy output counts towards the peakedness, and an item whose peakedness exceeds `xi` is flagged
+    (the authors' defaults: 50 samples, T = 0.8, the first 100 tokens, alpha (here `edit_fraction`) = 0.05,
+    xi = 0.01). `chat_template`: the item's prompt as a chat turn ("auto": when the tokenizer has a template)."""
 
-    samples: int = ranged(50, at_least=1)
-    temperature: float = ranged(0.8, at_least=0)  # 0: every sample is the greedy output
-    max_new_tokens: int = ranged(128, at_least=1)
+    samples: int = ranged(50, at_least=1)  # the authors' 50 (CDD.py; LLMSanitize's default is 20)
+    temperature: float = ranged(0.8, at_least=0)  # the authors' 0.8; 0: every sample is the greedy output
+    max_new_tokens: int = ranged(128, at_least=1)  # LLMSanitize's max_tokens; generation stops at compared_tokens
+    compared_tokens: int = ranged(100, at_least=1)  # the authors' length = 100: each output's first tokens compared
     edit_fraction: float = ranged(0.05, at_least=0, at_most=1)  # the paper's alpha (the audit's level is another)
-    xi: float = ranged(0.01, at_least=0, below=1)
+    xi: float = ranged(0.01, at_least=0, below=1)  # the authors' 0.01
     chat_template: ChatMode = "auto"
 
     def __post_init__(self):
@@ -63,13 +67,18 @@ def edit_distance(a: Sequence[int], b: Sequence[int]) -> int:
     return int(previous[-1])
 
 
-def peakedness(samples: Sequence[Sequence[int]], greedy: Sequence[int], alpha: float) -> tuple[float, list[int]]:
-    """(the share of `samples` within alpha * l edits of `greedy`, each sample's edit distance to it); l is the
-    longest sample's length in tokens, so the bound is alpha * l, the paper's F(d <= alpha * l)."""
+def peakedness(
+    samples: Sequence[Sequence[int]], greedy: Sequence[int], alpha: float, compared_tokens: int
+) -> tuple[float, list[int]]:
+    """(the share of `samples` within alpha * l edits of `greedy`, each sample's edit distance to it), every output
+    cut to its first `compared_tokens` tokens; l is the longest cut output, the greedy one included, and the bound
+    is inclusive: the authors' `calculate_ratio(distances, alpha * max_length)`."""
     if not samples:
         return math.nan, []
-    distances = [edit_distance(sample, greedy) for sample in samples]
-    bound = alpha * max(len(sample) for sample in samples)
+    cut = [list(sample[:compared_tokens]) for sample in samples]
+    reference = list(greedy[:compared_tokens])
+    distances = [edit_distance(sample, reference) for sample in cut]
+    bound = alpha * max(len(reference), *(len(sample) for sample in cut))
     return sum(d <= bound for d in distances) / len(samples), distances
 
 

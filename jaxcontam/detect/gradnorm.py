@@ -32,8 +32,8 @@ class GradNormSettings:
     absolute entry) and the dtype the gradient is taken in ("float32": bfloat16 weights upcast inside the step;
     "weights": the weights' own dtype, half the extra memory)."""
 
-    norm: NormName = "linf"
-    dtype: Literal["float32", "weights"] = "float32"
+    norm: NormName = "linf"  # mimir's default p = inf (gradnorm.py, `kwargs.get("p", np.inf)`)
+    dtype: Literal["float32", "weights"] = "float32"  # "weights": the model's own dtype, as mimir takes it
 
     def __post_init__(self):
         if self.norm not in NORM_ORDER:

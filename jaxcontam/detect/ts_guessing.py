@@ -32,7 +32,7 @@ class TsGuessingSettings:
     """The [ts_guessing] table: the reply's length (LLMSanitize's 128 tokens) and whether the prompt is a chat turn
     ("auto": when the tokenizer has a template)."""
 
-    max_new_tokens: int = ranged(128, at_least=1)
+    max_new_tokens: int = ranged(128, at_least=1)  # LLMSanitize's max_output_tokens; the reply is greedy
     chat_template: ChatMode = "auto"
 
     def __post_init__(self):

@@ -25,10 +25,12 @@ def sample_key(item_id: str, sample: int) -> int:
 
 def cdd_records(model, benchmark, items, settings: CddSettings, seed: int) -> list[dict]:
     """Per item: the peakedness of its samples around its greedy output, whether it exceeds xi, each sample's edit
-    distance to the greedy output and the greedy output's length in tokens."""
+    distance to the greedy output (their first `compared_tokens` tokens) and the greedy output's length in tokens."""
     tokenizer, mode = model.tokenizer, settings.chat_template
     prompts = [encode_chat(tokenizer, chat_prompt(tokenizer, benchmark.prompt(item), mode), mode) for item in items]
-    room = max(1, min(settings.max_new_tokens, model.config.max_position - max(map(len, prompts))))
+    # tokens after the first compared_tokens are never compared, so they are not generated
+    longest = min(settings.max_new_tokens, settings.compared_tokens)
+    room = max(1, min(longest, model.config.max_position - max(map(len, prompts))))
     greedy = generate(model, prompts, max_new_tokens=room, temperature=0.0)
     count = settings.samples
     sampled = generate(
@@ -42,7 +44,7 @@ def cdd_records(model, benchmark, items, settings: CddSettings, seed: int) -> li
     records = []
     for i, item in enumerate(items):
         samples = [g.token_ids for g in sampled[i * count : (i + 1) * count]]
-        peak, distances = peakedness(samples, greedy[i].token_ids, settings.edit_fraction)
+        peak, distances = peakedness(samples, greedy[i].token_ids, settings.edit_fraction, settings.compared_tokens)
         records.append(
             {
                 "id": item.id,
@@ -65,6 +67,7 @@ def _resume_key(stage_input: StageInput, settings: CddSettings) -> dict:
         "samples": settings.samples,
         "temperature": settings.temperature,
         "max_new_tokens": settings.max_new_tokens,
+        "compared_tokens": settings.compared_tokens,
         "edit_fraction": settings.edit_fraction,
         "xi": settings.xi,
         "chat_template": settings.chat_template,
@@ -97,9 +100,9 @@ def _section(result: CddResult, figures) -> str:
             ("contaminated / clean items", f"{text(peak.n_contaminated)} / {text(peak.n_clean)}"),
         ]
     return (
-        "<p>Per item, the share of sampled outputs within alpha times the longest sample's length (in token edits) of "
-        "the greedy output (Dong et al.'s peakedness); an item is flagged when it exceeds xi. Higher means more likely "
-        "seen. Effect sizes with no test, so no verdict.</p>\n" + facts(pairs)
+        "<p>Per item, the share of sampled outputs within alpha times the longest output's length (in token edits, "
+        "each output's first tokens) of the greedy output (Dong et al.'s peakedness); an item is flagged when it "
+        "exceeds xi. Higher means more likely seen. Effect sizes with no test, so no verdict.</p>\n" + facts(pairs)
     )
 
 

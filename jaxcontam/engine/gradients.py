@@ -4,9 +4,13 @@
 The loss is -mean_t log p(x_t | x_<t) over the scored tokens (t >= 1, as `score_logprobs` scores them), from the
 model's own forward (`hidden_states`, then `logits_from_hidden`: a float32 log-softmax over the vocabulary). Each
 sequence sits alone in a row, right-padded to one of a few bucket widths (`engine.packing`, pack=False), so any
-causal `ModelInterface` model is exact. One jitted step per (rows, width) maps over its rows with `lax.map`: one
-row's gradient is alive at a time, so memory stays at the parameters' size once more (twice in float32 for bfloat16
-weights, `upcast`), never once per row; its norms come back per parameter tensor.
+causal `ModelInterface` model is exact. One jitted step per (rows, width) lays its rows over the mesh "data" axis
+(each process supplies only its own devices' rows, `engine.distributed`, as scoring does) and each device maps over
+its own rows with `lax.map` (`jax.shard_map` over "data": a sequential loop over rows cannot be split by the
+compiler), so a multi-host run computes each row once; the norms are gathered to every process. One row's gradient
+is alive per device at a time, so memory stays at the parameters' size once more (twice in float32 for bfloat16
+weights, `upcast`), never once per row; its norms come back per parameter tensor. Under fsdp the step gathers the
+weights on every device, as a row's gradient is the parameters' size anyway.
 
 A parameter tensor is one array of the params pytree, except that layer weights stacked on a leading axis (jaxcontam's
 own decoders: `params["layers"]`, one slice per layer) count one tensor per layer, as a torch model's
@@ -24,7 +28,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxcontam.engine.distributed import fetch, model_mesh
+from jaxcontam.engine.distributed import fetch, global_array, model_mesh, rows_for
 from jaxcontam.engine.finite import check_finite
 from jaxcontam.engine.packing import SMALLEST_UNPACKED, default_buckets, plan_batches
 from jaxcontam.engine.platform import matmul_precision
@@ -86,39 +90,53 @@ def _entrywise_norm(gradient: jax.Array, order: float, axes: tuple[int, ...]) ->
 
 @functools.partial(jax.jit, static_argnames=("spec", "order", "upcast"))
 def _norms_step(params, spec, tokens, positions, segment_ids, targets, weights, *, order, upcast):
-    """float32 [rows, tensors]: each row's per-tensor gradient norms of its weighted token loss."""
+    """float32 [rows, tensors]: each row's per-tensor gradient norms of its weighted token loss, rows over "data",
+    each device computing its own rows."""
     stacked = _stacked_layers(params, spec)
     paths_leaves, treedef = jax.tree_util.tree_flatten_with_path(params)
-    leaves = [leaf for _, leaf in paths_leaves]
-    floating = [i for i, leaf in enumerate(leaves) if jnp.issubdtype(leaf.dtype, jnp.floating)]
-    wrt = [leaves[i].astype(jnp.float32) if upcast else leaves[i] for i in floating]
+    floating = [i for i, (_, leaf) in enumerate(paths_leaves) if jnp.issubdtype(leaf.dtype, jnp.floating)]
 
-    def rebuilt(values):
-        filled = list(leaves)
-        for i, value in zip(floating, values):
-            filled[i] = value
-        return jax.tree_util.tree_unflatten(treedef, filled)
+    def device_rows(params, *rows):
+        leaves = jax.tree_util.tree_leaves(params)
+        wrt = [leaves[i].astype(jnp.float32) if upcast else leaves[i] for i in floating]
 
-    def row_norms(row):
-        tok, pos, seg, tgt, weight = (a[None] for a in row)
+        def rebuilt(values):
+            filled = list(leaves)
+            for i, value in zip(floating, values):
+                filled[i] = value
+            return jax.tree_util.tree_unflatten(treedef, filled)
 
-        def loss(values):
-            model_params = rebuilt(values)
-            hidden = spec.hidden_states(model_params, tok, pos, seg)
-            logp = jax.nn.log_softmax(spec.logits_from_hidden(model_params, hidden), axis=-1)
-            picked = jnp.take_along_axis(logp, tgt[..., None], axis=-1)[..., 0]
-            return -jnp.sum(picked * weight)
+        def row_norms(row):
+            tok, pos, seg, tgt, weight = (a[None] for a in row)
 
-        grads = jax.grad(loss)(wrt)
-        norms = []
-        for i, gradient in zip(floating, grads):
-            if _is_layer(paths_leaves[i][0], stacked):
-                norms.append(_entrywise_norm(gradient, order, tuple(range(1, gradient.ndim))))
-            else:
-                norms.append(_entrywise_norm(gradient, order, tuple(range(gradient.ndim)))[None])
-        return jnp.concatenate(norms)
+            def loss(values):
+                model_params = rebuilt(values)
+                hidden = spec.hidden_states(model_params, tok, pos, seg)
+                logp = jax.nn.log_softmax(spec.logits_from_hidden(model_params, hidden), axis=-1)
+                picked = jnp.take_along_axis(logp, tgt[..., None], axis=-1)[..., 0]
+                return -jnp.sum(picked * weight)
 
-    return jax.lax.map(row_norms, (tokens, positions, segment_ids, targets, weights))
+            grads = jax.grad(loss)(wrt)
+            norms = []
+            for i, gradient in zip(floating, grads):
+                if _is_layer(paths_leaves[i][0], stacked):
+                    norms.append(_entrywise_norm(gradient, order, tuple(range(1, gradient.ndim))))
+                else:
+                    norms.append(_entrywise_norm(gradient, order, tuple(range(gradient.ndim)))[None])
+            return jnp.concatenate(norms)
+
+        return jax.lax.map(row_norms, rows)
+
+    # check_vma=False: the models' loops start from constants that carry no varying-axes type; each device's
+    # gradient is of its own rows' loss alone (nothing is summed over "data")
+    by_row = jax.P("data")
+    return jax.shard_map(
+        device_rows,
+        in_specs=(jax.P(), *[by_row] * 5),
+        out_specs=by_row,
+        axis_names=frozenset({"data"}),
+        check_vma=False,
+    )(params, tokens, positions, segment_ids, targets, weights)
 
 
 def loss_gradient_norms(
@@ -153,23 +171,17 @@ def loss_gradient_norms(
         )
     names = tensor_names(model.params, spec)
     buckets = tuple(buckets or default_buckets(longest, SMALLEST_UNPACKED))
-    batches = plan_batches(token_ids, rows_per_batch=rows_per_batch, buckets=buckets, pack=False)
+    mesh = model_mesh(model)
+    batches = plan_batches(token_ids, rows_per_batch=rows_for(mesh, rows_per_batch), buckets=buckets, pack=False)
     found: list[np.ndarray | None] = [None] * len(token_ids)
-    with jax.set_mesh(model_mesh(model)), matmul_precision(model.params):
+    with jax.set_mesh(mesh), matmul_precision(model.params):
         for batch in batches:
             weights = np.zeros(batch.tokens.shape, np.float32)
             for p in batch.placements:  # the mean over the sequence's scored tokens: positions offset .. end - 2
                 weights[p.row, p.offset : p.offset + p.length - 1] = 1.0 / (p.length - 1)
+            arrays = (batch.tokens, batch.positions, batch.segment_ids, batch.targets, weights)
             out = _norms_step(
-                model.params,
-                spec,
-                batch.tokens,
-                batch.positions,
-                batch.segment_ids,
-                batch.targets,
-                weights,
-                order=float(order),
-                upcast=upcast,
+                model.params, spec, *(global_array(a, mesh) for a in arrays), order=float(order), upcast=upcast
             )
             rows = fetch(out)
             for p in batch.placements:

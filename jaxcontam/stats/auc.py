@@ -55,10 +55,13 @@ class AUCResult:
 
 
 def _groups(clusters: np.ndarray, mask: np.ndarray) -> list[np.ndarray]:
-    """Indices of the items of each cluster among `mask`."""
+    """Indices of the items of each cluster among `mask`, the clusters in the order they first appear (so unclustered
+    items are drawn as `rng.choice` draws them from the group: a resample's items follow the input's order)."""
     where = np.flatnonzero(mask)
-    _, inverse = np.unique(clusters[where], return_inverse=True)
-    return [where[inverse == c] for c in range(inverse.max() + 1)] if where.size else []
+    if not where.size:
+        return []
+    _, first, inverse = np.unique(clusters[where], return_index=True, return_inverse=True)
+    return [where[inverse == c] for c in np.argsort(first, kind="stable")]
 
 
 def auc(

@@ -1,0 +1,87 @@
+"""experiments/real_contamination/detectors.py's report on synthetic arms shaped like the real ones (the committed
+ground truths, items.parquet's columns): a planted membership effect gives the dose's AUC and power, the control
+and format-control arms give the drawn half's AUC and the tests' level, and an arm not audited is said so."""
+
+import json
+import shutil
+
+import numpy as np
+import pytest
+
+from experiments.real_contamination import detectors
+from experiments.real_contamination.design import BENCHMARKS
+
+pd = pytest.importorskip("pandas")
+
+ARMS = ("control", "format_x4", "verbatim_x4", "verbatim_x4_swapped")
+
+
+def _items(truth: list[dict], rng: np.random.Generator, effect: float):
+    seen = np.array([row["contaminated"] for row in truth], float)
+    n = len(truth)
+
+    def noise():
+        return rng.normal(size=n)
+
+    audited_original = noise() + effect * seen
+    reference_original = noise()
+    return pd.DataFrame(
+        {
+            "id": [row["id"] for row in truth],
+            "benchmark": [row["benchmark"] for row in truth],
+            "question": [f"question {row['id']} " + " ".join(rng.choice(list("abcdefgh"), 6)) for row in truth],
+            "gold": ["gold"] * n,
+            "mean_logprob": noise() + effect * seen,
+            "min_k_plus_plus": noise(),  # no effect: its AUC holds 1/2
+            "reference_log_ratio": audited_original - reference_original,
+            "reference_log_ratio_audited_original": audited_original,
+            "reference_log_ratio_audited_rephrased": noise(),
+            "reference_log_ratio_reference_original": reference_original,
+            "reference_log_ratio_reference_rephrased": noise(),
+            "codec_delta": noise() - effect * seen,
+            "codec_reference_delta": noise(),
+        }
+    )
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory):
+    root = tmp_path_factory.mktemp("results")
+    rng = np.random.default_rng(0)
+    for arm in ARMS:
+        folder = root / "arms" / arm
+        (folder / detectors.AUDIT).mkdir(parents=True)
+        shutil.copy(detectors.HERE / "results" / "arms" / arm / "ground_truth.jsonl", folder)
+        truth = [json.loads(line) for line in (folder / "ground_truth.jsonl").read_text().splitlines() if line]
+        _items(truth, rng, effect=3.0).to_parquet(folder / detectors.AUDIT / "items.parquet")
+    (root / "arms" / "control" / "audit_jaxcontam").mkdir()  # the blind baseline reads the control's audit
+    shutil.copy(
+        root / "arms" / "control" / detectors.AUDIT / "items.parquet", root / "arms" / "control" / "audit_jaxcontam"
+    )
+    return root
+
+
+def test_the_report_on_synthetic_arms(results):
+    report = detectors.analyse(results, permutations=19, resamples=999)
+    assert report["arms"] == sorted(ARMS) and "verbatim_x1" in report["missing"]
+    aucs = {(r["group"], r["benchmark"], r["score"]): r for r in report["aucs"]}
+    for benchmark in BENCHMARKS:
+        planted = aucs[("x4", benchmark, "mean_logprob")]
+        assert planted["arms"] == ["verbatim_x4", "verbatim_x4_swapped"] and planted["draws"] == "both draws"
+        assert planted["auc"] > 0.95 and planted["ci95"][0] > 0.85
+        assert aucs[("x4", benchmark, "codec_delta")]["auc"] > 0.95  # lower means seen: oriented
+        low, high = aucs[("x4", benchmark, "min_k_plus_plus")]["ci95"]
+        assert low < 0.5 < high
+        control = aucs[("control", benchmark, "mean_logprob")]
+        assert control["draws"] == "drawn half" and control["ci95"][0] < 0.5 < control["ci95"][1]
+        assert set(report["blind"][benchmark]) == {"drawn", "other", "mean"}
+    tests = {t["detector"]: t for t in report["tests"]}
+    ratio = tests[detectors.TEST_NAMES["reference_log_ratio"]]
+    assert ratio["power"]["flagged"] == ratio["power"]["tested"] == 2 * len(BENCHMARKS)  # each twin's seen halves
+    assert ratio["levels"]["control"]["tested"] == 2 * len(BENCHMARKS)
+    assert ratio["levels"]["control"]["flagged"] <= 1 and ratio["levels"]["clean"]["flagged"] <= 1
+    assert ratio["eligible"] and ratio["shows_power"] and ratio["oracle"]  # the base model: an oracle
+    text = detectors.markdown(report)
+    assert "an oracle (no auditor has it), never picked" in text
+    assert "Not yet audited (model not retrained in time): verbatim_x1" in text
+    assert "| blind baseline (no model) |" in text and "gradnorm" not in text  # a score no arm has is no row

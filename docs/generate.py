@@ -482,37 +482,23 @@ CONFIG_TABLES = [
     (
         "top level",
         "jaxcontam.audit.config:AuditConfig",
-        {
-            "out": "out",
-            "alpha": "alpha",
-            "correction": "correction",
-            "chunk_size": "chunk_size",
-            "reference_model": "pacost_reference",  # also read as [pacost] reference, its older name
-        },
+        {k: k for k in ("out", "alpha", "correction", "chunk_size", "reference_model")},  # also [pacost] reference
     ),
     ("[[model]]", "jaxcontam.audit.config:ModelEntry", None),
     ("[[benchmark]]", "jaxcontam.audit.config:BenchmarkEntry", None),
-    (
-        "[corpus]",
-        "jaxcontam.audit.config:AuditConfig",
-        {
-            "paths": "corpora",
-            "text_field": "corpus_text_field",
-            "follow_symlinks": "corpus_follow_symlinks",
-            "counts": "counts",
-        },
-    ),
+    ("[corpus]", "jaxcontam.audit.config:CorpusConfig", None),
     ("[pacost]", "jaxcontam.detect.pacost.settings:PacostSettings", None),
     (
         "[pacost] (the rephrase model)",
-        "jaxcontam.audit.config:AuditConfig",
-        {"rephrase_model": "rephrase_model", "rephrase_dtype": "rephrase_dtype", "rephrase_mesh": "rephrase_mesh"},
+        "jaxcontam.audit.config:PacostConfig",
+        {k: k for k in ("rephrase_model", "rephrase_dtype", "rephrase_mesh")},
     ),
     ("[pacost.gates]", "jaxcontam.detect.rephrase:RephraseGates", None),
     ("[likelihood]", "jaxcontam.detect.likelihood:LikelihoodSettings", None),
     ("[exchangeability]", "jaxcontam.detect.exchangeability:ExchangeabilitySettings", None),
     ("[ngram]", "jaxcontam.ngram.audit:NgramSettings", None),
     ("[ngram] (scoring)", "jaxcontam.ngram.audit:NgramScoring", None),
+    ("[ngram] (tokenizer)", "jaxcontam.audit.config:NgramConfig", {"tokenizer": "tokenizer"}),
     (
         "[contam]",
         "jaxcontam.detect.contam:ContamSettings",  # alpha is the top-level key
@@ -526,7 +512,11 @@ CONFIG_TABLES = [
     ("[gradnorm]", "jaxcontam.detect.gradnorm:GradNormSettings", None),
     ("[cdd]", "jaxcontam.detect.cdd:CddSettings", None),
     ("[ts_guessing]", "jaxcontam.detect.ts_guessing:TsGuessingSettings", None),
-    ("[mesh]", "jaxcontam.mesh:MeshSettings", None),
+    (
+        "[mesh]",
+        "jaxcontam.mesh:MeshSettings",
+        {k: k for k in ("data", "model", "fsdp")},
+    ),  # attention: the environment's
 ]
 # Keys whose default the TOML reader fills in itself (`jaxcontam.audit.config.load_config`), not the dataclass.
 READER_DEFAULTS = {("[[model]]", "name"): "the last part of `path`"}
@@ -599,6 +589,18 @@ def config_reference() -> str:
     for table, target, keys in CONFIG_TABLES:
         parts.append(f"**{table}** (`{target.replace(':', '.')}`)\n\n{config_table(table, target, keys)}\n")
     return "\n".join(parts)
+
+
+def option_aliases() -> str:
+    """The named options of `jaxcontam audit` and the `--set` key each one sets (`commands.audit_options.ALIASES`)."""
+    from jaxcontam.commands.audit_options import ALIASES, option_name
+
+    lines = ["| option | sets | note |", "|---|---|---|"]
+    for name, alias in ALIASES.items():
+        note = {"every": "every entry", "one": "one entry only"}.get(alias.entries, "")
+        note += f"replaces `{'`, `'.join(alias.replaces)}`" if alias.replaces else ""
+        lines.append(f"| `{option_name(name)}` | `{alias.key}` | {note} |")
+    return "\n".join(lines) + "\n"
 
 
 def pacost_presets() -> str:
@@ -728,6 +730,7 @@ TABLES: dict[str, Callable[[], str]] = {
     "accelerator-gpu": accelerator_gpu,
     "config-reference": config_reference,
     "pacost-presets": pacost_presets,
+    "option-aliases": option_aliases,
     "environment-variables": environment_variables,
     "command-options": command_options,
     "package-imports": package_imports,

@@ -19,6 +19,12 @@ Self-written rather than draccus or pydantic: the settings are plain frozen data
 `__post_init__` checks (allowed choices, ranges) already give jaxcontam's errors, and the layer needed on top
 (unknown keys, types, dotted overrides) is this small module; a dependency would bring its own error texts and
 conventions (draccus' `--pacost.k`, pydantic models) for no gain.
+
+A config nests as its file does: `read_table` reads a table into a (nested) dataclass, a field whose type is a
+dataclass being a sub-table and `tuple[Entry, ...]` an array of tables ([[model]]); `table_field` names a field's
+TOML key when it differs (`models` is [[model]]), gives a field its own reader, lays a sub-dataclass's keys flat in
+the parent table, or marks a field as not a key (derived by the caller). `resolve_paths` passes the values of path
+fields (`path_field`) through a function first: a file's relative paths are read from its folder.
 """
 
 from __future__ import annotations
@@ -31,7 +37,8 @@ import numbers
 import tomllib
 import types
 import typing
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
 
 from jaxcontam.errors import JaxcontamError
 
@@ -74,9 +81,26 @@ def ranged(default, *, at_least=None, above=None, at_most=None, below=None):
     return dataclasses.field(default=default, metadata={"range": bounds})
 
 
-def path_field(default: str | None = None):
-    """A dataclass field holding a file's path: in a config file, a relative path is read from the file's folder."""
+def path_field(default: Any = None) -> Any:
+    """A dataclass field holding a file's path (or paths): in a config file, a relative path is read from the file's
+    folder."""
     return dataclasses.field(default=default, metadata={"path": True})
+
+
+def table_field(
+    default=dataclasses.MISSING,
+    *,
+    key: str | None = None,
+    read: Callable[[Any, str], Any] | None = None,
+    flat: bool = False,
+    derived: bool = False,
+    default_factory=dataclasses.MISSING,
+) -> Any:
+    """A dataclass field as its config table holds it: under TOML `key` (default: the field's name), read by
+    `read(value, where)` instead of the type-checked default reader, a sub-dataclass whose keys lie `flat` in this
+    table (its default is built from its type), or `derived` (not a key: the caller fills it in)."""
+    metadata = {"key": key, "read": read, "flat": flat, "derived": derived}
+    return dataclasses.field(default=default, default_factory=default_factory, metadata=metadata)
 
 
 def path_fields(cls) -> frozenset[str]:
@@ -189,24 +213,160 @@ def table_values(table: dict, classes: Sequence[type], where: str, extra: Iterab
         )
     values = {}
     for key, value in table.items():
-        kind = types_.get(key)
-        allowed = _allowed(kind)
-        if allowed and not _matches(value, kind):
-            raise JaxcontamError(
-                f"{where}: {key} = {value!r} is not allowed; {key} takes one of " + ", ".join(repr(a) for a in allowed)
-            )
-        if kind is not None and not _matches(value, kind):
-            raise JaxcontamError(
-                f"{where}: {key} = {value!r} is {type(value).__name__}, but {key} takes "
-                f"{_type_name(kind)}; e.g. {key} = {_example(kind)}"
-            )
         owner = next((cls for cls in classes if key in _field_types(cls)), None)
-        error = None if owner is None else range_error(key, value, owner, where)
-        if error:
-            raise JaxcontamError(error)
-        is_tuple = kind is not None and typing.get_origin(kind) is tuple
-        values[key] = tuple(value) if is_tuple and isinstance(value, list) else value
+        values[key] = value if owner is None else _checked(owner, key, key, value, where)
     return values
+
+
+def _checked(cls, name: str, key: str, value, where: str):
+    """`value` of field `name` (TOML `key`) of `cls` checked against its type and range; a list as a tuple where the
+    field is a tuple."""
+    kind = _field_types(cls)[name]
+    allowed = _allowed(kind)
+    if allowed and not _matches(value, kind):
+        raise JaxcontamError(
+            f"{where}: {key} = {value!r} is not allowed; {key} takes one of " + ", ".join(repr(a) for a in allowed)
+        )
+    if not _matches(value, kind):
+        raise JaxcontamError(
+            f"{where}: {key} = {value!r} is {type(value).__name__}, but {key} takes "
+            f"{_type_name(kind)}; e.g. {key} = {_example(kind)}"
+        )
+    error = range_error(name, value, cls, where)
+    if error:
+        raise JaxcontamError(error)
+    return tuple(value) if typing.get_origin(kind) is tuple and isinstance(value, list) else value
+
+
+def _sub_dataclass(kind) -> tuple[type | None, bool]:
+    """(the dataclass a field of type `kind` holds, whether as an array of tables): `Sub`, `Sub | None` and
+    `tuple[Sub, ...]` hold one; other types (None, False)."""
+    options = typing.get_args(kind) if typing.get_origin(kind) in (typing.Union, types.UnionType) else (kind,)
+    for option in options:
+        if isinstance(option, type) and dataclasses.is_dataclass(option):
+            return option, False
+        if typing.get_origin(option) is tuple:
+            element = typing.get_args(option)[0]
+            if isinstance(element, type) and dataclasses.is_dataclass(element):
+                return element, True
+    return None, False
+
+
+@functools.cache
+def table_keys(cls) -> dict[str, tuple[type, dataclasses.Field]]:
+    """The TOML keys of dataclass `cls`'s table -> (the dataclass holding the field, the field): flat sub-dataclasses'
+    keys included, derived fields left out."""
+    keys = {}
+    for f in dataclasses.fields(cls):
+        if not f.init or f.metadata.get("derived"):
+            continue
+        if f.metadata.get("flat"):
+            keys |= table_keys(_field_types(cls)[f.name])
+        else:
+            keys[f.metadata.get("key") or f.name] = (cls, f)
+    return keys
+
+
+def check_keys(table, known: Iterable[str], where: str) -> None:
+    """Refuse a `table` that is not a table or holds a key not in `known` (naming it and the known ones)."""
+    if not isinstance(table, dict):
+        raise JaxcontamError(f"{where}: expected a table, got {type(table).__name__} {table!r}")
+    unknown = sorted(set(table) - set(known))
+    if unknown:
+        raise JaxcontamError(f"{where}: unknown key(s) {', '.join(unknown)}; known: {', '.join(sorted(set(known)))}")
+
+
+def _inner(where: str, key: str) -> str:
+    """Where a sub-table `key` of the table at `where` is: "audit.toml [pacost]", then "audit.toml [pacost] gates"."""
+    return f"{where} {key}" if "[" in where else f"{where} [{key}]"
+
+
+def read_fields(cls, table: Mapping, where: str, extra: Iterable[str] = ()) -> dict[str, Any]:
+    """The fields of dataclass `cls` that `table` sets (keys, types, ranges checked; sub-tables read as their
+    dataclasses, flat ones always): the keyword arguments of `cls`, derived fields aside. `extra` keys are allowed
+    and left to the caller."""
+    check_keys(table, [*table_keys(cls), *extra], where)
+    return _fields(cls, table, where)
+
+
+def _fields(cls, table: Mapping, where: str) -> dict[str, Any]:
+    values = {}
+    for f in dataclasses.fields(cls):
+        if not f.init or f.metadata.get("derived"):
+            continue
+        kind: Any = _field_types(cls)[f.name]
+        if f.metadata.get("flat"):
+            values[f.name] = kind(**_fields(kind, table, where))
+            continue
+        key = f.metadata.get("key") or f.name
+        if key not in table:
+            if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+                raise JaxcontamError(f"{where}: missing {key!r}")
+            continue
+        values[f.name] = _value(cls, f, key, table[key], where)
+    return values
+
+
+def _value(cls, f: dataclasses.Field, key: str, value, where: str):
+    reader = f.metadata.get("read")
+    if reader is not None:
+        return reader(value, _inner(where, key))
+    sub, entries = _sub_dataclass(_field_types(cls)[f.name])
+    if sub is not None and entries:
+        if not isinstance(value, list) or not all(isinstance(entry, dict) for entry in value):
+            raise JaxcontamError(f"{where}: {key} must be written as [[{key}]] tables")
+        return tuple(read_table(sub, entry, f"{where} [[{key}]] #{n}") for n, entry in enumerate(value, start=1))
+    if sub is not None and isinstance(value, dict):
+        return read_table(sub, value, _inner(where, key))
+    return _checked(cls, f.name, key, value, where)
+
+
+def read_table(cls, table: Mapping, where: str):
+    """Dataclass `cls` from its config table (`read_fields`): unknown keys, types and ranges refused, naming them."""
+    return cls(**read_fields(cls, table, where))
+
+
+def resolve_paths(cls, table, resolve: Callable[[str], str]):
+    """A copy of `table` with the values of `cls`'s path fields, in sub-tables and arrays of tables too, passed
+    through `resolve`; values of the wrong shape are left for the reader to refuse."""
+    if not isinstance(table, dict):
+        return table
+    resolved = dict(table)
+    for key, (owner, f) in table_keys(cls).items():
+        if key not in resolved:
+            continue
+        value = resolved[key]
+        sub, entries = _sub_dataclass(_field_types(owner)[f.name])
+        if f.metadata.get("path"):
+            one = lambda v: resolve(v) if isinstance(v, str) else v  # noqa: E731
+            resolved[key] = [one(v) for v in value] if isinstance(value, list) else one(value)
+        elif sub is not None and entries and isinstance(value, list):
+            resolved[key] = [resolve_paths(sub, entry, resolve) for entry in value]
+        elif sub is not None:
+            resolved[key] = resolve_paths(sub, value, resolve)
+    return resolved
+
+
+def table_of(settings) -> dict:
+    """The config table of a settings dataclass, the inverse of `read_table`: the keys whose values differ from
+    their defaults (required ones always), sub-tables as tables (left out when empty), flat ones laid in."""
+    table = {}
+    for f in dataclasses.fields(settings):
+        if not f.init or f.metadata.get("derived"):
+            continue
+        value = getattr(settings, f.name)
+        if f.metadata.get("flat"):
+            table |= table_of(value)
+            continue
+        default = f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
+        if value == default:
+            continue
+        if dataclasses.is_dataclass(value):
+            value = table_of(value)
+        elif isinstance(value, tuple) and value and all(dataclasses.is_dataclass(v) for v in value):
+            value = [table_of(v) for v in value]
+        table[f.metadata.get("key") or f.name] = value
+    return table
 
 
 def _allowed(kind) -> tuple:
@@ -241,9 +401,14 @@ def parse_override(text: str) -> tuple[tuple[str, ...], object]:
 
 def apply_overrides(raw: dict, overrides: Iterable[str]) -> dict:
     """A copy of the TOML document `raw` with every `--set` override applied, in order."""
+    return apply_settings(raw, [(f"--set {text!r}", *parse_override(text)) for text in overrides])
+
+
+def apply_settings(raw: dict, settings: Iterable[tuple[str, tuple[str, ...], object]]) -> dict:
+    """A copy of the TOML document `raw` with each (what sets it, dotted key, value) applied in order: `--set`
+    overrides, and the named command-line options that alias a key."""
     raw = copy.deepcopy(raw)
-    for text in overrides:
-        path, value = parse_override(text)
+    for text, path, value in settings:
         nodes = [raw]
         for depth, part in enumerate(path[:-1]):
             where = ".".join(path[: depth + 1])
@@ -255,7 +420,7 @@ def apply_overrides(raw: dict, overrides: Iterable[str]) -> dict:
                 elif isinstance(child, dict):
                     children.append(child)
                 else:
-                    raise JaxcontamError(f"--set {text!r}: {where} is a value ({child!r}), not a table")
+                    raise JaxcontamError(f"{text}: {where} is a value ({child!r}), not a table")
             nodes = children
         for node in nodes:
             node[path[-1]] = value

@@ -570,3 +570,11 @@ def dc_pdd_reference(lp, ids, frequencies, cap):
             seen.add(token)
             alphas.append(min(math.exp(logprob) * math.log(1.0 / frequencies[token]), cap))
     return sum(alphas) / len(alphas)
+
+
+def audit_config_of(*args):
+    """The `AuditConfig` that `jaxcontam audit ARGS` runs (its options parsed by click, nothing run)."""
+    from jaxcontam.commands.audit import audit
+    from jaxcontam.commands.audit_options import audit_config
+
+    return audit_config(audit.make_context("audit", [str(arg) for arg in args]).params)

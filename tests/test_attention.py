@@ -233,7 +233,7 @@ def test_the_attention_parameter_takes_effect_in_an_already_compiled_step():
 def test_the_environment_is_read_by_the_commands_and_a_bad_value_is_named(monkeypatch):
     """JAXCONTAM_ATTENTION is read in the command layer alone (`attention_from_environment`, into the mesh
     settings every command loads its models with); reading a config never looks at it."""
-    from jaxcontam.audit.config import AuditConfig
+    from jaxcontam.audit.config import AuditConfig, PacostConfig
     from jaxcontam.commands.audit_options import with_attention
     from jaxcontam.commands.mesh_options import attention_from_environment, mesh_layout
     from jaxcontam.mesh import MeshSettings
@@ -242,8 +242,8 @@ def test_the_environment_is_read_by_the_commands_and_a_bad_value_is_named(monkey
     assert gemma2_layers_spec().attention == "auto"
     assert attention_from_environment() == "splash"
     assert mesh_layout(None, None)[0].attention == "splash"
-    audit = with_attention(AuditConfig(models=(), benchmarks=(), rephrase_mesh=MeshSettings()), "jnp")
-    assert (audit.mesh.attention, audit.rephrase_mesh.attention) == ("jnp", "jnp")
+    audit = with_attention(AuditConfig(pacost=PacostConfig(rephrase_mesh=MeshSettings())), "jnp")
+    assert (audit.mesh.attention, audit.pacost.rephrase_mesh.attention) == ("jnp", "jnp")
     monkeypatch.delenv("JAXCONTAM_ATTENTION")
     assert attention_from_environment() == "auto"
     monkeypatch.setenv("JAXCONTAM_ATTENTION", "flash")

@@ -264,10 +264,11 @@ def test_benchmark_without_answers_and_empty_benchmark_are_refused(tmp_path):
 def test_counts_from_another_tokenizer_are_refused(tmp_path, shared_data):
     from jaxcontam.audit.run import run_audit
 
-    config = config_with(
-        tmp_path,
-        ngram_tokenizer=str(shared_data / "gpt2_tokenizer_whisper" / "gpt2.tiktoken"),
-        counts=str(tmp_path / "counts"),
+    config = load_config(small_toml(tmp_path))
+    config = dataclasses.replace(
+        config,
+        ngram=dataclasses.replace(config.ngram, tokenizer=str(shared_data / "gpt2_tokenizer_whisper/gpt2.tiktoken")),
+        corpus=dataclasses.replace(config.corpus, counts=str(tmp_path / "counts")),
     )
     from jaxcontam.audit.inputs import check_inputs
     from jaxcontam.audit.run import ngram_rows
@@ -275,7 +276,7 @@ def test_counts_from_another_tokenizer_are_refused(tmp_path, shared_data):
     ngram_rows(config, check_inputs(config), tmp_path / "out")  # counts with the GPT-2 tokenizer
     with pytest.raises(JaxcontamError, match="tokenizer"):
         run_audit(
-            dataclasses.replace(config, ngram_tokenizer=None)
+            dataclasses.replace(config, ngram=dataclasses.replace(config.ngram, tokenizer=None))
         )  # the model's own tokenizer: the saved counts do not match
 
 

@@ -5,7 +5,8 @@ import click
 import pytest
 from click.testing import CliRunner
 
-from jaxcontam.audit.config import EXAMPLE_CONFIG, load_config, with_overrides
+from helpers import audit_config_of
+from jaxcontam.audit.config import EXAMPLE_CONFIG, load_config
 from jaxcontam.dataclass_config import apply_overrides, parse_override
 from jaxcontam.detect.pacost.settings import PacostSettings
 from jaxcontam.errors import JaxcontamError
@@ -48,9 +49,10 @@ def test_the_bundled_config_with_overrides():
             "pacost.confidence=p_true",
         ],
     )
-    assert (config.pacost.k, config.settings_of("likelihood").k, config.alpha) == (0.3, 0.1, 0.01)
-    assert config.pacost.confidence == "p_true" and config.pacost.max_new_tokens == 200  # the file's value stays
-    assert config.ngram_scoring.mincount == 2 and config.settings_of("contam").min_clean == 5
+    pacost = config.settings_of("pacost")
+    assert (pacost.k, config.settings_of("likelihood").k, config.alpha) == (0.3, 0.1, 0.01)
+    assert pacost.confidence == "p_true" and pacost.max_new_tokens == 200  # the file's value stays
+    assert config.ngram.scoring.mincount == 2 and config.settings_of("contam").min_clean == 5
     assert {b.limit for b in config.benchmarks} == {8}
     assert not hasattr(config.audit_settings(99), "alpha")  # the level is the audit's alone, applied to results
 
@@ -78,7 +80,7 @@ def test_the_bundled_config_with_overrides():
         ("exchangeability.alpha=0.1", r"\[exchangeability\] alpha: every verdict's level is the audit's one alpha"),
         ("alpha=1.5", r"alpha = 1\.5 is out of range; alpha takes a finite number in \(0, 1\)"),
         ("pacost.gates.min_length=1", r"\[pacost\] gates: unknown key\(s\) min_length; known: .*min_length_ratio"),
-        ("tokens=1", r"unknown key\(s\) tokens; known: alpha, chunk_size, correction, out"),
+        ("tokens=1", r"unknown key\(s\) tokens; known: alpha, benchmark, .*chunk_size, .*correction, .*out"),
     ],
 )
 def test_a_wrong_override_names_the_key_and_what_it_takes(override, message):
@@ -87,22 +89,19 @@ def test_a_wrong_override_names_the_key_and_what_it_takes(override, message):
 
 
 def test_named_options_win_over_the_file_and_reach_every_entry():
-    config = with_overrides(
-        load_config(EXAMPLE_CONFIG, ["pacost.seed=3"]),
-        dtype="bfloat16",
-        limit=4,
-        pacost={"seed": 5, "test": "t"},
-        preset="paper",
+    config = audit_config_of(
+        *("--config", EXAMPLE_CONFIG, "--set", "pacost.seed=3", "--dtype", "bfloat16", "--limit", 4),
+        *("--seed", 5, "--test", "t", "--preset", "paper"),
     )
     assert {m.dtype for m in config.models} == {"bfloat16"} and {b.limit for b in config.benchmarks} == {4}
     # the file's explicit confidence survives the preset; the named options' fields win over both
-    assert config.pacost == PacostSettings(
+    assert config.settings_of("pacost") == PacostSettings(
         preset="paper", confidence="answer_logprob", max_new_tokens=200, seed=5, test="t"
     )
-    with pytest.raises(JaxcontamError, match="--paraphrases names one benchmark's rephrasings; the config has 2"):
-        with_overrides(load_config(EXAMPLE_CONFIG), paraphrases="p.jsonl")
+    with pytest.raises(JaxcontamError, match=r"--paraphrases sets one \[\[benchmark\]\]'s paraphrases; the audit has"):
+        audit_config_of("--config", EXAMPLE_CONFIG, "--paraphrases", "p.jsonl")
     with pytest.raises(JaxcontamError, match="dtype 'float16' is not supported"):
-        with_overrides(load_config(EXAMPLE_CONFIG), dtype="float16")
+        audit_config_of("--config", EXAMPLE_CONFIG, "--set", "model.dtype=float16")
 
 
 def options_of(command: click.Command) -> set[str]:
@@ -137,7 +136,7 @@ def test_audit_and_pacost_take_the_same_options_and_set_reaches_the_config(tmp_p
     for command in (audit, pacost):
         result = CliRunner().invoke(command, ["--set", "pacost.k=0.3", "--dtype", "bfloat16", "--out", tmp_path])
         assert result.exit_code == 0, result.output
-    assert [c.pacost.k for c in seen] == [0.3, 0.3] and seen[1].stages == ("pacost",)
+    assert [c.settings_of("pacost").k for c in seen] == [0.3, 0.3] and seen[1].stages == ("pacost",)
     assert {m.dtype for c in seen for m in c.models} == {"bfloat16"}
     result = CliRunner().invoke(audit, ["--set", "pacost.k=high", "--out", tmp_path])
     assert result.exit_code == 1 and "k = 'high' is str, but k takes float" in str(result.exception)

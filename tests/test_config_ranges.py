@@ -9,7 +9,15 @@ import click
 import pytest
 
 from helpers import MODEL_LOAD_REACHED
-from jaxcontam.audit.config import EXAMPLE_CONFIG, AuditConfig, BenchmarkEntry, config_from_toml, with_overrides
+from jaxcontam.audit.config import (
+    EXAMPLE_CONFIG,
+    AuditConfig,
+    BenchmarkEntry,
+    config_from_toml,
+    read_config,
+    resolve_config_paths,
+)
+from jaxcontam.commands.audit_options import with_aliases
 from jaxcontam.dataclass_config import Range, apply_overrides, click_type, field_range
 from jaxcontam.detect.contam import ContamSettings
 from jaxcontam.detect.pacost.settings import PacostSettings
@@ -69,7 +77,7 @@ def test_a_toml_limit_of_minus_one_no_longer_audits_all_but_the_last_item():
 @pytest.mark.parametrize("name, value", [("limit", 0), ("limit", -1), ("offset", -2), ("alpha", 1.0)])
 def test_named_options_and_the_python_api_refuse_what_the_file_refuses(name, value):
     with pytest.raises(JaxcontamError, match=f"{name} = {value!r} is out of range"):
-        with_overrides(from_toml(copy.deepcopy(EXAMPLE)), **{name: value})
+        read_config(with_aliases(resolve_config_paths(EXAMPLE, EXAMPLE_CONFIG.parent), {name: value}), "audit.toml")
 
 
 def test_settings_dataclasses_check_their_own_ranges():

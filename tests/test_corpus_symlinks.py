@@ -80,6 +80,6 @@ def test_the_audit_reads_follow_symlinks_from_its_corpus_table(tmp_path):
     config = tmp_path / "audit.toml"
     base = '[[model]]\npath = "m"\n[[benchmark]]\nname = "gsm8k"\n[corpus]\npaths = ["c"]\n'
     config.write_text(base)
-    assert load_config(config).corpus_follow_symlinks is False
+    assert load_config(config).corpus.follow_symlinks is False
     config.write_text(base + "follow_symlinks = true\n")
-    assert load_config(config).corpus_follow_symlinks is True
+    assert load_config(config).corpus.follow_symlinks is True

@@ -236,23 +236,23 @@ def test_the_audit_config_selects_a_preset(tmp_path):
 
     path = tmp_path / "audit.toml"
     path.write_text('[[model]]\npath = "m"\n[[benchmark]]\nname = "copa"\n[pacost]\npreset = "paper"\n')
-    assert load_config(path).pacost == PacostSettings(preset="paper")
+    assert load_config(path).settings_of("pacost") == PacostSettings(preset="paper")
 
 
 def test_the_audit_command_line_sets_the_preset_over_the_config(tmp_path):
-    from jaxcontam.audit.config import load_config, with_overrides
+    from helpers import audit_config_of
+    from jaxcontam.audit.config import load_config
 
     path = tmp_path / "audit.toml"
     path.write_text(
         'correction = "none"\n[[model]]\npath = "m"\n[[benchmark]]\nname = "copa"\n'
         '[pacost]\ntest = "wilcoxon"\nseed = 3\n'
     )
-    config = with_overrides(load_config(path), preset="paper")
+    config = audit_config_of("--config", path, "--preset", "paper")
     assert config.correction == "none"
-    assert config.pacost == PacostSettings(preset="paper", test="wilcoxon", seed=3)  # the file's choices stay
-    assert with_overrides(None, models=["m"], benchmarks=["copa"], preset="paper").pacost == PacostSettings(
-        preset="paper"
-    )
+    assert config.settings_of("pacost") == PacostSettings(preset="paper", test="wilcoxon", seed=3)  # the file's stay
+    only_options = audit_config_of("--model", "m", "--benchmark", "copa", "--preset", "paper")
+    assert only_options.settings_of("pacost") == PacostSettings(preset="paper")
     path.write_text('correction = "bonferroni"\n[[model]]\npath = "m"\n[[benchmark]]\nname = "copa"\n')
     with pytest.raises(JaxcontamError, match="correction.*'holm', 'bh', 'none'"):
         load_config(path)
@@ -288,7 +288,7 @@ def test_jaxcontam_audit_takes_the_preset_from_its_option(tmp_path, monkeypatch)
     path.write_text('[[model]]\npath = "m"\n[[benchmark]]\nname = "copa"\n[pacost]\nseed = 4\n')
     result = CliRunner().invoke(command.audit, ["--config", str(path), "--preset", "paper", "--out", str(tmp_path)])
     assert result.exit_code == 0, result.output
-    assert seen[0].pacost == PacostSettings(preset="paper", seed=4)
+    assert seen[0].settings_of("pacost") == PacostSettings(preset="paper", seed=4)
 
 
 def test_the_calibrated_verdict_tests_the_gap_against_the_reference_models_gap():

@@ -70,4 +70,4 @@ def test_the_documented_audit_configs_are_read_as_written(page, tmp_path):
     for number, block in enumerate(blocks):
         (tmp_path / f"{number}.toml").write_text(block)
         config = load_config(tmp_path / f"{number}.toml")
-        assert config.models and config.benchmarks and config.corpora
+        assert config.models and config.benchmarks and config.corpus.paths

@@ -11,7 +11,8 @@ import tomllib
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from jaxcontam.audit.config import EXAMPLE_CONFIG, AuditConfig, config_from_toml, with_overrides
+from jaxcontam.audit.config import EXAMPLE_CONFIG, AuditConfig, config_from_toml, read_config, resolve_config_paths
+from jaxcontam.commands.audit_options import with_aliases
 from jaxcontam.dataclass_config import apply_overrides, field_range
 from jaxcontam.errors import JaxcontamError
 
@@ -70,7 +71,7 @@ def _set(raw: dict, table: tuple[str, ...], key: str, value) -> None:
 
 def _in_range(config: AuditConfig) -> None:
     """Every ranged number of a valid config lies in its range (the checks cannot be bypassed by a type)."""
-    settings_objects = [config, *config.benchmarks, config.gates, config.ngram, config.ngram_scoring]
+    settings_objects = [config, *config.benchmarks, config.pacost.gates, config.ngram.counting, config.ngram.scoring]
     settings_objects += [config.settings_of(name) for name in ("pacost", "likelihood", "contam", "exchangeability")]
     for settings_object in settings_objects:
         for f in dataclasses.fields(settings_object):
@@ -110,9 +111,9 @@ def test_any_set_override_is_a_config_or_a_jaxcontam_error(table, data):
     value=st.one_of(st.integers(-5, 5), st.floats(allow_nan=True), st.text(max_size=3), st.booleans()),
 )
 def test_named_options_take_the_fields_checks(name, value):
-    base = config_from_toml(copy.deepcopy(EXAMPLE), BASE, "audit.toml")
+    base = resolve_config_paths(copy.deepcopy(EXAMPLE), BASE)
     try:
-        config = with_overrides(base, **{name: value})
+        config = read_config(with_aliases(base, {name: value}), "audit.toml")
     except JaxcontamError:
         return
     _in_range(config)

@@ -18,7 +18,8 @@ import pytest
 from jax.sharding import AbstractMesh
 
 import jaxcontam
-from jaxcontam.audit.config import EXAMPLE_CONFIG, load_config, with_overrides
+from helpers import audit_config_of
+from jaxcontam.audit.config import EXAMPLE_CONFIG, PacostConfig, load_config
 from jaxcontam.errors import JaxcontamError
 from jaxcontam.mesh import MeshSettings, mesh_sizes, parse_mesh
 from jaxcontam.models.checkpoint_map import checkpoint_entries
@@ -244,14 +245,15 @@ def test_the_config_mesh_table_and_the_rephrase_models_mesh_and_dtype(tmp_path):
         )
     )
     assert config.mesh == MeshSettings(data=2, model=4, fsdp=True)
-    assert config.rephrase_mesh == MeshSettings(data=None, model=2, fsdp=False)
-    assert config.rephrase_dtype == "bfloat16" and config.settings()["rephrase_dtype"] == "bfloat16"
+    assert config.pacost.rephrase_mesh == MeshSettings(data=None, model=2, fsdp=False)
+    assert config.pacost.rephrase_dtype == "bfloat16" and config.settings()["rephrase_dtype"] == "bfloat16"
     plain = load_config(write_config(tmp_path, ""))
-    assert plain.mesh == MeshSettings() and plain.rephrase_mesh is None and plain.rephrase_dtype == "float32"
+    assert plain.mesh == MeshSettings() and plain.pacost == PacostConfig()
     # the command line takes precedence: --mesh replaces the sizes, --fsdp/--no-fsdp the flag
-    assert with_overrides(config, fsdp=False).mesh == MeshSettings(data=2, model=4, fsdp=False)
-    assert with_overrides(config, mesh="model=8").mesh == MeshSettings(data=None, model=8, fsdp=True)
-    assert with_overrides(None, models=("m",), benchmarks=("b",), mesh="data=1").mesh == MeshSettings(data=1)
+    configured = ("--config", write_config(tmp_path, "[mesh]\ndata = 2\nmodel = 4\nfsdp = true"))
+    assert audit_config_of(*configured, "--no-fsdp").mesh == MeshSettings(data=2, model=4, fsdp=False)
+    assert audit_config_of(*configured, "--mesh", "model=8").mesh == MeshSettings(data=None, model=8, fsdp=True)
+    assert audit_config_of("--model", "m", "--benchmark", "b", "--mesh", "data=1").mesh == MeshSettings(data=1)
 
 
 @pytest.mark.parametrize(

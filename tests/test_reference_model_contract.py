@@ -158,9 +158,9 @@ def test_the_top_level_reference_model_and_the_pacost_key_name_the_same_model(tm
         return load_config(tmp_path / "audit.toml")
 
     (tmp_path / "base").mkdir()
-    assert config_with('reference_model = "base"\n', "").pacost_reference == str(tmp_path / "base")
-    assert config_with("", 'reference = "base"\n').pacost_reference == str(tmp_path / "base")
-    assert config_with('reference_model = "base"\n', 'reference = "base"\n').pacost_reference == str(tmp_path / "base")
+    assert config_with('reference_model = "base"\n', "").reference_model == str(tmp_path / "base")
+    assert config_with("", 'reference = "base"\n').reference_model == str(tmp_path / "base")
+    assert config_with('reference_model = "base"\n', 'reference = "base"\n').reference_model == str(tmp_path / "base")
     with pytest.raises(JaxcontamError, match="name two reference models; an audit has one"):
         config_with('reference_model = "base"\n', 'reference = "other"\n')
 

@@ -59,7 +59,7 @@ def mmlu_folder(out: Path, per_subject: int) -> Path:
 
 
 def audit_config(args, out: Path):
-    from jaxcontam.audit.config import AuditConfig, BenchmarkEntry, ModelEntry
+    from jaxcontam.audit.config import AuditConfig, BenchmarkEntry, CorpusConfig, ModelEntry
     from jaxcontam.detect.audit_core import DEFAULT_DETECTORS
     from jaxcontam.detect.exchangeability import ExchangeabilitySettings
     from jaxcontam.detect.pacost.settings import PacostSettings
@@ -75,7 +75,7 @@ def audit_config(args, out: Path):
     return AuditConfig(
         models=(ModelEntry(path=str(MODEL), name="SmolLM2-135M-Instruct-Q4_1"),),
         benchmarks=benchmarks,
-        corpora=() if paper else tuple(str(SHARED / c) for c in CORPORA),
+        corpus=CorpusConfig(paths=() if paper else tuple(str(SHARED / c) for c in CORPORA)),
         out=str(out / audit_folder(args.preset)),
         detectors={
             "pacost": PacostSettings(

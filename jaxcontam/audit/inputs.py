@@ -192,22 +192,22 @@ def check_inputs(config: AuditConfig) -> AuditInputs:
         labels = [entry.label for entry in config.benchmarks]
         raise JaxcontamError(f"benchmark listed twice in the audit: {labels}; give each name:split once")
     config.mesh.build()  # a mesh that does not match the devices is refused before any work
-    if config.rephrase_model is not None:
-        (config.rephrase_mesh or config.mesh).build()
+    if config.pacost.rephrase_model is not None:
+        (config.pacost.rephrase_mesh or config.mesh).build()
     for model in config.models:
         directory = resolve_path(model.path)
         read_config(directory)
         weight_files(directory)
     corpora = {
-        spec: _open_local_corpus(spec, config.corpus_text_field, config.corpus_follow_symlinks)
-        for spec in config.corpora
+        spec: _open_local_corpus(spec, config.corpus.text_field, config.corpus.follow_symlinks)
+        for spec in config.corpus.paths
     }
-    if config.counts and not config.corpora:
+    if config.corpus.counts and not config.corpus.paths:
         raise JaxcontamError(
             "counts were given without corpora: name the corpora they were counted from "
             "([corpus] paths or --corpus) so the saved counts can be checked against them"
         )
-    needs_rephrasings = "pacost" in config.stages and config.rephrase_model is None
+    needs_rephrasings = "pacost" in config.stages and config.pacost.rephrase_model is None
     benchmarks = [
         load_audit_benchmark(entry, needs_rephrasings=needs_rephrasings, roots=config.data_roots)
         for entry in config.benchmarks

@@ -109,29 +109,29 @@ def _progress(label: str):
 
 def ngram_rows(config: AuditConfig, inputs: AuditInputs, out: Path) -> dict | None:
     """(benchmark name, item id) -> ConTAM metrics, or None without corpora. Counts are saved and reused."""
-    if not config.corpora:
+    if not config.corpus.paths:
         return None
     from jaxcontam.data.corpus import open_corpus
     from jaxcontam.ngram.audit import ensure_counts, item_rows
     from jaxcontam.ngram.units import load_units
 
-    settings, scoring = config.ngram, config.ngram_scoring
-    tokenizer = config.ngram_tokenizer or config.models[0].path
+    settings, scoring = config.ngram.counting, config.ngram.scoring
+    tokenizer = config.ngram.tokenizer or config.models[0].path
     units = load_units(tokenizer)
-    follow = config.corpus_follow_symlinks
+    follow = config.corpus.follow_symlinks
     corpora = [
-        (c, inputs.corpora.get(c) or open_corpus(c, field=config.corpus_text_field, follow_symlinks=follow))
-        for c in config.corpora
+        (c, inputs.corpora.get(c) or open_corpus(c, field=config.corpus.text_field, follow_symlinks=follow))
+        for c in config.corpus.paths
     ]
     loaded = [b.benchmark for b in inputs.benchmarks]
     selection = items_key([item for benchmark in loaded for item in benchmark])  # other items: their own folder
     counts_dir = (
-        output_folder(config.counts)  # a bucket URL: its counts are read back, and new ones uploaded
-        if config.counts
+        output_folder(config.corpus.counts)  # a bucket URL: its counts are read back, and new ones uploaded
+        if config.corpus.counts
         else out
         / "counts"
         / fingerprint(
-            {"tokenizer": str(tokenizer), "corpora": list(config.corpora), **dataclasses.asdict(settings)}
+            {"tokenizer": str(tokenizer), "corpora": list(config.corpus.paths), **dataclasses.asdict(settings)}
             | {"items": selection}
         )
     )
@@ -148,20 +148,20 @@ def rephrasings(config: AuditConfig, audit_benchmark: AuditBenchmark, out: Path)
 
     items = list(audit_benchmark.benchmark)
     model = None
-    if config.rephrase_model is not None:
+    if config.pacost.rephrase_model is not None:
         import jaxcontam
 
-        layout = config.rephrase_mesh or config.mesh
+        layout = config.pacost.rephrase_mesh or config.mesh
         model = jaxcontam.load_model(
-            config.rephrase_model,
-            dtype=config.rephrase_dtype,
+            config.pacost.rephrase_model,
+            dtype=config.pacost.rephrase_dtype,
             mesh=layout.build(),
             fsdp=layout.fsdp,
             attention=layout.attention,
         )
 
     def compute(chunk):
-        return [dataclasses.asdict(c) for c in rephrase_items(chunk, config.gates, model=model)]
+        return [dataclasses.asdict(c) for c in rephrase_items(chunk, config.pacost.gates, model=model)]
 
     if model is None:
         return compute(items)
@@ -170,9 +170,9 @@ def rephrasings(config: AuditConfig, audit_benchmark: AuditBenchmark, out: Path)
         "rephrase",
         {
             "benchmark": audit_benchmark.entry.label,
-            "model": config.rephrase_model,
-            "dtype": config.rephrase_dtype,
-            "gates": non_default_values(config.gates),
+            "model": config.pacost.rephrase_model,
+            "dtype": config.pacost.rephrase_dtype,
+            "gates": non_default_values(config.pacost.gates),
             "chunk_size": config.chunk_size,
         },
     )
@@ -280,11 +280,11 @@ def audit_evidence(config: AuditConfig, runs: list[ModelRun], family: dict[str, 
     that ran (the detectors across the models among them)."""
     ran = list(dict.fromkeys([*(name for run in runs for name in run.audit.results), *family]))
     return evidence_statement(
-        reference=config.pacost_reference is not None,
-        corpus=bool(config.corpora or config.counts),
+        reference=config.reference_model is not None,
+        corpus=bool(config.corpus.paths or config.corpus.counts),
         models=len(config.models),
         ran=ran,
-        confidence=config.pacost.confidence or "",
+        confidence=config.settings_of("pacost").confidence or "",
     )
 
 
@@ -353,16 +353,16 @@ def run_audit(config: AuditConfig, command: str = "audit") -> AuditSummary:
         resamples = sweep_resamples(len(config.models) * len(benchmarks), config.alpha, DEFAULT_RESAMPLES)
         settings = config.audit_settings(resamples)  # every (model, benchmark) runs the same detectors the same way
         reference = None  # loaded once, given to every detector of every (model, benchmark)
-        if config.pacost_reference is not None:
-            _say(f"reference model {config.pacost_reference}")
+        if config.reference_model is not None:
+            _say(f"reference model {config.reference_model}")
             with stage("load"):
                 loaded = jaxcontam.load_model(
-                    config.pacost_reference,
+                    config.reference_model,
                     mesh=config.mesh.build(),
                     fsdp=config.mesh.fsdp,
                     attention=config.mesh.attention,
                 )
-            reference = ReferenceModel(config.pacost_reference, loaded)
+            reference = ReferenceModel(config.reference_model, loaded)
         for entry in config.models:
             _say(f"model {entry.name} ({entry.path})")
             layout = config.mesh

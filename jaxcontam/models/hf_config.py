@@ -297,8 +297,15 @@ def rope(reader: ConfigReader, params: dict | None = None, default_theta: float 
             params["high_freq_factor"],
             f"llama3 rope needs it above low_freq_factor ({params['low_freq_factor']})",
         )
-    original = scaling.pop("original_max_position_embeddings", None)
-    return RopeConfig(rotary_dim, theta, rope_type, **scaling, original_max_position=original)
+    return RopeConfig(
+        rotary_dim,
+        theta,
+        rope_type,
+        factor=scaling.get("factor"),
+        low_freq_factor=scaling.get("low_freq_factor"),
+        high_freq_factor=scaling.get("high_freq_factor"),
+        original_max_position=scaling.get("original_max_position_embeddings"),
+    )
 
 
 def _longrope(reader: ConfigReader, params: dict, theta: float, rotary_dim: int) -> RopeConfig:

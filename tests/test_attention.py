@@ -193,7 +193,7 @@ def test_decoder_forward_with_splash_equals_jnp():
     for path in ("splash", "jnp"):
         args = (
             params,
-            dataclasses.replace(spec, attention=path),
+            dataclasses.replace(spec, execution=dataclasses.replace(spec.execution, attention=path)),
             tokens,
             jnp.asarray(positions),
             jnp.asarray(segments),
@@ -222,7 +222,7 @@ def test_the_attention_parameter_takes_effect_in_an_already_compiled_step():
         patch.setattr(attention, "splash_attention", lambda *a, **k: traced.append(1) or kernel(*a, **k))
         for path in ("auto", "splash"):
             spec = gemma2_layers_spec(path)
-            assert spec.attention == path
+            assert spec.execution.attention == path
             model = Model(config=spec, params=random_params(spec), tokenizer=None, mesh=make_mesh())
             scores[path] = score_logprobs(model, sequences, rows_per_batch=1, buckets=(128,))
             assert len(traced) == (path == "splash")
@@ -239,7 +239,7 @@ def test_the_environment_is_read_by_the_commands_and_a_bad_value_is_named(monkey
     from jaxcontam.mesh import MeshSettings
 
     monkeypatch.setenv("JAXCONTAM_ATTENTION", "splash")
-    assert gemma2_layers_spec().attention == "auto"
+    assert gemma2_layers_spec().execution.attention == "auto"
     assert attention_from_environment() == "splash"
     assert mesh_layout(None, None)[0].attention == "splash"
     audit = with_attention(AuditConfig(pacost=PacostConfig(rephrase_mesh=MeshSettings())), "jnp")

@@ -266,7 +266,8 @@ def _same(a, b) -> bool:
 # ---- config.json
 
 CONFIG = json.loads((EXAMPLE_MODEL / "config.json").read_text())
-FREE = {"max_position_embeddings": "max_position", "rms_norm_eps": "norm_eps", "rope_theta": "rope_theta"}
+# config.json field -> the path of the spec field it sets (nested configs first)
+FREE = {"max_position_embeddings": ("max_position",), "rms_norm_eps": ("norms", "eps"), "rope_theta": ("rope", "theta")}
 # fields whose valid values are other models' (another activation or family): refused by name lists, not fuzzed
 NAMED = {"hidden_act", "model_type"}
 hostile_values = st.one_of(
@@ -291,10 +292,17 @@ def _config_pipeline(folder):
     return spec
 
 
+def _with(config, path: tuple[str, ...], value):
+    """`config` with its (nested) field at `path` set to `value`, converted to that field's type."""
+    name, *inner = path
+    current = getattr(config, name)
+    return dataclasses.replace(config, **{name: _with(current, tuple(inner), value) if inner else type(current)(value)})
+
+
 def _as_written(spec, field: str, value):
     """`spec` with the field that changes no tensor's shape set to `value` as the config reads it."""
     if field in FREE:
-        return dataclasses.replace(spec, **{FREE[field]: type(getattr(spec, FREE[field]))(value)})
+        return _with(spec, FREE[field], value)
     if field in ("bos_token_id", "pad_token_id"):
         ids = value if isinstance(value, list) else [value]  # a list: its first id, or none
         return dataclasses.replace(spec, **{field: ids[0] if ids else None})
@@ -315,4 +323,4 @@ def test_a_hostile_config_field_is_refused_or_read_as_written(tmp_path_factory, 
         assert str(folder) in str(error)
         return
     assert spec == _as_written(example_spec, field, value), f"{field} = {value!r} was accepted and gave another model"
-    assert all(np.isfinite([spec.norm_eps, spec.rope_theta, spec.attn_scale]))
+    assert all(np.isfinite([spec.norms.eps, spec.rope.theta, spec.attn_scale]))

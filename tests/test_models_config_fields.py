@@ -62,7 +62,7 @@ def test_rope_theta_beside_a_rope_object_that_repeats_it_loads():
     scaling |= {"original_max_position_embeddings": 8192, "rope_theta": 500000.0}
     config = {k: v for k, v in LLAMA.items() if k != "rope_parameters"}  # the older fields alone, as the file
     spec = from_hf_config({**config, "rope_theta": 500000.0, "rope_scaling": scaling}, "llama3")
-    assert spec.rope_theta == 500000.0
+    assert spec.rope.theta == 500000.0
 
 
 def test_unknown_rope_scaling_type_is_refused_by_name():

@@ -161,31 +161,34 @@ def test_special_features_are_active(family):
     name, _, path, _, _ = family
     spec = jaxcontam.load_model(path).config
     expected = {
-        "llama": spec.rope_type == "llama3" and not spec.tie_word_embeddings,
+        "llama": spec.rope.scaling == "llama3" and not spec.tie_word_embeddings,
         "mistral": set(spec.layer_windows) == {5},
-        "qwen2": spec.rope_type == "linear" and spec.qkv_bias and spec.tie_word_embeddings,
-        "qwen3": spec.qk_norm == "head",
+        "qwen2": spec.rope.scaling == "linear" and spec.qkv_bias and spec.tie_word_embeddings,
+        "qwen3": spec.norms.qk == "head",
         "gemma3": (
             spec.layer_windows == (4, 0, 4)
-            and spec.local_rope_theta == 300.0
-            and spec.rope_type == "linear"
-            and spec.qk_norm == "head"
+            and spec.rope.local_theta == 300.0
+            and spec.rope.scaling == "linear"
+            and spec.norms.qk == "head"
             and spec.final_logit_softcap == 3.0
-            and spec.attn_post_norm
+            and spec.norms.attn_post
         ),
-        "olmo2": spec.qk_norm == "full" and not spec.pre_norms and spec.attn_post_norm and spec.mlp_post_norm,
-        "phi3": spec.rope_type == "longrope" and spec.rotary_dim == 4 and not spec.tie_word_embeddings,
-        "mixtral": spec.num_experts == 4 and spec.experts_per_token == 2 and set(spec.layer_windows) == {6},
+        "olmo2": spec.norms.qk == "full" and not spec.norms.pre and spec.norms.attn_post and spec.norms.mlp_post,
+        "phi3": spec.rope.scaling == "longrope" and spec.rope.rotary_dim == 4 and not spec.tie_word_embeddings,
+        "mixtral": spec.experts.count == 4 and spec.experts.per_token == 2 and set(spec.layer_windows) == {6},
         "qwen3_moe": (
-            spec.num_experts == 4 and spec.norm_topk_prob and spec.intermediate_size == 24 and spec.qk_norm == "head"
+            spec.experts.count == 4
+            and spec.experts.norm_topk_prob
+            and spec.intermediate_size == 24
+            and spec.norms.qk == "head"
         ),
-        "gemma": spec.norm_offset == 1.0 and spec.embed_scale == pytest.approx(32**0.5),
+        "gemma": spec.norms.offset == 1.0 and spec.embed_scale == pytest.approx(32**0.5),
         "gemma2": (
             spec.layer_windows == (4, 0, 4) and spec.final_logit_softcap == 3.0 and spec.attn_logit_softcap == 2.0
         ),
         "gpt2": spec.learned_positions and spec.tie_word_embeddings,
-        "gpt_neox": spec.parallel_residual and spec.rotary_dim == 4 and not spec.tie_word_embeddings,
-        "gpt_neox_sequential": not spec.parallel_residual and spec.rotary_dim == 2 and not spec.qkv_bias,
+        "gpt_neox": spec.parallel_residual and spec.rope.rotary_dim == 4 and not spec.tie_word_embeddings,
+        "gpt_neox_sequential": not spec.parallel_residual and spec.rope.rotary_dim == 2 and not spec.qkv_bias,
         "granite": (
             spec.embed_scale == 3.0
             and spec.residual_scale == 0.5

@@ -130,7 +130,7 @@ def test_family_round_trip_matches_torch(family, tmp_path):
     assert loaded.config.model_type == model_type and loaded.tokenizer is None
     assert loaded.config.layer_windows == {"gemma2": (4, 0), "gemma3": (4, 0), "phi3": (5, 5)}.get(family, (0, 0))
     if family == "phi3_longrope":  # the 11-token sequence outgrows the original 8 positions: the long factors
-        assert loaded.config.rope_type == "longrope" and loaded.config.rope_long_factor[1] == 5.0
+        assert loaded.config.rope.scaling == "longrope" and loaded.config.rope.long_factor[1] == 5.0
     assert loaded.config.tie_word_embeddings == model.config.tie_word_embeddings
     assert loaded.config.eos_token_ids == (2, 5)
     assert_logprobs_close(loaded.logprobs(SEQS), torch_logprobs(model, SEQS), atol=1e-5)

@@ -216,7 +216,7 @@ def test_plan_compiles_moe_and_gemma3_for_tpu(config, tmp_path, capsys):
     report = json.loads(capsys.readouterr().out)
     spec = from_hf_config(config)
     d, f, layers = spec.hidden_size, spec.intermediate_size, spec.num_layers
-    experts = spec.num_experts or 1
+    experts = spec.experts.count or 1
     mlp_bytes = 2 * layers * experts * 3 * d * f  # bf16
     for step in report["steps"]:
         assert step["fits"] is True and step["tokens_per_second_upper_bound"] > 0

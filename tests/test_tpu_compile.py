@@ -5,7 +5,6 @@
 collective the program would run.
 """
 
-import dataclasses
 import functools
 import re
 
@@ -107,7 +106,7 @@ def gemma2_shaped_forward(mesh, seq, implementation="auto", grad=False):
         query_pre_attn_scalar=128,
         max_position_embeddings=8192,
     )
-    spec = dataclasses.replace(from_hf_config(config.to_dict()), attention=implementation)
+    spec = from_hf_config(config.to_dict(), attention=implementation)
     assert spec.layer_windows == (256, 0) and spec.attn_logit_softcap == 50.0
     params = planning.abstract_params(spec, jnp.bfloat16, mesh)
     rows = [planning.rows(mesh, (4, seq)) for _ in range(3)]

@@ -42,7 +42,7 @@ def test_unrolled_and_scanned_layers_train_to_the_same_weights():
 
 def test_layers_unroll_by_default_on_cpu_only_for_the_decoder():
     spec = from_hf_config(CONFIG)
-    assert training_spec(spec).unroll_layers is (jax.default_backend() == "cpu")
-    assert training_spec(spec, unroll_layers=False).unroll_layers is False
+    assert training_spec(spec).execution.unroll_layers is (jax.default_backend() == "cpu")
+    assert training_spec(spec, unroll_layers=False).execution.unroll_layers is False
     other = object()  # any other model (a `ModelInterface`) is traced as it is
     assert training_spec(other) is other

@@ -130,7 +130,7 @@ def measure_shape(
             scoring.measure, *same, sizes.score_rows, sizes.score_length, sizes.score_repeats, peaks, target, truth
         )
         row = guarded(clock, 40, f"{name} {dtype}: scoring", score, log)
-        if "error" in row.get("skipped", "") and model.config.attention == "auto":
+        if "error" in row.get("skipped", "") and model.config.execution.attention == "auto":
             # one GPU session is all there is: if the platform's path (cuDNN) failed, measure the portable one too
             result["scoring"].append(row)
             model = jaxcontam.load_model(str(folder), dtype=dtype, attention="jnp")

@@ -316,7 +316,7 @@ def packed_attention(
     the module's precondition (each segment one contiguous run with positions rising by 1), which packed
     batches do.
     """
-    forced = implementation or spec.attention
+    forced = implementation or spec.execution.attention
     chosen = choose_implementation(forced)
     if chosen == "splash":
         return splash_attention(spec, q, k, v, segment_ids, window, interpret=mesh_platform() != "tpu")

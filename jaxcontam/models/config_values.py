@@ -110,26 +110,31 @@ def check_decoder(config: DecoderConfig, source: str) -> None:
             config.num_kv_heads,
             f"a divisor of num_attention_heads ({config.num_heads}) for grouped-query attention",
         )
+    rope = config.rope
     scales = [
-        ("norm eps", config.norm_eps),
+        ("norm eps", config.norms.eps),
         ("attention scale", config.attn_scale),
         ("logits divisor", config.logits_divisor),
         ("residual scale", config.residual_scale),
         ("embedding scale", config.embed_scale),
         ("attention logit softcap", config.attn_logit_softcap),
         ("final logit softcap", config.final_logit_softcap),
-        ("local rope_theta", config.local_rope_theta),
-        *config.rope_scaling,
-        *(("rope_parameters.short_factor", f) for f in config.rope_short_factor),
-        *(("rope_parameters.long_factor", f) for f in config.rope_long_factor),
+        ("local rope_theta", rope.local_theta),
+        ("attention_factor", rope.attention_factor),
+        ("factor", rope.factor),
+        ("high_freq_factor", rope.high_freq_factor),
+        ("low_freq_factor", rope.low_freq_factor),
+        ("original_max_position_embeddings", rope.original_max_position),
+        *(("rope_parameters.short_factor", f) for f in rope.short_factor),
+        *(("rope_parameters.long_factor", f) for f in rope.long_factor),
     ]
     if not config.learned_positions:
-        scales.append(("rope_theta", config.rope_theta))
-        if not (0 < config.rotary_dim <= config.head_dim and config.rotary_dim % 2 == 0):
+        scales.append(("rope_theta", rope.theta))
+        if not (0 < rope.rotary_dim <= config.head_dim and rope.rotary_dim % 2 == 0):
             _refuse(
                 source,
                 "partial_rotary_factor",
-                config.rotary_dim / config.head_dim,
+                rope.rotary_dim / config.head_dim,
                 f"a fraction of head_dim ({config.head_dim}) giving an even number of rotary dimensions",
             )
     for name, value in scales:
@@ -137,8 +142,9 @@ def check_decoder(config: DecoderConfig, source: str) -> None:
             checked_number(source, name, value)
     if len(config.layer_windows) != config.num_layers or any(w < 0 for w in config.layer_windows):
         _refuse(source, "layer_types", len(config.layer_windows), f"one window >= 0 per layer ({config.num_layers})")
-    if config.num_experts and not 1 <= config.experts_per_token <= config.num_experts:
-        _refuse(source, "num_experts_per_tok", config.experts_per_token, f"1 to the {config.num_experts} experts")
+    experts = config.experts
+    if experts.count and not 1 <= experts.per_token <= experts.count:
+        _refuse(source, "num_experts_per_tok", experts.per_token, f"1 to the {experts.count} experts")
 
 
 # config.json, generation_config.json and the shard index are kilobytes (a 1,000-shard index is under 1 MB)

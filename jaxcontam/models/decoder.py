@@ -27,9 +27,9 @@ def _embed(params: dict, spec: DecoderConfig, tokens: jax.Array, positions: jax.
 
 def _rope(spec: DecoderConfig, positions: jax.Array, lengths: jax.Array | None) -> tuple:
     """(global, local) rope tables; local is None unless the sliding layers rotate with their own base (gemma3)."""
-    if not spec.rotary_dim:
+    if not spec.rope.rotary_dim:
         return (None, None), None
-    local = layers.rope_tables(spec, positions, local=True) if spec.local_rope_theta is not None else None
+    local = layers.rope_tables(spec, positions, local=True) if spec.rope.local_theta is not None else None
     return layers.rope_tables(spec, positions, lengths), local
 
 
@@ -59,19 +59,19 @@ def _windowed(allowed: jax.Array, q_pos: jax.Array, k_pos: jax.Array, window: ja
 
 def _layer(spec: DecoderConfig, w: dict, x: jax.Array, rope: tuple, attend_fn):
     """One decoder layer; attend_fn(q, k, v) -> (attention output [B, T, H, Dh], cache outputs)."""
-    h = layers.norm(spec, w["attn_norm"], x) if spec.pre_norms else x
+    h = layers.norm(spec, w["attn_norm"], x) if spec.norms.pre else x
     q, k, v = layers.attention_inputs(spec, w, h, *rope)
     o, carry_out = attend_fn(q, k, v)
     a = layers.attention_output(spec, w, o)
-    if spec.attn_post_norm:
+    if spec.norms.attn_post:
         a = layers.norm(spec, w["attn_post_norm"], a)
     if spec.parallel_residual:
         m = layers.mlp(spec, w, layers.norm(spec, w["mlp_norm"], x))
         return x + _residual(spec, a) + _residual(spec, m), carry_out
     x = x + _residual(spec, a)
-    feed_forward = experts.mixture if spec.num_experts else layers.mlp
-    m = feed_forward(spec, w, layers.norm(spec, w["mlp_norm"], x) if spec.pre_norms else x)
-    if spec.mlp_post_norm:
+    feed_forward = experts.mixture if spec.experts.count else layers.mlp
+    m = feed_forward(spec, w, layers.norm(spec, w["mlp_norm"], x) if spec.norms.pre else x)
+    if spec.norms.mlp_post:
         m = layers.norm(spec, w["mlp_post_norm"], m)
     return x + _residual(spec, m), carry_out
 
@@ -97,7 +97,7 @@ def hidden_states(
     (`load_model(..., attention="jnp")`; JAXCONTAM_ATTENTION=jnp for the commands).
     """
     x = _embed(params, spec, tokens, positions)
-    lengths = sequence_lengths(positions, segment_ids) if spec.rope_type == "longrope" else None
+    lengths = sequence_lengths(positions, segment_ids) if spec.rope.scaling == "longrope" else None
     tables = _rope(spec, positions, lengths)
     windows = jnp.asarray(spec.layer_windows, jnp.int32)
 
@@ -111,7 +111,7 @@ def hidden_states(
             lambda q, k, v: (attention.packed_attention(spec, q, k, v, positions, segment_ids, window), None),
         )
 
-    x, _ = jax.lax.scan(body, x, (params["layers"], windows), unroll=spec.unroll_layers)
+    x, _ = jax.lax.scan(body, x, (params["layers"], windows), unroll=spec.execution.unroll_layers)
     return layers.norm(spec, params["final_norm"], x)
 
 
@@ -158,7 +158,7 @@ def decode(
     """
     x = _embed(params, spec, tokens, positions)
     lengths = None
-    if spec.rope_type == "longrope":  # each row is one sequence, as long as its furthest position so far
+    if spec.rope.scaling == "longrope":  # each row is one sequence, as long as its furthest position so far
         lengths = jnp.broadcast_to(jnp.max(positions, axis=1, keepdims=True) + 1, positions.shape)
     tables = _rope(spec, positions, lengths)
     slot_pos = write_slots(cache["pos"], positions.astype(jnp.int32), cache_index, axis=1)

@@ -20,10 +20,10 @@ def router_weights(spec: DecoderConfig, w: dict, h: jax.Array) -> jax.Array:
     always, qwen3_moe with norm_topk_prob).
     """
     probs = jax.nn.softmax(jnp.einsum("btd,de->bte", h, w["router"]).astype(jnp.float32), axis=-1)
-    top, chosen = jax.lax.top_k(probs, spec.experts_per_token)
-    if spec.norm_topk_prob:
+    top, chosen = jax.lax.top_k(probs, spec.experts.per_token)
+    if spec.experts.norm_topk_prob:
         top = top / jnp.sum(top, axis=-1, keepdims=True)
-    return jnp.einsum("btk,btke->bte", top, jax.nn.one_hot(chosen, spec.num_experts, dtype=jnp.float32))
+    return jnp.einsum("btk,btke->bte", top, jax.nn.one_hot(chosen, spec.experts.count, dtype=jnp.float32))
 
 
 def mixture(spec: DecoderConfig, w: dict, h: jax.Array) -> jax.Array:

@@ -8,13 +8,12 @@ that asks for something the decoder does not implement would otherwise load and 
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from collections.abc import Mapping
 from typing import Any, NoReturn
 
 from jaxcontam.errors import ModelError
-from jaxcontam.models.config import Activation, DecoderConfig, RopeType, eos_field
+from jaxcontam.models.config import Activation, DecoderConfig, ExpertsConfig, NormConfig, RopeConfig, eos_field
 from jaxcontam.models.config_values import (
     MAX_LAYERS,
     checked_flag,
@@ -251,19 +250,10 @@ def attention_sizes(
     return hidden, heads, reader.integer("head_dim", default=hidden // heads)
 
 
-@dataclasses.dataclass(frozen=True)
-class Rope:
-    theta: float
-    rope_type: RopeType
-    scaling: tuple[tuple[str, float], ...]
-    partial: float
-    short_factor: tuple[float, ...] = ()
-    long_factor: tuple[float, ...] = ()
-
-
-def rope(reader: ConfigReader, params: dict | None = None, default_theta: float = 10000.0) -> Rope:
+def rope(reader: ConfigReader, params: dict | None = None, default_theta: float = 10000.0) -> RopeConfig:
     """Rope settings from new-style rope_parameters (or `params`, a family's own selection of them) merged over
-    the older rope_scaling / rope_theta / partial_rotary_factor fields."""
+    the older rope_scaling / rope_theta / partial_rotary_factor fields; the rotary dims are that fraction of
+    head_dim (`attention_sizes`)."""
     params = dict(reader.mapping("rope_parameters") if params is None else params)
     if reader.get("rope_scaling"):
         params = {**reader.mapping("rope_scaling"), **params}
@@ -278,6 +268,8 @@ def rope(reader: ConfigReader, params: dict | None = None, default_theta: float 
     partial = number("partial_rotary_factor", "partial_rotary_factor", "rotary_pct", default=1.0)
     if partial > 1:
         reader.refuse("partial_rotary_factor", partial, "a fraction of head_dim, at most 1")
+    _, _, head_dim = attention_sizes(reader)
+    rotary_dim = int(head_dim * partial)
     rope_type = params.get("rope_type", params.get("type", "default"))
     rope_type = "longrope" if rope_type == "su" else rope_type  # phi3's original name for it
     if not isinstance(rope_type, str) or rope_type not in ROPE_TYPES:
@@ -288,7 +280,7 @@ def rope(reader: ConfigReader, params: dict | None = None, default_theta: float 
             "get silently wrong log-probs, so it is refused",
         )
     if rope_type == "longrope":
-        return _longrope(reader, params, theta, partial)
+        return _longrope(reader, params, theta, rotary_dim)
     keys = {
         "linear": ("factor",),
         "llama3": ("factor", "low_freq_factor", "high_freq_factor", "original_max_position_embeddings"),
@@ -298,17 +290,25 @@ def rope(reader: ConfigReader, params: dict | None = None, default_theta: float 
             raise ModelError(
                 f"{reader.source}: rope_type {rope_type!r} needs rope_parameters.{key}; add it to config.json"
             )
-    scaling = tuple(sorted((k, reader.number_value(f"rope_parameters.{k}", params[k])) for k in keys))
+    scaling = {k: reader.number_value(f"rope_parameters.{k}", params[k]) for k in sorted(keys)}
     if rope_type == "llama3" and params["high_freq_factor"] <= params["low_freq_factor"]:
         reader.refuse(
             "rope_parameters.high_freq_factor",
             params["high_freq_factor"],
             f"llama3 rope needs it above low_freq_factor ({params['low_freq_factor']})",
         )
-    return Rope(theta, rope_type, scaling, partial)
+    return RopeConfig(
+        rotary_dim,
+        theta,
+        rope_type,
+        factor=scaling.get("factor"),
+        low_freq_factor=scaling.get("low_freq_factor"),
+        high_freq_factor=scaling.get("high_freq_factor"),
+        original_max_position=scaling.get("original_max_position_embeddings"),
+    )
 
 
-def _longrope(reader: ConfigReader, params: dict, theta: float, partial: float) -> Rope:
+def _longrope(reader: ConfigReader, params: dict, theta: float, rotary_dim: int) -> RopeConfig:
     """LongRoPE (phi3): per-frequency factors, short within the original context and long beyond it, and cos/sin
     scaled by an attention factor (default sqrt(1 + ln(factor) / ln(original context)), as transformers sets it)."""
     original = params.get("original_max_position_embeddings", reader.get("original_max_position_embeddings"))
@@ -318,8 +318,7 @@ def _longrope(reader: ConfigReader, params: dict, theta: float, partial: float) 
             "original_max_position_embeddings; add them to config.json"
         )
     original = checked_int(reader.source, "original_max_position_embeddings", original, minimum=2)
-    _, _, head_dim = attention_sizes(reader)
-    half = int(head_dim * partial) // 2
+    half = rotary_dim // 2
     factors = {}
     for key in ("short_factor", "long_factor"):
         values = params[key]
@@ -338,8 +337,15 @@ def _longrope(reader: ConfigReader, params: dict, theta: float, partial: float) 
     if attention is None:
         attention = 1.0 if factor <= 1.0 else (1 + math.log(factor) / math.log(original)) ** 0.5
     attention = reader.number_value("rope_parameters.attention_factor", attention)
-    scaling = (("attention_factor", attention), ("original_max_position_embeddings", float(original)))
-    return Rope(theta, "longrope", scaling, partial, factors["short_factor"], factors["long_factor"])
+    return RopeConfig(
+        rotary_dim,
+        theta,
+        "longrope",
+        original_max_position=float(original),
+        attention_factor=attention,
+        short_factor=factors["short_factor"],
+        long_factor=factors["long_factor"],
+    )
 
 
 def layer_windows(reader: ConfigReader, num_layers: int, default_types: list[str] | None) -> tuple[int, ...]:
@@ -365,13 +371,14 @@ def layer_windows(reader: ConfigReader, num_layers: int, default_types: list[str
     return tuple(windows)
 
 
-def experts(reader: ConfigReader) -> tuple[int, int]:
-    """(experts per layer, experts per token) of a mixture-of-experts family."""
+def experts(reader: ConfigReader, norm_topk_prob: bool) -> ExpertsConfig:
+    """The experts of a mixture-of-experts family: experts per layer, experts per token, and whether the family
+    renormalises the top-k router probabilities."""
     count = reader.integer("num_local_experts", "num_experts")
     top_k = reader.integer("num_experts_per_tok")
     if not 1 <= top_k <= count:
         reader.refuse("num_experts_per_tok", top_k, f"needs 1 <= k <= the {count} experts")
-    return count, top_k
+    return ExpertsConfig(count, top_k, norm_topk_prob)
 
 
 def layer_count(reader: ConfigReader, *names: str) -> int:
@@ -384,15 +391,17 @@ def llama_style(
     model_type: str,
     act: Activation,
     windows,
-    rope_settings: Rope | None = None,
+    rope_settings: RopeConfig | None = None,
     attention_bias: bool | None = None,
+    norms: Mapping[str, Any] | None = None,
     **overrides,
 ) -> DecoderConfig:
     """The llama layout (RMSNorm pre-norms, rope, gated MLP, grouped-query attention, attention_bias on all four
     projections), with a family's differences given as `overrides` of `DecoderConfig` fields.
 
     `windows(num_layers)` gives the per-layer sliding windows; `rope_settings` defaults to `rope(reader)`;
-    `attention_bias` defaults to the config's field."""
+    `attention_bias` defaults to the config's field; `norms`: the family's `NormConfig` fields beside the RMSNorm
+    with rms_norm_eps (e.g. {"qk": "head"})."""
     hidden, heads, head_dim = attention_sizes(reader)
     layers = layer_count(reader)
     rope_settings = rope_settings or rope(reader)
@@ -411,23 +420,14 @@ def llama_style(
         head_dim=head_dim,
         intermediate_size=overrides.pop("intermediate_size", None) or reader.integer("intermediate_size"),
         max_position=reader.integer("max_position_embeddings"),
-        norm="rms",
-        norm_eps=reader.number("rms_norm_eps"),
-        norm_offset=0.0,
+        norms=NormConfig("rms", reader.number("rms_norm_eps"), **(norms or {})),
         activation=act,
         gated_mlp=True,
         mlp_bias=False,
         qkv_bias=bias,
         out_bias=bias,
-        qk_norm="",
-        attn_post_norm=False,
-        mlp_post_norm=False,
         parallel_residual=False,
         learned_positions=False,
-        rotary_dim=int(head_dim * rope_settings.partial),
-        rope_theta=rope_settings.theta,
-        rope_type=rope_settings.rope_type,
-        rope_scaling=rope_settings.scaling,
         embed_scale=None,
         attn_scale=float(head_dim) ** -0.5,
         attn_logit_softcap=None,
@@ -437,9 +437,7 @@ def llama_style(
         bos_token_id=reader.token_id("bos_token_id"),
         eos_token_id=reader.token_ids("eos_token_id"),
         pad_token_id=reader.token_id("pad_token_id"),
-        rope_short_factor=rope_settings.short_factor,
-        rope_long_factor=rope_settings.long_factor,
-        norm_topk_prob=False,
+        rope=rope_settings,
         hf_config=dict(reader.config),
     )
     return DecoderConfig(**{**fields, **overrides})

@@ -18,12 +18,12 @@ from jaxcontam.models.config import DecoderConfig
 def norm(spec: DecoderConfig, weights: dict, x: jax.Array) -> jax.Array:
     """RMSNorm (scale by w, or 1 + w for gemma) or LayerNorm with bias, over the last axis."""
     xf = x.astype(jnp.float32)
-    if spec.norm == "rms":
-        y = xf * jax.lax.rsqrt(jnp.mean(xf * xf, axis=-1, keepdims=True) + spec.norm_eps)
-        return (y * (weights["scale"].astype(jnp.float32) + spec.norm_offset)).astype(x.dtype)
+    if spec.norms.kind == "rms":
+        y = xf * jax.lax.rsqrt(jnp.mean(xf * xf, axis=-1, keepdims=True) + spec.norms.eps)
+        return (y * (weights["scale"].astype(jnp.float32) + spec.norms.offset)).astype(x.dtype)
     mean = jnp.mean(xf, axis=-1, keepdims=True)
     var = jnp.mean(jnp.square(xf - mean), axis=-1, keepdims=True)
-    y = (xf - mean) * jax.lax.rsqrt(var + spec.norm_eps)
+    y = (xf - mean) * jax.lax.rsqrt(var + spec.norms.eps)
     return (y * weights["scale"].astype(jnp.float32) + weights["bias"].astype(jnp.float32)).astype(x.dtype)
 
 
@@ -53,16 +53,17 @@ def _rope_powers(base: float, dim: int) -> np.ndarray:
 def rope_inverse_frequencies(spec: DecoderConfig, theta: float | None = None) -> np.ndarray:
     """float32 [rotary_dim // 2] inverse frequencies, with linear or Llama 3 scaling, as transformers computes them.
     `theta`: an unscaled base of its own (gemma3's sliding layers)."""
-    base = spec.rope_theta if theta is None else theta
-    inv = (np.float32(1.0) / _rope_powers(base, spec.rotary_dim)).astype(np.float32)
-    params = dict(spec.rope_scaling)
+    rope = spec.rope
+    base = rope.theta if theta is None else theta
+    inv = (np.float32(1.0) / _rope_powers(base, rope.rotary_dim)).astype(np.float32)
     if theta is not None:
         return inv
-    if spec.rope_type == "linear":
-        return (inv / np.float32(params["factor"])).astype(np.float32)
-    if spec.rope_type == "llama3":
-        factor, low, high = params["factor"], params["low_freq_factor"], params["high_freq_factor"]
-        old_len = params["original_max_position_embeddings"]
+    if rope.scaling == "linear":
+        return (inv / np.float32(rope.factor)).astype(np.float32)
+    if rope.scaling == "llama3":
+        factor, low, high = rope.factor, rope.low_freq_factor, rope.high_freq_factor
+        old_len = rope.original_max_position
+        assert factor and low and high and old_len, rope  # `hf_config.rope` sets all four for llama3
         # torch computes a number over a tensor as the tensor's reciprocal times the number: the same here
         wavelen = (np.float32(1.0) / inv) * np.float32(2 * math.pi)
         scaled = np.where(wavelen > old_len / low, inv / factor, inv)
@@ -76,10 +77,12 @@ def rope_inverse_frequencies(spec: DecoderConfig, theta: float | None = None) ->
 def _longrope_frequencies(spec: DecoderConfig, lengths: jax.Array) -> jax.Array:
     """float32 [B, T, rotary_dim // 2]: each token's inverse frequencies under LongRoPE, from the short factors
     when its sequence (`lengths`: tokens in the sequence it belongs to) fits the original context, else the long."""
-    base = _rope_powers(spec.rope_theta, spec.rotary_dim)
-    short = 1.0 / (np.asarray(spec.rope_short_factor, np.float32) * base)
-    long = 1.0 / (np.asarray(spec.rope_long_factor, np.float32) * base)
-    beyond = lengths > dict(spec.rope_scaling)["original_max_position_embeddings"]
+    base = _rope_powers(spec.rope.theta, spec.rope.rotary_dim)
+    short = 1.0 / (np.asarray(spec.rope.short_factor, np.float32) * base)
+    long = 1.0 / (np.asarray(spec.rope.long_factor, np.float32) * base)
+    original = spec.rope.original_max_position
+    assert original, spec.rope  # `hf_config.rope` sets it for longrope
+    beyond = lengths > original
     return jnp.where(beyond[..., None], jnp.asarray(long, jnp.float32), jnp.asarray(short, jnp.float32))
 
 
@@ -93,12 +96,13 @@ def rope_tables(
     """
     scale = 1.0
     if local:
-        inv = jnp.asarray(rope_inverse_frequencies(spec, spec.local_rope_theta))
-    elif spec.rope_type == "longrope":
+        inv = jnp.asarray(rope_inverse_frequencies(spec, spec.rope.local_theta))
+    elif spec.rope.scaling == "longrope":
         if lengths is None:
             raise ValueError("LongRoPE tables need `lengths`, the length of each token's sequence")
         inv = _longrope_frequencies(spec, lengths)
-        scale = dict(spec.rope_scaling)["attention_factor"]
+        scale = spec.rope.attention_factor
+        assert scale, spec.rope  # `hf_config.rope` sets it for longrope
     else:
         inv = jnp.asarray(rope_inverse_frequencies(spec))
     angles = positions.astype(jnp.float32)[..., None] * inv
@@ -125,12 +129,12 @@ def attention_inputs(spec: DecoderConfig, w: dict, h: jax.Array, cos, sin):
     v = jnp.einsum("btd,dhk->bthk", h, w["wv"])
     if spec.qkv_bias:
         q, k, v = q + w["bq"], k + w["bk"], v + w["bv"]
-    if spec.qk_norm == "head":
+    if spec.norms.qk == "head":
         q, k = norm(spec, w["q_norm"], q), norm(spec, w["k_norm"], k)
-    elif spec.qk_norm == "full":  # olmo2: over all heads of the projection at once
+    elif spec.norms.qk == "full":  # olmo2: over all heads of the projection at once
         q = norm(spec, w["q_norm"], q.reshape(*q.shape[:2], -1)).reshape(q.shape)
         k = norm(spec, w["k_norm"], k.reshape(*k.shape[:2], -1)).reshape(k.shape)
-    if spec.rotary_dim:
+    if spec.rope.rotary_dim:
         q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)
     return q, k, v
 

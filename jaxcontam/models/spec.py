@@ -77,4 +77,4 @@ def from_hf_config(config: dict, source: str = "config.json", attention: str = "
     reader.refuse_unhandled(model_type, family.ignored)
     check_decoder(parsed, source)
     fields = {field.name: getattr(parsed, field.name) for field in dataclasses.fields(parsed)}
-    return ModelSpec(**{**fields, "attention": attention})
+    return ModelSpec(**{**fields, "execution": dataclasses.replace(parsed.execution, attention=attention)})

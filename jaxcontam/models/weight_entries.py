@@ -84,7 +84,7 @@ def norm_entries(path: str, source: str, spec: DecoderConfig, layered: bool) -> 
     entries = [
         Entry(("layers", path, "scale") if layered else (path, "scale"), source + ".weight", (d,), (d,), (None,), same)
     ]
-    if spec.norm == "layer":
+    if spec.norms.kind == "layer":
         entries.append(
             Entry(("layers", path, "bias") if layered else (path, "bias"), source + ".bias", (d,), (d,), (None,), same)
         )
@@ -150,8 +150,8 @@ def attention_entries(spec: DecoderConfig, qkv: list[Entry] | None = None) -> li
         ]
     if spec.out_bias:
         e.append(Entry(("layers", "bo"), a + "o_proj.bias", (d,), (d,), (None,), same))
-    if spec.qk_norm:  # over head_dim, or (olmo2) over the whole q / k projection
-        q_size, k_size = (h * dh, kv * dh) if spec.qk_norm == "full" else (dh, dh)
+    if spec.norms.qk:  # over head_dim, or (olmo2) over the whole q / k projection
+        q_size, k_size = (h * dh, kv * dh) if spec.norms.qk == "full" else (dh, dh)
         e += [
             Entry(("layers", "q_norm", "scale"), a + "q_norm.weight", (q_size,), (q_size,), (None,), same),
             Entry(("layers", "k_norm", "scale"), a + "k_norm.weight", (k_size,), (k_size,), (None,), same),
@@ -173,7 +173,7 @@ def gated_mlp_entries(spec: DecoderConfig) -> list[Entry]:
 def expert_entries(spec: DecoderConfig, block: str, gate: str, up: str, down: str) -> list[Entry]:
     """Router [D, E] (`block` + "gate") and expert weights (`block` + "experts.{e}." + gate / up / down) stacked
     as [E, D, F] / [E, F, D], the expert axis split over the mesh."""
-    d, f, count = spec.hidden_size, spec.intermediate_size, spec.num_experts
+    d, f, count = spec.hidden_size, spec.intermediate_size, spec.experts.count
     expert = block + "experts.{e}."
     return [
         Entry(("layers", "router"), block + "gate.weight", (count, d), (d, count), (None, None), transpose),
@@ -214,12 +214,12 @@ def llama_style_entries(
     e = head_entries(spec) + (attention if attention is not None else attention_entries(spec))
     e += mlp if mlp is not None else gated_mlp_entries(spec)
     norm = "layers.{i}."
-    if spec.pre_norms:
+    if spec.norms.pre:
         e += norm_entries("attn_norm", norm + "input_layernorm", spec, layered=True)
-    if spec.attn_post_norm:  # gemma2/3: pre- and post-norms around both blocks; olmo2: post-norms only
+    if spec.norms.attn_post:  # gemma2/3: pre- and post-norms around both blocks; olmo2: post-norms only
         e += norm_entries("attn_post_norm", norm + "post_attention_layernorm", spec, layered=True)
         e += norm_entries("mlp_post_norm", norm + "post_feedforward_layernorm", spec, layered=True)
-        if spec.pre_norms:
+        if spec.norms.pre:
             e += norm_entries("mlp_norm", norm + "pre_feedforward_layernorm", spec, layered=True)
     else:
         e += norm_entries("mlp_norm", norm + "post_attention_layernorm", spec, layered=True)

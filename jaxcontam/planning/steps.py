@@ -51,8 +51,8 @@ def layer_weights(spec: ModelSpec) -> int:
     mixture of experts: the router and the k chosen experts, the model flops MFU counts)."""
     d, dh = spec.hidden_size, spec.head_dim
     attention = d * dh * (2 * spec.num_heads + 2 * spec.num_kv_heads)
-    if spec.num_experts:
-        return attention + d * spec.num_experts + spec.experts_per_token * 3 * d * spec.intermediate_size
+    if spec.experts.count:
+        return attention + d * spec.experts.count + spec.experts.per_token * 3 * d * spec.intermediate_size
     return attention + (3 if spec.gated_mlp else 2) * d * spec.intermediate_size
 
 

@@ -120,7 +120,7 @@ def training_spec(spec, unroll_layers: bool | None = None):
     if not isinstance(spec, DecoderConfig):
         return spec
     unroll = mesh_platform() == "cpu" if unroll_layers is None else unroll_layers
-    return dataclasses.replace(spec, unroll_layers=unroll)
+    return dataclasses.replace(spec, execution=dataclasses.replace(spec.execution, unroll_layers=unroll))
 
 
 @functools.partial(jax.jit, static_argnames=("spec", "to_params", "schedule"), donate_argnums=(0, 1))

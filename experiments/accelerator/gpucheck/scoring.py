@@ -58,7 +58,7 @@ def measure(
     row = {
         "shape": shape.name,
         "dtype": dtype,
-        "attention": model.config.attention,
+        "attention": model.config.execution.attention,
         "rows": rows,
         "length": length,
         "jaxcontam_tokens_per_s": round(scored / jax_s, 1),

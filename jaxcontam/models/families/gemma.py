@@ -13,10 +13,11 @@ from jaxcontam.models.weight_entries import llama_style_entries
 GELU_TANH = "gelu_pytorch_tanh"
 
 
-def gemma_fields(reader: ConfigReader) -> dict:
-    """The fields every gemma generation shares, as `llama_style` overrides."""
+def gemma_fields(reader: ConfigReader, **norms) -> dict:
+    """The fields every gemma generation shares, as `llama_style` overrides; `norms`: a generation's own
+    `NormConfig` fields."""
     return {
-        "norm_offset": 1.0,
+        "norms": {"offset": 1.0, **norms},
         "embed_scale": float(reader.integer("hidden_size")) ** 0.5,
         "tie_word_embeddings": reader.flag("tie_word_embeddings", True),
     }

@@ -18,13 +18,12 @@ from jaxcontam.models.hf_config import (
 from jaxcontam.models.weight_entries import llama_style_entries
 
 
-def gemma2_fields(reader: ConfigReader) -> dict:
-    """The fields gemma2 and gemma3 share, as `llama_style` overrides."""
+def gemma2_fields(reader: ConfigReader, **norms) -> dict:
+    """The fields gemma2 and gemma3 share, as `llama_style` overrides; `norms`: gemma3's own `NormConfig`
+    fields."""
     _, _, head_dim = attention_sizes(reader)
     return {
-        **gemma_fields(reader),
-        "attn_post_norm": True,
-        "mlp_post_norm": True,
+        **gemma_fields(reader, attn_post=True, mlp_post=True, **norms),
         "attn_scale": reader.number("query_pre_attn_scalar", default=float(head_dim)) ** -0.5,
         "attn_logit_softcap": reader.optional_number("attn_logit_softcapping"),
         "final_logit_softcap": reader.optional_number("final_logit_softcapping"),

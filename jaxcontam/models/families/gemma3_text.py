@@ -3,6 +3,8 @@ default, and sliding layers rotating with their own unscaled rope base."""
 
 from __future__ import annotations
 
+import dataclasses
+
 from jaxcontam.models.config import DecoderConfig
 from jaxcontam.models.families.base import Family, GGUFFormat
 from jaxcontam.models.families.gemma import GELU_TANH, gguf_norms
@@ -39,10 +41,10 @@ def from_hf_config(reader: ConfigReader) -> DecoderConfig:
         "gemma3_text",
         gemma2_activation(reader),
         windows,
-        rope(reader, dict(by_type.get(FULL, {})), default_theta=1_000_000.0),
-        qk_norm="head",
-        local_rope_theta=local_theta,
-        **gemma2_fields(reader),
+        dataclasses.replace(
+            rope(reader, dict(by_type.get(FULL, {})), default_theta=1_000_000.0), local_theta=local_theta
+        ),
+        **gemma2_fields(reader, qk="head"),
     )
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from jaxcontam.models.config import DecoderConfig
+from jaxcontam.models.config import DecoderConfig, NormConfig, RopeConfig
 from jaxcontam.models.families.base import Family
 from jaxcontam.models.hf_config import ConfigReader, activation, layer_count
 from jaxcontam.models.weight_entries import Entry, head_entries, norm_entries, same
@@ -30,23 +30,15 @@ def from_hf_config(reader: ConfigReader) -> DecoderConfig:
         head_dim=head_dim,
         intermediate_size=reader.integer("n_inner", default=4 * hidden),
         max_position=reader.integer("n_positions", "max_position_embeddings"),
-        norm="layer",
-        norm_eps=reader.number("layer_norm_epsilon", default=1e-5),
-        norm_offset=0.0,
+        norms=NormConfig("layer", reader.number("layer_norm_epsilon", default=1e-5)),
         activation=act,
         gated_mlp=False,
         mlp_bias=True,
         qkv_bias=True,
         out_bias=True,
-        qk_norm="",
-        attn_post_norm=False,
-        mlp_post_norm=False,
         parallel_residual=False,
         learned_positions=True,
-        rotary_dim=0,
-        rope_theta=0.0,
-        rope_type="default",
-        rope_scaling=(),
+        rope=RopeConfig(rotary_dim=0, theta=0.0),
         embed_scale=None,
         attn_scale=float(head_dim) ** -0.5 if reader.flag("scale_attn_weights", True) else 1.0,
         attn_logit_softcap=None,

@@ -3,7 +3,7 @@ and query_key_value interleaved per head."""
 
 from __future__ import annotations
 
-from jaxcontam.models.config import DecoderConfig
+from jaxcontam.models.config import DecoderConfig, NormConfig
 from jaxcontam.models.families.base import Family
 from jaxcontam.models.hf_config import ConfigReader, attention_sizes, hidden_act, layer_count, rope
 from jaxcontam.models.weight_entries import Entry, head_entries, heads_out, norm_entries, same, transpose
@@ -26,23 +26,15 @@ def from_hf_config(reader: ConfigReader) -> DecoderConfig:
         head_dim=head_dim,
         intermediate_size=reader.integer("intermediate_size"),
         max_position=reader.integer("max_position_embeddings"),
-        norm="layer",
-        norm_eps=reader.number("layer_norm_eps"),
-        norm_offset=0.0,
+        norms=NormConfig("layer", reader.number("layer_norm_eps")),
         activation=hidden_act(reader),
         gated_mlp=False,
         mlp_bias=True,
         qkv_bias=bias,
         out_bias=bias,
-        qk_norm="",
-        attn_post_norm=False,
-        mlp_post_norm=False,
         parallel_residual=reader.flag("use_parallel_residual", True),
         learned_positions=False,
-        rotary_dim=int(head_dim * rope_settings.partial),
-        rope_theta=rope_settings.theta,
-        rope_type=rope_settings.rope_type,
-        rope_scaling=rope_settings.scaling,
+        rope=rope_settings,
         embed_scale=None,
         attn_scale=float(head_dim) ** -0.5,
         attn_logit_softcap=None,
@@ -52,9 +44,6 @@ def from_hf_config(reader: ConfigReader) -> DecoderConfig:
         bos_token_id=reader.token_id("bos_token_id"),
         eos_token_id=reader.token_ids("eos_token_id"),
         pad_token_id=reader.token_id("pad_token_id"),
-        rope_short_factor=rope_settings.short_factor,
-        rope_long_factor=rope_settings.long_factor,
-        norm_topk_prob=False,
         hf_config=dict(reader.config),
     )
 

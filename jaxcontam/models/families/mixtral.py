@@ -11,15 +11,13 @@ from jaxcontam.models.weight_entries import expert_entries, llama_style_entries
 
 
 def from_hf_config(reader: ConfigReader) -> DecoderConfig:
-    count, top_k = experts(reader)
+    routing = experts(reader, norm_topk_prob=True)
     return llama_style(
         reader,
         "mixtral",
         hidden_act(reader),
         lambda layers: layer_windows(reader, layers, [SLIDING] * layers),
-        num_experts=count,
-        experts_per_token=top_k,
-        norm_topk_prob=True,
+        experts=routing,
     )
 
 

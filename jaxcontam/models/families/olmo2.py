@@ -15,10 +15,7 @@ def from_hf_config(reader: ConfigReader) -> DecoderConfig:
         "olmo2",
         hidden_act(reader),
         lambda layers: layer_windows(reader, layers, None),
-        qk_norm="full",
-        attn_post_norm=True,
-        mlp_post_norm=True,
-        pre_norms=False,
+        norms={"qk": "full", "attn_post": True, "mlp_post": True, "pre": False},
     )
 
 

@@ -10,7 +10,9 @@ from jaxcontam.models.weight_entries import llama_style_entries
 
 
 def from_hf_config(reader: ConfigReader) -> DecoderConfig:
-    return llama_style(reader, "qwen3", hidden_act(reader), lambda layers: qwen_windows(reader, layers), qk_norm="head")
+    return llama_style(
+        reader, "qwen3", hidden_act(reader), lambda layers: qwen_windows(reader, layers), norms={"qk": "head"}
+    )
 
 
 FAMILY = Family("qwen3", from_hf_config, llama_style_entries, gguf=GGUFFormat("qwen3"))

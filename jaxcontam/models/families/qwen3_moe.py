@@ -10,7 +10,7 @@ from jaxcontam.models.weight_entries import expert_entries, llama_style_entries
 
 
 def from_hf_config(reader: ConfigReader) -> DecoderConfig:
-    count, top_k = experts(reader)
+    routing = experts(reader, norm_topk_prob=reader.flag("norm_topk_prob", False))
     if reader.sequence("mlp_only_layers", []) or reader.integer("decoder_sparse_step", default=1) != 1:
         reader.refuse(
             "mlp_only_layers / decoder_sparse_step",
@@ -22,11 +22,9 @@ def from_hf_config(reader: ConfigReader) -> DecoderConfig:
         "qwen3_moe",
         hidden_act(reader),
         lambda layers: qwen_windows(reader, layers),
-        qk_norm="head",
+        norms={"qk": "head"},
         intermediate_size=reader.integer("moe_intermediate_size"),
-        num_experts=count,
-        experts_per_token=top_k,
-        norm_topk_prob=reader.flag("norm_topk_prob", False),
+        experts=routing,
     )
 
 

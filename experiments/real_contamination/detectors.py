@@ -115,7 +115,7 @@ def run_arm(results: pathlib.Path, arm: str, items: int, costly: bool = False) -
         print(f"{arm}: no model/ (retrain: python -m experiments.real_contamination.run --arms {arm} --skip-audit)")
         return False
     name = COSTLY_AUDIT if costly else AUDIT
-    if (folder / name / "done").exists():
+    if (folder / name / "items.parquet").exists():  # written once the audit is complete (committed; state/ is not)
         return True
     config_file = folder / f"{name}.toml"
     config_file.write_text(audit_toml(folder, results / "mmlu_subjects", items, costly))
@@ -128,7 +128,6 @@ def run_arm(results: pathlib.Path, arm: str, items: int, costly: bool = False) -
         else tuple(s for s in config.stages if s != "pacost"),
     )
     run_audit(config)
-    (folder / name / "done").write_text("")
     return True
 
 
@@ -365,6 +364,8 @@ def markdown(report: dict) -> str:
     for t in report["tests"]:
 
         def cell(share):
+            if not share["total"]:
+                return "no arm audited"
             if not share["tested"]:
                 return f"not tested (0 of {share['total']} halves)"
             return f"{share['flagged']}/{share['tested']} [{share['ci95'][0]:.2f}, {share['ci95'][1]:.2f}]"

@@ -163,12 +163,12 @@ def auc_rows(arms: dict) -> list[dict]:
         paired = twin is not None and twin in arms
         for benchmark in BENCHMARKS:
             a = arms[name][arms[name]["benchmark"] == benchmark]
+            if name in NULL_ARMS:  # nothing seen: the drawn half plays the contaminated one
+                a = a.assign(seen=a["drawn"])
             b = arms[twin][arms[twin]["benchmark"] == benchmark] if paired else None
             for score, higher in SCORES.items():
                 if score not in a or not np.isfinite(a[score].to_numpy(float)).any():
                     continue
-                if name in NULL_ARMS:  # nothing seen: the drawn half plays the contaminated one
-                    a = a.assign(seen=a["drawn"])
                 estimate = balanced_auc(a, b if paired else a, score, higher)
                 draws = "both draws" if paired else "drawn half" if name in NULL_ARMS else "one draw"
                 rows.append(
@@ -195,7 +195,7 @@ def blind_rows(results: pathlib.Path, permutations: int = 999) -> dict[str, dict
     return found
 
 
-def _role(arm: str, drawn_half: bool, seen: bool) -> str:
+def _role(arm: str, seen: bool) -> str:
     if arm == "control":
         return "control"
     if arm == FORMAT_ARM:
@@ -231,7 +231,7 @@ def half_tests(arm: str, items, resamples: int = 9999) -> list[dict]:
                     "arm": arm,
                     "benchmark": benchmark,
                     "half": "drawn" if drawn_half else "other",
-                    "role": _role(arm, drawn_half, seen),
+                    "role": _role(arm, seen),
                     "cluster": f"{benchmark}/{'drawn' if drawn_half else 'other'}",
                     "pvalues": tests,
                 }

@@ -203,14 +203,7 @@ def _matches(value, kind) -> bool:
 def table_values(table: dict, classes: Sequence[type], where: str, extra: Iterable[str] = ()) -> dict:
     """`table` checked against the fields of `classes` (plus `extra` keys, checked by the caller): unknown keys
     and values of the wrong type are errors; lists become tuples where the field is a tuple."""
-    if not isinstance(table, dict):
-        raise JaxcontamError(f"{where}: expected a table, got {type(table).__name__} {table!r}")
-    types_ = {name: kind for cls in classes for name, kind in _field_types(cls).items()}
-    unknown = sorted(set(table) - set(types_) - set(extra))
-    if unknown:
-        raise JaxcontamError(
-            f"{where}: unknown key(s) {', '.join(unknown)}; known: {', '.join(sorted(set(types_) | set(extra)))}"
-        )
+    check_keys(table, [name for cls in classes for name in _field_types(cls)] + list(extra), where)
     values = {}
     for key, value in table.items():
         owner = next((cls for cls in classes if key in _field_types(cls)), None)

@@ -17,6 +17,7 @@ from jaxcontam.audit.config import (
     load_config,
 )
 from jaxcontam.commands.audit_options import ALIASES
+from jaxcontam.data.registry import load_benchmark
 from jaxcontam.dataclass_config import apply_overrides, table_keys, table_of
 from jaxcontam.detect.contam import ContamSettings
 from jaxcontam.detect.exchangeability import ExchangeabilitySettings
@@ -36,6 +37,8 @@ ALIAS_FORMS = {
     "benchmarks": (("--benchmark", "copa", "--benchmark", "b"), ("--set", "benchmark=[{name='copa'},{name='b'}]")),
     "path": ((*ONE_BENCHMARK, "--path", "/data/copa"), (*ONE_BENCHMARK, "--set", "benchmark.path=/data/copa")),
     "split": (("--split", "validation"), ("--set", "benchmark.split=validation")),
+    "fields": ((*ONE_BENCHMARK, "--field", "question=prompt", "--field", "answer= label"),
+               (*ONE_BENCHMARK, "--set", 'benchmark.fields={question = "prompt", answer = "label"}')),
     "paraphrases": ((*ONE_BENCHMARK, "--paraphrases", "/p"), (*ONE_BENCHMARK, "--set", "benchmark.paraphrases=/p")),
     "limit": (("--limit", "3"), ("--set", "benchmark.limit=3")),
     "offset": (("--offset", "2"), ("--set", "benchmark.offset=2")),
@@ -222,6 +225,26 @@ def test_an_unknown_set_key_names_it_and_the_known_keys(table):
     with pytest.raises(JaxcontamError) as raised:
         audit_config_of(*EXAMPLE, "--set", key)
     assert_names_the_key_and_the_known_ones(raised.value, table)
+
+
+def test_field_reads_a_file_of_other_columns_as_the_adding_a_benchmark_guide_shows(tmp_path):
+    file = tmp_path / "my_items.jsonl"
+    file.write_text("".join(json.dumps({"prompt": f"What is {n} + 1?", "label": str(n + 1)}) + "\n" for n in range(3)))
+    config = audit_config_of("--model", "m", "--benchmark", file, "--field", "question=prompt", "--field", "answer=label")
+    (entry,) = config.benchmarks
+    items = load_benchmark(entry.name, split=entry.split, path=entry.path, fields=entry.fields)
+    assert [(item.question, item.answer) for item in items] == [(f"What is {n} + 1?", str(n + 1)) for n in range(3)]
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [(("question",), "give ITEM_FIELD=COLUMN"), (("=prompt",), "give ITEM_FIELD=COLUMN"),
+     (("question=a", "question=b"), "given twice"), (("bogus=prompt",), "bogus")],
+)  # fmt: skip
+def test_a_malformed_field_is_refused_naming_it(fields, message):
+    options = [arg for field in fields for arg in ("--field", field)]
+    with pytest.raises(JaxcontamError, match=message):
+        audit_config_of("--model", "m", "--benchmark", "my_items.jsonl", *options)
 
 
 def test_an_option_into_entries_the_audit_lacks_sets_nothing_and_the_missing_entries_are_refused(tmp_path):

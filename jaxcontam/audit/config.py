@@ -54,6 +54,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
+from jaxcontam.data.custom import parse_field_mapping
 from jaxcontam.data.roots import DEFAULT_ROOTS
 from jaxcontam.dataclass_config import (
     apply_overrides,
@@ -144,6 +145,8 @@ class BenchmarkEntry:
 
     def __post_init__(self):
         check_ranges(self, f"benchmark {self.name}")
+        if self.fields is not None:
+            parse_field_mapping(self.fields)  # refused here, where the config is read, not when the audit loads it
 
     @property
     def label(self) -> str:

@@ -59,6 +59,14 @@ def audit_options(command):
         click.option("--path", default=None, help="Local files of the one --benchmark given."),
         click.option("--split", default=None, help="Split of the --benchmark entries."),
         click.option(
+            "--field",
+            "fields",
+            multiple=True,
+            metavar="ITEM_FIELD=COLUMN",
+            help="Column of the one --benchmark file holding an item field (question, answer, choices, context, "
+            "id): --field question=prompt --field answer=label. Repeatable.",
+        ),
+        click.option(
             "--paraphrases",
             default=None,
             help="Rephrasings of the one benchmark: a built-in source (gsm8k_rephrase, gsm_plus, "
@@ -167,6 +175,20 @@ class Alias:
     replaces: tuple[str, ...] = ()
 
 
+def _fields(pairs: tuple[str, ...], raw: dict) -> dict[str, str]:
+    """`--field ITEM_FIELD=COLUMN` pairs as a benchmark's `fields` table (the field names are checked where it is
+    read, `jaxcontam.data.custom`)."""
+    fields = {}
+    for pair in pairs:
+        field, equals, column = pair.partition("=")
+        if not (equals and field.strip() and column.strip()):
+            raise JaxcontamError(f"--field {pair!r}: give ITEM_FIELD=COLUMN, e.g. --field question=prompt")
+        if field.strip() in fields:
+            raise JaxcontamError(f"--field {field.strip()} is given twice: give each item field once")
+        fields[field.strip()] = column.strip()
+    return fields
+
+
 def _fsdp_of(raw: dict) -> bool:
     mesh = raw.get("mesh")
     return mesh.get("fsdp", False) if isinstance(mesh, dict) else False
@@ -185,6 +207,7 @@ ALIASES = {
     "benchmarks": Alias("benchmark", lambda names, raw: [{"name": name} for name in names]),
     "path": Alias("benchmark.path", entries="one"),
     "split": Alias("benchmark.split", entries="every"),
+    "fields": Alias("benchmark.fields", _fields, entries="one"),
     "paraphrases": Alias("benchmark.paraphrases", entries="one"),
     "limit": Alias("benchmark.limit", entries="every"),
     "offset": Alias("benchmark.offset", entries="every"),
@@ -207,7 +230,7 @@ ALIASES = {
 
 def option_name(name: str) -> str:
     """The command-line spelling of option `name` (click's parameter name): "--rephrase-model", "--model"."""
-    return {"models": "--model", "benchmarks": "--benchmark", "corpora": "--corpus"}.get(
+    return {"models": "--model", "benchmarks": "--benchmark", "fields": "--field", "corpora": "--corpus"}.get(
         name, "--" + name.replace("_", "-")
     )
 

@@ -70,7 +70,7 @@ from jaxcontam.dataclass_config import (
     table_values,
 )
 from jaxcontam.detect.audit_core import DEFAULT_DETECTORS, AuditSettings
-from jaxcontam.detect.family import FamilyStage
+from jaxcontam.detect.family_stage import FamilyStage
 from jaxcontam.detect.pacost.settings import PacostSettings
 from jaxcontam.detect.registry import CORPUS_STAGES, DETECTORS, FAMILY_DETECTORS
 from jaxcontam.detect.registry import settings_of as stage_settings

@@ -1,7 +1,7 @@
 # pyright: standard
 """`run_audit`: n-gram evidence, rephrasings, then per model and benchmark the shared audit core
 (`detect.audit_core`: PaCoST, likelihood detectors, ConTAM's EPG verdict), each stage resumable; then the
-sweep's corrections, the detectors across the models (`detect.family`: ConStat), items.parquet, summary.json, plots
+sweep's corrections, the detectors across the models (`detect.family_stage`: ConStat), items.parquet, summary.json, plots
 and report.html."""
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from jaxcontam.audit.sweep import audit_verdicts
 from jaxcontam.cluster import is_writer
 from jaxcontam.dataclass_config import non_default_values
 from jaxcontam.detect.audit_core import AuditSettings, chunk_naming_items
-from jaxcontam.detect.family import RunKey, family_verdicts
+from jaxcontam.detect.family_stage import RunKey, family_verdicts
 from jaxcontam.detect.json_values import json_ready
 from jaxcontam.detect.stage import AuditTarget, ReferenceModel, StageInput, fingerprint
 from jaxcontam.engine.finite import NonFiniteScoresError

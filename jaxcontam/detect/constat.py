@@ -20,7 +20,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from jaxcontam.dataclass_config import check_ranges, ranged
-from jaxcontam.detect.family import FamilyInput, FamilyRun, RunKey
+from jaxcontam.detect.family_stage import FamilyInput, FamilyRun, RunKey
 from jaxcontam.detect.json_values import json_float
 from jaxcontam.detect.status import TestOutcome
 from jaxcontam.errors import JaxcontamError

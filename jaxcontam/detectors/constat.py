@@ -14,7 +14,7 @@ from jaxcontam.detect.constat import (
     check_references,
     constat_result,
 )
-from jaxcontam.detect.family import FamilyStage, FamilyView, RunKey
+from jaxcontam.detect.family_stage import FamilyStage, FamilyView, RunKey
 from jaxcontam.detect.verdict import Verdict, flagged
 from jaxcontam.report.formatting import interval, number
 from jaxcontam.report.html_parts import badge, facts, head, row, table, text

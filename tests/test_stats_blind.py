@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from scipy import stats as scipy_stats
 
-from jaxcontam.stats.auc import auc
+from jaxcontam.stats.auc import auc, mean_auc
 from jaxcontam.stats.blind import blind_baseline, deal_folds, ngrams, out_of_fold_log_odds
 from jaxcontam.stats.validation import StatsInputError
 
@@ -64,6 +64,39 @@ def test_auc_clusters_resample_together_and_bad_input():
         auc([1.0, 2.0], [True, True])
     with pytest.raises(StatsInputError, match="clusters must lie within one group"):
         auc(scores, labels, clusters=["a", "a", "b", "b", "c", "d"])
+
+
+def test_mean_auc_is_the_mean_of_scipys_per_model_aucs_and_resamples_items_in_both_models_alike():
+    """Two models over the same 40 items with complementary labels (the two draws of a half split): the statistic is
+    the mean of each model's Mann-Whitney U / (n m); each replicate is that mean over one multinomial draw of the
+    items, the same draw in both models (so a replicate computed by hand from its drawn items agrees)."""
+    rng = np.random.default_rng(5)
+    labels = np.arange(40) < 20
+    first, second = np.round(rng.normal(size=40), 1), np.round(rng.normal(size=40), 1)
+    first[labels] += 0.8
+    second[~labels] += 0.3
+    second[3] = np.nan  # left out in its model only
+    result = mean_auc([first, second], [labels, ~labels], resamples=300, seed=4)
+    expected = []
+    for scores, flags in ((first, labels), (second, ~labels)):
+        keep = np.isfinite(scores)
+        positive, negative = scores[flags & keep], scores[~flags & keep]
+        expected.append(scipy_stats.mannwhitneyu(positive, negative).statistic / (positive.size * negative.size))
+    assert result.aucs == pytest.approx(tuple(expected)) and result.statistic == pytest.approx(np.mean(expected))
+    draw = np.random.default_rng(4).integers(0, 40, (300, 40))  # resample_counts' draws: one chunk at this size
+    for replicate, drawn in list(zip(result.replicates, draw, strict=True))[:20]:
+        by_model = []
+        for scores, flags in ((first, labels), (second, ~labels)):
+            picked = drawn[np.isfinite(scores[drawn])]
+            positive, negative = scores[picked[flags[picked]]], scores[picked[~flags[picked]]]
+            by_model.append(((positive[:, None] > negative) + 0.5 * (positive[:, None] == negative)).mean())
+        assert replicate == pytest.approx(np.mean(by_model), abs=1e-12)
+    interval = result.confidence_interval(0.95)
+    assert interval.low < result.statistic < interval.high
+    with pytest.raises(StatsInputError, match="same items"):
+        mean_auc([first, second[:30]], [labels, labels[:30]])
+    with pytest.raises(StatsInputError, match="both groups"):
+        mean_auc([first], [np.ones(40, bool)])
 
 
 def _texts(rng, n, p, vocabulary):

@@ -316,26 +316,19 @@ def balanced_auc(arm, twin, detector: str, higher: bool, seed: int = 0, bootstra
     """One benchmark's AUC of seen against unseen items, averaged over the two draws: the arm and its twin, trained on
     the complementary halves, so the split imbalance of one draw cancels. Needs no twin *pairing*: each model's AUC
     is its own (an auditor with one model has one of them). 95% CI: items resampled with replacement, the same draw
-    in both models (an item is a cluster), both AUCs recomputed and averaged; no p-value (the paired table tests)."""
+    in both models (an item is a cluster; `jaxcontam.stats.auc.mean_auc`); no p-value (the paired table tests)."""
+    from jaxcontam.stats.auc import mean_auc
+    from jaxcontam.stats.validation import StatsInputError
+
     ids = arm.index.intersection(twin.index)
-    rng = np.random.default_rng(seed)
-    weights = _bootstrap_weights(len(ids), bootstraps, rng).astype(np.float64)
-    values, boots = [], []
-    for items in (arm.loc[ids], twin.loc[ids]):
-        scores = oriented(items[detector], higher)
-        seen = items["seen"].to_numpy(bool)
-        keep = np.isfinite(scores)
-        positive, negative = seen & keep, ~seen & keep
-        if not positive.any() or not negative.any():
-            return Estimate(float("nan"), (float("nan"), float("nan")), float("nan"), 0)
-        wins = _wins_matrix(scores[positive], scores[negative])
-        values.append(float(wins.mean()))
-        w1, w0 = weights[:, positive], weights[:, negative]
-        with np.errstate(invalid="ignore", divide="ignore"):
-            boots.append(np.einsum("bi,ij,bj->b", w1, wins, w0) / (w1.sum(1) * w0.sum(1)))
-    mean = np.nanmean(np.stack(boots), axis=0)
-    low, high = np.nanquantile(mean, [0.025, 0.975])
-    return Estimate(float(np.mean(values)), (float(low), float(high)), float("nan"), len(ids))
+    models = (arm.loc[ids], twin.loc[ids])
+    try:
+        result = mean_auc([oriented(items[detector], higher) for items in models],
+                          [items["seen"].to_numpy(bool) for items in models], resamples=bootstraps, seed=seed)
+    except StatsInputError:  # a model without a scored item of one group
+        return Estimate(float("nan"), (float("nan"), float("nan")), float("nan"), 0)
+    interval = result.confidence_interval(0.95)
+    return Estimate(result.statistic, (interval.low, interval.high), float("nan"), len(ids))
 
 
 def _seen_auc(items, detector: str, higher: bool) -> float:

@@ -15,7 +15,7 @@
 Pure numpy/scipy; every test equal to scipy where scipy has it (see tests/test_stats_*.py).
 """
 
-from jaxcontam.stats.auc import AUCResult, auc
+from jaxcontam.stats.auc import AUCResult, MeanAUCResult, auc, mean_auc
 from jaxcontam.stats.blind import BlindBaselineResult, blind_baseline
 from jaxcontam.stats.constat import ConStatResult, constat_test
 from jaxcontam.stats.epg import (
@@ -55,6 +55,7 @@ __all__ = [
     "ExchangeabilityStatistic",
     "FilteredPairs",
     "MaxZTestResult",
+    "MeanAUCResult",
     "PairedTestResult",
     "StatsInputError",
     "ThresholdSelection",
@@ -72,6 +73,7 @@ __all__ = [
     "exchangeability_statistic",
     "filter_pairs",
     "max_z_test",
+    "mean_auc",
     "minimum_detectable_effect",
     "paired_test",
     "power",

@@ -4,6 +4,7 @@
     result = auc(scores, labels)                         # labels True: the group expected to score higher
     result.statistic, result.n_positive, result.confidence_interval(0.95)
     auc(scores, labels, clusters=ids)                    # items sharing an id resampled together
+    mean_auc([scores_a, scores_b], [labels_a, labels_b]) # one AUC per model over the same items, averaged
 
 AUC = P(score of a positive > score of a negative), ties counted half: the Mann-Whitney U over n_pos n_neg
 (scipy's `mannwhitneyu(...).statistic / (n_pos n_neg)`). The interval resamples, within each group, the clusters
@@ -17,7 +18,7 @@ import dataclasses
 import numpy as np
 from scipy import stats as scipy_stats
 
-from jaxcontam.stats.bootstrap import percentile_interval
+from jaxcontam.stats.bootstrap import percentile_interval, resample_counts
 from jaxcontam.stats.paired import ConfidenceInterval
 from jaxcontam.stats.validation import (
     StatsInputError,
@@ -104,3 +105,57 @@ def auc(
         len(groups[0]) + len(groups[1]),
         replicates,
     )
+
+
+@dataclasses.dataclass(frozen=True)
+class MeanAUCResult:
+    """The mean of several models' AUCs over the same items (`statistic`), each model's (`aucs`), the items, and
+    the bootstrap replicates of the mean for the interval."""
+
+    statistic: float
+    aucs: tuple[float, ...]
+    n_items: int
+    replicates: np.ndarray = dataclasses.field(repr=False, compare=False)
+
+    def confidence_interval(self, level: float = 0.95, alternative: str = "two-sided") -> ConfidenceInterval:
+        """Percentile bootstrap interval of the mean AUC (items resampled, the same draw in every model)."""
+        level = check_probability("level", level)
+        return ConfidenceInterval(*percentile_interval(self.replicates, level, check_alternative(alternative)))
+
+
+def mean_auc(scores, labels, *, resamples: int = DEFAULT_RESAMPLES, seed: int = 0) -> MeanAUCResult:
+    """The AUC of each model's `scores[m]` for its `labels[m]` True against False (one row per item, the same items in
+    every model; non-finite scores left out), averaged over the models. Why: two models trained on complementary
+    halves of a benchmark each give one AUC whose half imbalance cancels in their mean. The interval resamples items
+    with replacement, the same draw in every model (an item is a cluster across models), recomputing the mean; a
+    replicate lacking a group in some model is left out of the interval."""
+    if len(scores) != len(labels) or not len(scores):
+        raise StatsInputError(f"mean_auc: give one labels vector per scores vector, got {len(scores)} and {len(labels)}")
+    resamples = check_count("resamples", resamples, 1)
+    values = [float_vector("scores", s) for s in scores]
+    n = len(values[0])
+    if any(len(v) != n for v in values):
+        raise StatsInputError(f"mean_auc: every model scores the same items, got {[len(v) for v in values]} rows")
+    flags = [bool_vector("labels", flag, n) for flag in labels]
+    counts = np.concatenate(list(resample_counts(n, resamples, seed))).astype(np.float64)
+    aucs, replicates = [], []
+    for value, flag in zip(values, flags, strict=True):
+        finite = np.isfinite(value)
+        positive, negative = flag & finite, ~flag & finite
+        if not positive.any() or not negative.any():
+            raise StatsInputError(
+                f"AUC needs items of both groups with a finite score, got {int(positive.sum())} positive and "
+                f"{int(negative.sum())} negative"
+            )
+        pos, neg = value[positive], value[negative]
+        wins = (pos[:, None] > neg[None, :]) + 0.5 * (pos[:, None] == neg[None, :])
+        aucs.append(float(wins.mean()))
+        drawn_positive, drawn_negative = counts[:, positive], counts[:, negative]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            replicates.append(
+                np.einsum("bi,ij,bj->b", drawn_positive, wins, drawn_negative)
+                / (drawn_positive.sum(1) * drawn_negative.sum(1))
+            )
+    with np.errstate(invalid="ignore"):
+        means = np.stack(replicates).mean(axis=0)  # NaN where a replicate drew no item of a group in some model
+    return MeanAUCResult(float(np.mean(aucs)), tuple(aucs), n, means)

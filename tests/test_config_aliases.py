@@ -230,7 +230,8 @@ def test_an_unknown_set_key_names_it_and_the_known_keys(table):
 def test_field_reads_a_file_of_other_columns_as_the_adding_a_benchmark_guide_shows(tmp_path):
     file = tmp_path / "my_items.jsonl"
     file.write_text("".join(json.dumps({"prompt": f"What is {n} + 1?", "label": str(n + 1)}) + "\n" for n in range(3)))
-    config = audit_config_of("--model", "m", "--benchmark", file, "--field", "question=prompt", "--field", "answer=label")
+    fields = ("--field", "question=prompt", "--field", "answer=label")
+    config = audit_config_of("--model", "m", "--benchmark", file, *fields)
     (entry,) = config.benchmarks
     items = load_benchmark(entry.name, split=entry.split, path=entry.path, fields=entry.fields)
     assert [(item.question, item.answer) for item in items] == [(f"What is {n} + 1?", str(n + 1)) for n in range(3)]

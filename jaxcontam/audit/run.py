@@ -1,8 +1,8 @@
 # pyright: standard
 """`run_audit`: n-gram evidence, rephrasings, then per model and benchmark the shared audit core
 (`detect.audit_core`: PaCoST, likelihood detectors, ConTAM's EPG verdict), each stage resumable; then the
-sweep's corrections, the detectors across the models (`detect.family_stage`: ConStat), items.parquet, summary.json, plots
-and report.html."""
+sweep's corrections, the detectors across the models (`detect.family_stage`: ConStat), items.parquet, summary.json,
+plots and report.html."""
 
 from __future__ import annotations
 

@@ -28,7 +28,9 @@ def parse_field_mapping(pairs: Mapping[str, str] | None) -> dict[str, str]:
         raise DataError(f"unknown field mapping key(s) {', '.join(unknown)}; expected some of {', '.join(FIELD_KEYS)}")
     not_text = sorted(key for key, column in mapping.items() if not isinstance(column, str) or not column.strip())
     if not_text:
-        raise DataError(f"field mapping {', '.join(not_text)}: give each a column name (text), e.g. question = \"prompt\"")
+        raise DataError(
+            f'field mapping {", ".join(not_text)}: give each a column name (text), e.g. question = "prompt"'
+        )
     return mapping
 
 

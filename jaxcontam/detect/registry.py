@@ -4,8 +4,8 @@ console and the report: the built-ins first (named lazily here, each one module 
 those registered from Python (`DETECTORS.register(STAGE)`), then installed packages' entry points of the
 `jaxcontam.detectors` group. The console, the report, the config tables and the sweep read the registry
 (docs/adding_a_detector.md). `FAMILY_DETECTORS` holds the detectors across the audit's models
-(`detect.family_stage.FamilyStage`, entry-point group `jaxcontam.family_detectors`), run once per audit after every model's
-audit; a name is one config table, so no name is in both registries.
+(`detect.family_stage.FamilyStage`, entry-point group `jaxcontam.family_detectors`), run once per audit after every
+model's audit; a name is one config table, so no name is in both registries.
 """
 
 from __future__ import annotations

@@ -130,7 +130,9 @@ def mean_auc(scores, labels, *, resamples: int = DEFAULT_RESAMPLES, seed: int = 
     with replacement, the same draw in every model (an item is a cluster across models), recomputing the mean; a
     replicate lacking a group in some model is left out of the interval."""
     if len(scores) != len(labels) or not len(scores):
-        raise StatsInputError(f"mean_auc: give one labels vector per scores vector, got {len(scores)} and {len(labels)}")
+        raise StatsInputError(
+            f"mean_auc: give one labels vector per scores vector, got {len(scores)} and {len(labels)}"
+        )
     resamples = check_count("resamples", resamples, 1)
     values = [float_vector("scores", s) for s in scores]
     n = len(values[0])

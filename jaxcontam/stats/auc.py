@@ -55,6 +55,14 @@ class AUCResult:
         return ConfidenceInterval(*percentile_interval(self.replicates, level, check_alternative(alternative)))
 
 
+def check_both_groups(n_positive: int, n_negative: int) -> None:
+    """An AUC needs a finite-scored item in each group."""
+    if not (n_positive and n_negative):
+        raise StatsInputError(
+            f"AUC needs items of both groups with a finite score, got {n_positive} positive and {n_negative} negative"
+        )
+
+
 def _groups(clusters: np.ndarray, mask: np.ndarray) -> list[np.ndarray]:
     """Indices of the items of each cluster among `mask`, the clusters in the order they first appear (so unclustered
     items are drawn as `rng.choice` draws them from the group: a resample's items follow the input's order)."""
@@ -83,11 +91,7 @@ def auc(
         raise StatsInputError(f"clusters: expected one label per item ({len(values)}), got shape {keys.shape}")
     finite = np.isfinite(values)
     values, positive, keys = values[finite], positive[finite], keys[finite]
-    if positive.all() or not positive.any():
-        raise StatsInputError(
-            f"AUC needs items of both groups with a finite score, got {int(positive.sum())} positive and "
-            f"{int((~positive).sum())} negative"
-        )
+    check_both_groups(int(positive.sum()), int((~positive).sum()))
     if set(keys[positive]) & set(keys[~positive]):
         raise StatsInputError("a cluster holds items of both groups; clusters must lie within one group")
     groups = (_groups(keys, positive), _groups(keys, ~positive))
@@ -144,11 +148,7 @@ def mean_auc(scores, labels, *, resamples: int = DEFAULT_RESAMPLES, seed: int = 
     for value, flag in zip(values, flags, strict=True):
         finite = np.isfinite(value)
         positive, negative = flag & finite, ~flag & finite
-        if not positive.any() or not negative.any():
-            raise StatsInputError(
-                f"AUC needs items of both groups with a finite score, got {int(positive.sum())} positive and "
-                f"{int(negative.sum())} negative"
-            )
+        check_both_groups(int(positive.sum()), int(negative.sum()))
         pos, neg = value[positive], value[negative]
         wins = (pos[:, None] > neg[None, :]) + 0.5 * (pos[:, None] == neg[None, :])
         aucs.append(float(wins.mean()))

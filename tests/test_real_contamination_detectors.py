@@ -13,7 +13,7 @@ from experiments.real_contamination.design import BENCHMARKS
 
 pd = pytest.importorskip("pandas")
 
-ARMS = ("control", "format_x4", "verbatim_x4", "verbatim_x4_swapped")
+ARMS = ("control", "control_seed1", "format_x4", "verbatim_x4", "verbatim_x4_swapped")
 
 
 def _items(truth: list[dict], rng: np.random.Generator, effect: float):
@@ -40,6 +40,7 @@ def _items(truth: list[dict], rng: np.random.Generator, effect: float):
             "reference_log_ratio_reference_rephrased": noise(),
             "codec_delta": noise() - effect * seen,
             "codec_reference_delta": noise(),
+            "codec_context_tokens": np.full(n, 40),
         }
     )
 
@@ -49,11 +50,12 @@ def results(tmp_path_factory):
     root = tmp_path_factory.mktemp("results")
     rng = np.random.default_rng(0)
     for arm in ARMS:
+        generator = np.random.default_rng(1) if arm == "control_seed1" else rng  # the first four draw as before
         folder = root / "arms" / arm
         (folder / detectors.AUDIT).mkdir(parents=True)
         shutil.copy(detectors.HERE / "results" / "arms" / arm / "ground_truth.jsonl", folder)
         truth = [json.loads(line) for line in (folder / "ground_truth.jsonl").read_text().splitlines() if line]
-        _items(truth, rng, effect=3.0).to_parquet(folder / detectors.AUDIT / "items.parquet")
+        _items(truth, generator, effect=3.0).to_parquet(folder / detectors.AUDIT / "items.parquet")
     (root / "arms" / "control" / "audit_jaxcontam").mkdir()  # the blind baseline reads the control's audit
     shutil.copy(
         root / "arms" / "control" / detectors.AUDIT / "items.parquet", root / "arms" / "control" / "audit_jaxcontam"
@@ -76,12 +78,37 @@ def test_the_report_on_synthetic_arms(results):
         assert control["draws"] == "drawn half" and control["ci95"][0] < 0.5 < control["ci95"][1]
         assert set(report["blind"][benchmark]) == {"drawn", "other", "mean"}
     tests = {t["detector"]: t for t in report["tests"]}
-    ratio = tests[detectors.TEST_NAMES["reference_log_ratio"]]
+    ratio = tests[detectors.test_name("reference_log_ratio")]
     assert ratio["power"]["flagged"] == ratio["power"]["tested"] == 2 * len(BENCHMARKS)  # each twin's seen halves
-    assert ratio["levels"]["control"]["tested"] == 2 * len(BENCHMARKS)
+    assert ratio["levels"]["control"]["tested"] == 4 * len(BENCHMARKS)  # the control and its seed
     assert ratio["levels"]["control"]["flagged"] <= 1 and ratio["levels"]["clean"]["flagged"] <= 1
     assert ratio["eligible"] and ratio["shows_power"] and ratio["oracle"]  # the base model: an oracle
+    control_ref = tests[detectors.test_name("reference_log_ratio", "control_reference")]
+    assert not control_ref["oracle"] and control_ref["eligible"] and control_ref["shows_power"]
+    assert control_ref["power"]["flagged"] == control_ref["power"]["tested"] == 2 * len(BENCHMARKS)
+    assert control_ref["levels"]["control"]["tested"] == 2 * len(BENCHMARKS)  # the seed's halves, not the reference's
+    assert not any(h["arm"] == "control" for h in report["halves"] if h["design"] == "control_reference")
+    sign = detectors.test_name("codec_sign")
+    assert [t["detector"] for t in report["tests"]].count(sign) == 1  # model alone: once, not per reference
     text = detectors.markdown(report)
     assert "an oracle (no auditor has it), never picked" in text
     assert "Not yet audited (model not retrained in time): verbatim_x1" in text
     assert "| blind baseline (no model) |" in text and "gradnorm" not in text  # a score no arm has is no row
+
+
+def test_with_reference_takes_the_reference_arms_audited_columns_by_item(results):
+    arm = detectors.load(results / "arms" / "verbatim_x4")
+    reference = detectors.load(results / "arms" / "control")
+    scored = detectors.with_reference(arm, reference.iloc[::-1])  # another row order: aligned by id
+    for side in ("original", "rephrased"):
+        expected = reference.loc[arm.index, f"reference_log_ratio_audited_{side}"]
+        assert np.array_equal(scored[f"reference_log_ratio_reference_{side}"], expected)
+    assert np.allclose(
+        scored["reference_log_ratio"],
+        arm["reference_log_ratio_audited_original"] - reference.loc[arm.index, "reference_log_ratio_audited_original"],
+    )
+    assert np.array_equal(scored["codec_reference_delta"], reference.loc[arm.index, "codec_delta"])
+    assert np.allclose(scored["codec_calibrated"], scored["codec_reference_delta"] - arm["codec_delta"])
+    other = reference.assign(codec_context_tokens=reference["codec_context_tokens"] + 1)
+    with pytest.raises(SystemExit, match="contexts differ"):
+        detectors.with_reference(arm, other)

@@ -23,7 +23,11 @@ these choices, fixed here before any arm ran:
   arm without its twin has; the control and format-control arms' AUC of the drawn half against the other beside
   them; the blind baseline's AUC on the same halves (`blind_baseline.py`, model-free) in the same rows;
 - the per-half tests (reference log-ratio's calibrated sign-flip test, CoDeC's sign test and its calibrated test):
-  flagged halves per role with the rule's item-cluster intervals, and the rule's assessment of each.
+  flagged halves per role with the rule's item-cluster intervals, and the rule's assessment of each. The calibrated
+  tests run against two references (`REFERENCES`): the base GGUF, each audit's own reference model (an oracle), and
+  the control arm's model, an auditor's reference (round four's `control_reference`), derived from the control
+  arm's own audited columns of the same items (`with_reference`: exact, no model runs); under it the control
+  arm is the reference and its data-order seeds (`CONTROL_ARMS`) give the control halves.
 
     python -m experiments.real_contamination.detectors run [--arms control,verbatim_x1] [--results DIR]
     python -m experiments.real_contamination.detectors report [--results DIR] [--out DIR]
@@ -42,7 +46,7 @@ import numpy as np
 
 from experiments.real_contamination import blind_baseline
 from experiments.real_contamination.crossover import balanced_auc, load_arm
-from experiments.real_contamination.design import ARM_ORDER, BENCHMARKS, DOSES, FORMAT_ARM
+from experiments.real_contamination.design import ARM_ORDER, BENCHMARKS, DOSES, FORMAT_ARM, REPLICATE_SEEDS
 from jaxcontam.stats import decision_rule as rule
 
 HERE = pathlib.Path(__file__).resolve().parent
@@ -55,8 +59,14 @@ FREQUENCIES = HERE / "results" / "smollm2_pile_frequencies.npz"
 COSTLY_ARMS = ("control", FORMAT_ARM, "verbatim_x1", "verbatim_x4")
 COSTLY_SCORES = ("cdd_", "gradnorm")  # the costly audit's columns (prefixes)
 CDD_SETTINGS = {"samples": 50, "max_new_tokens": 128}
-NULL_ARMS = ("control", FORMAT_ARM)  # nothing audited was trained on: the AUC of the drawn half against the other
+CONTROL_ARMS = ("control", *(f"control_seed{seed}" for seed in REPLICATE_SEEDS))  # the control and its data orders
+ANALYSED = (*ARM_ORDER, *CONTROL_ARMS[1:])  # the report's arms, in its order
+NULL_ARMS = (*CONTROL_ARMS, FORMAT_ARM)  # nothing audited was trained on: the AUC of the drawn half against the other
 REFERENCE = "base GGUF (the arms' starting weights)"
+# reference design -> (the arm whose model is the reference, None: the audit's own, the base GGUF; its name in a
+# candidate's label); the base model is an oracle (no auditor has the exact starting weights)
+REFERENCES = {"base_model": (None, "the base model"), "control_reference": ("control", "the control arm's model")}
+ORACLE_DESIGNS = {"base_model"}
 
 # per-item score -> does a higher score mean seen? (the audit's columns; CoDeC's calibrated score derived below)
 SCORES = {
@@ -156,7 +166,7 @@ def auc_rows(arms: dict) -> list[dict]:
     """Per arm group (a dose's two draws, or one arm), benchmark and score: the AUC with its CI."""
     rows = []
     groups = [(dose, pair) for dose, pair in DOSES.items()]
-    groups += [(arm, (arm, None)) for arm in ARM_ORDER if arm not in {a for pair in DOSES.values() for a in pair}]
+    groups += [(arm, (arm, None)) for arm in ANALYSED if arm not in {a for pair in DOSES.values() for a in pair}]
     for label, (name, twin) in groups:
         if name not in arms:
             continue
@@ -196,18 +206,42 @@ def blind_rows(results: pathlib.Path, permutations: int = 999) -> dict[str, dict
 
 
 def _role(arm: str, seen: bool) -> str:
-    if arm == "control":
+    if arm in CONTROL_ARMS:
         return "control"
     if arm == FORMAT_ARM:
         return "format_control"
     return "contaminated" if seen else "clean"
 
 
-def half_tests(arm: str, items, resamples: int = 9999) -> list[dict]:
-    """Each half's p-values under the tests the detectors give, with its role and item set."""
+def with_reference(items, reference):
+    """The arm's items as its audit would have scored them with the `reference` arm's model as its reference model:
+    the reference log-ratio's reference columns and CoDeC's reference delta are the reference arm's own audited
+    columns of the same items. Every arm audits the same items with the same texts and the same CoDeC contexts (its
+    seed and the item's id draw them), which is checked, so the substitution is exact."""
+    ref = reference.reindex(items.index)
+    if "codec_context_tokens" in items and not np.array_equal(
+        items["codec_context_tokens"].to_numpy(), ref["codec_context_tokens"].to_numpy()
+    ):
+        raise SystemExit("CoDeC's contexts differ between the arm and its reference arm: they audited other items")
+    items = items.copy()
+    for side in ("original", "rephrased"):
+        items[f"reference_log_ratio_reference_{side}"] = ref[f"reference_log_ratio_audited_{side}"]
+    items["reference_log_ratio"] = (
+        items["reference_log_ratio_audited_original"] - items["reference_log_ratio_reference_original"]
+    )
+    if "codec_delta" in items:
+        items["codec_reference_delta"] = ref["codec_delta"]
+        items["codec_calibrated"] = items["codec_reference_delta"] - items["codec_delta"]
+    return items
+
+
+def half_tests(arm: str, items, design: str = "base_model", resamples: int = 9999) -> list[dict]:
+    """Each half's p-values under the tests the detectors give against the design's reference (the model-alone
+    sign test with the base design only: it reads no reference), with its role and item set."""
     from jaxcontam.detect.codec import codec_result
     from jaxcontam.detect.reference_log_ratio import reference_log_ratio_result
 
+    label = REFERENCES[design][1]
     found = []
     for benchmark in BENCHMARKS:
         group = items[items["benchmark"] == benchmark]
@@ -219,16 +253,18 @@ def half_tests(arm: str, items, resamples: int = 9999) -> list[dict]:
             rows = half.to_dict("records")
             tests = {}
             if "reference_log_ratio" in half:
-                ratio = reference_log_ratio_result(rows, REFERENCE, seed=0, resamples=resamples)
+                ratio = reference_log_ratio_result(rows, label, seed=0, resamples=resamples)
                 tests["reference_log_ratio"] = ratio.pvalue if ratio.status.tested else None
             if "codec_delta" in half:
-                codec = codec_result(rows, REFERENCE if "codec_reference_delta" in half else None, 0, resamples)
-                tests["codec_sign"] = codec.pvalue if codec.status.tested else None
+                codec = codec_result(rows, label if "codec_reference_delta" in half else None, 0, resamples)
+                if design == "base_model":
+                    tests["codec_sign"] = codec.pvalue if codec.status.tested else None
                 if codec.calibrated is not None:
                     tests["codec_calibrated"] = codec.calibrated.pvalue if codec.calibrated.status.tested else None
             found.append(
                 {
                     "arm": arm,
+                    "design": design,
                     "benchmark": benchmark,
                     "half": "drawn" if drawn_half else "other",
                     "role": _role(arm, seen),
@@ -239,28 +275,45 @@ def half_tests(arm: str, items, resamples: int = 9999) -> list[dict]:
     return found
 
 
-TESTS = {  # per-half test -> (situation, oracle): the reference is the base model, an oracle in the rule's terms
-    "reference_log_ratio": ("reference_model", True),
-    "codec_calibrated": ("reference_model", True),
-    "codec_sign": ("model_alone", False),
+def design_halves(arms: dict, resamples: int = 9999) -> list[dict]:
+    """Every audited arm's halves under each reference design whose reference arm was audited (a reference arm is
+    left out of its own design)."""
+    found = []
+    for design, (reference_arm, _) in REFERENCES.items():
+        if reference_arm is not None and reference_arm not in arms:
+            continue
+        for arm, items in arms.items():
+            if arm == reference_arm:
+                continue
+            scored = items if reference_arm is None else with_reference(items, arms[reference_arm])
+            found += half_tests(arm, scored, design, resamples)
+    return found
+
+
+TESTS = {  # per-half test -> (situation, its name with the reference's name to fill in)
+    "reference_log_ratio": ("reference_model", "reference log-ratio, sign-flip test against {}"),
+    "codec_calibrated": ("reference_model", "CoDeC, calibrated against {}"),
+    "codec_sign": ("model_alone", "CoDeC, the sign test (model alone)"),
 }
-TEST_NAMES = {
-    "reference_log_ratio": "reference log-ratio, sign-flip test against the base model",
-    "codec_calibrated": "CoDeC, calibrated against the base model",
-    "codec_sign": "CoDeC, the sign test (model alone)",
-}
+
+
+def test_name(test: str, design: str = "base_model") -> str:
+    return TESTS[test][1].format(REFERENCES[design][1])
 
 
 def rule_candidates(halves: list[dict]) -> list[rule.Candidate]:
+    """One candidate per test and reference design that some half ran (None: it ran and could not test the half)."""
     candidates = []
-    for test, (situation, oracle) in TESTS.items():
-        outcomes = tuple(  # halves whose audit ran the test (None: it ran and could not test the half)
-            rule.HalfOutcome(h["role"], None if (p := h["pvalues"][test]) is None else p < rule.ALPHA, h["cluster"])
-            for h in halves
-            if test in h["pvalues"]
-        )
-        if outcomes:
-            candidates.append(rule.Candidate(TEST_NAMES[test], situation, outcomes, oracle=oracle))
+    for design in REFERENCES:
+        for test, (situation, _) in TESTS.items():
+            outcomes = tuple(
+                rule.HalfOutcome(h["role"], None if (p := h["pvalues"][test]) is None else p < rule.ALPHA, h["cluster"])
+                for h in halves
+                if h["design"] == design and test in h["pvalues"]
+            )
+            if outcomes:
+                oracle = design in ORACLE_DESIGNS and situation == "reference_model"
+                candidates.append(rule.Candidate(test_name(test, design), situation, outcomes, oracle=oracle))
     return candidates
 
 
@@ -272,9 +325,9 @@ def _share(s: rule.Share) -> dict:
 def analyse(results: pathlib.Path, permutations: int = 999, resamples: int = 9999) -> dict:
     """Every audited arm's AUCs, the blind baseline's (`permutations` for its p-value and interval), the per-half
     tests (`resamples` for their permutation p-values) and the rule's assessment of each."""
-    folders = {arm: results / "arms" / arm for arm in ARM_ORDER}
+    folders = {arm: results / "arms" / arm for arm in ANALYSED}
     arms = {arm: load(f) for arm, f in folders.items() if (f / AUDIT / "items.parquet").exists()}
-    halves = [h for arm, items in arms.items() for h in half_tests(arm, items, resamples)]
+    halves = design_halves(arms, resamples)
     assessments = []
     for candidate in rule_candidates(halves):
         a = rule.assess(candidate)
@@ -293,8 +346,9 @@ def analyse(results: pathlib.Path, permutations: int = 999, resamples: int = 999
         )
     return {
         "arms": sorted(arms),
-        "missing": [a for a in ARM_ORDER if a not in arms],
+        "missing": [a for a in ANALYSED if a not in arms],
         "reference": REFERENCE,
+        "references": {design: label for design, (_, label) in REFERENCES.items()},
         "aucs": auc_rows(arms),
         "blind": blind_rows(results, permutations),
         "halves": halves,
@@ -324,7 +378,10 @@ def markdown(report: dict) -> str:
         "# Every detector on the arms (issue 62, item 5)",
         "",
         f"Arms audited: {', '.join(report['arms'])}. Not yet audited (model not retrained in time): "
-        f"{', '.join(report['missing']) or 'none'}. Reference model: {report['reference']}.",
+        f"{', '.join(report['missing']) or 'none'}. Reference models of the per-half tests: the base model "
+        f"({report['reference']}: an oracle) and the control arm's model (an auditor's reference: the base "
+        "fine-tuned on the same general text without the items; the control's data-order seeds are then its control "
+        "halves).",
         "",
         "## AUC of seen against unseen items, blind baseline beside",
         "",
@@ -390,7 +447,7 @@ def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("command", choices=("run", "report"))
     parser.add_argument("--results", type=pathlib.Path, default=HERE / "results")
-    parser.add_argument("--arms", default=",".join(ARM_ORDER))
+    parser.add_argument("--arms", default=",".join(ANALYSED))
     parser.add_argument("--items", type=int, default=68, help="items per benchmark (run.py's)")
     parser.add_argument(
         "--costly", action="store_true", help=f"run: the CDD and GradNorm audits of {', '.join(COSTLY_ARMS)}"

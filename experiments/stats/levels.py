@@ -49,6 +49,7 @@ from jaxcontam.stats.constat import constat_test
 from jaxcontam.stats.epg import max_z_test
 from jaxcontam.stats.exchangeability import exchangeability_statistic
 from jaxcontam.stats.intervals import binomial_tail, clopper_pearson
+from jaxcontam.stats.multiple import DEFAULT_ALPHA
 from jaxcontam.stats.simulation import (
     SHAPES,
     alike_texts,
@@ -60,7 +61,7 @@ from jaxcontam.stats.simulation import (
 )
 
 HERE = pathlib.Path(__file__).resolve().parent
-ALPHA = 0.05
+ALPHA = DEFAULT_ALPHA  # the audit's default level
 ITEMS = 34  # a half of round four: the item count one PaCoST verdict of experiments/real_contamination tests
 RESAMPLES = 999  # Monte Carlo resamples of the permutation tests (alpha (R + 1) whole: the Monte Carlo test is exact)
 

@@ -27,8 +27,9 @@ from jaxcontam.detect.codec import REFERENCE_SCORE, codec_result
 from jaxcontam.detect.codec import SCORE as DELTA
 from jaxcontam.detect.reference_log_ratio import SCORE as RATIO
 from jaxcontam.detect.reference_log_ratio import reference_log_ratio_result
+from jaxcontam.stats.multiple import DEFAULT_ALPHA
 
-ALPHA = 0.05
+ALPHA = DEFAULT_ALPHA  # the audit's default level
 
 
 def ratio_rows(rng, n: int, effect: float = 0.0) -> list[dict]:

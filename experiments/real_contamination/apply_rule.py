@@ -7,6 +7,10 @@ Candidates per situation:
   diverged sibling; against the base model as an oracle (assessed, never picked);
 - `model_alone`: per confidence, PaCoST's own uncalibrated test (original vs rephrased in the audited model), and
   design (b) (`fresh_items_test`: the same model's gaps on fresh items of the benchmark, on the arms that have them);
+- issue 62's detectors with a per-half test (`detectors.py`, its halves in results/detectors.json): the reference
+  log-ratio's and CoDeC's calibrated tests (`reference_model`: against the control arm's model, and against the base
+  model as an oracle) and CoDeC's sign test (`model_alone`), each on the arms audited with them (fewer than round
+  four's: each candidate's level and power are counted on its own halves, as the rule assesses any candidate);
 - `corpus` and `model_family`: round four has no per-half test with a corpus (ConTAM's and EPG's tests are per
   benchmark, the likelihood detectors have scores, not tests), and ConStat could test no half of the arm family
   (`constat_family.py`): listed as not measured.
@@ -26,7 +30,7 @@ import json
 import pathlib
 import sys
 
-from experiments.real_contamination import round_four
+from experiments.real_contamination import detectors, round_four
 from experiments.real_contamination.crossover import find_arm, load_arm
 from jaxcontam.stats import decision_rule as rule
 
@@ -122,8 +126,21 @@ def analyse(results: list[pathlib.Path]) -> dict:
     wanted = {*round_four.AUDITED, *round_four.REFERENCES.values()}
     folders = {arm: folder for arm in wanted if (folder := find_arm(results, arm))}
     arms = {arm: load_arm(folder) for arm, folder in folders.items() if arm in round_four.AUDITED}
-    decisions = rule.decide(candidates(folders, arms))
-    report: dict = {"rule_commit": COMMIT, "arms": sorted(arms), "alpha": rule.ALPHA, "situations": {}}
+    found = candidates(folders, arms)
+    measured = results[0] / "detectors.json"  # detectors.py report's halves (none until it has run)
+    detector_arms = []
+    if measured.exists():
+        halves = json.loads(measured.read_text())
+        found += detectors.rule_candidates(halves["halves"])
+        detector_arms = halves["arms"]
+    decisions = rule.decide(found)
+    report = {
+        "rule_commit": COMMIT,
+        "arms": sorted(arms),
+        "detector_arms": detector_arms,
+        "alpha": rule.ALPHA,
+        "situations": {},
+    }
     for situation in rule.SITUATIONS:
         if situation not in decisions:
             report["situations"][situation] = {"not_measured": NOT_MEASURED.get(situation, "no candidate")}
@@ -174,6 +191,8 @@ def docs_table(report: dict) -> str:
                 else "eligible"
                 if c["eligible"]
                 else "exceeds its level"
+                if any(level["exceeds"] for level in c["levels"].values())
+                else "level unknown (a role with no tested half)"
             )
             lines.append(
                 f"| {situation} | {c['detector']} | "
@@ -194,7 +213,8 @@ def markdown(report: dict) -> str:
     lines = [
         "# Issue 62's decision rule on the round-four halves",
         "",
-        f"Arms: {', '.join(report['arms'])}. Rule: `jaxcontam.stats.decision_rule` (commit {report['rule_commit']}).",
+        f"Arms: {', '.join(report['arms'])} (PaCoST); {', '.join(report['detector_arms']) or 'none'} (issue 62's "
+        f"detectors, detectors.py). Rule: `jaxcontam.stats.decision_rule` (commit {report['rule_commit']}).",
         "Levels: flagged / tested halves at p < 0.05, the exact binomial p-value of 'rate <= 0.05' at the item-set",
         "clusters' effective sample size (deff: design effect); ruled out at p <= 0.10 / 3. Power: flagged / all",
         "contaminated halves (untested a miss), Clopper-Pearson 95% CI and one-sided lower bound at the effective",

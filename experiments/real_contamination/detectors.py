@@ -378,8 +378,8 @@ def markdown(report: dict) -> str:
         "# Every detector on the arms (issue 62, item 5)",
         "",
         f"Arms audited: {', '.join(report['arms'])}. Not yet audited (model not retrained in time): "
-        f"{', '.join(report['missing']) or 'none'}. Reference models of the per-half tests: the base model "
-        f"({report['reference']}: an oracle) and the control arm's model (an auditor's reference: the base "
+        f"{', '.join(report['missing']) or 'none'}. Reference models of the per-half tests: the "
+        f"{report['reference']}, an oracle, and the control arm's model (an auditor's reference: the base "
         "fine-tuned on the same general text without the items; the control's data-order seeds are then its control "
         "halves).",
         "",

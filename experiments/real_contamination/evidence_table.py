@@ -1,13 +1,14 @@
 """The table of measured evidence that `jaxcontam audit` states (`jaxcontam.report.evidence`), generated from the
-committed round-four results: issue 62's decision rule per situation (results/decision_rule.json, apply_rule.py) and
-each calibrated or fresh-items candidate's halves (results/round_four.json) for its power per benchmark.
+committed results: issue 62's decision rule per situation (results/decision_rule.json, apply_rule.py) and the halves
+behind each candidate for its power per benchmark (results/round_four.json for PaCoST's calibrated and fresh-items
+designs, results/detectors.json for the reference log-ratio's and CoDeC's tests).
 
 Per situation: the rule's pick (or none, with the reason; a situation round four did not measure says why), and every
 candidate the rule assessed, ranked as the rule ranks them (the 95% lower bound of the power first): the detector
-and its settings (PaCoST's confidence; the design: the authors' test, calibrated against a reference model, or
-against fresh items), its level on each role of halves known clean and its power on the contaminated halves, each
-flagged / tested with the 95% Clopper-Pearson interval at the item clusters' effective size (decision_rule.json's),
-and whether the rule found it eligible, with power, picked. No model runs.
+and its settings (PaCoST's confidence; the design: the detector's own test in the model alone, calibrated against
+a reference model, or against fresh items), its level on each role of halves known clean and its power on the
+contaminated halves, each flagged / tested with the 95% Clopper-Pearson interval at the item clusters' effective size
+(decision_rule.json's), and whether the rule found it eligible, with power, picked. No model runs.
 
     python -m experiments.real_contamination.evidence_table [--results DIR] [--out FILE]
 
@@ -19,10 +20,13 @@ checks that it equals what this script generates from the committed results) and
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import pathlib
 import re
 import sys
+
+from experiments.real_contamination import detectors
 
 HERE = pathlib.Path(__file__).resolve().parent
 PACKAGED = HERE.parents[1] / "jaxcontam" / "report" / "measured_evidence.json"
@@ -38,15 +42,39 @@ DESIGNS = (  # apply_rule.py's candidate names -> (design, its reference design 
     (re.compile(r"PaCoST (\w+), calibrated against (\w+)$"), "calibrated"),
     (re.compile(r"PaCoST (\w+), against fresh items \(\d+ arms\)$"), "fresh_items"),
 )
+DETECTOR_OF_TEST = {"reference_log_ratio": "reference_log_ratio", "codec_calibrated": "codec", "codec_sign": "codec"}
 
 
-def parse_candidate(label: str) -> tuple[str, str, str | None]:
-    """(confidence, design, reference design or None) of an apply_rule.py candidate name."""
+@dataclasses.dataclass(frozen=True)
+class Parsed:
+    """What a candidate's name in decision_rule.json says: the registered detector, PaCoST's confidence (None for
+    another detector), the design, the reference design it was calibrated against, and a detectors.py test's key."""
+
+    detector: str
+    confidence: str | None
+    design: str
+    reference: str | None
+    test: str | None = None
+
+
+def parse_candidate(label: str) -> Parsed:
+    """An apply_rule.py candidate name: round four's PaCoST designs, or a test of detectors.py."""
     for pattern, design in DESIGNS:
         found = pattern.match(label)
         if found:
             reference = found[2] if design == "calibrated" else ("fresh_items" if design == "fresh_items" else None)
-            return found[1], design, reference
+            return Parsed("pacost", found[1], design, reference)
+    for test in detectors.TESTS:
+        for reference in detectors.REFERENCES:
+            if label == detectors.test_name(test, reference):
+                own = test == "codec_sign"  # the model-alone test names no reference
+                return Parsed(
+                    DETECTOR_OF_TEST[test],
+                    None,
+                    "authors_test" if own else "calibrated",
+                    None if own else reference,
+                    test,
+                )
     raise SystemExit(f"candidate {label!r}: not a name apply_rule.py writes; teach evidence_table.py its design")
 
 
@@ -55,51 +83,70 @@ def _rate(cell: dict) -> dict:
     return {"flagged": cell["flagged"], "tested": cell["tested"], "low": low, "high": high}
 
 
-def power_by_benchmark(round_four: dict, design: str | None, confidence: str, power: dict) -> dict | None:
-    """Benchmark -> [flagged, contaminated halves] of a calibrated or fresh-items candidate (round_four.json's halves
-    at p < alpha; an untested half a miss), checked against the rule's count; None for the authors' test, whose
-    halves round_four.json does not keep."""
-    if design is None:
-        return None
-    halves = [
-        h for h in round_four["designs"][design]["confidences"][confidence]["halves"] if h["role"] == "contaminated"
-    ]
-    counts: dict[str, list[int]] = {}
-    for half in halves:
-        tally = counts.setdefault(half["benchmark"], [0, 0])
-        tally[0] += half["p"] is not None and half["p"] < 0.05
-        tally[1] += 1
+def _checked(counts: dict[str, list[int]], label: str, power: dict, rerun: str) -> dict:
     flagged, total = sum(k for k, _ in counts.values()), sum(n for _, n in counts.values())
     if (flagged, total) != (power["flagged"], power["tested"]):
         raise SystemExit(
-            f"{confidence} / {design}: round_four.json's halves give {flagged}/{total} contaminated flagged, the rule "
-            f"{power['flagged']}/{power['tested']}; rerun round_four.py and apply_rule.py on the same results"
+            f"{label}: the halves give {flagged}/{total} contaminated flagged, the rule {power['flagged']}/"
+            f"{power['tested']}; rerun {rerun} and apply_rule.py on the same results"
         )
     return dict(sorted(counts.items()))
 
 
-def candidate(entry: dict, situation: dict, round_four: dict) -> dict:
-    confidence, design, reference = parse_candidate(entry["detector"])
+def _tally(halves: list[tuple[str, float | None]]) -> dict[str, list[int]]:
+    """Benchmark -> [flagged at p < 0.05 (an untested half a miss), halves] of (benchmark, p) pairs."""
+    counts: dict[str, list[int]] = {}
+    for benchmark, p in halves:
+        tally = counts.setdefault(benchmark, [0, 0])
+        tally[0] += p is not None and p < 0.05
+        tally[1] += 1
+    return counts
+
+
+def power_by_benchmark(round_four: dict, measured: dict, parsed: Parsed, power: dict) -> dict | None:
+    """Benchmark -> [flagged, contaminated halves] of a candidate from the halves behind it (round_four.json's for a
+    calibrated or fresh-items PaCoST candidate, detectors.json's for a detectors.py test), checked against the
+    rule's count; None for PaCoST's authors' test, whose halves round_four.json does not keep."""
+    if parsed.test is not None:
+        design = parsed.reference or "base_model"
+        halves = [
+            (h["benchmark"], h["pvalues"][parsed.test])
+            for h in measured["halves"]
+            if h["role"] == "contaminated" and h["design"] == design and parsed.test in h["pvalues"]
+        ]
+        return _checked(_tally(halves), parsed.test, power, "detectors.py report")
+    if parsed.reference is None:
+        return None
+    cells = round_four["designs"][parsed.reference]["confidences"][parsed.confidence]["halves"]
+    halves = [(h["benchmark"], h["p"]) for h in cells if h["role"] == "contaminated"]
+    return _checked(_tally(halves), f"{parsed.confidence} / {parsed.reference}", power, "round_four.py")
+
+
+def candidate(entry: dict, situation: dict, round_four: dict, measured: dict) -> dict:
+    parsed = parse_candidate(entry["detector"])
     label = entry["detector"]
-    if design == "calibrated":
-        if reference not in REFERENCES:
-            raise SystemExit(f"{label}: reference design {reference!r} unknown; name it in evidence_table.REFERENCES")
-        label = f"PaCoST {confidence}, calibrated against {REFERENCES[reference]}"
+    if parsed.design == "calibrated":
+        if parsed.reference not in REFERENCES:
+            raise SystemExit(f"{label}: reference design {parsed.reference!r} unknown; name it in REFERENCES")
+        known = REFERENCES[parsed.reference]
+        pacost = f"PaCoST {parsed.confidence}, calibrated against {known}"
+        label = pacost if parsed.test is None else detectors.TESTS[parsed.test][1].format(known)
     return {
         "label": label,
         "rule_label": entry["detector"],
-        "detector": "pacost",
-        "confidence": confidence,
-        "design": design,
-        "reference": reference if design == "calibrated" else None,
+        "detector": parsed.detector,
+        "confidence": parsed.confidence,
+        "design": parsed.design,
+        "reference": parsed.reference if parsed.design == "calibrated" else None,
         "oracle": entry["oracle"],
         "eligible": entry["eligible"],
         "shows_power": entry["shows_power"],
         "picked": entry["detector"] == situation["choice"],  # the rule's pick, by its apply_rule.py name
         "levels": {role: _rate(entry["levels"][role]) for role in ROLES},
+        "exceeds": {role: entry["levels"][role]["exceeds"] for role in ROLES},
         "power": _rate(entry["power"]),
         "power_lower": entry["power_lower95"],
-        "power_by_benchmark": power_by_benchmark(round_four, reference, confidence, entry["power"]),
+        "power_by_benchmark": power_by_benchmark(round_four, measured, parsed, entry["power"]),
     }
 
 
@@ -109,8 +156,8 @@ def _rank(c: dict) -> tuple:
     return (-c["power_lower"], -(power["flagged"] / power["tested"] if power["tested"] else 0.0))
 
 
-def build(decision_rule: dict, round_four: dict) -> dict:
-    """The packaged table from the two committed result files."""
+def build(decision_rule: dict, round_four: dict, measured: dict) -> dict:
+    """The packaged table from the three committed result files (`measured`: detectors.json)."""
     halves = [h for d in round_four["designs"].values() for c in d["confidences"].values() for h in c["halves"]]
     benchmarks = sorted({h["benchmark"] for h in halves})
     kinds = {h["arm"]: "contaminated" if h["role"] in ("clean", "contaminated") else h["role"] for h in halves}
@@ -125,7 +172,7 @@ def build(decision_rule: dict, round_four: dict) -> dict:
                 {"situation": name, "pick": None, "reason": entry["not_measured"], "measured": False, "candidates": []}
             )
             continue
-        ranked = sorted((candidate(c, entry, round_four) for c in entry["candidates"]), key=_rank)
+        ranked = sorted((candidate(c, entry, round_four, measured) for c in entry["candidates"]), key=_rank)
         situations.append(
             {
                 "situation": name,
@@ -140,7 +187,8 @@ def build(decision_rule: dict, round_four: dict) -> dict:
         "alpha": decision_rule["alpha"],
         "where": (
             f"round four (experiments/real_contamination): {len(arms)} {MODEL} models fine-tuned with and without the "
-            f"items ({counts}), halves of {', '.join(benchmarks)}"
+            f"items ({counts}), halves of {', '.join(benchmarks)}; the reference log-ratio and CoDeC on "
+            f"{len(measured['arms'])} of them ({', '.join(measured['arms'])})"
         ),
         "arms": arms,
         "situations": situations,
@@ -148,6 +196,8 @@ def build(decision_rule: dict, round_four: dict) -> dict:
 
 
 def _rate_text(rate: dict) -> str:
+    if not rate["tested"]:
+        return "not tested"
     return f"{rate['flagged']}/{rate['tested']} [{rate['low']:.2f}, {rate['high']:.2f}]"
 
 
@@ -157,7 +207,7 @@ def _decision(c: dict) -> str:
     if c["oracle"]:
         return "oracle (never picked)"
     if not c["eligible"]:
-        return "exceeds its level"
+        return "exceeds its level" if any(c["exceeds"].values()) else "level unknown (a role with no tested half)"
     return "eligible, no power" if not c["shows_power"] else "eligible"
 
 
@@ -220,7 +270,7 @@ def main(argv=None) -> None:
     args = parser.parse_args(argv)
     loaded = [
         json.loads((args.results / name).read_text(encoding="utf-8"))
-        for name in ("decision_rule.json", "round_four.json")
+        for name in ("decision_rule.json", "round_four.json", "detectors.json")
     ]
     table = build(*loaded)
     args.out.write_text(json.dumps(table, indent=1) + "\n", encoding="utf-8")

@@ -47,7 +47,7 @@ ALLOWS = {  # the registered detectors each situation allows (PaCoST's calibrate
     "model_family": ("constat",),
 }
 DESIGNS = {
-    "authors_test": "the authors' test (original vs rephrased in the audited model)",
+    "authors_test": "the detector's own test in the audited model alone (PaCoST: original vs rephrased)",
     "calibrated": "calibrated against a reference model",
     "fresh_items": "against fresh items of the benchmark (an experiment's design, not an audit verdict)",
 }
@@ -79,7 +79,7 @@ class MeasuredCandidate:
     label: str
     rule_label: str  # its name in experiments/real_contamination/results/decision_rule.json
     detector: str  # its registry name
-    confidence: str  # PaCoST's confidence
+    confidence: str | None  # PaCoST's confidence (None: another detector)
     design: str  # a key of DESIGNS
     reference: str | None  # the reference design it was calibrated against (round four's name)
     oracle: bool
@@ -98,7 +98,7 @@ class MeasuredCandidate:
             label=str(entry["label"]),
             rule_label=str(entry["rule_label"]),
             detector=str(entry["detector"]),
-            confidence=str(entry["confidence"]),
+            confidence=None if entry["confidence"] is None else str(entry["confidence"]),
             design=str(entry["design"]),
             reference=entry.get("reference"),
             oracle=bool(entry["oracle"]),
@@ -249,7 +249,7 @@ def _how_to_run(candidate: MeasuredCandidate, ran: Sequence[str]) -> str:
     if candidate.design == "fresh_items":
         return "fresh items are an experiment's design (experiments/real_contamination/round_four.py)"
     if candidate.detector not in ran:
-        return f"add {candidate.detector} to the audit's stages"
+        return f"add a [{candidate.detector}] table to the audit's config (it turns the detector on)"
     return f"set --confidence {candidate.confidence} (--set pacost.confidence={candidate.confidence})"
 
 

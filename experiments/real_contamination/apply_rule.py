@@ -155,6 +155,8 @@ def analyse(results: list[pathlib.Path]) -> dict:
 
 
 def _level(cell: dict) -> str:
+    if not cell["total"]:
+        return "no half (no such arm audited)"
     text = f"{cell['flagged']}/{cell['tested']}"
     if cell["tested"] < cell["total"]:
         text += f" ({cell['total'] - cell['tested']} no test)"

@@ -15,7 +15,7 @@ from jaxcontam.detect.pacost.settings import PacostSettings, needs_answer
 from jaxcontam.detect.status import TestOutcome
 from jaxcontam.errors import JaxcontamError
 from jaxcontam.stats import default_paired_method, minimum_detectable_effect, paired_test
-from jaxcontam.stats.paired import DEFAULT_RESAMPLES, minimum_pairs
+from jaxcontam.stats.paired import DEFAULT_RESAMPLES, PairedTestResult, minimum_pairs
 
 NO_VERDICT = "no yes/no in the judge's reply (confidence 0)"
 POWER_LEVEL = 0.05  # the level of the power note's minimum detectable effect (`PairedVerdict.power_note`)
@@ -85,6 +85,37 @@ def _no_test(base: dict, reason: str, power_note: str) -> PairedVerdict:
     )
 
 
+def _tested(result: PairedTestResult, confidence: str, dropped_before: dict[str, int]) -> PairedVerdict:
+    """The verdict of a test that ran: its evidence, the pairs it and the checks before it dropped (reason ->
+    count), and its power note."""
+    interval = result.confidence_interval(INTERVAL_LEVEL)
+    mde = (
+        minimum_detectable_effect(result.n, alpha=POWER_LEVEL, alternative=result.alternative)
+        if result.n >= 3
+        else math.nan
+    )
+    return PairedVerdict(
+        test=result.method,
+        confidence=confidence,
+        alternative=result.alternative,
+        status=TestOutcome.tested(),
+        statistic=result.statistic,
+        pvalue=result.pvalue,
+        n_pairs=result.n,
+        n_dropped=result.n_dropped + sum(dropped_before.values()),
+        dropped_reasons=dict(result.drop_reasons) | dropped_before,
+        mean_difference=result.mean_difference,
+        effect_size=result.effect_size,
+        ci=(interval.low, interval.high),
+        pvalue_detail=result.detail,
+        result=result,
+        power_note=(
+            f"with {result.n} pairs the minimum detectable effect at 80% power and level {POWER_LEVEL:g} is "
+            f"d_z = {mde:.2g}"
+        ),
+    )
+
+
 def paired_verdict(
     records,
     confidence: str,
@@ -150,32 +181,7 @@ def paired_verdict(
         )
     except JaxcontamError as error:  # too few usable pairs: reported, not fatal for the sweep
         return _no_test(base | {"dropped_reasons": extra}, str(error), str(error))
-    interval = result.confidence_interval(INTERVAL_LEVEL)
-    mde = (
-        minimum_detectable_effect(result.n, alpha=POWER_LEVEL, alternative=settings.alternative)
-        if result.n >= 3
-        else math.nan
-    )
-    return PairedVerdict(
-        test=result.method,
-        confidence=confidence,
-        alternative=result.alternative,
-        status=TestOutcome.tested(),
-        statistic=result.statistic,
-        pvalue=result.pvalue,
-        n_pairs=result.n,
-        n_dropped=result.n_dropped + sum(extra.values()),
-        dropped_reasons=dict(result.drop_reasons) | extra,
-        mean_difference=result.mean_difference,
-        effect_size=result.effect_size,
-        ci=(interval.low, interval.high),
-        pvalue_detail=result.detail,
-        result=result,
-        power_note=(
-            f"with {result.n} pairs the minimum detectable effect at 80% power and level {POWER_LEVEL:g} is "
-            f"d_z = {mde:.2g}"
-        ),
-    )
+    return _tested(result, confidence, extra)
 
 
 def pacost_result(

@@ -85,6 +85,17 @@ def _no_test(base: dict, reason: str, power_note: str) -> PairedVerdict:
     )
 
 
+def _silent_judge(usable: int, silent: int, no_rephrase: int, total: int, test_method: str) -> str:
+    """Why no test ran when the judge's silence left too few pairs, and the fix."""
+    return (
+        f"{usable} usable pair(s) of {total}: the judge's reply said neither yes nor no on {silent} of the "
+        f"{silent + usable} items with a rephrasing"
+        + (f" ({no_rephrase} without one)" if no_rephrase else "")
+        + f"; the {test_method!r} test needs {minimum_pairs(test_method)}. Give the judge a longer reply "
+        "(pacost.judge_max_new_tokens) or a judge model that answers yes or no"
+    )
+
+
 def _tested(result: PairedTestResult, confidence: str, dropped_before: dict[str, int]) -> PairedVerdict:
     """The verdict of a test that ran: its evidence, the pairs it and the checks before it dropped (reason ->
     count), and its power note."""
@@ -158,13 +169,7 @@ def paired_verdict(
     extra = {reason: count for reason, count in extra.items() if count}
     test_method = default_paired_method() if settings.test is None else settings.test
     if silent and len(kept) < minimum_pairs(test_method):
-        reason = (
-            f"{len(kept)} usable pair(s) of {len(records)}: the judge's reply said neither yes nor no on "
-            f"{len(silent)} of the {len(silent) + len(kept)} items with a rephrasing"
-            + (f" ({no_rephrase} without one)" if no_rephrase else "")
-            + f"; the {test_method!r} test needs {minimum_pairs(test_method)}. Give the judge a longer reply "
-            "(pacost.judge_max_new_tokens) or a judge model that answers yes or no"
-        )
+        reason = _silent_judge(len(kept), len(silent), no_rephrase, len(records), test_method)
         return _no_test(base | {"dropped_reasons": extra}, reason, f"{reason}: no test")
     try:
         with_answers = needs_answer(confidence)

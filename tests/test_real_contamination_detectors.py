@@ -74,6 +74,8 @@ def test_the_report_on_synthetic_arms(results):
         assert aucs[("x4", benchmark, "codec_delta")]["auc"] > 0.95  # lower means seen: oriented
         low, high = aucs[("x4", benchmark, "min_k_plus_plus")]["ci95"]
         assert low < 0.5 < high
+        assert aucs[("x4", benchmark, "reference_log_ratio_control")]["auc"] > 0.85  # the control as reference
+        assert ("control", benchmark, "reference_log_ratio_control") not in aucs  # not against itself
         control = aucs[("control", benchmark, "mean_logprob")]
         assert control["draws"] == "drawn half" and control["ci95"][0] < 0.5 < control["ci95"][1]
         assert set(report["blind"][benchmark]) == {"drawn", "other", "mean"}

@@ -77,9 +77,11 @@ SCORES = {
     "gap_k": True,
     "dc_pdd": True,
     "reference_log_ratio": True,
+    "reference_log_ratio_control": True,  # against the control arm's model (`with_control_reference`)
     "recall": True,
     "codec_delta": False,
     "codec_calibrated": True,
+    "codec_calibrated_control": True,
     "gradnorm": False,
     "cdd_peakedness": True,
     "ts_exact_match": True,
@@ -235,6 +237,24 @@ def with_reference(items, reference):
     return items
 
 
+def with_control_reference(arms: dict) -> dict:
+    """Every arm but the control with the reference scores against the control arm's model beside the base's
+    (`reference_log_ratio_control`, `codec_calibrated_control`), for the AUC tables; unchanged without the control."""
+    if "control" not in arms:
+        return arms
+    found = {}
+    for arm, items in arms.items():
+        if arm == "control" or "reference_log_ratio" not in items:
+            found[arm] = items
+            continue
+        scored = with_reference(items, arms["control"])
+        extra = {"reference_log_ratio_control": scored["reference_log_ratio"]}
+        if "codec_calibrated" in scored:
+            extra["codec_calibrated_control"] = scored["codec_calibrated"]
+        found[arm] = items.assign(**extra)
+    return found
+
+
 def half_tests(arm: str, items, design: str = "base_model", resamples: int = 9999) -> list[dict]:
     """Each half's p-values under the tests the detectors give against the design's reference (the model-alone
     sign test with the base design only: it reads no reference), with its role and item set."""
@@ -326,7 +346,9 @@ def analyse(results: pathlib.Path, permutations: int = 999, resamples: int = 999
     """Every audited arm's AUCs, the blind baseline's (`permutations` for its p-value and interval), the per-half
     tests (`resamples` for their permutation p-values) and the rule's assessment of each."""
     folders = {arm: results / "arms" / arm for arm in ANALYSED}
-    arms = {arm: load(f) for arm, f in folders.items() if (f / AUDIT / "items.parquet").exists()}
+    arms = with_control_reference(
+        {arm: load(f) for arm, f in folders.items() if (f / AUDIT / "items.parquet").exists()}
+    )
     halves = design_halves(arms, resamples)
     assessments = []
     for candidate in rule_candidates(halves):

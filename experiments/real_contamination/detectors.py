@@ -41,6 +41,7 @@ import json
 import os
 import pathlib
 import sys
+import typing
 
 import numpy as np
 
@@ -237,17 +238,34 @@ def with_reference(items, reference):
     return items
 
 
-def with_control_reference(arms: dict) -> dict:
-    """Every arm but the control with the reference scores against the control arm's model beside the base's
-    (`reference_log_ratio_control`, `codec_calibrated_control`), for the AUC tables; unchanged without the control."""
-    if "control" not in arms:
+def by_design(arms: dict) -> dict[str, dict]:
+    """Each reference design's audited arms as scored against its reference (`with_reference`, once per arm); the
+    reference arm is left out of its own design, and a design whose reference arm was not audited is absent."""
+    found = {}
+    for design, (reference_arm, _) in REFERENCES.items():
+        if reference_arm is None:
+            found[design] = arms
+        elif reference_arm in arms:
+            found[design] = {
+                arm: with_reference(items, arms[reference_arm]) if "reference_log_ratio" in items else items
+                for arm, items in arms.items()
+                if arm != reference_arm
+            }
+    return found
+
+
+def with_control_reference(arms: dict, control_scored: dict | None) -> dict:
+    """Every arm but the control with the reference scores against the control arm's model (`control_scored`: the
+    control-reference design's arms) beside the base's (`reference_log_ratio_control`, `codec_calibrated_control`),
+    for the AUC tables; unchanged without the control."""
+    if control_scored is None:
         return arms
     found = {}
     for arm, items in arms.items():
-        if arm == "control" or "reference_log_ratio" not in items:
+        scored = control_scored.get(arm)
+        if scored is None or "reference_log_ratio" not in items:
             found[arm] = items
             continue
-        scored = with_reference(items, arms["control"])
         extra = {"reference_log_ratio_control": scored["reference_log_ratio"]}
         if "codec_calibrated" in scored:
             extra["codec_calibrated_control"] = scored["codec_calibrated"]
@@ -295,37 +313,42 @@ def half_tests(arm: str, items, design: str = "base_model", resamples: int = 999
     return found
 
 
-def design_halves(arms: dict, resamples: int = 9999) -> list[dict]:
-    """Every audited arm's halves under each reference design whose reference arm was audited (a reference arm is
-    left out of its own design)."""
-    found = []
-    for design, (reference_arm, _) in REFERENCES.items():
-        if reference_arm is not None and reference_arm not in arms:
-            continue
-        for arm, items in arms.items():
-            if arm == reference_arm:
-                continue
-            scored = items if reference_arm is None else with_reference(items, arms[reference_arm])
-            found += half_tests(arm, scored, design, resamples)
-    return found
+def design_halves(scored: dict[str, dict], resamples: int = 9999) -> list[dict]:
+    """Every audited arm's halves under each reference design (`by_design`'s arms)."""
+    return [
+        half
+        for design, arms in scored.items()
+        for arm, items in arms.items()
+        for half in half_tests(arm, items, design, resamples)
+    ]
 
 
-TESTS = {  # per-half test -> (situation, its name with the reference's name to fill in)
-    "reference_log_ratio": ("reference_model", "reference log-ratio, sign-flip test against {}"),
-    "codec_calibrated": ("reference_model", "CoDeC, calibrated against {}"),
-    "codec_sign": ("model_alone", "CoDeC, the sign test (model alone)"),
+class Test(typing.NamedTuple):
+    """A per-half test: the registered detector that gives it, its situation, its name (the reference's to fill in)."""
+
+    detector: str
+    situation: str
+    name: str
+
+
+TESTS = {
+    "reference_log_ratio": Test(
+        "reference_log_ratio", "reference_model", "reference log-ratio, sign-flip test against {}"
+    ),
+    "codec_calibrated": Test("codec", "reference_model", "CoDeC, calibrated against {}"),
+    "codec_sign": Test("codec", "model_alone", "CoDeC, the sign test (model alone)"),
 }
 
 
 def test_name(test: str, design: str = "base_model") -> str:
-    return TESTS[test][1].format(REFERENCES[design][1])
+    return TESTS[test].name.format(REFERENCES[design][1])
 
 
 def rule_candidates(halves: list[dict]) -> list[rule.Candidate]:
     """One candidate per test and reference design that some half ran (None: it ran and could not test the half)."""
     candidates = []
     for design in REFERENCES:
-        for test, (situation, _) in TESTS.items():
+        for test, (_, situation, _) in TESTS.items():
             outcomes = tuple(
                 rule.HalfOutcome(h["role"], None if (p := h["pvalues"][test]) is None else p < rule.ALPHA, h["cluster"])
                 for h in halves
@@ -346,10 +369,10 @@ def analyse(results: pathlib.Path, permutations: int = 999, resamples: int = 999
     """Every audited arm's AUCs, the blind baseline's (`permutations` for its p-value and interval), the per-half
     tests (`resamples` for their permutation p-values) and the rule's assessment of each."""
     folders = {arm: results / "arms" / arm for arm in ANALYSED}
-    arms = with_control_reference(
-        {arm: load(f) for arm, f in folders.items() if (f / AUDIT / "items.parquet").exists()}
-    )
-    halves = design_halves(arms, resamples)
+    audited = {arm: load(f) for arm, f in folders.items() if (f / AUDIT / "items.parquet").exists()}
+    scored = by_design(audited)
+    arms = with_control_reference(audited, scored.get("control_reference"))
+    halves = design_halves(scored, resamples)
     assessments = []
     for candidate in rule_candidates(halves):
         a = rule.assess(candidate)

@@ -42,7 +42,6 @@ DESIGNS = (  # apply_rule.py's candidate names -> (design, its reference design 
     (re.compile(r"PaCoST (\w+), calibrated against (\w+)$"), "calibrated"),
     (re.compile(r"PaCoST (\w+), against fresh items \(\d+ arms\)$"), "fresh_items"),
 )
-DETECTOR_OF_TEST = {"reference_log_ratio": "reference_log_ratio", "codec_calibrated": "codec", "codec_sign": "codec"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -69,7 +68,7 @@ def parse_candidate(label: str) -> Parsed:
             if label == detectors.test_name(test, reference):
                 own = test == "codec_sign"  # the model-alone test names no reference
                 return Parsed(
-                    DETECTOR_OF_TEST[test],
+                    detectors.TESTS[test].detector,
                     None,
                     "authors_test" if own else "calibrated",
                     None if own else reference,
@@ -130,7 +129,7 @@ def candidate(entry: dict, situation: dict, round_four: dict, measured: dict) ->
             raise SystemExit(f"{label}: reference design {parsed.reference!r} unknown; name it in REFERENCES")
         known = REFERENCES[parsed.reference]
         pacost = f"PaCoST {parsed.confidence}, calibrated against {known}"
-        label = pacost if parsed.test is None else detectors.TESTS[parsed.test][1].format(known)
+        label = pacost if parsed.test is None else detectors.TESTS[parsed.test].name.format(known)
     return {
         "label": label,
         "rule_label": entry["detector"],

@@ -47,7 +47,7 @@ import numpy as np
 
 from experiments.real_contamination import blind_baseline
 from experiments.real_contamination.crossover import balanced_auc, load_arm
-from experiments.real_contamination.design import ARM_ORDER, BENCHMARKS, DOSES, FORMAT_ARM, REPLICATE_SEEDS
+from experiments.real_contamination.design import ARM_ORDER, BENCHMARKS, DATA_SEEDS, DOSES, FORMAT_ARM, REPLICATE_SEEDS
 from jaxcontam.stats import decision_rule as rule
 
 HERE = pathlib.Path(__file__).resolve().parent
@@ -61,7 +61,7 @@ COSTLY_ARMS = ("control", FORMAT_ARM, "verbatim_x1", "verbatim_x4")
 COSTLY_SCORES = ("cdd_", "gradnorm")  # the costly audit's columns (prefixes)
 CDD_SETTINGS = {"samples": 50, "max_new_tokens": 128}
 CONTROL_ARMS = ("control", *(f"control_seed{seed}" for seed in REPLICATE_SEEDS))  # the control and its data orders
-ANALYSED = (*ARM_ORDER, *CONTROL_ARMS[1:])  # the report's arms, in its order
+ANALYSED = (*ARM_ORDER, *DATA_SEEDS)  # the report's arms, in its order: the data-order seeds of the control and x1 last
 NULL_ARMS = (*CONTROL_ARMS, FORMAT_ARM)  # nothing audited was trained on: the AUC of the drawn half against the other
 REFERENCE = "base GGUF (the arms' starting weights)"
 # reference design -> (the arm whose model is the reference, None: the audit's own, the base GGUF; its name in a

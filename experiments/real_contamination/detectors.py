@@ -323,7 +323,7 @@ def design_halves(scored: dict[str, dict], resamples: int = 9999) -> list[dict]:
     ]
 
 
-class Test(typing.NamedTuple):
+class HalfTest(typing.NamedTuple):
     """A per-half test: the registered detector that gives it, its situation, its name (the reference's to fill in)."""
 
     detector: str
@@ -332,11 +332,11 @@ class Test(typing.NamedTuple):
 
 
 TESTS = {
-    "reference_log_ratio": Test(
+    "reference_log_ratio": HalfTest(
         "reference_log_ratio", "reference_model", "reference log-ratio, sign-flip test against {}"
     ),
-    "codec_calibrated": Test("codec", "reference_model", "CoDeC, calibrated against {}"),
-    "codec_sign": Test("codec", "model_alone", "CoDeC, the sign test (model alone)"),
+    "codec_calibrated": HalfTest("codec", "reference_model", "CoDeC, calibrated against {}"),
+    "codec_sign": HalfTest("codec", "model_alone", "CoDeC, the sign test (model alone)"),
 }
 
 
@@ -348,7 +348,8 @@ def rule_candidates(halves: list[dict]) -> list[rule.Candidate]:
     """One candidate per test and reference design that some half ran (None: it ran and could not test the half)."""
     candidates = []
     for design in REFERENCES:
-        for test, (_, situation, _) in TESTS.items():
+        for test, half_test in TESTS.items():
+            situation = half_test.situation
             outcomes = tuple(
                 rule.HalfOutcome(h["role"], None if (p := h["pvalues"][test]) is None else p < rule.ALPHA, h["cluster"])
                 for h in halves

@@ -349,15 +349,14 @@ def rule_candidates(halves: list[dict]) -> list[rule.Candidate]:
     candidates = []
     for design in REFERENCES:
         for test, half_test in TESTS.items():
-            situation = half_test.situation
             outcomes = tuple(
                 rule.HalfOutcome(h["role"], None if (p := h["pvalues"][test]) is None else p < rule.ALPHA, h["cluster"])
                 for h in halves
                 if h["design"] == design and test in h["pvalues"]
             )
             if outcomes:
-                oracle = design in ORACLE_DESIGNS and situation == "reference_model"
-                candidates.append(rule.Candidate(test_name(test, design), situation, outcomes, oracle=oracle))
+                oracle = design in ORACLE_DESIGNS and half_test.situation == "reference_model"
+                candidates.append(rule.Candidate(test_name(test, design), half_test.situation, outcomes, oracle=oracle))
     return candidates
 
 

@@ -66,7 +66,7 @@ def parse_candidate(label: str) -> Parsed:
     for test in detectors.TESTS:
         for reference in detectors.REFERENCES:
             if label == detectors.test_name(test, reference):
-                own = test == "codec_sign"  # the model-alone test names no reference
+                own = detectors.TESTS[test].situation == "model_alone"  # it names no reference
                 return Parsed(
                     detectors.TESTS[test].detector,
                     None,

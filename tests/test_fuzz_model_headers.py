@@ -25,7 +25,7 @@ import struct
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from experiments.hostile_models.files import EXAMPLE_MODEL, example_copy, read_safetensors, safetensors_bytes
@@ -238,6 +238,16 @@ def test_a_mutated_smollm2_header_is_refused_or_read_as_the_unmutated_file(smoll
     header, size, fields, unmutated = smollm2_header
     folder = tmp_path_factory.mktemp("mutated")
 
+    by_name = {field.what: field for field in fields}
+    # one value type for another of the same width: the file still parses, the value's kind changes
+    same_width = [
+        ("value type of tokenizer.ggml.add_space_prefix", 0),  # BOOL as UINT8 (found by this test)
+        ("value type of tokenizer.ggml.add_bos_token", 1),  # BOOL as INT8
+        ("value type of general.file_type", 6),  # UINT32 as FLOAT32
+        ("value type of llama.rope.freq_base", 4),  # FLOAT32 as UINT32
+        ("element type of tokenizer.ggml.token_type", 6),  # INT32 array as FLOAT32
+    ]
+
     @settings(FUZZ, max_examples=40)
     @given(gguf_mutations(fields))
     def check(mutation):
@@ -253,6 +263,8 @@ def test_a_mutated_smollm2_header_is_refused_or_read_as_the_unmutated_file(smoll
         if bytes(raw) != header:  # a value written over itself is no mutation
             assert _same(result, unmutated), f"{field.what} = {packed.hex()} was accepted and changed the parse"
 
+    for what, value_type in same_width:
+        check = example((by_name[what], struct.pack("<I", value_type)))(check)
     check()
 
 

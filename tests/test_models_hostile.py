@@ -78,7 +78,12 @@ EXPECTED = {
     "GGUF: layer_norm_rms_epsilon = 0": r"'llama.attention.layer_norm_rms_epsilon' = 0.0 is invalid",
     "GGUF: layer_norm_rms_epsilon = NaN": r"'llama.attention.layer_norm_rms_epsilon' = nan is invalid",
     "GGUF: rope.freq_base = 0": r"'llama.rope.freq_base' = 0.0 is invalid",
-    "GGUF: block_count as a string": r"'llama.block_count' = '2' is invalid: expected a positive integer",
+    "GGUF: block_count as a string": r"'llama.block_count' is stored as a string \('2'\); "
+    r"llama.cpp reads it as an integer",
+    "GGUF: rope.freq_base as UINT32 (a FLOAT32's width)": r"'llama.rope.freq_base' is stored as an integer \(10000\); "
+    r"llama.cpp reads it as a float",
+    "GGUF: add_bos_token as UINT8 (a BOOL's width)": r"'tokenizer.ggml.add_bos_token' is stored as an integer \(1\); "
+    r"llama.cpp reads it as a bool",
 }
 CASES = model_cases()
 

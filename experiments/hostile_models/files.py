@@ -300,6 +300,12 @@ def _gguf_cases() -> dict:
         ),
         "GGUF: rope.freq_base = 0": save(base.with_metadata("llama.rope.freq_base", FLOAT32, 0.0)),
         "GGUF: block_count as a string": save(base.with_metadata("llama.block_count", STRING, "2")),
+        "GGUF: rope.freq_base as UINT32 (a FLOAT32's width)": save(
+            base.with_metadata("llama.rope.freq_base", UINT32, 10000)
+        ),
+        "GGUF: add_bos_token as UINT8 (a BOOL's width)": save(
+            base.with_metadata("tokenizer.ggml.add_bos_token", UINT8, 1)
+        ),
     }
 
 

@@ -66,7 +66,7 @@ _FIX = "re-convert the file with llama.cpp's convert_hf_to_gguf.py"
 
 class _Metadata:
     """Scalar metadata fields of one GGUF file, naming the file and key in every error; the typed reads refuse a
-    value of the wrong type or out of range."""
+    value out of range (`gguf_keys` refused a standard key of the wrong kind when the file was parsed)."""
 
     def __init__(self, reader: GGUFFile, path: pathlib.Path):
         self.fields = reader.metadata
@@ -88,21 +88,13 @@ class _Metadata:
         return self.require(key) if default is _REQUIRED else self.get(key, default)
 
     def integer(self, key: str, default: Any = _REQUIRED, minimum: int | None = 1, maximum: int | None = None) -> int:
-        """An integer key (stored as an integer type, as llama.cpp requires) within [minimum, maximum]."""
+        """An integer key within [minimum, maximum] (its stored kind was checked when the file was read)."""
         value = self._value(key, default)
-        if isinstance(value, float):
-            raise ModelError(
-                f"{self.path}: {key} is stored as a float ({value}); llama.cpp reads it as an integer: {_FIX}"
-            )
         return checked_int(str(self.path), key, value, minimum, maximum, _FIX)
 
     def number(self, key: str, default: Any = _REQUIRED) -> float:
-        """A finite number > 0, stored as a float type (as llama.cpp requires)."""
+        """A finite number > 0 (its stored kind was checked when the file was read)."""
         value = self._value(key, default)
-        if isinstance(value, int) and not isinstance(value, bool):
-            raise ModelError(
-                f"{self.path}: {key} is stored as an integer ({value}); llama.cpp reads it as a float: {_FIX}"
-            )
         return checked_number(str(self.path), key, value, fix=_FIX)
 
     def per_layer(self, key: str, default: Any = _REQUIRED) -> int:
@@ -118,10 +110,6 @@ class _Metadata:
                     "decoders need one value for all layers"
                 )
             value = value[0]
-        if isinstance(value, float):
-            raise ModelError(
-                f"{self.path}: {key} is stored as a float ({value}); llama.cpp reads it as an integer: {_FIX}"
-            )
         return checked_int(str(self.path), key, value, fix=_FIX)
 
     def token_id(self, key: str) -> int | None:

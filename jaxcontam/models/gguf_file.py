@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from jaxcontam.errors import ModelError
+from jaxcontam.models.gguf_keys import check_kinds
 from jaxcontam.models.positioned_reads import reserved
 from jaxcontam.storage import read_range
 
@@ -194,6 +195,7 @@ def _parse(path, head, data) -> GGUFFile:
         if key == _ALIGNMENT_KEY and value_type != _UINT32:
             raise ValueError(f"{_ALIGNMENT_KEY} is stored as value type {value_type}; the format requires UINT32 (4)")
         metadata[key] = cursor.value(value_type, key)
+    check_kinds(metadata)
     table = []
     for _ in range(tensor_count):
         name = cursor.string("a tensor name")

@@ -18,7 +18,6 @@ __all__ = [
     "load_model",
 ]
 
-import pathlib as _pathlib
 import typing as _typing
 
 from jaxcontam.errors import JaxcontamError, JaxcontamWarning
@@ -28,12 +27,6 @@ if _typing.TYPE_CHECKING:  # the names `__getattr__` imports on first use, for t
     from jaxcontam.functional import from_fn
     from jaxcontam.language_model import LanguageModel, ModelInterface
     from jaxcontam.models.model import Model
-
-# `kernels/` sits at the repository top level and installs as `jaxcontam.kernels`; from a source checkout
-# (tests run from the repository root import this copy of the package) it is found beside the package.
-_SOURCE_ROOT = _pathlib.Path(__file__).resolve().parent.parent
-if not (_pathlib.Path(__file__).parent / "kernels").is_dir() and (_SOURCE_ROOT / "kernels" / "__init__.py").is_file():
-    __path__.append(str(_SOURCE_ROOT))
 
 
 def load_model(path_or_id, dtype="float32", mesh=None, fsdp=False, attention="auto"):

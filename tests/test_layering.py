@@ -1,4 +1,4 @@
-"""The layering of jaxcontam (and `kernels/`, installed as `jaxcontam.kernels`), read from the source: no import
+"""The layering of jaxcontam, read from the source: no import
 circle between modules or between packages, and no module importing a layer above its own (docs/architecture.md).
 
 Every import statement of every module counts, top-level or inside a function: a function-level import that closes
@@ -13,7 +13,6 @@ import jaxcontam
 
 PACKAGE = "jaxcontam"
 ROOT = pathlib.Path(jaxcontam.__file__).parent
-KERNELS = ROOT.parent / "kernels"  # the source tree's kernels/, imported as jaxcontam.kernels
 MODELS = f"{PACKAGE}.models"
 
 # Each package or top-level module of jaxcontam (its "component") by layer, bottom first: a module imports from its
@@ -48,9 +47,7 @@ def module_name(path: pathlib.Path, root: pathlib.Path, package: str) -> str:
 
 
 def modules() -> dict[str, pathlib.Path]:
-    found = {module_name(path, ROOT, PACKAGE): path for path in sorted(ROOT.rglob("*.py"))}
-    found |= {module_name(path, KERNELS, f"{PACKAGE}.kernels"): path for path in sorted(KERNELS.rglob("*.py"))}
-    return found
+    return {module_name(path, ROOT, PACKAGE): path for path in sorted(ROOT.rglob("*.py"))}
 
 
 def component(module: str) -> str:

@@ -4,7 +4,7 @@ module imports another (shared helpers live in tests/helpers.py, fixtures in tes
 ruff and pyright come from the `test` extra and run from this interpreter's environment. pyright's pip package
 (1.1.414) bundles its npm package and runs it with the system's node: its first run took 1.3 s here, no download.
 Without node on the PATH, or for a version it does not bundle, the first run downloads node (nodeenv) and/or the
-npm package first, hence the generous timeout. The check of jaxcontam/ and kernels/ takes about 40 s alone on
+npm package first, hence the generous timeout. The check of jaxcontam/ takes about 40 s alone on
 the 2-core machine, 2-3.5 min beside the rest of the suite under `-n 2`; ruff takes under a second.
 """
 
@@ -19,7 +19,7 @@ import pytest
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
 TESTS = REPO_ROOT / "tests"
 BIN = pathlib.Path(sys.executable).parent
-LINTED = ("jaxcontam", "kernels", "tests")
+LINTED = ("jaxcontam", "tests")
 
 
 def _run(tool: str, *args: str, timeout: float) -> None:

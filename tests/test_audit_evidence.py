@@ -2,6 +2,7 @@
 from the committed round-four results, the statement follows the inputs and the table, it reads back from
 summary.json, shows on the console and in report.html, and the audit's defaults run the rule's picks."""
 
+import dataclasses
 import json
 import pathlib
 
@@ -14,10 +15,12 @@ from jaxcontam.detect.registry import DEFAULT_DETECTORS
 from jaxcontam.report import write_report
 from jaxcontam.report.evidence import (
     NOT_MEASURED,
+    SCORED_ONLY,
     SITUATIONS,
     TABLE,
     EvidenceStatement,
     MeasuredEvidence,
+    console_lines,
     evidence_statement,
     measured_evidence,
 )
@@ -47,6 +50,52 @@ def test_the_packaged_table_is_what_the_script_generates_from_the_committed_resu
         assert sum(c.picked for c in situation.candidates) == (situation.pick is not None)
 
 
+def test_each_candidate_splits_its_power_by_form_of_contamination_and_names_the_forms_it_missed():
+    rule = json.loads((RESULTS / "decision_rule.json").read_text())
+    for situation in measured_evidence().situations:
+        for c in situation.candidates:
+            by_form = c.power_by_form or {}
+            assert (sum(k for k, _ in by_form.values()), sum(n for _, n in by_form.values())) == (
+                c.power.flagged,
+                c.power.tested,
+            )
+            assert c.misses() == tuple(form for form, (k, n) in by_form.items() if n and not k)
+            assert all(f"{form} {k}/{n}" in c.summary_text() for form, (k, n) in by_form.items())
+            assert not c.misses() or f"none of the {' or '.join(c.misses())} halves" in c.summary_text()
+            arms = next(
+                e for e in rule["situations"][situation.situation]["candidates"] if e["detector"] == c.rule_label
+            )
+            assert set(arms["power_by_arm"]) <= set(measured_evidence().arms) | {"format_x4"}
+    candidate = next(c for s in measured_evidence().situations for c in s.candidates)
+    split = dataclasses.replace(
+        candidate, power_by_form={"verbatim x1": (3, 6), "rephrased x4": (0, 3), "fields x4": (0, 0)}
+    )
+    assert split.misses() == ("rephrased x4",)  # a form without a half is not missed
+    assert dataclasses.replace(candidate, power_by_form=None).misses() == ()
+
+
+def test_a_score_of_the_arms_is_traced_to_its_registered_detector():
+    assert evidence_table.detector_of("min_k_plus_plus") == "likelihood"
+    assert evidence_table.detector_of("reference_log_ratio_control") == "reference_log_ratio"
+    assert evidence_table.detector_of("dc_pdd") == "likelihood" and evidence_table.detector_of("gradnorm") == "gradnorm"
+    with pytest.raises(SystemExit, match="no registered detector gives it"):
+        evidence_table.detector_of("my_score")
+    scored = evidence_table.scored({"aucs": [{"score": "recall"}, {"score": "gap_k"}, {"score": "zlib_ratio"}]})
+    assert scored == {"likelihood": ["gap_k", "zlib_ratio"], "recall": ["recall"]}
+
+
+def test_a_detector_scored_on_the_arms_without_a_test_is_told_apart_from_one_not_measured():
+    table = dataclasses.replace(measured_evidence(), scored={"gradnorm": ("gradnorm",)})
+    statement = evidence_statement(
+        reference=False, corpus=False, models=1, ran=DEFAULT_DETECTORS, confidence=DEFAULT_CONFIDENCE, table=table
+    )
+    alone = statement.situations[0]
+    assert alone.scored_only == ("gradnorm",) and "gradnorm" not in alone.not_measured
+    assert "likelihood" in alone.not_measured  # not in this table's scores
+    assert f"{SCORED_ONLY}: gradnorm" in "\n".join(console_lines(statement))
+    assert EvidenceStatement.from_dict(json.loads(json.dumps(statement.to_dict()))) == statement
+
+
 def test_a_candidate_name_the_script_does_not_know_is_refused():
     with pytest.raises(SystemExit, match="teach evidence_table.py"):
         evidence_table.parse_candidate("ReCaLL, prefix 5")
@@ -61,7 +110,8 @@ def test_a_model_alone_states_its_pick_and_what_to_add_for_the_strongest():
     assert [s.applies for s in statement.situations] == [True, False, False, False]
     alone = by_name["model_alone"]
     assert alone.strongest == picks(table)["model_alone"] and alone.runs_strongest is True
-    assert "likelihood" in alone.not_measured and "pacost" not in alone.not_measured
+    assert "likelihood" in alone.scored_only and "likelihood" not in alone.not_measured  # AUCs on the arms only
+    assert "exchangeability" in alone.not_measured and "pacost" not in alone.not_measured
     assert by_name["reference_model"].runs_strongest is None  # not given: nothing run or not run
     strongest = max(picks(table).items(), key=lambda item: item[1].power_lower)
     if strongest[0] != "model_alone":  # today: calibrated against a reference model
@@ -90,8 +140,6 @@ def test_a_detector_the_table_does_not_hold_reads_not_measured():
         reference=False, corpus=False, models=1, ran=("pacost", "my_plugin"), confidence=DEFAULT_CONFIDENCE
     )
     assert statement.other_detectors == ("my_plugin",)
-    from jaxcontam.report.evidence import console_lines
-
     assert f"also ran, {NOT_MEASURED}: my_plugin" in "\n".join(console_lines(statement))
 
 

@@ -189,14 +189,18 @@ def test_declared_clusters_only_weaken_the_evidence():
 def test_apply_rule_docs_table_names_the_pick_and_what_was_not_measured():
     from experiments.real_contamination import apply_rule as module
 
-    decisions = rule.decide([_fixed("strong", _flags(8)), _fixed("weak", _flags(1))])
+    found = [_fixed("strong", _flags(8)), _fixed("weak", _flags(1))]
+    decisions = rule.decide(found)
+    by_name = {c.detector: c for c in found}
     report = {
         "rule_commit": "abc1234",
         "situations": {
             "model_alone": {
                 "choice": "strong",
                 "reason": decisions["model_alone"].reason,
-                "candidates": [module._assessment(a) for a in decisions["model_alone"].assessments],
+                "candidates": [
+                    module._assessment(a, by_name[a.detector]) for a in decisions["model_alone"].assessments
+                ],
             },
             "corpus": {"not_measured": "no per-half test"},
         },
@@ -207,3 +211,18 @@ def test_apply_rule_docs_table_names_the_pick_and_what_was_not_measured():
     assert "| model_alone | weak |" in table and "eligible, no power" in table
     assert "| corpus | not measured: no per-half test |" in table
     assert table.endswith("picks, per situation: model_alone: strong.\n")
+
+
+def test_apply_rule_splits_a_candidates_power_by_the_model_each_half_was_tested_in():
+    from experiments.real_contamination import apply_rule as module
+
+    halves = (
+        rule.HalfOutcome("contaminated", True, "a", "verbatim_x1"),
+        rule.HalfOutcome("contaminated", None, "b", "verbatim_x1"),  # untested: a miss, as the power counts it
+        rule.HalfOutcome("contaminated", False, "a", "rephrased_x4"),
+        rule.HalfOutcome("clean", True, "b", "rephrased_x4"),  # not a contaminated half
+    )
+    candidate = rule.Candidate("c", "model_alone", halves)
+    assert module.power_by_arm(candidate) == {"rephrased_x4": [0, 1], "verbatim_x1": [1, 2]}
+    power = rule.assess(candidate).power  # the split adds up to the power the rule counts
+    assert (power.flagged, power.total) == (1, 3)

@@ -63,7 +63,9 @@ def clusters(arms: dict) -> dict[tuple[str, str, str], str]:
 def outcomes(results: list[round_four.rule.HalfResult], cluster_of: dict) -> tuple[rule.HalfOutcome, ...]:
     """Each half's verdict at rule.ALPHA (None: untested) with its item set."""
     return tuple(
-        rule.HalfOutcome(h.role, None if not h.tested else h.p < rule.ALPHA, cluster_of[(h.arm, h.benchmark, h.half)])
+        rule.HalfOutcome(
+            h.role, None if not h.tested else h.p < rule.ALPHA, cluster_of[(h.arm, h.benchmark, h.half)], h.arm
+        )
         for h in results
     )
 
@@ -109,13 +111,25 @@ def _share(s: rule.Share) -> dict:
     }
 
 
-def _assessment(a: rule.Assessment) -> dict:
+def power_by_arm(candidate: rule.Candidate) -> dict[str, list[int]]:
+    """Arm -> [flagged, contaminated halves] (an untested half a miss, as the power counts it): the power's split."""
+    counts: dict[str, list[int]] = {}
+    for half in candidate.halves:
+        if half.role == "contaminated":
+            tally = counts.setdefault(str(half.model), [0, 0])
+            tally[0] += half.flagged is True
+            tally[1] += 1
+    return dict(sorted(counts.items()))
+
+
+def _assessment(a: rule.Assessment, candidate: rule.Candidate) -> dict:
     return {
         "detector": a.detector,
         "oracle": a.oracle,
         "levels": {c.role: {**_share(c.share), "pvalue": c.pvalue, "exceeds": c.exceeds} for c in a.levels},
         "power": _share(a.power),
         "power_lower95": a.power_lower,
+        "power_by_arm": power_by_arm(candidate),
         "eligible": a.eligible,
         "shows_power": a.shows_power,
         "reasons": list(a.reasons),
@@ -134,6 +148,7 @@ def analyse(results: list[pathlib.Path]) -> dict:
         found += detectors.rule_candidates(halves["halves"])
         detector_arms = halves["arms"]
     decisions = rule.decide(found)
+    by_name = {c.detector: c for c in found}
     report = {
         "rule_commit": COMMIT,
         "arms": sorted(arms),
@@ -149,7 +164,7 @@ def analyse(results: list[pathlib.Path]) -> dict:
         report["situations"][situation] = {
             "choice": d.choice.detector if d.choice else None,
             "reason": d.reason,
-            "candidates": [_assessment(a) for a in d.assessments],
+            "candidates": [_assessment(a, by_name[a.detector]) for a in d.assessments],
         }
     return report
 

@@ -350,7 +350,9 @@ def rule_candidates(halves: list[dict]) -> list[rule.Candidate]:
     for design in REFERENCES:
         for test, half_test in TESTS.items():
             outcomes = tuple(
-                rule.HalfOutcome(h["role"], None if (p := h["pvalues"][test]) is None else p < rule.ALPHA, h["cluster"])
+                rule.HalfOutcome(
+                    h["role"], None if (p := h["pvalues"][test]) is None else p < rule.ALPHA, h["cluster"], h["arm"]
+                )
                 for h in halves
                 if h["design"] == design and test in h["pvalues"]
             )

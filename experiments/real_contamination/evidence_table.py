@@ -27,6 +27,8 @@ import re
 import sys
 
 from experiments.real_contamination import detectors
+from experiments.real_contamination.design import ARMS
+from jaxcontam.detect.registry import DETECTORS
 
 HERE = pathlib.Path(__file__).resolve().parent
 PACKAGED = HERE.parents[1] / "jaxcontam" / "report" / "measured_evidence.json"
@@ -121,6 +123,20 @@ def power_by_benchmark(round_four: dict, measured: dict, parsed: Parsed, power: 
     return _checked(_tally(halves), f"{parsed.confidence} / {parsed.reference}", power, "round_four.py")
 
 
+def power_by_form(entry: dict) -> dict[str, list[int]]:
+    """Form of contamination ("verbatim x1", "rephrased x4": what the arm trained on, design.ARMS) -> [flagged,
+    contaminated halves] of a candidate, from decision_rule.json's split of its power by arm, checked against it."""
+    counts: dict[str, list[int]] = {}
+    for arm, (flagged, halves) in entry["power_by_arm"].items():
+        form, copies = ARMS[arm]
+        tally = counts.setdefault(f"{form} x{copies}", [0, 0])
+        tally[0] += flagged
+        tally[1] += halves
+    order = list(dict.fromkeys(f"{form} x{copies}" for form, copies in ARMS.values()))
+    checked = _checked(counts, entry["detector"], entry["power"], "apply_rule.py")
+    return dict(sorted(checked.items(), key=lambda item: order.index(item[0])))
+
+
 def candidate(entry: dict, situation: dict, round_four: dict, measured: dict) -> dict:
     parsed = parse_candidate(entry["detector"])
     label = entry["detector"]
@@ -146,7 +162,33 @@ def candidate(entry: dict, situation: dict, round_four: dict, measured: dict) ->
         "power": _rate(entry["power"]),
         "power_lower": entry["power_lower95"],
         "power_by_benchmark": power_by_benchmark(round_four, measured, parsed, entry["power"]),
+        "power_by_form": power_by_form(entry),
     }
+
+
+# detectors.json's scores that no registered detector gives with its default settings -> the detector behind them
+DERIVED = {"dc_pdd": "likelihood", "codec_calibrated": "codec"}  # with a frequency table; CoDeC's deltas calibrated
+
+
+def detector_of(score: str) -> str:
+    """The registered detector a score of detectors.json comes from (`_control`: the score calibrated against the
+    control arm's model)."""
+    column = score.removesuffix("_control")
+    if column in DERIVED:
+        return DERIVED[column]
+    for name in DETECTORS.names():
+        stage = DETECTORS[name]
+        if column in stage.provides(stage.settings_type()):
+            return name
+    raise SystemExit(f"score {score!r}: no registered detector gives it; name its detector in DERIVED")
+
+
+def scored(measured: dict) -> dict[str, list[str]]:
+    """Detector -> its scores with an AUC of seen against unseen items on the arms (detectors.json), sorted."""
+    found: dict[str, set[str]] = {}
+    for row in measured["aucs"]:
+        found.setdefault(detector_of(row["score"]), set()).add(row["score"])
+    return {name: sorted(scores) for name, scores in sorted(found.items())}
 
 
 def _rank(c: dict) -> tuple:
@@ -190,6 +232,7 @@ def build(decision_rule: dict, round_four: dict, measured: dict) -> dict:
             f"{len(measured['arms'])} of them ({', '.join(measured['arms'])})"
         ),
         "arms": arms,
+        "scored": scored(measured),
         "situations": situations,
     }
 
@@ -198,6 +241,11 @@ def _rate_text(rate: dict) -> str:
     if not rate["tested"]:
         return "not tested"
     return f"{rate['flagged']}/{rate['tested']} [{rate['low']:.2f}, {rate['high']:.2f}]"
+
+
+def _split(counts: dict | None) -> str:
+    """A power's split ("copa 4/10, gsm8k 9/10"); "-" where the halves behind it are not kept."""
+    return ", ".join(f"{name} {k}/{n}" for name, (k, n) in counts.items()) if counts else "-"
 
 
 def _decision(c: dict) -> str:
@@ -215,20 +263,19 @@ def docs_table(table: dict) -> str:
     its level per role and its power with their 95% CIs, weak cells beside strong."""
     lines = [
         "| situation | rank | detector (design) | level: control | level: clean | level: format control | "
-        "power [95% CI] | power lower 95% | power per benchmark | rule |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "power [95% CI] | power lower 95% | power per benchmark | power per form of contamination | rule |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for s in table["situations"]:
         if not s["measured"]:
-            lines.append(f"| {s['situation']} | - | not measured: {s['reason']} | | | | | | | |")
+            lines.append(f"| {s['situation']} | - | not measured: {s['reason']} | | | | | | | | |")
             continue
         for rank, c in enumerate(s["candidates"], start=1):
-            by_benchmark = c["power_by_benchmark"]
-            per = ", ".join(f"{b} {k}/{n}" for b, (k, n) in by_benchmark.items()) if by_benchmark else "-"
             lines.append(
                 f"| {s['situation']} | {rank} | {c['label']} | "
                 + " | ".join(_rate_text(c["levels"][r]) for r in ROLES)
-                + f" | {_rate_text(c['power'])} | {c['power_lower']:.2f} | {per} | {_decision(c)} |"
+                + f" | {_rate_text(c['power'])} | {c['power_lower']:.2f} | {_split(c['power_by_benchmark'])} | "
+                f"{_split(c['power_by_form'])} | {_decision(c)} |"
             )
     return "\n".join(lines) + f"\n\nMeasured on {table['where']}; rule: commit {table['rule_commit']}.\n"
 
@@ -237,12 +284,13 @@ def summary_table(table: dict) -> str:
     """The README's version: per situation, the rule's pick beside P(True) (the default before the rule) under the
     same design, each with its level per role and power; a situation without a measurement says why."""
     lines = [
-        "| situation | evidence | level: control / clean / format control | power [95% CI] | power per benchmark |",
-        "|---|---|---|---|---|",
+        "| situation | evidence | level: control / clean / format control | power [95% CI] | power per benchmark | "
+        "power per form of contamination |",
+        "|---|---|---|---|---|---|",
     ]
     for s in table["situations"]:
         if not s["measured"]:
-            lines.append(f"| {s['situation']} | not measured: {s['reason']} | | | |")
+            lines.append(f"| {s['situation']} | not measured: {s['reason']} | | | | |")
             continue
         pick = next((c for c in s["candidates"] if c["picked"]), None)
         shown = [] if pick is None else [("rule's pick", pick)]
@@ -250,15 +298,13 @@ def summary_table(table: dict) -> str:
         same = [c for c in same if c["reference"] == pick["reference"]] if pick else []
         shown += [("P(True), the former default", c) for c in same]
         for role, c in shown:
-            by_benchmark = c["power_by_benchmark"]
-            per = ", ".join(f"{b} {k}/{n}" for b, (k, n) in by_benchmark.items()) if by_benchmark else "-"
             lines.append(
                 f"| {s['situation']} | {role}: {c['label']} ({_decision(c).strip('*')}) | "
                 + " / ".join(_rate_text(c["levels"][r]) for r in ROLES)
-                + f" | {_rate_text(c['power'])} | {per} |"
+                + f" | {_rate_text(c['power'])} | {_split(c['power_by_benchmark'])} | {_split(c['power_by_form'])} |"
             )
         if pick is None:
-            lines.append(f"| {s['situation']} | nothing picked: {s['reason']} | | | |")
+            lines.append(f"| {s['situation']} | nothing picked: {s['reason']} | | | | |")
     return "\n".join(lines) + "\n"
 
 

@@ -66,11 +66,13 @@ ROLES = (*LEVEL_ROLES, "contaminated")
 @dataclasses.dataclass(frozen=True)
 class HalfOutcome:
     """One half's verdict under one candidate: flagged True/False, None when untested; `cluster`: the item set it
-    tests (None: a cluster of its own)."""
+    tests (None: a cluster of its own); `model`: the model it was tested in (read by no assessment: a report's split
+    of the power by kind of contamination)."""
 
     role: str
     flagged: bool | None
     cluster: str | None = None
+    model: str | None = None
 
 
 @dataclasses.dataclass(frozen=True)

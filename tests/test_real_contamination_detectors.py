@@ -114,3 +114,26 @@ def test_with_reference_takes_the_reference_arms_audited_columns_by_item(results
     other = reference.assign(codec_context_tokens=reference["codec_context_tokens"] + 1)
     with pytest.raises(SystemExit, match="contexts differ"):
         detectors.with_reference(arm, other)
+
+
+def test_a_score_only_one_arm_of_a_dose_has_is_that_draws_auc(results, tmp_path):
+    """The costly audit (CDD, GradNorm) runs on one arm of a dose: its AUC is that draw's alone, said so."""
+    copy = tmp_path / "results"
+    shutil.copytree(results, copy)
+    arm = copy / "arms" / "verbatim_x4"
+    items = pd.read_parquet(arm / detectors.AUDIT / "items.parquet")
+    seen = np.array(
+        [json.loads(line)["contaminated"] for line in (arm / "ground_truth.jsonl").read_text().splitlines()]
+    )
+    costly = items[["id", "benchmark", "question", "gold"]].assign(
+        gradnorm=np.random.default_rng(2).normal(size=len(items)) - 3.0 * seen
+    )
+    (arm / detectors.COSTLY_AUDIT).mkdir()
+    costly.to_parquet(arm / detectors.COSTLY_AUDIT / "items.parquet")
+    report = detectors.analyse(copy, permutations=19, resamples=99)
+    aucs = {(r["group"], r["benchmark"], r["score"]): r for r in report["aucs"]}
+    for benchmark in BENCHMARKS:
+        one = aucs[("x4", benchmark, "gradnorm")]
+        assert one["arms"] == ["verbatim_x4"] and one["draws"] == "one draw" and one["auc"] > 0.9  # lower: seen
+        assert aucs[("x4", benchmark, "mean_logprob")]["draws"] == "both draws"
+    assert "| gradnorm (one draw: verbatim_x4) |" in detectors.markdown(report)

@@ -165,6 +165,10 @@ def _estimate(estimate) -> dict:
     return {"auc": estimate.value, "ci95": list(estimate.ci95), "n": estimate.n}
 
 
+def _scored(items, score: str) -> bool:
+    return items is not None and score in items and bool(np.isfinite(items[score].to_numpy(float)).any())
+
+
 def auc_rows(arms: dict) -> list[dict]:
     """Per arm group (a dose's two draws, or one arm), benchmark and score: the AUC with its CI."""
     rows = []
@@ -180,14 +184,15 @@ def auc_rows(arms: dict) -> list[dict]:
                 a = a.assign(seen=a["drawn"])
             b = arms[twin][arms[twin]["benchmark"] == benchmark] if paired else None
             for score, higher in SCORES.items():
-                if score not in a or not np.isfinite(a[score].to_numpy(float)).any():
+                if not _scored(a, score):
                     continue
-                estimate = balanced_auc(a, b if paired else a, score, higher)
-                draws = "both draws" if paired else "drawn half" if name in NULL_ARMS else "one draw"
+                both = paired and _scored(b, score)  # a costly audit runs on one arm of a dose, not its twin
+                estimate = balanced_auc(a, b if both else a, score, higher)
+                draws = "both draws" if both else "drawn half" if name in NULL_ARMS else "one draw"
                 rows.append(
                     {
                         "group": label,
-                        "arms": [name, twin] if paired else [name],
+                        "arms": [name, twin] if both else [name],
                         "draws": draws,
                         "benchmark": benchmark,
                         "score": score,
@@ -446,9 +451,13 @@ def markdown(report: dict) -> str:
             "|---|" + "---|" * len(BENCHMARKS),
         ]
         for score in SCORES:
-            cells = {r["benchmark"]: _ci(r) for r in rows if r["score"] == score}
+            scored = [r for r in rows if r["score"] == score]
+            cells = {r["benchmark"]: _ci(r) for r in scored}
             if cells:
-                lines.append(f"| {score} | " + " | ".join(cells.get(b, "not run") for b in BENCHMARKS) + " |")
+                label = score
+                if scored[0]["arms"] != rows[0]["arms"]:  # fewer draws than the group's (the costly audit's scores)
+                    label += f" ({scored[0]['draws']}: {', '.join(scored[0]['arms'])})"
+                lines.append(f"| {label} | " + " | ".join(cells.get(b, "not run") for b in BENCHMARKS) + " |")
         blind = report["blind"]
         lines.append(
             "| blind baseline (no model) | "

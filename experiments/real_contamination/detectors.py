@@ -13,9 +13,10 @@ these choices, fixed here before any arm ran:
 - ReCaLL with the bundled non-member prefix, CoDeC with 3 in-context items, TS-Guessing on the multiple-choice
   benchmarks (COPA, MMLU), the blind baseline: the library's defaults;
 - CDD and GradNorm (L-infinity norm in float32, the library's default) in an audit of their own (`run --costly`,
-  into `<arm>/audit_costly/`), only on `COSTLY_ARMS`: CDD's samples (50 of up to 128 tokens per item: about 45 min
-  per arm here) and GradNorm's backward pass per item (873 s for GSM8K's 68 items on the loaded 2 cores, four times
-  the likelihood pass) are the costliest work, so they run after every other detector has run on every arm.
+  into `<arm>/audit_costly/`), only on `COSTLY_ARMS`: CDD's samples (50 of up to 128 tokens per item: 45 min for
+  GSM8K's 68 items, 8 for COPA's, 16 for MMLU's on verbatim_x1, 2026-12-03) and GradNorm's backward pass per item
+  (873 s for GSM8K's 68 items on the loaded 2 cores, four times the likelihood pass) are the costliest work, so they
+  run after every other detector has run on every arm.
 
 `report` reads every arm's audit_detectors/items.parquet and writes detectors.json / detectors.md:
 - per dose (x1, x4) and benchmark, each score's AUC of seen against unseen items averaged over the two draws (the arm

@@ -212,3 +212,60 @@ def test_seed_spread_per_arm_family(crossover, tmp_path):
     assert {r["seed"] for r in report["two_draws"]} == {0, 1}
     table = seeds.docs_table(report)
     assert "| verbatim_x1 | dose (DiD) | +0.240 | +0.180 | - | +0.210 |" in table
+
+
+def test_seed_spread_reads_each_seeds_detector_audit(tmp_path):
+    """seeds.py adds issue 62's scores from each seed's detector audit: Gap-K%'s AUC is scipy's Mann-Whitney U /
+    (n1 n0) of the seen half against the unseen one, and the log-ratio against the control arm's model is the arm's
+    audited log-prob of an item minus the control's of the same item (the control itself has none: it is the
+    reference); a seed without a detector audit is left out of those rows only."""
+    seeds = experiments.real_contamination.seeds
+    rng = np.random.default_rng(5)
+    audited = {}
+    for seed in (0, 1):
+        twins = _twins(rng, effect=0.8)
+        for family, items in (
+            ("verbatim_x1", twins["a"]),
+            ("verbatim_x1_swapped", twins["b"]),
+            ("control", _twins(rng, effect=0.0)["a"].assign(seen=False)),
+        ):
+            folder = tmp_path / "arms" / seeds.arm_name(family, seed)
+            _write_arm(folder, items, 0.1)
+            if (family, seed) == ("verbatim_x1_swapped", 1):
+                continue  # not audited with the detectors
+            n = len(items)
+            original = rng.normal(size=n) + 1.5 * items["seen"].to_numpy()
+            detector_items = pd.DataFrame(
+                {
+                    "id": items["id"].to_numpy(),
+                    "benchmark": items["benchmark"].to_numpy(),
+                    "gap_k": rng.normal(size=n) + items["seen"].to_numpy(),
+                    "reference_log_ratio_audited_original": original,
+                    "reference_log_ratio_audited_rephrased": rng.normal(size=n),
+                    "reference_log_ratio_reference_original": rng.normal(size=n),
+                    "reference_log_ratio_reference_rephrased": rng.normal(size=n),
+                }
+            )
+            detector_items["reference_log_ratio"] = original - detector_items["reference_log_ratio_reference_original"]
+            (folder / "audit_detectors").mkdir()
+            detector_items.to_parquet(folder / "audit_detectors" / "items.parquet")
+            audited[family, seed] = detector_items.assign(seen=items["seen"].to_numpy())
+    report = seeds.analyse([tmp_path])
+    rows = {(r["family"], r["benchmark"], r["detector"]): r for r in report["auc"]}
+
+    def auc(values, flag):
+        u = scipy_stats.mannwhitneyu(values[flag], values[~flag]).statistic
+        return u / (flag.sum() * (~flag).sum())
+
+    for benchmark in ("gsm8k", "copa", "mmlu"):
+        x1 = {s: audited["verbatim_x1", s][audited["verbatim_x1", s]["benchmark"] == benchmark] for s in (0, 1)}
+        gap = rows["verbatim_x1", benchmark, "gap_k"]["seeds"]
+        assert [gap["0"], gap["1"]] == pytest.approx([auc(x1[s]["gap_k"], x1[s]["seen"]) for s in (0, 1)])
+        control = audited["control", 0].set_index("id")["reference_log_ratio_audited_original"]
+        ratio = x1[1]["reference_log_ratio_audited_original"] - x1[1]["id"].map(control)
+        versus_control = rows["verbatim_x1", benchmark, "reference_log_ratio_control"]["seeds"]
+        assert versus_control["1"] == pytest.approx(auc(ratio, x1[1]["seen"]))
+        assert set(rows["control", benchmark, "reference_log_ratio_control"]["seeds"]) == {"1"}
+        assert set(rows["verbatim_x1_swapped", benchmark, "gap_k"]["seeds"]) == {"0"}
+    assert {r["seed"] for r in report["two_draws"] if r["detector"] == "gap_k"} == {0}
+    assert "| verbatim_x1 | gsm8k | Gap-K% |" in seeds.markdown(report)

@@ -8,7 +8,9 @@ unseen half; in the control arm the `drawn` half against the other, which it saw
 (run.py's difference-in-differences of mean log-prob over the base model, within benchmarks, on the audited text,
 with its 95% CI), then the spread over the seeds present: mean, sample SD and range. Where an x1 arm and its twin
 share a seed, the two-draw AUC of that seed (`crossover.balanced_auc`) is given too. A seed not yet trained is
-listed as missing, never counted.
+listed as missing, never counted. Issue 62's detectors (Gap-K%, DC-PDD, the reference log-ratio against the base and
+against the control arm's model, ReCaLL, CoDeC's delta) come from each seed's detector audit (detectors.py's
+`audit_detectors`), where it has one.
 
     python -m experiments.real_contamination.seeds [--results DIR ...] [--out DIR]
 
@@ -24,6 +26,7 @@ import sys
 
 import numpy as np
 
+from experiments.real_contamination import detectors
 from experiments.real_contamination.crossover import _seen_auc, balanced_auc, find_arm, load_arm
 from experiments.real_contamination.design import BENCHMARKS, PAIRED_DETECTORS, REPLICATE_SEEDS, REPLICATED
 
@@ -39,6 +42,17 @@ SHOWN = {
     "longest_match": "ConTAM LONGEST_MATCH",
     "pacost_gap_p_true": "PaCoST gap P(True)",
     "pacost_gap_answer_logprob": "PaCoST gap answer log-prob",
+    "gap_k": "Gap-K%",
+    "dc_pdd": "DC-PDD",
+    "reference_log_ratio": "log-ratio vs the base",
+    "reference_log_ratio_control": "log-ratio vs the control's model",
+    "recall": "ReCaLL",
+    "codec_delta": "CoDeC delta",
+}
+# issue 62's scores, from the detector audits (higher = seen as detectors.py orients them)
+DETECTOR_SCORES = {
+    score: detectors.SCORES[score]
+    for score in ("gap_k", "dc_pdd", "reference_log_ratio", "reference_log_ratio_control", "recall", "codec_delta")
 }
 
 
@@ -61,6 +75,19 @@ def dose(folder: pathlib.Path) -> dict | None:
     return {"did": entry["did"], "ci95": entry["ci95"]}
 
 
+def detector_items(folders: dict) -> dict:
+    """Each (family, seed)'s detector-audit items where it has them (detectors.py's `load`), with the log-ratio
+    against the control arm's model beside the base's (detectors.py's control-reference design; not in the control
+    itself, its own reference)."""
+    audited = {
+        arm_name(*key): detectors.load(folder)
+        for key, folder in folders.items()
+        if (folder / detectors.AUDIT / "items.parquet").exists()
+    }
+    scored = detectors.with_control_reference(audited, detectors.by_design(audited).get("control_reference"))
+    return {key: scored[arm_name(*key)] for key in folders if arm_name(*key) in scored}
+
+
 def spread(values: list[float]) -> dict:
     """mean, sample SD (None under two values) and range of the finite values."""
     finite = [v for v in values if np.isfinite(v)]
@@ -77,6 +104,12 @@ def spread(values: list[float]) -> dict:
 def analyse(results: list[pathlib.Path]) -> dict:
     folders = {(f, s): folder for f in FAMILIES for s in SEEDS if (folder := find_arm(results, arm_name(f, s)))}
     arms = {key: load_arm(folder) for key, folder in folders.items()}
+    scored = detector_items(folders)
+    scores = {**PAIRED_DETECTORS, **DETECTOR_SCORES}
+
+    def items_of(key, detector: str):
+        return scored.get(key) if detector in DETECTOR_SCORES else arms[key]
+
     report: dict = {
         "seeds_present": {f: [s for s in SEEDS if (f, s) in arms] for f in FAMILIES},
         "missing": [arm_name(f, s) for f in FAMILIES for s in SEEDS if (f, s) not in arms],
@@ -95,12 +128,12 @@ def analyse(results: list[pathlib.Path]) -> dict:
             }
         )
         for benchmark in BENCHMARKS:
-            for detector, higher in PAIRED_DETECTORS.items():
+            for detector, higher in scores.items():
                 values = {}
                 for s in seeds:
-                    items = arms[family, s]
-                    group = items[items["benchmark"] == benchmark]
-                    if detector in group and group[detector].notna().any():
+                    items = items_of((family, s), detector)
+                    group = None if items is None else items[items["benchmark"] == benchmark]
+                    if group is not None and detector in group and group[detector].notna().any():
                         values[s] = single_auc(group, detector, higher)
                 if values:
                     report["auc"].append(
@@ -117,19 +150,21 @@ def analyse(results: list[pathlib.Path]) -> dict:
         if not all(key in arms for key in pair):
             continue
         for benchmark in BENCHMARKS:
-            a, b = (arms[key][arms[key]["benchmark"] == benchmark] for key in pair)
-            for detector, higher in PAIRED_DETECTORS.items():
-                if detector in a and detector in b:
-                    estimate = balanced_auc(a, b, detector, higher)
-                    report["two_draws"].append(
-                        {
-                            "seed": seed,
-                            "benchmark": benchmark,
-                            "detector": detector,
-                            "value": estimate.value,
-                            "ci95": list(estimate.ci95),
-                        }
-                    )
+            for detector, higher in scores.items():
+                both = [items_of(key, detector) for key in pair]
+                if any(items is None or detector not in items for items in both):
+                    continue
+                a, b = (items[items["benchmark"] == benchmark] for items in both)
+                estimate = balanced_auc(a, b, detector, higher)
+                report["two_draws"].append(
+                    {
+                        "seed": seed,
+                        "benchmark": benchmark,
+                        "detector": detector,
+                        "value": estimate.value,
+                        "ci95": list(estimate.ci95),
+                    }
+                )
     return report
 
 

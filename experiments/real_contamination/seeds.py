@@ -187,7 +187,7 @@ def _spread_cells(entry: dict, digits: int = 2, signed: bool = False) -> list[st
 HEADLINE = ("min_k_plus_plus", "mean_logprob", "reference_log_ratio_control")
 
 
-def docs_table(report: dict, detectors: tuple[str, ...] = HEADLINE) -> str:
+def docs_table(report: dict, shown: tuple[str, ...] = HEADLINE) -> str:
     """docs/results.md's seed table: per family, the dose and the headline detectors' AUC per seed with the spread
     (Min-K%++, mean log-prob, and the strongest ranking of issue 62's, the log-ratio against the control's model)."""
     lines = [
@@ -204,7 +204,7 @@ def docs_table(report: dict, detectors: tuple[str, ...] = HEADLINE) -> str:
             + " |"
         )
         for row in report["auc"]:
-            if row["family"] == entry["family"] and row["detector"] in detectors:
+            if row["family"] == entry["family"] and row["detector"] in shown:
                 lines.append(_auc_line([entry["family"], f"{SHOWN[row['detector']]} AUC, {row['benchmark']}"], row))
     return "\n".join(lines) + "\n"
 

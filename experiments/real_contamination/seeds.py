@@ -75,17 +75,21 @@ def dose(folder: pathlib.Path) -> dict | None:
     return {"did": entry["did"], "ci95": entry["ci95"]}
 
 
-def detector_items(folders: dict) -> dict:
-    """Each (family, seed)'s detector-audit items where it has them (detectors.py's `load`), with the log-ratio
-    against the control arm's model beside the base's (detectors.py's control-reference design; not in the control
-    itself, its own reference)."""
+def with_detector_scores(arms: dict, folders: dict) -> dict:
+    """Each (family, seed)'s items with issue 62's scores joined from its detector audit where it has one
+    (detectors.py's `load`), the log-ratio against the control arm's model beside the base's (detectors.py's
+    control-reference design; not in the control itself, its own reference)."""
     audited = {
         arm_name(*key): detectors.load(folder)
         for key, folder in folders.items()
         if (folder / detectors.AUDIT / "items.parquet").exists()
     }
     scored = detectors.with_control_reference(audited, detectors.by_design(audited).get("control_reference"))
-    return {key: scored[arm_name(*key)] for key in folders if arm_name(*key) in scored}
+    joined = {}
+    for key, items in arms.items():
+        extra = scored.get(arm_name(*key))
+        joined[key] = items if extra is None else items.join(extra[[s for s in DETECTOR_SCORES if s in extra]])
+    return joined
 
 
 def spread(values: list[float]) -> dict:
@@ -103,13 +107,8 @@ def spread(values: list[float]) -> dict:
 
 def analyse(results: list[pathlib.Path]) -> dict:
     folders = {(f, s): folder for f in FAMILIES for s in SEEDS if (folder := find_arm(results, arm_name(f, s)))}
-    arms = {key: load_arm(folder) for key, folder in folders.items()}
-    scored = detector_items(folders)
+    arms = with_detector_scores({key: load_arm(folder) for key, folder in folders.items()}, folders)
     scores = {**PAIRED_DETECTORS, **DETECTOR_SCORES}
-
-    def items_of(key, detector: str):
-        return scored.get(key) if detector in DETECTOR_SCORES else arms[key]
-
     report: dict = {
         "seeds_present": {f: [s for s in SEEDS if (f, s) in arms] for f in FAMILIES},
         "missing": [arm_name(f, s) for f in FAMILIES for s in SEEDS if (f, s) not in arms],
@@ -131,9 +130,9 @@ def analyse(results: list[pathlib.Path]) -> dict:
             for detector, higher in scores.items():
                 values = {}
                 for s in seeds:
-                    items = items_of((family, s), detector)
-                    group = None if items is None else items[items["benchmark"] == benchmark]
-                    if group is not None and detector in group and group[detector].notna().any():
+                    items = arms[family, s]
+                    group = items[items["benchmark"] == benchmark]
+                    if detector in group and group[detector].notna().any():
                         values[s] = single_auc(group, detector, higher)
                 if values:
                     report["auc"].append(
@@ -150,21 +149,19 @@ def analyse(results: list[pathlib.Path]) -> dict:
         if not all(key in arms for key in pair):
             continue
         for benchmark in BENCHMARKS:
+            a, b = (arms[key][arms[key]["benchmark"] == benchmark] for key in pair)
             for detector, higher in scores.items():
-                both = [items_of(key, detector) for key in pair]
-                if any(items is None or detector not in items for items in both):
-                    continue
-                a, b = (items[items["benchmark"] == benchmark] for items in both)
-                estimate = balanced_auc(a, b, detector, higher)
-                report["two_draws"].append(
-                    {
-                        "seed": seed,
-                        "benchmark": benchmark,
-                        "detector": detector,
-                        "value": estimate.value,
-                        "ci95": list(estimate.ci95),
-                    }
-                )
+                if detector in a and detector in b:
+                    estimate = balanced_auc(a, b, detector, higher)
+                    report["two_draws"].append(
+                        {
+                            "seed": seed,
+                            "benchmark": benchmark,
+                            "detector": detector,
+                            "value": estimate.value,
+                            "ci95": list(estimate.ci95),
+                        }
+                    )
     return report
 
 

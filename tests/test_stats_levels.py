@@ -2,6 +2,8 @@
 the count of rejections at p <= 0.05 is within scipy's exact binomial bound, and PaCoST's authors' test on a clean
 model preferring the original wording (a null it does not claim) is far above it, so the check can fail."""
 
+import json
+
 import pytest
 from scipy import stats as scipy_stats
 
@@ -18,6 +20,10 @@ SMALL = {  # data sets per simulation here (the script's own counts: LEVELS.CASE
     "contam_max_z": 60,
     "blind_baseline": 30,
     "constat": 20,
+    "codec_sign": 600,
+    "codec_sign_context_hurts": 40,
+    "codec_calibrated": 300,
+    "reference_log_ratio": 300,
 }
 
 
@@ -45,3 +51,18 @@ def test_the_table_is_generated_from_the_run():
     assert all(
         f"| {r['test']} | {r['null']} | {r['datasets']:,} | {r['rejected']:,} |" in table for r in report["rows"]
     )
+
+
+def test_only_reruns_the_named_simulations_and_keeps_the_other_rows(tmp_path):
+    """Each simulation is seeded by its name, so the re-run rows are the full run's; the others are the kept file's."""
+    out, rerun = tmp_path / "levels.json", ("codec_sign", "pacost_t")
+    LEVELS.main(["--scale", "0.002", "--out", str(out)])
+    full = json.loads(out.read_text())
+    out.write_text(json.dumps({**full, "rows": [{**row, "rejected": -1} for row in full["rows"]]}))
+    LEVELS.main(["--scale", "0.002", "--out", str(out), "--only", *rerun])
+    rows = json.loads(out.read_text())["rows"]
+    assert [row["name"] for row in rows] == [row["name"] for row in full["rows"]]
+    for row, before in zip(rows, full["rows"]):
+        assert row["rejected"] == (before["rejected"] if row["name"] in rerun else -1)
+    with pytest.raises(SystemExit, match="same --scale and --seed"):
+        LEVELS.main(["--scale", "0.004", "--out", str(out), "--only", "codec_sign"])

@@ -20,14 +20,24 @@ test rejects at p <= alpha (0.05); the rate's 95% Clopper-Pearson interval and t
 - the blind baseline (`blind_baseline`'s permutation test): two 34-item sets of texts drawn from one word
   distribution (`simulation.word_distribution`, `alike_texts`, as experiments/stats/blind_coverage.py draws them);
 - ConStat (`constat_test`'s bootstrap p-value): the audited model one more member of its family (the relation of
-  original to reference accuracy the same for every model: `simulation.constat_family`, 6 reference models).
+  original to reference accuracy the same for every model: `simulation.constat_family`, 6 reference models);
+- CoDeC's sign test (`detect.codec.codec_result`, model alone): deltas symmetric about 0 with ties
+  (`simulation.context_deltas`), the paper's reading of unseen data; beside it, the same test on a clean model that
+  context hurts on most items (deltas centred at -0.2), a null it does not claim, shown as the contrast the
+  calibrated test answers;
+- CoDeC calibrated (`codec_result` with a reference model's deltas): two clean models sharing each item's effect of
+  context (`simulation.context_deltas_two_models`);
+- the reference log-ratio's calibrated test (`detect.reference_log_ratio.reference_log_ratio_result`): two clean
+  models differing in fluency and sharing each item's rephrasing penalty (`simulation.log_ratio_sides`).
+  These three are called through the audit's own row-level functions, so what is simulated is what an audit runs.
 
-    python -m experiments.stats.levels [--scale 1.0] [--seed 0] [--out experiments/stats/levels.json]
+    python -m experiments.stats.levels [--scale 1.0] [--seed 0] [--out experiments/stats/levels.json] [--only NAME ...]
 
 `--scale` multiplies every simulation's number of data sets (1.0: about 4 minutes on the 2 shared cores, 4: about
 15; the committed levels.json is scale 4). Writes one JSON file; docs/methods.md's table (`<!-- generated:stats-levels
--->`) is `docs_table` of it. tests/test_stats_levels.py runs each simulation
-small and checks every valid test against an exact binomial bound.
+-->`) is `docs_table` of it. `--only` re-runs the named simulations and keeps the other rows of `--out` (each simulation
+is seeded by the seed and its own name, so the file is the one a full run writes). tests/test_stats_levels.py runs
+each simulation small and checks every valid test against an exact binomial bound.
 """
 
 from __future__ import annotations
@@ -42,6 +52,11 @@ from collections.abc import Callable
 
 import numpy as np
 
+from jaxcontam.detect.codec import REFERENCE_SCORE as CODEC_REFERENCE
+from jaxcontam.detect.codec import SCORE as CODEC
+from jaxcontam.detect.codec import codec_result
+from jaxcontam.detect.reference_log_ratio import MODELS, SIDES, reference_log_ratio_result
+from jaxcontam.detect.reference_log_ratio import SCORE as LOG_RATIO
 from jaxcontam.stats.batched import paired_pvalues
 from jaxcontam.stats.blind import blind_baseline
 from jaxcontam.stats.calibrated import fresh_items_test, reference_test, uncalibrated_test
@@ -55,7 +70,10 @@ from jaxcontam.stats.simulation import (
     alike_texts,
     biased_clean_models,
     constat_family,
+    context_deltas,
+    context_deltas_two_models,
     epg_benchmark,
+    log_ratio_sides,
     ptrue_pairs,
     word_distribution,
 )
@@ -151,6 +169,35 @@ def _constat(rng: np.random.Generator) -> float:
     return constat_test(original[0], reference[0], original[1:], reference[1:], resamples=100, seed=seed).pvalue
 
 
+def _codec_sign(centre: float) -> Callable[[np.random.Generator], float]:
+    def pvalue(rng: np.random.Generator) -> float:
+        deltas = context_deltas(rng, ITEMS, centre)
+        return codec_result([{CODEC: float(d), "ground_truth_contaminated": None} for d in deltas]).pvalue
+
+    return pvalue
+
+
+def _codec_calibrated(rng: np.random.Generator) -> float:
+    reference, audited = context_deltas_two_models(rng, ITEMS)
+    rows = [{CODEC: a, CODEC_REFERENCE: r, "ground_truth_contaminated": None} for a, r in zip(audited, reference)]
+    calibrated = codec_result(rows, "reference", int(rng.integers(2**31)), RESAMPLES).calibrated
+    assert calibrated is not None
+    return calibrated.pvalue
+
+
+def _log_ratio(rng: np.random.Generator) -> float:
+    sides = dict(zip([(m, s) for m in MODELS for s in SIDES], log_ratio_sides(rng, ITEMS)))
+    rows = [
+        {
+            LOG_RATIO: float(sides["audited", "original"][i] - sides["reference", "original"][i]),
+            **{f"{LOG_RATIO}_{m}_{s}": float(values[i]) for (m, s), values in sides.items()},
+            "ground_truth_contaminated": None,
+        }
+        for i in range(ITEMS)
+    ]
+    return reference_log_ratio_result(rows, "reference", int(rng.integers(2**31)), RESAMPLES).pvalue
+
+
 CASES = (
     NullCase(
         "pacost_permutation",
@@ -223,6 +270,35 @@ CASES = (
         _each(_constat),
         200,
     ),
+    NullCase(
+        "codec_sign",
+        "CoDeC, exact sign test (model alone)",
+        "deltas symmetric about 0 (context helps as often as it hurts), ties",
+        _each(_codec_sign(0.0)),
+        4000,
+    ),
+    NullCase(
+        "codec_sign_context_hurts",
+        "CoDeC, exact sign test (model alone)",
+        "a clean model that context hurts on most items (deltas centred at -0.2)",
+        _each(_codec_sign(-0.2)),
+        400,
+        valid=False,
+    ),
+    NullCase(
+        "codec_calibrated",
+        "CoDeC calibrated, sign-flip permutation against a reference model",
+        "two clean models sharing each item's effect of context (it hurts both)",
+        _each(_codec_calibrated),
+        4000,
+    ),
+    NullCase(
+        "reference_log_ratio",
+        "reference log-ratio, sign-flip permutation against a reference model",
+        "two clean models 0.4 nats apart in fluency, sharing each item's rephrasing penalty",
+        _each(_log_ratio),
+        4000,
+    ),
 )
 
 
@@ -259,6 +335,16 @@ def run(scale: float = 1.0, seed: int = 0, names: tuple[str, ...] | None = None)
     return {"alpha": ALPHA, "seed": seed, "scale": scale, "items": ITEMS, "rows": rows}
 
 
+def merged(kept: dict, rerun: dict) -> dict:
+    """`kept`'s rows with `rerun`'s in their place, in CASES' order; refused when the two ran at another scale or
+    seed (their rows would not be one run's)."""
+    if (kept["scale"], kept["seed"]) != (rerun["scale"], rerun["seed"]):
+        ran = f"scale {kept['scale']:g}, seed {kept['seed']}"
+        raise SystemExit(f"--only: the kept file ran at {ran}; give the same --scale and --seed")
+    rows = {row["name"]: row for row in kept["rows"]} | {row["name"]: row for row in rerun["rows"]}
+    return {**rerun, "rows": [rows[case.name] for case in CASES if case.name in rows]}
+
+
 def docs_table(report: dict) -> str:
     """docs/methods.md's table: per test and null, the rejection rate at p <= alpha with its 95% CI and the exact
     binomial p-value of "rate <= alpha" (small: the test exceeds its level)."""
@@ -284,8 +370,11 @@ def main(argv=None) -> None:
     parser.add_argument("--scale", type=float, default=1.0)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", type=pathlib.Path, default=HERE / "levels.json")
+    parser.add_argument("--only", nargs="+", choices=[case.name for case in CASES], help="re-run these, keep the rest")
     args = parser.parse_args(argv)
-    report = run(args.scale, args.seed)
+    report = run(args.scale, args.seed, None if args.only is None else tuple(args.only))
+    if args.only is not None:
+        report = merged(json.loads(args.out.read_text(encoding="utf-8")), report)
     args.out.write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
     sys.stdout.write(docs_table(report))
 

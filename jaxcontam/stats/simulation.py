@@ -15,7 +15,9 @@ scores and correctness for the EPG threshold search. The nulls of the other
 tests (experiments/stats/levels.py): `biased_clean_models` (calibrated PaCoST:
 two clean models sharing a rephrasing bias), `constat_family` (ConStat: a family
 of models on one accuracy relation), `word_distribution` and `alike_texts` (the
-blind baseline: item sets drawn from one word distribution).
+blind baseline: item sets drawn from one word distribution), `context_deltas` and
+`context_deltas_two_models` (CoDeC's sign test and its calibrated test) and
+`log_ratio_sides` (the reference log-ratio's calibrated test).
 """
 
 from __future__ import annotations
@@ -136,3 +138,38 @@ def word_distribution(rng: np.random.Generator, words: int = 200) -> tuple[np.nd
 def alike_texts(rng: np.random.Generator, vocabulary: np.ndarray, p: np.ndarray, items: int) -> list[str]:
     """`items` texts of 5-29 words each drawn from (vocabulary, p): two calls give sets alike in distribution."""
     return [" ".join(rng.choice(vocabulary, size=rng.integers(5, 30), p=p)) for _ in range(items)]
+
+
+def context_deltas(rng: np.random.Generator, n: int, centre: float = 0.0) -> np.ndarray:
+    """[n] CoDeC deltas, LL(x | context) - LL(x) in nats per token, of a model that never saw the items: heavy-tailed
+    (t, 3 degrees of freedom) around `centre` with a per-benchmark spread of 0.05-0.5, rounded to 0.01 so that some
+    tie at 0. `centre` 0: context helps as often as it hurts (the sign test's null); below 0: context hurts most
+    items of a clean model (a small model's long context), a null the sign test does not claim."""
+    spread = rng.uniform(0.05, 0.5)
+    return np.round(centre + spread * rng.standard_t(3, n), 2)
+
+
+def context_deltas_two_models(rng: np.random.Generator, n: int, effect: float = 0.0):
+    """(reference's deltas, audited deltas), each [n]: both models clean, the context's effect on an item shared by
+    both (mean -0.5 nats: it hurts, spread 0.4 over items) plus each model's own heavy-tailed noise (t, 4 degrees of
+    freedom, scale 0.15); `effect` lowers the audited model's deltas only (it gains less from context: membership).
+    0: calibrated CoDeC's null."""
+    shared = rng.normal(-0.5, 0.4, n)
+    own = rng.standard_t(4, (2, n)) * 0.15
+    return shared + own[0], shared + own[1] - effect
+
+
+def log_ratio_sides(rng: np.random.Generator, n: int, effect: float = 0.0):
+    """(audited original, audited rephrased, reference original, reference rephrased), each [n] mean log-probs per
+    token: a per-item difficulty on every side of both models, a rephrasing penalty every model shares (mean 0.3
+    nats), a fluency gap (the audited model 0.4 nats likelier on every text, so the ratio's mean is not 0 under no
+    contamination) and independent heavy-tailed noise (t, 5 degrees of freedom, scale 0.1); `effect` raises the
+    audited model's originals only (membership). 0: the reference log-ratio's calibrated null."""
+    difficulty, penalty = rng.normal(-2.0, 0.5, n), rng.normal(0.3, 0.2, n)
+    noise = rng.standard_t(5, (4, n)) * 0.1
+    return (
+        difficulty + 0.4 + effect + noise[0],
+        difficulty + 0.4 - penalty + noise[1],
+        difficulty + noise[2],
+        difficulty - penalty + noise[3],
+    )

@@ -178,7 +178,7 @@ def _codec_sign(centre: float) -> Callable[[np.random.Generator], float]:
 
 
 def _codec_calibrated(rng: np.random.Generator) -> float:
-    reference, audited = context_deltas_two_models(rng, ITEMS)
+    audited, reference = context_deltas_two_models(rng, ITEMS)
     rows = [{CODEC: a, CODEC_REFERENCE: r, "ground_truth_contaminated": None} for a, r in zip(audited, reference)]
     calibrated = codec_result(rows, "reference", int(rng.integers(2**31)), RESAMPLES).calibrated
     assert calibrated is not None

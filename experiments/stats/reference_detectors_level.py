@@ -1,7 +1,8 @@
 """False-positive rates under the null, and power under a planted effect, of the tests of the reference log-ratio and
 CoDeC (docs/methods.md, "Reference-model log-likelihood ratio" and "CoDeC"), through the functions the audit calls
 on per-item rows (`jaxcontam.detect.reference_log_ratio.reference_log_ratio_result`, `jaxcontam.detect.codec.
-codec_result`), 30 or 40 items per benchmark, one-sided at alpha = 0.05:
+codec_result`), 30 or 40 items per benchmark, one-sided at alpha = 0.05; the nulls are `jaxcontam.stats.simulation`'s
+(experiments/stats/levels.py draws the same at 34 items for the level table):
 
 - reference log-ratio, calibrated test: two models that differ in fluency by 0.4 nats on every text, rephrasings
   that both find less likely by a per-item amount, symmetric noise; planted: +0.15 nats on the audited originals;
@@ -25,23 +26,17 @@ import scipy.stats
 
 from jaxcontam.detect.codec import REFERENCE_SCORE, codec_result
 from jaxcontam.detect.codec import SCORE as DELTA
+from jaxcontam.detect.reference_log_ratio import MODELS, SIDES, reference_log_ratio_result
 from jaxcontam.detect.reference_log_ratio import SCORE as RATIO
-from jaxcontam.detect.reference_log_ratio import reference_log_ratio_result
 from jaxcontam.stats.multiple import DEFAULT_ALPHA
+from jaxcontam.stats.simulation import context_deltas, context_deltas_two_models, log_ratio_sides
 
 ALPHA = DEFAULT_ALPHA  # the audit's default level
 
 
 def ratio_rows(rng, n: int, effect: float = 0.0) -> list[dict]:
-    difficulty, penalty = rng.normal(-2.0, 0.5, n), rng.normal(0.3, 0.2, n)
-    noise = rng.standard_t(5, size=(4, n)) * 0.1
-    sides = (
-        difficulty + 0.4 + noise[0] + effect,
-        difficulty - penalty + 0.4 + noise[1],
-        difficulty + noise[2],
-        difficulty - penalty + noise[3],
-    )
-    names = [f"{RATIO}_{model}_{side}" for model in ("audited", "reference") for side in ("original", "rephrased")]
+    sides = log_ratio_sides(rng, n, effect)
+    names = [f"{RATIO}_{model}_{side}" for model in MODELS for side in SIDES]
     return [
         {RATIO: values[0] - values[2], **dict(zip(names, values)), "ground_truth_contaminated": None}
         for values in zip(*sides)
@@ -51,11 +46,6 @@ def ratio_rows(rng, n: int, effect: float = 0.0) -> list[dict]:
 def delta_rows(deltas, reference=None) -> list[dict]:
     reference = np.full(len(deltas), np.nan) if reference is None else reference
     return [{DELTA: d, REFERENCE_SCORE: r, "ground_truth_contaminated": None} for d, r in zip(deltas, reference)]
-
-
-def paired_deltas(rng, n: int, effect: float = 0.0):
-    shared = rng.normal(-1.0, 0.6, n)
-    return shared + rng.standard_t(4, n) * 0.2 - effect, shared + rng.standard_t(4, n) * 0.2
 
 
 def main(argv=None) -> None:
@@ -69,20 +59,17 @@ def main(argv=None) -> None:
 
     ratio_null = rate(reference_log_ratio_result(ratio_rows(rng, 30), "ref", s, 199).pvalue for s in range(runs))
     ratio_power = rate(reference_log_ratio_result(ratio_rows(rng, 30, 0.15), "ref", s, 199).pvalue for s in range(100))
-    sign_null = rate(
-        codec_result(delta_rows(np.round(rng.standard_t(3, 40) * rng.uniform(0.05, 0.5), 1))).pvalue
-        for _ in range(runs)
-    )
+    sign_null = rate(codec_result(delta_rows(context_deltas(rng, 40))).pvalue for _ in range(runs))
     sign_power = rate(codec_result(delta_rows(rng.normal(-0.2, 0.3, 40))).pvalue for _ in range(100))
     calibrated, authors = [], []
     for seed in range(runs):
-        result = codec_result(delta_rows(*paired_deltas(rng, 30)), "ref", seed, 199)
+        result = codec_result(delta_rows(*context_deltas_two_models(rng, 30)), "ref", seed, 199)
         assert result.calibrated is not None
         calibrated.append(result.calibrated.pvalue)
         authors.append(result.pvalue)
     planted = []
     for seed in range(100):
-        result = codec_result(delta_rows(*paired_deltas(rng, 30, 0.25)), "ref", seed, 199)
+        result = codec_result(delta_rows(*context_deltas_two_models(rng, 30, 0.25)), "ref", seed, 199)
         assert result.calibrated is not None
         planted.append(result.calibrated.pvalue)
     report = {

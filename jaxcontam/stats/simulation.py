@@ -142,21 +142,19 @@ def alike_texts(rng: np.random.Generator, vocabulary: np.ndarray, p: np.ndarray,
 
 def context_deltas(rng: np.random.Generator, n: int, centre: float = 0.0) -> np.ndarray:
     """[n] CoDeC deltas, LL(x | context) - LL(x) in nats per token, of a model that never saw the items: heavy-tailed
-    (t, 3 degrees of freedom) around `centre` with a per-benchmark spread of 0.05-0.5, rounded to 0.01 so that some
+    (t, 3 degrees of freedom) around `centre` with a per-benchmark spread of 0.05-0.5, rounded to 0.1 so that some
     tie at 0. `centre` 0: context helps as often as it hurts (the sign test's null); below 0: context hurts most
     items of a clean model (a small model's long context), a null the sign test does not claim."""
-    spread = rng.uniform(0.05, 0.5)
-    return np.round(centre + spread * rng.standard_t(3, n), 2)
+    return np.round(centre + rng.standard_t(3, n) * rng.uniform(0.05, 0.5), 1)
 
 
 def context_deltas_two_models(rng: np.random.Generator, n: int, effect: float = 0.0):
-    """(reference's deltas, audited deltas), each [n]: both models clean, the context's effect on an item shared by
-    both (mean -0.5 nats: it hurts, spread 0.4 over items) plus each model's own heavy-tailed noise (t, 4 degrees of
-    freedom, scale 0.15); `effect` lowers the audited model's deltas only (it gains less from context: membership).
+    """(audited deltas, reference's deltas), each [n]: both models clean, the context's effect on an item shared by
+    both (mean -1 nat: it hurts, spread 0.6 over items) plus each model's own heavy-tailed noise (t, 4 degrees of
+    freedom, scale 0.2); `effect` lowers the audited model's deltas only (it gains less from context: membership).
     0: calibrated CoDeC's null."""
-    shared = rng.normal(-0.5, 0.4, n)
-    own = rng.standard_t(4, (2, n)) * 0.15
-    return shared + own[0], shared + own[1] - effect
+    shared = rng.normal(-1.0, 0.6, n)
+    return shared + rng.standard_t(4, n) * 0.2 - effect, shared + rng.standard_t(4, n) * 0.2
 
 
 def log_ratio_sides(rng: np.random.Generator, n: int, effect: float = 0.0):
@@ -166,10 +164,10 @@ def log_ratio_sides(rng: np.random.Generator, n: int, effect: float = 0.0):
     contamination) and independent heavy-tailed noise (t, 5 degrees of freedom, scale 0.1); `effect` raises the
     audited model's originals only (membership). 0: the reference log-ratio's calibrated null."""
     difficulty, penalty = rng.normal(-2.0, 0.5, n), rng.normal(0.3, 0.2, n)
-    noise = rng.standard_t(5, (4, n)) * 0.1
+    noise = rng.standard_t(5, size=(4, n)) * 0.1
     return (
-        difficulty + 0.4 + effect + noise[0],
-        difficulty + 0.4 - penalty + noise[1],
+        difficulty + 0.4 + noise[0] + effect,
+        difficulty - penalty + 0.4 + noise[1],
         difficulty + noise[2],
         difficulty - penalty + noise[3],
     )

@@ -6,13 +6,14 @@ write NaN log-probs with exit 0 and `jaxcontam audit` report accuracy and "no te
 
 import shutil
 
+import jax.numpy as jnp
 import numpy as np
 import pytest
 from safetensors.numpy import load_file, save_file
 
 from helpers import run_cli, toy_model
 from jaxcontam.audit.config import EXAMPLE_CONFIG
-from jaxcontam.engine.finite import NonFiniteScoresError
+from jaxcontam.engine.finite import NonFiniteScoresError, nonfinite_weights, weights_cause
 from jaxcontam.engine.generation import generate
 from jaxcontam.engine.scoring import score_logprobs
 from jaxcontam.stats import StatsInputError, paired_test, power, sample_size
@@ -63,6 +64,25 @@ def test_naming_replaces_sequence_numbers_by_item_names():
     assert str(error).startswith("data.txt: log-probs of 2 of 3 sequences are NaN or infinite (text 'a', text 'c')")
 
 
+def test_the_weights_that_hold_nan_or_inf_are_named_with_their_layers(broken_toy):
+    """Every floating tensor is read, a stacked layer's index is given, an integer tensor is not a weight that can be
+    NaN, and a model whose weights are all finite is said to be so (its NaN comes from a config or overflow)."""
+    assert nonfinite_weights(broken_toy.params) == ("embed",)
+    assert nonfinite_weights(toy_model().params) == ()
+    stacked = np.zeros((4, 3, 2), np.float32)
+    stacked[2, 1, 0], stacked[3, 0, 1] = np.inf, np.nan
+    params = {"layers": {"wq": jnp.asarray(stacked), "scale": jnp.ones((4, 3))}, "codes": jnp.zeros(5, jnp.uint8)}
+    assert nonfinite_weights(params) == ("layers.wq (layers 2, 3)",)
+    assert nonfinite_weights({"head": {"w": jnp.asarray([1.0, np.nan], jnp.bfloat16)}}) == ("head.w",)
+    broken = weights_cause([("model m", params), ("reference model r", toy_model().params)])
+    assert broken.startswith("the weights hold NaN or inf (model m: layers.wq (layers 2, 3)): the checkpoint is broken")
+    finite = weights_cause([("model m", toy_model().params)])
+    assert finite.startswith("every weight of model m is finite") and "rms_norm_eps" in finite
+    error = NonFiniteScoresError("log-probs", [0], 1).naming(["text 'a'"], "data.txt").explained(broken)
+    assert str(error) == f"data.txt: log-probs of 1 of 1 sequences are NaN or infinite (text 'a'): {broken}"
+    assert error.naming(["text 'b'"], "other.txt").cause == broken  # naming keeps the explanation
+
+
 @pytest.mark.parametrize("method", METHODS)
 def test_paired_kernels_refuse_nan_and_inf_differences(method):
     for bad in (np.nan, np.inf, -np.inf):
@@ -94,6 +114,7 @@ def test_score_command_stops_naming_the_texts_and_writes_nothing(nan_weight_mode
     code, printed = run_cli(["score", "--model", nan_weight_model, "--data", data, "--out", out], capsys)
     assert code == 2, printed
     assert "log-probs of 2 of 2 sequences are NaN or infinite (text '1', text '2')" in printed
+    assert f"the weights hold NaN or inf ({nan_weight_model}: layers.wq (layer 0)): the checkpoint is broken" in printed
     assert "Traceback" not in printed and not out.exists()
 
 
@@ -107,4 +128,5 @@ def test_audit_stops_naming_model_benchmark_stage_and_items(nan_weight_model, tm
         in printed
     )
     assert "NaN or infinite" in printed and "Traceback" not in printed
+    assert f"the weights hold NaN or inf (model {nan_weight_model.name}: layers.wq (layer 0))" in printed
     assert not (out / "summary.json").exists()

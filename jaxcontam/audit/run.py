@@ -25,7 +25,7 @@ from jaxcontam.detect.audit_core import AuditSettings, chunk_naming_items
 from jaxcontam.detect.family_stage import RunKey, family_verdicts
 from jaxcontam.detect.json_values import json_ready
 from jaxcontam.detect.stage import AuditTarget, ReferenceModel, StageInput, fingerprint
-from jaxcontam.engine.finite import NonFiniteScoresError
+from jaxcontam.engine.finite import NonFiniteScoresError, weights_cause
 from jaxcontam.report import write_report
 from jaxcontam.report.evidence import EvidenceStatement, evidence_statement
 from jaxcontam.report.summary_schema import SCHEMA_VERSION, AuditSummary, RunEntry
@@ -371,17 +371,22 @@ def run_audit(config: AuditConfig, command: str = "audit") -> AuditSummary:
                     entry.path, dtype=entry.dtype, mesh=layout.build(), fsdp=layout.fsdp, attention=layout.attention
                 )
             for audit_benchmark in benchmarks:
-                run, run_rows = audit_one(
-                    config,
-                    entry,
-                    model,
-                    audit_benchmark,
-                    choices[audit_benchmark.entry.label],
-                    ngram,
-                    settings,
-                    out,
-                    reference,
-                )
+                try:
+                    run, run_rows = audit_one(
+                        config,
+                        entry,
+                        model,
+                        audit_benchmark,
+                        choices[audit_benchmark.entry.label],
+                        ngram,
+                        settings,
+                        out,
+                        reference,
+                    )
+                except NonFiniteScoresError as error:  # say which cause it is: a broken tensor, or finite weights
+                    used = [(f"model {entry.name}", model.params)]
+                    used += [] if reference is None else [(f"reference model {reference.name}", reference.model.params)]
+                    raise error.explained(weights_cause(used)) from None
                 runs.append(run)
                 rows += run_rows
         return write_outputs(config, runs, rows, clock)

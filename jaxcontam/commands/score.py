@@ -13,7 +13,7 @@ from jaxcontam.commands.config_file import config_file_options
 from jaxcontam.commands.mesh_options import dtype_option, mesh_layout, mesh_options
 from jaxcontam.commands.text_files import output_file, parse_fields, read_texts
 from jaxcontam.detect.likelihood import LikelihoodSettings
-from jaxcontam.engine.finite import NonFiniteScoresError
+from jaxcontam.engine.finite import NonFiniteScoresError, weights_cause
 from jaxcontam.errors import DataError
 from jaxcontam.storage import publish
 
@@ -30,12 +30,14 @@ def tokenize_texts(tokenizer, texts, path) -> list[list[int]]:
 
 
 @contextlib.contextmanager
-def naming_texts(names: list[str], where: str):
-    """A NaN or inf score stops the command naming the texts it came from (nothing is written)."""
+def naming_texts(names: list[str], data_path: str, model_path: str, model):
+    """A NaN or inf score stops the command naming the texts it came from and the model's broken tensors, or saying
+    that its weights are finite (`engine.finite.weights_cause`); nothing is written."""
     try:
         yield
     except NonFiniteScoresError as error:
-        raise error.naming([names[i] for i in error.bad], where) from None
+        named = error.naming([names[i] for i in error.bad], f"{data_path} scored by {model_path}")
+        raise named.explained(weights_cause([(model_path, model.params)])) from None
 
 
 @runs_on_every_host
@@ -98,7 +100,7 @@ def score(
         reference_probabilities = table.probabilities()
     token_ids = tokenize_texts(model.tokenizer, texts, data_path)
     ids = [f"text {ident!r}" for ident, _ in texts]
-    with naming_texts(ids, f"{data_path} scored by {model_path}"):
+    with naming_texts(ids, data_path, model_path, model):
         scores = score_logprobs(
             model, token_ids, with_stats=True, with_max=True, rows_per_batch=batch_rows, progress=True
         )
@@ -107,7 +109,7 @@ def score(
         ref = jaxcontam.load_model(
             reference_model, dtype=dtype, mesh=device_mesh, fsdp=layout.fsdp, attention=layout.attention
         )
-        with naming_texts(ids, f"{data_path} scored by {reference_model}"):
+        with naming_texts(ids, data_path, reference_model, ref):
             reference = score_logprobs(
                 ref, tokenize_texts(ref.tokenizer, texts, data_path), rows_per_batch=batch_rows, progress=True
             )

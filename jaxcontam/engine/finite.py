@@ -6,40 +6,105 @@ or rope_theta = 0, float16 overflow), so the command stops rather than marking t
 that gives NaN on one input is broken in a way that can distort the finite scores of the others too, so no
 score, accuracy or verdict computed from the rest could be trusted. Nothing is lost by stopping: an audit's
 finished chunks are stored and resumed once the model is fixed. The engine knows sequences, not items; a caller
-that knows which items they were names them (`NonFiniteScoresError.naming`).
+that knows which items they were names them (`NonFiniteScoresError.naming`), and a caller that holds the models
+says which of the likely causes it is (`NonFiniteScoresError.explained` with `weights_cause`: the tensors that hold
+NaN or inf, or that every weight is finite).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
+import jax
+import jax.numpy as jnp
 import numpy as np
 
 from jaxcontam.errors import JaxcontamError
 
+_DONE = "No score or verdict is computed from such values"
 LIKELY_CAUSE = (
     "the model computes NaN or inf: look for a weight that is NaN or inf, a config value such as rms_norm_eps = 0 "
     "or rope_theta = 0, or float16/bfloat16 overflow; check the checkpoint (score one text with it in "
-    "transformers) or load it in float32 (--dtype float32). No score or verdict is computed from such values"
+    f"transformers) or load it in float32 (--dtype float32). {_DONE}"
 )
 _SHOWN = 5  # names listed in a message
 
 
-class NonFiniteScoresError(JaxcontamError):
-    """Some of a call's sequences scored NaN or inf: `bad` their positions in the call, `total` the sequences."""
+def _listed(names: Sequence[str]) -> str:
+    return ", ".join(names[:_SHOWN]) + (f" and {len(names) - _SHOWN} more" if len(names) > _SHOWN else "")
 
-    def __init__(self, what: str, bad: Sequence[int], total: int, names: Sequence[str] = (), where: str = ""):
+
+class NonFiniteScoresError(JaxcontamError):
+    """Some of a call's sequences scored NaN or inf: `bad` their positions in the call, `total` the sequences;
+    `cause` what the message says of why (the likely causes, until `explained`)."""
+
+    def __init__(
+        self,
+        what: str,
+        bad: Sequence[int],
+        total: int,
+        names: Sequence[str] = (),
+        where: str = "",
+        cause: str = LIKELY_CAUSE,
+    ):
         self.what, self.bad, self.total, self.names, self.where = what, tuple(bad), total, tuple(names), where
-        shown = list(self.names or (f"sequence {i}" for i in self.bad))
-        listed = ", ".join(shown[:_SHOWN]) + (f" and {len(shown) - _SHOWN} more" if len(shown) > _SHOWN else "")
+        self.cause = cause
+        listed = _listed(list(self.names or (f"sequence {i}" for i in self.bad)))
         prefix = f"{where}: " if where else ""
         super().__init__(
-            f"{prefix}{what} of {len(self.bad)} of {total} sequences are NaN or infinite ({listed}): {LIKELY_CAUSE}"
+            f"{prefix}{what} of {len(self.bad)} of {total} sequences are NaN or infinite ({listed}): {cause}"
         )
 
     def naming(self, names: Sequence[str], where: str) -> NonFiniteScoresError:
         """This error with the bad sequences named (`names`: the items or texts they belong to) and `where` said."""
-        return NonFiniteScoresError(self.what, self.bad, self.total, names, where)
+        return NonFiniteScoresError(self.what, self.bad, self.total, names, where, self.cause)
+
+    def explained(self, cause: str) -> NonFiniteScoresError:
+        """This error with `cause` (`weights_cause`) in place of the likely causes."""
+        return NonFiniteScoresError(self.what, self.bad, self.total, self.names, self.where, cause)
+
+
+def nonfinite_weights(params: Any) -> tuple[str, ...]:
+    """The floating-point tensors of a weights pytree that hold NaN or inf, named by their paths ("layers.wq"), a
+    stacked layer's index where this process holds the whole tensor ("layers.wq (layer 0)"). Each process checks the
+    shards it holds, with no collective, so it can run in an error path on one host of many."""
+    found = []
+    for path, leaf in jax.tree_util.tree_leaves_with_path(params):
+        if not jnp.issubdtype(getattr(leaf, "dtype", np.int8), jnp.inexact):
+            continue  # quantized blocks, integer tables: nothing to be NaN
+        name = jax.tree_util.keystr(path, simple=True, separator=".")
+        pieces = [shard.data for shard in leaf.addressable_shards] if isinstance(leaf, jax.Array) else [leaf]
+        if all(bool(jnp.isfinite(piece).all()) for piece in pieces):
+            continue
+        whole = not isinstance(leaf, jax.Array) or leaf.is_fully_addressable
+        if name.startswith("layers.") and whole and jnp.ndim(leaf) >= 2:
+            rows = np.asarray(jnp.isfinite(leaf).reshape(leaf.shape[0], -1).all(axis=1))
+            layers = [str(i) for i in np.flatnonzero(~rows)]
+            name += f" (layer{'s' if len(layers) > 1 else ''} {_listed(layers)})"
+        found.append(name)
+    return tuple(found)
+
+
+def weights_cause(models: Sequence[tuple[str, Any]]) -> str:
+    """Which likely cause it is, from the weights of the `models` ((label, params) pairs) that computed the values:
+    the tensors holding NaN or inf, or that every weight is finite (so a config value or overflow)."""
+    broken = [(label, bad) for label, params in models if (bad := nonfinite_weights(params))]
+    labels = " and ".join(label for label, _ in models)
+    leaves = [leaf for _, params in models for leaf in jax.tree_util.tree_leaves(params)]
+    if any(isinstance(leaf, jax.Array) and not leaf.is_fully_addressable for leaf in leaves):
+        labels += " that this process holds (other processes check the rest)"
+    if not broken:
+        return (
+            f"every weight of {labels} is finite, so the model computes NaN or inf from finite weights: look for a "
+            "config value such as rms_norm_eps = 0 or rope_theta = 0, or float16/bfloat16 overflow (load it in "
+            f"float32: --dtype float32). {_DONE}"
+        )
+    held = "; ".join(f"{label}: {_listed(list(bad))}" for label, bad in broken)
+    return (
+        f"the weights hold NaN or inf ({held}): the checkpoint is broken; download or convert it again, or check it "
+        f"in transformers. {_DONE}"
+    )
 
 
 def check_finite(what: str, values: Sequence[np.ndarray]) -> None:

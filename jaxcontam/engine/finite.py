@@ -65,6 +65,18 @@ class NonFiniteScoresError(JaxcontamError):
         return NonFiniteScoresError(self.what, self.bad, self.total, self.names, self.where, cause)
 
 
+@jax.jit
+def _finite(array: jax.Array) -> jax.Array:
+    """Whether every entry of `array` is finite: one fused reduction, no temporary of the array's size."""
+    return jnp.isfinite(array).all()
+
+
+@jax.jit
+def _finite_rows(array: jax.Array) -> jax.Array:
+    """Whether each row (leading index: a stacked layer) of `array` is finite, fused as `_finite` is."""
+    return jnp.isfinite(array).reshape(array.shape[0], -1).all(axis=1)
+
+
 def nonfinite_weights(params: Any) -> tuple[str, ...]:
     """The floating-point tensors of a weights pytree that hold NaN or inf, named by their paths ("layers.wq"), a
     stacked layer's index where this process holds the whole tensor ("layers.wq (layer 0)"). Each process checks the
@@ -75,12 +87,11 @@ def nonfinite_weights(params: Any) -> tuple[str, ...]:
             continue  # quantized blocks, integer tables: nothing to be NaN
         name = jax.tree_util.keystr(path, simple=True, separator=".")
         pieces = [shard.data for shard in leaf.addressable_shards] if isinstance(leaf, jax.Array) else [leaf]
-        if all(bool(jnp.isfinite(piece).all()) for piece in pieces):
+        if all(bool(_finite(piece)) for piece in pieces):
             continue
         whole = not isinstance(leaf, jax.Array) or leaf.is_fully_addressable
         if name.startswith("layers.") and whole and jnp.ndim(leaf) >= 2:
-            rows = np.asarray(jnp.isfinite(leaf).reshape(leaf.shape[0], -1).all(axis=1))
-            layers = [str(i) for i in np.flatnonzero(~rows)]
+            layers = [str(i) for i in np.flatnonzero(~np.asarray(_finite_rows(leaf)))]
             name += f" (layer{'s' if len(layers) > 1 else ''} {_listed(layers)})"
         found.append(name)
     return tuple(found)

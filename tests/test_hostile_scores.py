@@ -118,6 +118,19 @@ def test_score_command_stops_naming_the_texts_and_writes_nothing(nan_weight_mode
     assert "Traceback" not in printed and not out.exists()
 
 
+def test_generate_command_stops_naming_the_prompts_and_the_broken_tensor(nan_weight_model, tmp_path, capsys):
+    data = tmp_path / "prompts.txt"
+    data.write_text("Question: what is two plus two?\nName a colour.\n")
+    out = tmp_path / "completions.jsonl"
+    args = ["generate", "--model", nan_weight_model, "--data", data, "--out", out, "--max-new-tokens", 4]
+    code, printed = run_cli(args, capsys)
+    assert code == 2, printed
+    assert f"{data} answered by {nan_weight_model}: generated tokens' log-probs of 2 of 2 sequences" in printed
+    assert "(prompt '1', prompt '2')" in printed
+    assert f"the weights hold NaN or inf ({nan_weight_model}: layers.wq (layer 0))" in printed
+    assert "Traceback" not in printed and not out.exists()
+
+
 def test_audit_stops_naming_model_benchmark_stage_and_items(nan_weight_model, tmp_path, capsys):
     out = tmp_path / "audit"
     args = ["audit", "--config", EXAMPLE_CONFIG, "--model", nan_weight_model, "--limit", 2, "--out", out]

@@ -10,7 +10,7 @@ import click
 from jaxcontam.commands.cluster_options import runs_on_every_host
 from jaxcontam.commands.config_file import config_file_options
 from jaxcontam.commands.mesh_options import dtype_option, mesh_layout, mesh_options
-from jaxcontam.commands.text_files import output_file, parse_fields, read_texts
+from jaxcontam.commands.text_files import naming_texts, output_file, parse_fields, read_texts
 from jaxcontam.errors import DataError
 from jaxcontam.storage import publish
 
@@ -72,17 +72,20 @@ def generate(
     if model.tokenizer is None:
         raise DataError(f"{model_path} has no tokenizer: add tokenizer.json beside the weights")
     prompts = [model.tokenizer.encode(text) for _, text in texts]
-    results = run_generation(
-        model,
-        prompts,
-        max_new_tokens=max_new_tokens,
-        temperature=temperature,
-        top_p=top_p,
-        seed=seed,
-        stop_strings=stop_strings,
-        rows_per_batch=batch_rows,
-        progress=True,
-    )
+    with naming_texts(
+        [f"prompt {ident!r}" for ident, _ in texts], f"{data_path} answered by {model_path}", model_path, model
+    ):
+        results = run_generation(
+            model,
+            prompts,
+            max_new_tokens=max_new_tokens,
+            temperature=temperature,
+            top_p=top_p,
+            seed=seed,
+            stop_strings=stop_strings,
+            rows_per_batch=batch_rows,
+            progress=True,
+        )
     if not is_writer():  # every process generated its share of each batch; process 0 writes them all
         return
     with open(out, "w", encoding="utf-8") as handle:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
 from pathlib import Path
 
@@ -11,9 +10,8 @@ import click
 from jaxcontam.commands.cluster_options import runs_on_every_host
 from jaxcontam.commands.config_file import config_file_options
 from jaxcontam.commands.mesh_options import dtype_option, mesh_layout, mesh_options
-from jaxcontam.commands.text_files import output_file, parse_fields, read_texts
+from jaxcontam.commands.text_files import naming_texts, output_file, parse_fields, read_texts
 from jaxcontam.detect.likelihood import LikelihoodSettings
-from jaxcontam.engine.finite import NonFiniteScoresError, weights_cause
 from jaxcontam.errors import DataError
 from jaxcontam.storage import publish
 
@@ -27,17 +25,6 @@ def tokenize_texts(tokenizer, texts, path) -> list[list[int]]:
         if len(ids) < 2:
             raise DataError(f"{path}: text {ident!r} has {len(ids)} token(s); scoring needs at least two")
     return encoded
-
-
-@contextlib.contextmanager
-def naming_texts(names: list[str], data_path: str, model_path: str, model):
-    """A NaN or inf score stops the command naming the texts it came from and the model's broken tensors, or saying
-    that its weights are finite (`engine.finite.weights_cause`); nothing is written."""
-    try:
-        yield
-    except NonFiniteScoresError as error:
-        named = error.naming([names[i] for i in error.bad], f"{data_path} scored by {model_path}")
-        raise named.explained(weights_cause([(model_path, model.params)])) from None
 
 
 @runs_on_every_host
@@ -100,7 +87,7 @@ def score(
         reference_probabilities = table.probabilities()
     token_ids = tokenize_texts(model.tokenizer, texts, data_path)
     ids = [f"text {ident!r}" for ident, _ in texts]
-    with naming_texts(ids, data_path, model_path, model):
+    with naming_texts(ids, f"{data_path} scored by {model_path}", model_path, model):
         scores = score_logprobs(
             model, token_ids, with_stats=True, with_max=True, rows_per_batch=batch_rows, progress=True
         )
@@ -109,7 +96,7 @@ def score(
         ref = jaxcontam.load_model(
             reference_model, dtype=dtype, mesh=device_mesh, fsdp=layout.fsdp, attention=layout.attention
         )
-        with naming_texts(ids, data_path, reference_model, ref):
+        with naming_texts(ids, f"{data_path} scored by {reference_model}", reference_model, ref):
             reference = score_logprobs(
                 ref, tokenize_texts(ref.tokenizer, texts, data_path), rows_per_batch=batch_rows, progress=True
             )

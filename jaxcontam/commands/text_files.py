@@ -1,8 +1,9 @@
-"""The text files `jaxcontam score` and `jaxcontam generate` read (`--data`, `--field`) and the file they write
-(`--out`)."""
+"""The text files `jaxcontam score` and `jaxcontam generate` read (`--data`, `--field`), the file they write
+(`--out`), and their texts named in a NaN or inf error (`naming_texts`)."""
 
 from __future__ import annotations
 
+import contextlib
 import re
 from pathlib import Path
 
@@ -85,3 +86,17 @@ def _refuse_other_file(out: str, command: str) -> None:
             f"--out {out}: the file exists and is not the output of an earlier jaxcontam {command} (JSON lines "
             f'beginning with "id", "{SECOND_KEY[command]}"), so it would be overwritten: give a new file name'
         )
+
+
+@contextlib.contextmanager
+def naming_texts(names: list[str], where: str, model_path: str, model):
+    """A NaN or inf log-prob (scored or generated) stops the command, naming `where`, the texts it came from
+    (`names`: one per sequence given to the engine) and the model's broken tensors, or saying that its weights are
+    finite (`engine.finite.weights_cause`); nothing is written."""
+    from jaxcontam.engine.finite import NonFiniteScoresError, weights_cause  # imports jax: not for `--help`
+
+    try:
+        yield
+    except NonFiniteScoresError as error:
+        named = error.naming([names[i] for i in error.bad], where)
+        raise named.explained(weights_cause([(model_path, model.params)])) from None

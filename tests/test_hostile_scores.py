@@ -4,7 +4,11 @@ Reproduction of issue 61's case: a copy of the bundled example model with one Na
 write NaN log-probs with exit 0 and `jaxcontam audit` report accuracy and "no test" verdicts from NaN scores.
 """
 
+import os
 import shutil
+import subprocess
+import sys
+import textwrap
 
 import jax.numpy as jnp
 import numpy as np
@@ -81,6 +85,31 @@ def test_the_weights_that_hold_nan_or_inf_are_named_with_their_layers(broken_toy
     error = NonFiniteScoresError("log-probs", [0], 1).naming(["text 'a'"], "data.txt").explained(broken)
     assert str(error) == f"data.txt: log-probs of 1 of 1 sequences are NaN or infinite (text 'a'): {broken}"
     assert error.naming(["text 'b'"], "other.txt").cause == broken  # naming keeps the explanation
+
+
+MESH_WEIGHTS = textwrap.dedent(
+    """
+    import jax, numpy as np
+    from jaxcontam.engine.finite import nonfinite_weights
+    values = np.ones((4, 6, 8), np.float32)
+    values[1, 5, 7] = np.nan
+    for axis_type in (jax.sharding.AxisType.Explicit, jax.sharding.AxisType.Auto):
+        mesh = jax.make_mesh((2, 2), ("data", "model"), (axis_type,) * 2)
+        on = lambda spec: jax.device_put(values, jax.sharding.NamedSharding(mesh, spec))
+        print(nonfinite_weights({"layers": {"split": on(jax.P(None, None, "model")), "copied": on(jax.P())}}))
+    """
+)
+
+
+def test_weights_sharded_or_copied_over_a_process_s_devices_name_their_layer():
+    """One process, 4 CPU devices: a layer split along its last axis (which a reshape could not merge under
+    explicit sharding) and one copied to every device are each named once, with the layer."""
+    env = {**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=4", "JAX_PLATFORMS": "cpu"}
+    proc = subprocess.run(
+        [sys.executable, "-c", MESH_WEIGHTS], check=False, env=env, capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.split("\n")[:2] == ["('layers.copied (layer 1)', 'layers.split (layer 1)')"] * 2
 
 
 @pytest.mark.parametrize("method", METHODS)

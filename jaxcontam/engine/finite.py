@@ -74,7 +74,7 @@ def _finite(array: jax.Array) -> jax.Array:
 @jax.jit
 def _finite_rows(array: jax.Array) -> jax.Array:
     """Whether each row (leading index: a stacked layer) of `array` is finite, fused as `_finite` is."""
-    return jnp.isfinite(array).reshape(array.shape[0], -1).all(axis=1)
+    return jnp.isfinite(array).all(axis=tuple(range(1, array.ndim)))  # no reshape: a sharded axis may not merge
 
 
 def nonfinite_weights(params: Any) -> tuple[str, ...]:

@@ -79,17 +79,18 @@ def _finite_rows(array: jax.Array) -> jax.Array:
 
 def nonfinite_weights(params: Any) -> tuple[str, ...]:
     """The floating-point tensors of a weights pytree that hold NaN or inf, named by their paths ("layers.wq"), a
-    stacked layer's index where this process holds the whole tensor ("layers.wq (layer 0)"). Each process checks the
-    shards it holds, with no collective, so it can run in an error path on one host of many."""
+    stacked layer's index where this process holds the whole tensor ("layers.wq (layer 0)"). A tensor this process
+    holds whole is checked once, however many local devices hold copies; otherwise each process checks the shards it
+    holds, with no collective across processes, so it can run in an error path on one host of many."""
     found = []
     for path, leaf in jax.tree_util.tree_leaves_with_path(params):
         if not jnp.issubdtype(getattr(leaf, "dtype", np.int8), jnp.inexact):
             continue  # quantized blocks, integer tables: nothing to be NaN
         name = jax.tree_util.keystr(path, simple=True, separator=".")
-        pieces = [shard.data for shard in leaf.addressable_shards] if isinstance(leaf, jax.Array) else [leaf]
+        whole = not isinstance(leaf, jax.Array) or leaf.is_fully_addressable
+        pieces = [leaf] if whole else [shard.data for shard in leaf.addressable_shards]  # a replicated copy once
         if all(bool(_finite(piece)) for piece in pieces):
             continue
-        whole = not isinstance(leaf, jax.Array) or leaf.is_fully_addressable
         if name.startswith("layers.") and whole and jnp.ndim(leaf) >= 2:
             layers = [str(i) for i in np.flatnonzero(~np.asarray(_finite_rows(leaf)))]
             name += f" (layer{'s' if len(layers) > 1 else ''} {_listed(layers)})"
